@@ -1,0 +1,95 @@
+"""The exploration context: how policies pick actions inside a block of code.
+
+``ExplorationType`` *is* tensordict's ``InteractionType``, and ``set_exploration_type`` sets
+tensordict's interaction type, so tensordict's probabilistic modules and this stack's
+exploration modules obey the same switch:
+
+- ``RANDOM``: sample from the action distribution; exploration noise is on.
+- ``DETERMINISTIC``: the distribution's ``deterministic_sample``; no exploration noise.
+- ``MODE`` / ``MEAN``: the distribution's mode / mean; no exploration noise.
+
+Outside any block, :func:`exploration_type` returns ``None``: each probabilistic module uses
+its own default, and exploration modules explore.
+"""
+
+from __future__ import annotations
+
+from tensordict.nn import InteractionType, interaction_type, set_interaction_type
+
+ExplorationType = InteractionType
+
+
+def exploration_type() -> InteractionType | None:
+    """Returns the exploration type set by the innermost :class:`set_exploration_type`.
+
+    Returns:
+        The active :class:`ExplorationType`, or ``None`` outside any block.
+
+    Examples:
+        >>> from rl_core.exploration import ExplorationType, exploration_type, set_exploration_type
+        >>> print(exploration_type())
+        None
+        >>> with set_exploration_type(ExplorationType.MODE):
+        ...     print(exploration_type())
+        mode
+    """
+    return interaction_type()
+
+
+def _coerce(type: InteractionType | str | None) -> InteractionType | None:
+    if type is None or isinstance(type, InteractionType):
+        return type
+    if isinstance(type, str):
+        try:
+            return InteractionType(type.lower())
+        except ValueError:
+            pass
+        choices = ", ".join(t.name for t in InteractionType)
+        raise ValueError(
+            f"set_exploration_type: expected one of {choices} (or their lower-case values), "
+            f"got {type!r}."
+        )
+    raise TypeError(
+        f"set_exploration_type: expected an ExplorationType, a string or None, "
+        f"got {type.__class__.__name__}."
+    )
+
+
+class set_exploration_type(set_interaction_type):
+    """Sets the exploration type inside a block of code or a decorated function.
+
+    The previous type comes back when the block ends, also on error.
+
+    Args:
+        type: an :class:`ExplorationType`, its name in any case (``"random"``), or ``None``
+            to let each module use its default. Defaults to ``ExplorationType.DETERMINISTIC``.
+
+    Keyword Args:
+        thread_local: if ``True``, the type applies to the calling thread only (collector
+            threads set their own). Defaults to ``False``: the whole process.
+
+    Raises:
+        ValueError: the string names no exploration type.
+        TypeError: ``type`` is neither an ExplorationType, a string nor None.
+
+    Examples:
+        >>> from rl_core.exploration import ExplorationType, exploration_type, set_exploration_type
+        >>> @set_exploration_type("random")
+        ... def act():
+        ...     return exploration_type()
+        >>> act()
+        <InteractionType.RANDOM: 'random'>
+        >>> print(exploration_type())
+        None
+    """
+
+    def __init__(
+        self,
+        type: InteractionType | str | None = InteractionType.DETERMINISTIC,
+        *,
+        thread_local: bool = False,
+    ) -> None:
+        super().__init__(_coerce(type), thread_local=thread_local)
+
+
+__all__ = ["ExplorationType", "exploration_type", "set_exploration_type"]
