@@ -1,0 +1,339 @@
+"""Functions over the TED layout: moving a transition forward and reading its done flags.
+
+See :mod:`rl_core.keys` for the layout. ``step_mdp`` runs once per environment step, so it walks
+the two TensorDict levels once, with no spec lookups, and caches the exclusion rules it derives
+from its arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase, unravel_key
+
+from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey
+
+# An exclusion tree: name -> True (drop this entry) or a nested tree (recurse into it).
+_Tree = dict[str, Any]
+
+
+class _KeyList(tuple):
+    """A list of keys made hashable; unlike a plain tuple, not read as one nested key."""
+
+
+def _as_key_tuple(keys: NestedKey | Sequence[NestedKey], argument: str) -> tuple[NestedKey, ...]:
+    if isinstance(keys, str) or (type(keys) is tuple and all(isinstance(k, str) for k in keys)):
+        keys = [keys]
+    out = []
+    for key in keys:
+        try:
+            out.append(unravel_key(key))
+        except Exception as err:
+            raise TypeError(
+                f"step_mdp: {argument} must hold str or tuple-of-str keys, got {key!r}."
+            ) from err
+    return tuple(out)
+
+
+def _hashable(keys: Any) -> Any:
+    return _KeyList(keys) if isinstance(keys, list) else keys
+
+
+@lru_cache(maxsize=256, typed=True)
+def _exclusion_trees(
+    reward_keys: Any,
+    done_keys: Any,
+    action_keys: Any,
+    exclude_reward: bool,
+    exclude_done: bool,
+    exclude_action: bool,
+) -> tuple[_Tree, _Tree]:
+    """Returns the trees of entries to drop from the root and from ``"next"``.
+
+    Cached on the raw arguments, so the key validation runs once per distinct call pattern.
+    """
+    dropped: list[NestedKey] = []
+    if exclude_reward:
+        dropped += _as_key_tuple(reward_keys, "reward_keys")
+    if exclude_done:
+        dropped += DONE_KEYS if done_keys is None else _as_key_tuple(done_keys, "done_keys")
+    root_dropped = list(dropped)
+    if exclude_action:
+        root_dropped += _as_key_tuple(action_keys, "action_keys")
+    return _tree(root_dropped), _tree(dropped)
+
+
+def _tree(keys: Iterable[NestedKey]) -> _Tree:
+    tree: _Tree = {}
+    for key in keys:
+        path = (key,) if isinstance(key, str) else key
+        node = tree
+        for name in path[:-1]:
+            child = node.setdefault(name, {})
+            if child is True:  # a whole sub-tree is already dropped
+                break
+            node = child
+        else:
+            node[path[-1]] = True
+    return tree
+
+
+def _is_tensordict(value: Any) -> bool:
+    # Plain tensors are the common case: skip the (slower) abstract-class check for them.
+    return type(value) is not torch.Tensor and isinstance(value, TensorDictBase)
+
+
+def _sub_root(
+    root: TensorDictBase | None, name: str, root_drop: _Tree
+) -> tuple[TensorDictBase | None, _Tree]:
+    """The root's group of the same name as a group of ``"next"``, and its exclusion rules."""
+    rule = root_drop.get(name)
+    if root is None or rule is True:
+        return None, {}
+    sub_root = root.get(name, None)
+    if not isinstance(sub_root, TensorDictBase):
+        return None, {}
+    return sub_root, rule or {}
+
+
+def _merge_level(
+    root: TensorDictBase | None, nxt: TensorDictBase, root_drop: _Tree, next_drop: _Tree
+) -> TensorDictBase:
+    """One level of the output: entries of ``root`` not in ``nxt``, then entries of ``nxt``."""
+    if type(nxt) is not TensorDict or (root is not None and type(root) is not TensorDict):
+        return _merge_level_generic(root, nxt, root_drop, next_drop)
+    out: dict[str, Any] = {}
+    nxt_entries = nxt._tensordict
+    if root is not None:
+        for name, value in root._tensordict.items():
+            if name in (NEXT, RESET) or name in nxt_entries:
+                continue
+            rule = root_drop.get(name)
+            if rule is True:
+                continue
+            if rule is not None and _is_tensordict(value):
+                value = _merge_level(None, value, {}, rule)
+            out[name] = value
+    for name, value in nxt_entries.items():
+        if name == RESET:
+            continue
+        rule = next_drop.get(name)
+        if rule is True:
+            continue
+        if _is_tensordict(value):
+            sub_root, sub_drop = _sub_root(root, name, root_drop)
+            value = _merge_level(sub_root, value, sub_drop, rule or {})
+        out[name] = value
+    return TensorDict._new_unsafe(source=out, batch_size=nxt.batch_size, device=nxt.device)
+
+
+def _merge_level_generic(
+    root: TensorDictBase | None, nxt: TensorDictBase, root_drop: _Tree, next_drop: _Tree
+) -> TensorDictBase:
+    """Same as :func:`_merge_level` for any TensorDict type (lazy stacks, tensorclasses)."""
+    out = nxt.empty()
+    if root is not None:
+        nxt_names = set(nxt.keys())
+        for name in root.keys():
+            if name in (NEXT, RESET) or name in nxt_names:
+                continue
+            rule = root_drop.get(name)
+            if rule is True:
+                continue
+            value = root.get(name)
+            if rule is not None and isinstance(value, TensorDictBase):
+                value = _merge_level(None, value, {}, rule)
+            out.set(name, value)
+    for name in nxt.keys():
+        if name == RESET:
+            continue
+        rule = next_drop.get(name)
+        if rule is True:
+            continue
+        value = nxt.get(name)
+        if isinstance(value, TensorDictBase):
+            sub_root, sub_drop = _sub_root(root, name, root_drop)
+            value = _merge_level(sub_root, value, sub_drop, rule or {})
+        out.set(name, value)
+    return out
+
+
+def step_mdp(
+    tensordict: TensorDictBase,
+    next_tensordict: TensorDictBase | None = None,
+    keep_other: bool = True,
+    exclude_reward: bool = True,
+    exclude_done: bool = False,
+    exclude_action: bool = True,
+    reward_keys: NestedKey | Sequence[NestedKey] = REWARD,
+    done_keys: NestedKey | Sequence[NestedKey] | None = None,
+    action_keys: NestedKey | Sequence[NestedKey] = ACTION,
+) -> TensorDictBase:
+    """Moves a transition one step forward: the ``"next"`` entries become the root.
+
+    The result holds every entry of ``tensordict["next"]`` and, with ``keep_other``, the root
+    entries that ``"next"`` does not hold (a recurrent state, a step counter, …). Entries of a
+    nested group merge level by level. Tensors are shared, not copied. ``"_reset"`` entries
+    never carry over: they are one-step instructions to the env.
+
+    Args:
+        tensordict: a TED transition with a ``"next"`` sub-TensorDict.
+        next_tensordict: if given, the result is written into it (in place) and returned.
+        keep_other: keep root entries that ``"next"`` does not hold. Defaults to ``True``.
+        exclude_reward: drop the reward keys. Defaults to ``True``.
+        exclude_done: drop the done keys. Defaults to ``False``.
+        exclude_action: drop the action keys from the root. Defaults to ``True``.
+        reward_keys: reward key or keys. Defaults to ``"reward"``.
+        done_keys: done key or keys (a list; a tuple of str is one nested key). Defaults to
+            ``None``: ``"done"``, ``"terminated"`` and ``"truncated"``.
+        action_keys: action key or keys. Defaults to ``"action"``.
+
+    Returns:
+        A new TensorDict (or ``next_tensordict``) with the batch size of ``"next"``.
+
+    Raises:
+        KeyError: ``tensordict`` has no ``"next"`` entry.
+        TypeError: a key argument is not a str or a tuple of str.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.ted import step_mdp
+        >>> td = TensorDict(
+        ...     observation=torch.zeros(2, 3),
+        ...     action=torch.ones(2, 1),
+        ...     hidden=torch.ones(2, 4),
+        ...     next=TensorDict(
+        ...         observation=torch.ones(2, 3),
+        ...         reward=torch.ones(2, 1),
+        ...         done=torch.zeros(2, 1, dtype=torch.bool),
+        ...         batch_size=[2],
+        ...     ),
+        ...     batch_size=[2],
+        ... )
+        >>> out = step_mdp(td)
+        >>> sorted(out.keys())
+        ['done', 'hidden', 'observation']
+        >>> out["observation"].sum().item()
+        6.0
+    """
+    nxt = tensordict.get(NEXT, None)
+    if nxt is None:
+        raise KeyError(
+            f"step_mdp: expected a TensorDict with a {NEXT!r} entry, got one with keys "
+            f"{sorted(tensordict.keys())}. Call env.step(td) first, which writes {NEXT!r}."
+        )
+    try:
+        root_drop, next_drop = _exclusion_trees(
+            _hashable(reward_keys),
+            _hashable(done_keys),
+            _hashable(action_keys),
+            bool(exclude_reward),
+            bool(exclude_done),
+            bool(exclude_action),
+        )
+    except TypeError as err:
+        if "unhashable" not in str(err):
+            raise
+        raise TypeError(
+            f"step_mdp: reward_keys, done_keys and action_keys must be keys or lists of keys, "
+            f"got {reward_keys!r}, {done_keys!r}, {action_keys!r}."
+        ) from err
+    out = _merge_level(tensordict if keep_other else None, nxt, root_drop, next_drop)
+    if next_tensordict is not None:
+        return next_tensordict.update(out)
+    return out
+
+
+def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:
+    groups: dict[tuple[str, ...], list] = {}
+    for key in done_keys:
+        path = (key,) if isinstance(key, str) else tuple(key)
+        groups.setdefault(path[:-1], []).append(path)
+    return groups
+
+
+def _find_done_keys(data: TensorDictBase) -> list[tuple[str, ...]]:
+    names = set(DONE_KEYS)
+    found = []
+    for key in data.keys(include_nested=True, leaves_only=True):
+        path = (key,) if isinstance(key, str) else key
+        if path[-1] in names and NEXT not in path[:-1]:
+            found.append(path)
+    return found
+
+
+def terminated_or_truncated(
+    data: TensorDictBase,
+    full_done_spec: Any | None = None,
+    key: NestedKey | None = RESET,
+    write_full_false: bool = False,
+) -> bool:
+    """Reads the done flags of ``data``, level by level, and marks what ended.
+
+    For every level that holds done flags (the root, or a group such as ``"agents"``), the
+    flags are OR-ed together; the result, shaped like the flags, is written under ``key`` at
+    that level (``"_reset"`` by default, the partial-reset mask an env's ``reset`` reads).
+
+    Args:
+        data: a TensorDict holding done flags, typically the ``"next"`` part of a transition.
+        full_done_spec: a ``Composite`` whose leaf keys name the done flags. Without it, every
+            ``done``/``terminated``/``truncated`` leaf of ``data`` outside ``"next"`` counts.
+        key: where to write the per-level mask, or ``None`` to write nothing.
+        write_full_false: also write the mask when nothing ended at that level.
+
+    Returns:
+        ``True`` if any flag at any level is set.
+
+    Raises:
+        KeyError: a done key named by ``full_done_spec`` is missing from ``data``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.ted import terminated_or_truncated
+        >>> data = TensorDict(
+        ...     terminated=torch.tensor([[True], [False]]),
+        ...     truncated=torch.tensor([[False], [False]]),
+        ...     batch_size=[2],
+        ... )
+        >>> terminated_or_truncated(data)
+        True
+        >>> data["_reset"].squeeze(-1).tolist()
+        [True, False]
+    """
+    if full_done_spec is not None:
+        done_keys = [
+            (k,) if isinstance(k, str) else k
+            for k in full_done_spec.keys(include_nested=True, leaves_only=True)
+        ]
+    else:
+        done_keys = _find_done_keys(data)
+    any_done = False
+    for level, paths in _done_groups(done_keys).items():
+        flags = None
+        for path in paths:
+            try:
+                value = data.get(path)
+            except KeyError:
+                value = None
+            if value is None:
+                raise KeyError(
+                    f"terminated_or_truncated: the done spec names {path}, which the data lacks "
+                    f"(keys: {sorted(map(str, data.keys(True, True)))})."
+                )
+            flags = value if flags is None else flags | value
+        if flags is None:
+            continue
+        level_done = bool(flags.any())
+        any_done = any_done or level_done
+        if key is not None and (level_done or write_full_false):
+            key_path = (key,) if isinstance(key, str) else tuple(key)
+            data.set(level + key_path, flags.bool() if flags.dtype != torch.bool else flags)
+    return any_done
+
+
+__all__ = ["step_mdp", "terminated_or_truncated"]
