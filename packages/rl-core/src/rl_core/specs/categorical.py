@@ -72,8 +72,16 @@ class Categorical(_LeafSpec):
     ) -> None:
         n = _check_int(n, "Categorical")
         dtype = _as_dtype(dtype, "Categorical")
-        _check_index_dtype(dtype, "Categorical")
-        if n - 1 > torch.iinfo(dtype).max:
+        if dtype is torch.bool:
+            # Binary choices stored as flags: the done/terminated/truncated specs.
+            if n > 2:
+                raise TypeError(
+                    f"Categorical: dtype torch.bool holds 2 choices, got n={n}. Use an integer "
+                    f"dtype such as torch.int64."
+                )
+        else:
+            _check_index_dtype(dtype, "Categorical")
+        if dtype is not torch.bool and n - 1 > torch.iinfo(dtype).max:
             raise ValueError(
                 f"Categorical: n={n} does not fit dtype {dtype} (max {torch.iinfo(dtype).max})."
             )

@@ -1,0 +1,16 @@
+"""Environments: the ``EnvBase`` contract, rollouts, spec checks and spec-free policies."""
+
+from rl_core.envs._rollout import rollout
+from rl_core.envs._spec_checks import set_spec_checks, spec_checks_enabled
+from rl_core.envs.base import EnvBase
+from rl_core.envs.checks import check_env_specs
+from rl_core.envs.policies import RandomPolicy
+
+__all__ = [
+    "EnvBase",
+    "RandomPolicy",
+    "check_env_specs",
+    "rollout",
+    "set_spec_checks",
+    "spec_checks_enabled",
+]

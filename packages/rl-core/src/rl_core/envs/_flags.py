@@ -1,0 +1,112 @@
+"""Done-flag completion and partial-reset merging: the exact done semantics of EnvBase."""
+
+from __future__ import annotations
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
+
+
+def _entries(td: TensorDictBase) -> dict | set:
+    return td._tensordict if type(td) is TensorDict else set(td.keys())
+
+
+def complete_done_flags(td: TensorDictBase, levels: list[tuple[str, ...]], env_name: str) -> None:
+    """Writes the done flags an env left out, so that ``done == terminated | truncated``.
+
+    With only ``done``: ``terminated = done``, ``truncated = False``. With ``terminated`` and/or
+    ``truncated``: ``done`` is their OR, and a missing one is ``done`` minus the other.
+    Levels whose three flags are present cost three dict lookups.
+    """
+    for level in levels:
+        sub = td.get(level, None) if level else td
+        if sub is None:
+            raise KeyError(
+                f"{env_name}: the done spec has flags under {level}, but the env wrote no such "
+                f"entry (keys: {sorted(map(str, td.keys()))})."
+            )
+        entries = _entries(sub)
+        has_done, has_term, has_trunc = DONE in entries, TERMINATED in entries, TRUNCATED in entries
+        if has_done and has_term and has_trunc:
+            continue
+        term = sub.get(TERMINATED) if has_term else None
+        trunc = sub.get(TRUNCATED) if has_trunc else None
+        if has_done:
+            done = sub.get(DONE)
+        elif term is not None and trunc is not None:
+            done = term | trunc
+        elif term is not None or trunc is not None:
+            done = (term if term is not None else trunc).clone()
+        else:
+            where = f" under {level}" if level else ""
+            raise KeyError(
+                f"{env_name}: expected done flags{where} ('done', 'terminated' and/or "
+                f"'truncated'), got none (keys: {sorted(map(str, sub.keys()))}). Write at least "
+                f"'terminated' from _step/_reset."
+            )
+        if not has_done:
+            sub.set(DONE, done)
+        if term is None:
+            term = done & ~trunc if trunc is not None else done.clone()
+            sub.set(TERMINATED, term)
+        if trunc is None:
+            sub.set(TRUNCATED, done & ~term)
+
+
+def reset_masks(
+    td: TensorDictBase | None, levels: list[tuple[str, ...]], batch_ndim: int
+) -> dict[tuple[str, ...], torch.Tensor] | None:
+    """The ``"_reset"`` masks present in ``td``, by level; ``None`` when this is a full reset."""
+    if td is None:
+        return None
+    masks: dict[tuple[str, ...], torch.Tensor] = {}
+    for level in levels:
+        mask = td.get((*level, RESET), None)
+        if mask is not None:
+            masks[level] = mask
+    if not masks or all(bool(m.all()) for m in masks.values()):
+        return None
+    if () not in masks:
+        # The root resets when any of its groups does.
+        group = next(iter(masks.values()))
+        root = group.reshape(*group.shape[:batch_ndim], -1).any(-1, keepdim=True)
+        for other in masks.values():
+            root = root | other.reshape(*other.shape[:batch_ndim], -1).any(-1, keepdim=True)
+        masks[()] = root
+    return masks
+
+
+def _broadcast(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    # mask: [*L, 1]; value: [*L, *rest] -> mask viewed as [*L, 1, ..., 1].
+    lead = mask.shape[:-1]
+    return mask.reshape(*lead, *([1] * (value.ndim - len(lead))))
+
+
+def merge_partial_reset(
+    previous: TensorDictBase,
+    fresh: TensorDictBase,
+    masks: dict[tuple[str, ...], torch.Tensor],
+    env_name: str,
+) -> TensorDictBase:
+    """Entries of ``fresh`` where a mask is set, of ``previous`` elsewhere.
+
+    Entries only ``previous`` holds (a policy's recurrent state) are kept; entries only
+    ``fresh`` holds are taken whole.
+    """
+    out = previous.exclude(NEXT, *[(*level, RESET) if level else RESET for level in masks])
+    for key in fresh.keys(include_nested=True, leaves_only=True):
+        path = (key,) if isinstance(key, str) else key
+        value = fresh.get(key)
+        old = previous.get(key, None)
+        if old is None:
+            out.set(key, value)
+            continue
+        level = max((lv for lv in masks if path[: len(lv)] == lv), key=len)
+        if not isinstance(value, torch.Tensor) or not isinstance(old, torch.Tensor):
+            raise TypeError(
+                f"{env_name}.reset: partial reset of the non-tensor entry {key!r} is not "
+                f"supported; reset all sub-envs at once (no '_reset' mask) for such envs."
+            )
+        out.set(key, torch.where(_broadcast(masks[level], value), value, old))
+    return out

@@ -1,0 +1,275 @@
+"""The rollout loop and the trajectory writer behind ``EnvBase.rollout``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+
+from rl_core.keys import DONE, NEXT, TRUNCATED
+from rl_core.ted import step_mdp
+
+if TYPE_CHECKING:
+    from rl_core.envs.base import EnvBase
+
+# Steps kept before they are stacked into the preallocated buffer, one op per entry.
+_CHUNK = 64
+
+
+def _leaf_paths(td: TensorDictBase) -> list[tuple[str, ...]] | None:
+    """Paths of the tensor leaves of a plain (nested) TensorDict; None for anything else."""
+    paths: list[tuple[str, ...]] = []
+
+    def visit(node: TensorDictBase, prefix: tuple[str, ...]) -> bool:
+        if type(node) is not TensorDict:
+            return False
+        for name, value in node._tensordict.items():
+            if type(value) is torch.Tensor:
+                paths.append((*prefix, name))
+            elif not visit(value, (*prefix, name)):
+                return False
+        return True
+
+    return paths if visit(td, ()) else None
+
+
+def _level_sizes(td: TensorDictBase) -> list[tuple[tuple[str, ...], int]]:
+    sizes: list[tuple[tuple[str, ...], int]] = []
+
+    def visit(node: TensorDict, prefix: tuple[str, ...]) -> None:
+        sizes.append((prefix, len(node._tensordict)))
+        for name, value in node._tensordict.items():
+            if type(value) is TensorDict:
+                visit(value, (*prefix, name))
+
+    visit(td, ())
+    return sizes
+
+
+def _get(td: TensorDictBase, path: tuple[str, ...]) -> torch.Tensor:
+    node = td
+    for name in path:
+        node = node._tensordict[name]
+    return node
+
+
+class _TrajectoryWriter:
+    """Fills a ``[*batch, T]`` TensorDict allocated from the first step, ``_CHUNK`` steps at a time.
+
+    Steps whose structure differs from the first one (a key more or less, another shape) switch
+    the writer to a lazy stack of every step, so no entry is lost.
+    """
+
+    def __init__(self, first: TensorDictBase, max_steps: int) -> None:
+        self.batch_ndim = first.batch_dims
+        self.max_steps = max_steps
+        self.written = 0
+        self.pending: list[TensorDictBase] = []
+        self.fallback: list[TensorDictBase] | None = None
+        self.paths = _leaf_paths(first)
+        if self.paths is None or first.is_locked:
+            # Lazy stacks, non-tensor payloads: keep each step and stack once at the end.
+            self.fallback = []
+            return
+        self.sizes = _level_sizes(first)
+        batch = tuple(first.batch_size)
+        self.buffer = first.apply(
+            lambda x: torch.empty(
+                (*batch, max_steps, *x.shape[len(batch) :]), dtype=x.dtype, device=x.device
+            ),
+            batch_size=[*batch, max_steps],
+        )
+        self.buffers = [_get(self.buffer, path) for path in self.paths]
+
+    def append(self, td: TensorDictBase) -> None:
+        # The loop hands over a fresh TensorDict each step (step_mdp builds a new root), so
+        # keeping the reference is safe without a copy.
+        if self.fallback is not None:
+            self.fallback.append(td)
+            return
+        self.pending.append(td)
+        if len(self.pending) == _CHUNK:
+            self._flush()
+
+    def _same_structure(self, td: TensorDictBase) -> bool:
+        try:
+            return all(len(_get(td, level)._tensordict) == n for level, n in self.sizes)
+        except (KeyError, AttributeError):
+            return False
+
+    def _flush(self) -> None:
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        if not all(self._same_structure(td) for td in pending):
+            self._switch_to_fallback(pending)
+            return
+        start, dim = self.written, self.batch_ndim
+        try:
+            columns = [[_get(td, path) for td in pending] for path in self.paths]
+            for buffer, column in zip(self.buffers, columns):
+                torch.stack(column, dim, out=buffer.narrow(dim, start, len(pending)))
+        except (KeyError, AttributeError, RuntimeError):
+            self._switch_to_fallback(pending)
+            return
+        self.written += len(pending)
+
+    def _switch_to_fallback(self, pending: list[TensorDictBase]) -> None:
+        done = self.buffer[(slice(None),) * self.batch_ndim + (slice(0, self.written),)]
+        self.fallback = [*done.unbind(self.batch_ndim), *pending]
+
+    def result(self, return_contiguous: bool) -> TensorDictBase:
+        self._flush()
+        if self.fallback is not None:
+            stacked = LazyStackedTensorDict.lazy_stack(self.fallback, self.batch_ndim)
+            # A dense copy keeps only the entries every step shares: densify only when that
+            # is all of them, so no entry is lost.
+            if return_contiguous and _same_keys(self.fallback):
+                try:
+                    return stacked.contiguous()
+                except RuntimeError:
+                    return stacked
+            return stacked
+        index = (slice(None),) * self.batch_ndim + (slice(0, self.written),)
+        return self.buffer if self.written == self.max_steps else self.buffer[index]
+
+
+def _same_keys(tds: list[TensorDictBase]) -> bool:
+    reference = set(tds[0].keys(include_nested=True, leaves_only=True))
+    return all(set(td.keys(include_nested=True, leaves_only=True)) == reference for td in tds[1:])
+
+
+def _any_done(next_td: TensorDictBase, done_keys: list[tuple[str, ...]]) -> torch.Tensor:
+    flags = None
+    batch_ndim = next_td.batch_dims
+    for path in done_keys:
+        value = next_td.get(path)
+        value = value.reshape(*value.shape[:batch_ndim], -1).any(-1)
+        flags = value if flags is None else flags | value
+    return flags
+
+
+def rollout(
+    env: EnvBase,
+    max_steps: int,
+    policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+    callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+    *,
+    auto_reset: bool = True,
+    auto_cast_to_device: bool = False,
+    break_when_any_done: bool = True,
+    break_when_all_done: bool = False,
+    return_contiguous: bool = True,
+    tensordict: TensorDictBase | None = None,
+    set_truncated: bool = False,
+) -> TensorDictBase:
+    """Runs ``policy`` in ``env`` for up to ``max_steps`` steps and returns the trajectory.
+
+    The output, shaped ``[*env.batch_size, T]``, is allocated on the first step and filled in
+    place. Stopping rules: with ``break_when_any_done`` (the default) the rollout stops after
+    the first step at which any sub-env is done. Otherwise finished sub-envs are reset and the
+    rollout goes on; with ``break_when_all_done`` it stops after the step at which every
+    sub-env has finished at least one episode, else after ``max_steps``.
+
+    Args:
+        env: the environment.
+        max_steps: the most steps to take (>= 1).
+        policy: reads the root TensorDict and writes the action(s); ``None`` takes random
+            actions from the action spec.
+        callback: called as ``callback(env, transition)`` after each step.
+        auto_reset: reset the env first; else ``tensordict`` is the starting point.
+        auto_cast_to_device: move data to the policy's device (its first parameter's) before
+            calling it and back to the env device after.
+        break_when_any_done: stop when any sub-env is done.
+        break_when_all_done: stop once every sub-env has finished an episode.
+        return_contiguous: stack heterogeneous steps into a contiguous TensorDict when possible
+            (a lazy stack otherwise).
+        tensordict: the starting TensorDict when ``auto_reset`` is False; with ``auto_reset``,
+            it is passed to ``reset`` (reset arguments, carried entries).
+        set_truncated: mark the last step ``truncated`` (and ``done``) when the rollout stops on
+            ``max_steps``; ``terminated`` is untouched.
+
+    Returns:
+        The trajectory: a TensorDict of batch size ``[*env.batch_size, T]``, ``T <= max_steps``.
+
+    Raises:
+        ValueError: ``max_steps`` < 1, or neither ``auto_reset`` nor ``tensordict``.
+    """
+    if not isinstance(max_steps, int) or isinstance(max_steps, bool) or max_steps < 1:
+        raise ValueError(
+            f"{type(env).__name__}.rollout: expected max_steps >= 1, got {max_steps!r}."
+        )
+    if auto_reset:
+        td = env.reset(tensordict)
+    elif tensordict is None:
+        raise ValueError(
+            f"{type(env).__name__}.rollout: with auto_reset=False, pass the starting TensorDict "
+            f"as tensordict=...; got none."
+        )
+    else:
+        td = tensordict
+    if policy is None:
+        policy = env.rand_action
+    policy_device = _policy_device(policy) if auto_cast_to_device else None
+    env_device = env.device
+    done_paths = [(NEXT, *((k,) if isinstance(k, str) else k)) for k in env.done_keys]
+    done_paths = [p for p in done_paths if p[-1] == DONE] or done_paths
+    mdp_kwargs = env._step_mdp_kwargs()
+    writer: _TrajectoryWriter | None = None
+    ever_done: torch.Tensor | None = None
+    for _ in range(max_steps):
+        if policy_device is not None:
+            td = policy(td.to(policy_device, non_blocking=True))
+            if env_device is not None:
+                td = td.to(env_device, non_blocking=True)
+        else:
+            td = policy(td)
+        if break_when_any_done:
+            td = env.step(td)
+            next_root = None
+        else:
+            td, next_root = env.step_and_maybe_reset(td)
+        if writer is None:
+            writer = _TrajectoryWriter(td, max_steps)
+        writer.append(td)
+        if callback is not None:
+            callback(env, td)
+        done = _any_done(td, done_paths)
+        if break_when_any_done:
+            if bool(done.any()):
+                break
+            td = step_mdp(td, **mdp_kwargs)
+        else:
+            if break_when_all_done:
+                ever_done = done if ever_done is None else ever_done | done
+                if bool(ever_done.all()):
+                    break
+            td = next_root
+    out = writer.result(return_contiguous)
+    if set_truncated:
+        _mark_last_truncated(env, out)
+    return out
+
+
+def _mark_last_truncated(env: EnvBase, out: TensorDictBase) -> None:
+    """Sub-envs not done at the last step are cut there: truncated (and done) become True."""
+    last = (slice(None),) * len(env.batch_size) + (-1,)
+    for level in env._done_levels():
+        done_key, trunc_key = (NEXT, *level, DONE), (NEXT, *level, TRUNCATED)
+        done, truncated = out.get(done_key).clone(), out.get(trunc_key).clone()
+        cut = ~done[last]
+        truncated[last] |= cut
+        done[last] |= cut
+        out.set(done_key, done)
+        out.set(trunc_key, truncated)
+
+
+def _policy_device(policy: Callable) -> torch.device | None:
+    parameters = getattr(policy, "parameters", None)
+    if parameters is None:
+        return None
+    for parameter in parameters():
+        return parameter.device
+    return None

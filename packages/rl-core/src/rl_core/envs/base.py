@@ -1,0 +1,513 @@
+"""EnvBase: the environment contract every env of the stack implements."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_core.envs import _specs
+from rl_core.envs._flags import complete_done_flags, merge_partial_reset, reset_masks
+from rl_core.envs._spec_checks import SWITCH
+from rl_core.keys import ACTION, DONE_KEYS, NEXT, OBSERVATION, RESET, REWARD, NestedKey
+from rl_core.specs import Composite, TensorSpec
+from rl_core.ted import step_mdp, terminated_or_truncated
+
+if TYPE_CHECKING:
+    from rl_core.transforms import Transform, TransformedEnv
+
+
+class EnvBase(nn.Module, metaclass=abc.ABCMeta):
+    """An environment that reads and writes TensorDicts in the TED layout.
+
+    A subclass sets its specs in ``__init__`` and implements three methods:
+
+    - ``_reset(tensordict) -> TensorDict``: the first observations (and optionally done flags)
+      of every sub-env. ``tensordict`` is ``None`` or holds ``"_reset"`` masks (True for the
+      sub-envs to reset) and reset arguments. Values written for sub-envs that are not reset
+      are ignored: the base keeps their previous values.
+    - ``_step(tensordict) -> TensorDict``: reads the action(s) from ``tensordict`` and returns
+      a new TensorDict (the future ``"next"``) with the next observations, the reward and the
+      done flags. Fresh tensors each call: returned tensors are not mutated later.
+    - ``_set_seed(seed)``: seeds the env's random state.
+
+    Done flags: a ``_step`` may write any of ``done``, ``terminated`` and ``truncated``; the base
+    fills in the others so that ``done == terminated | truncated``. Specs: ``observation_spec``,
+    ``action_spec``, ``reward_spec``, ``done_spec`` and ``state_spec``; shapes lead with the env
+    ``batch_size``. Specs are checked when they are set; each step is checked only under
+    :func:`rl_core.envs.set_spec_checks` or with ``RL_CHECK_SPECS=1``.
+
+    Args:
+        device: where the env's tensors live, or ``None`` (not specified).
+        batch_size: the env's batch shape (a batched env holds one sub-env per element).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.envs import EnvBase
+        >>> from rl_core.specs import Bounded, Composite, Unbounded
+        >>> class Counter(EnvBase):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.observation_spec = Composite(count=Unbounded(shape=(1,)))
+        ...         self.action_spec = Bounded(0.0, 1.0, shape=(1,))
+        ...     def _reset(self, tensordict):
+        ...         return TensorDict(count=torch.zeros(1))
+        ...     def _step(self, tensordict):
+        ...         count = tensordict["count"] + tensordict["action"]
+        ...         return TensorDict(count=count, reward=count.clone(), terminated=count > 2.5)
+        ...     def _set_seed(self, seed):
+        ...         torch.manual_seed(seed)
+        >>> env = Counter()
+        >>> traj = env.rollout(10, policy=lambda td: td.set("action", torch.ones(1)))
+        >>> traj.batch_size
+        torch.Size([3])
+        >>> traj["next", "count"].squeeze(-1).tolist()
+        [1.0, 2.0, 3.0]
+    """
+
+    def __init__(
+        self,
+        *,
+        device: torch.device | str | int | None = None,
+        batch_size: torch.Size | tuple[int, ...] | list[int] | None = None,
+    ) -> None:
+        super().__init__()
+        if batch_size is None:
+            batch_size = torch.Size([])
+        try:
+            batch_size = torch.Size(batch_size)
+        except TypeError as err:
+            raise TypeError(
+                f"{type(self).__name__}: expected batch_size as a sequence of ints, got "
+                f"{batch_size!r}."
+            ) from err
+        device = torch.device(device) if device is not None else None
+        # Plain attributes (not registered as module state).
+        self.__dict__["_batch_size"] = batch_size
+        self.__dict__["_device"] = device
+        self.__dict__["_cache"] = {}
+        self.__dict__["is_closed"] = False
+        self.__dict__["_output_spec"] = Composite(
+            full_observation_spec=Composite(shape=batch_size, device=device),
+            full_reward_spec=Composite(
+                {REWARD: _specs.default_reward_spec(batch_size, device)},
+                shape=batch_size,
+                device=device,
+            ),
+            full_done_spec=_specs.default_done_spec(batch_size, device),
+            shape=batch_size,
+            device=device,
+        )
+        self.__dict__["_input_spec"] = Composite(
+            full_action_spec=Composite(shape=batch_size, device=device),
+            full_state_spec=Composite(shape=batch_size, device=device),
+            shape=batch_size,
+            device=device,
+        )
+
+    # ------------------------------------------------------------------ contract
+    @abc.abstractmethod
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        """Returns the first observations of the sub-envs to reset."""
+
+    @abc.abstractmethod
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns next observations, reward and done flags for the actions in ``tensordict``."""
+
+    @abc.abstractmethod
+    def _set_seed(self, seed: int | None) -> None:
+        """Seeds the env's random state."""
+
+    # ------------------------------------------------------------------ shape and device
+    @property
+    def batch_size(self) -> torch.Size:
+        return self._batch_size
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._device
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def output_spec(self) -> Composite:
+        """``Composite(full_observation_spec=…, full_reward_spec=…, full_done_spec=…)``."""
+        return self._output_spec
+
+    @property
+    def input_spec(self) -> Composite:
+        """``Composite(full_action_spec=…, full_state_spec=…)``."""
+        return self._input_spec
+
+    @property
+    def specs(self) -> Composite:
+        """All specs of the env in one Composite: ``output_spec`` and ``input_spec``."""
+        return Composite(
+            output_spec=self.output_spec,
+            input_spec=self.input_spec,
+            shape=self.batch_size,
+            device=self.device,
+        )
+
+    def _set_spec(self, parent: Composite, name: str, spec: Composite) -> None:
+        parent[name] = spec
+        self._cache.clear()
+
+    @property
+    def full_observation_spec(self) -> Composite:
+        return self.output_spec["full_observation_spec"]
+
+    @full_observation_spec.setter
+    def full_observation_spec(self, spec: Composite) -> None:
+        self.observation_spec = spec
+
+    @property
+    def observation_spec(self) -> Composite:
+        """The observations, a Composite (a leaf spec set here is stored as ``"observation"``)."""
+        return self.output_spec["full_observation_spec"]
+
+    @observation_spec.setter
+    def observation_spec(self, spec: TensorSpec | Composite) -> None:
+        composite = self._wrap("observation_spec", spec, OBSERVATION)
+        self._set_spec(self._output_spec, "full_observation_spec", composite)
+
+    @property
+    def full_reward_spec(self) -> Composite:
+        return self.output_spec["full_reward_spec"]
+
+    @full_reward_spec.setter
+    def full_reward_spec(self, spec: Composite) -> None:
+        self.reward_spec = spec
+
+    @property
+    def reward_spec(self) -> TensorSpec:
+        """The reward: the leaf spec when there is one reward, else the full Composite."""
+        return self._single_or_full(self.full_reward_spec)
+
+    @reward_spec.setter
+    def reward_spec(self, spec: TensorSpec | Composite) -> None:
+        composite = self._wrap("reward_spec", spec, REWARD)
+        self._set_spec(self._output_spec, "full_reward_spec", composite)
+
+    @property
+    def full_done_spec(self) -> Composite:
+        return self.output_spec["full_done_spec"]
+
+    @full_done_spec.setter
+    def full_done_spec(self, spec: Composite) -> None:
+        self.done_spec = spec
+
+    @property
+    def done_spec(self) -> Composite:
+        """The done flags (``done``, ``terminated``, ``truncated`` at every level), a Composite.
+
+        A leaf spec set here becomes ``done`` with copies as ``terminated`` and ``truncated``;
+        a Composite missing some of the three gets them added the same way.
+        """
+        return self.full_done_spec
+
+    @done_spec.setter
+    def done_spec(self, spec: TensorSpec | Composite) -> None:
+        composite = _specs.complete_done_spec(self._wrap("done_spec", spec, DONE_KEYS[0]))
+        if not _specs.done_levels(composite):
+            raise ValueError(
+                f"{type(self).__name__}.done_spec: expected at least one of {DONE_KEYS}, got "
+                f"keys {_specs.leaf_keys(composite)}."
+            )
+        self._set_spec(self._output_spec, "full_done_spec", composite)
+
+    @property
+    def full_action_spec(self) -> Composite:
+        return self.input_spec["full_action_spec"]
+
+    @full_action_spec.setter
+    def full_action_spec(self, spec: Composite) -> None:
+        self.action_spec = spec
+
+    @property
+    def action_spec(self) -> TensorSpec:
+        """The action: the leaf spec when there is one action, else the full Composite."""
+        return self._single_or_full(self.full_action_spec)
+
+    @action_spec.setter
+    def action_spec(self, spec: TensorSpec | Composite) -> None:
+        composite = self._wrap("action_spec", spec, ACTION)
+        self._set_spec(self._input_spec, "full_action_spec", composite)
+
+    @property
+    def full_state_spec(self) -> Composite:
+        return self.input_spec["full_state_spec"]
+
+    @full_state_spec.setter
+    def full_state_spec(self, spec: Composite) -> None:
+        self.state_spec = spec
+
+    @property
+    def state_spec(self) -> Composite:
+        """Inputs other than actions that ``_step`` reads (a state passed in, stateless envs)."""
+        return self.full_state_spec
+
+    @state_spec.setter
+    def state_spec(self, spec: Composite | None) -> None:
+        if spec is not None and not isinstance(spec, Composite):
+            raise TypeError(
+                f"{type(self).__name__}.state_spec: expected a Composite, got "
+                f"{type(spec).__name__}. Wrap it: Composite(my_state=spec, shape=batch_size)."
+            )
+        composite = self._wrap("state_spec", spec, "state")
+        self._set_spec(self._input_spec, "full_state_spec", composite)
+
+    def _wrap(self, what: str, spec: Any, default_key: str) -> Composite:
+        return _specs.wrap_leaf(
+            type(self).__name__, what, spec, default_key, self.batch_size, self.device
+        )
+
+    @staticmethod
+    def _single_or_full(full: Composite) -> TensorSpec:
+        keys = _specs.leaf_keys(full)
+        return full[keys[0]] if len(keys) == 1 else full
+
+    # ------------------------------------------------------------------ key lists
+    def _cached(self, name: str, compute: Callable[[], Any]) -> Any:
+        cache = self._cache
+        if name not in cache:
+            cache[name] = compute()
+        return cache[name]
+
+    @property
+    def observation_keys(self) -> list[NestedKey]:
+        return self._cached(
+            "observation_keys", lambda: _specs.leaf_keys(self.full_observation_spec)
+        )
+
+    @property
+    def action_keys(self) -> list[NestedKey]:
+        return self._cached("action_keys", lambda: _specs.leaf_keys(self.full_action_spec))
+
+    @property
+    def reward_keys(self) -> list[NestedKey]:
+        return self._cached("reward_keys", lambda: _specs.leaf_keys(self.full_reward_spec))
+
+    @property
+    def done_keys(self) -> list[NestedKey]:
+        return self._cached("done_keys", lambda: _specs.leaf_keys(self.full_done_spec))
+
+    @property
+    def state_keys(self) -> list[NestedKey]:
+        return self._cached("state_keys", lambda: _specs.leaf_keys(self.full_state_spec))
+
+    @property
+    def reset_keys(self) -> list[NestedKey]:
+        """The ``"_reset"`` entries a partial reset reads, one per level holding done flags."""
+        return self._cached("reset_keys", lambda: _specs.reset_keys(self.full_done_spec))
+
+    def _done_levels(self) -> list[tuple[str, ...]]:
+        return self._cached("done_levels", lambda: _specs.done_levels(self.full_done_spec))
+
+    def _single_key(self, keys: list[NestedKey], what: str) -> NestedKey:
+        if len(keys) != 1:
+            raise KeyError(
+                f"{type(self).__name__}.{what}: the env has {len(keys)} {what}s {keys}; use "
+                f"{what}s (plural) instead."
+            )
+        return keys[0]
+
+    @property
+    def action_key(self) -> NestedKey:
+        return self._single_key(self.action_keys, "action_key")
+
+    @property
+    def reward_key(self) -> NestedKey:
+        return self._single_key(self.reward_keys, "reward_key")
+
+    # ------------------------------------------------------------------ public API
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None:
+        """Seeds the env; returns the seed the next env should use (``seed + 1``).
+
+        Args:
+            seed: the seed, or ``None`` to leave the random state as it is.
+            static_seed: return ``seed`` itself instead of the next one.
+        """
+        if seed is not None and not isinstance(seed, int):
+            raise TypeError(f"{type(self).__name__}.set_seed: expected an int, got {seed!r}.")
+        self._set_seed(seed)
+        if seed is None or static_seed:
+            return seed
+        return seed + 1
+
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase:
+        """Resets the env (or, with ``"_reset"`` masks in ``tensordict``, some sub-envs).
+
+        Args:
+            tensordict: ``None``, or a TensorDict holding ``"_reset"`` masks (True for the
+                sub-envs to reset, shaped like the done flags) and any entries to carry over.
+            **kwargs: passed to ``_reset``.
+
+        Returns:
+            A new TensorDict with the observations and done flags of every sub-env. On a partial
+            reset, sub-envs that are not reset keep their entries from ``tensordict``; entries of
+            ``tensordict`` the env does not write are carried over either way.
+        """
+        if tensordict is not None:
+            self._check_input_batch(tensordict, "reset")
+        levels = self._done_levels()
+        masks = reset_masks(tensordict, levels, len(self.batch_size))
+        fresh = self._reset(tensordict, **kwargs)
+        if not isinstance(fresh, TensorDictBase):
+            raise TypeError(
+                f"{type(self).__name__}._reset: expected a TensorDict, got {type(fresh).__name__}."
+            )
+        if fresh.batch_size != self.batch_size:
+            fresh.batch_size = self.batch_size
+        self._fill_reset_done(fresh, levels)
+        if SWITCH.enabled:
+            from rl_core.envs.checks import check_reset_output
+
+            check_reset_output(self, fresh)
+        if tensordict is None:
+            return fresh
+        if masks is not None:
+            return merge_partial_reset(tensordict, fresh, masks, type(self).__name__)
+        carried = tensordict.exclude(NEXT, *self.reset_keys)
+        return carried.update(fresh)
+
+    def _fill_reset_done(self, fresh: TensorDictBase, levels: list[tuple[str, ...]]) -> None:
+        """A reset output without done flags gets them all False."""
+        for level in levels:
+            for name in DONE_KEYS:
+                key = (*level, name)
+                if fresh.get(key, None) is None:
+                    fresh.set(key, self.full_done_spec[key].zero())
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Takes one step with the action(s) in ``tensordict``; writes the result under ``"next"``.
+
+        Returns:
+            ``tensordict`` itself, with a ``"next"`` entry holding the next observations, the
+            reward and the done flags (``done == terminated | truncated``).
+        """
+        next_td = self._step(tensordict)
+        complete_done_flags(next_td, self._done_levels(), type(self).__name__)
+        if SWITCH.enabled:
+            from rl_core.envs.checks import check_step_output
+
+            check_step_output(self, tensordict, next_td)
+        tensordict.set(NEXT, next_td)
+        return tensordict
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then moves to the next root and resets only the sub-envs that finished.
+
+        Returns:
+            ``(tensordict, next_root)``: the transition (with ``"next"``) and the TensorDict to
+            feed the policy next, in which finished sub-envs hold their reset observations.
+        """
+        tensordict = self.step(tensordict)
+        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        if terminated_or_truncated(next_root, full_done_spec=self.full_done_spec, key=RESET):
+            next_root = self.reset(next_root)
+        return tensordict, next_root
+
+    def _step_mdp_kwargs(self) -> dict[str, Any]:
+        return self._cached(
+            "step_mdp_kwargs",
+            lambda: {
+                "reward_keys": list(self.reward_keys),
+                "done_keys": list(self.done_keys),
+                "action_keys": list(self.action_keys),
+            },
+        )
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """Writes a uniformly random action (from ``action_spec``) into ``tensordict``."""
+        if tensordict is None:
+            tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
+        keys = self.action_keys
+        if len(keys) == 1:
+            tensordict.set(keys[0], self.full_action_spec[keys[0]].rand())
+        else:
+            tensordict.update(self.full_action_spec.rand())
+        return tensordict
+
+    def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
+        """A step with a random action."""
+        return self.step(self.rand_action(tensordict))
+
+    def rollout(
+        self,
+        max_steps: int,
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+        *,
+        auto_reset: bool = True,
+        auto_cast_to_device: bool = False,
+        break_when_any_done: bool = True,
+        break_when_all_done: bool = False,
+        return_contiguous: bool = True,
+        tensordict: TensorDictBase | None = None,
+        set_truncated: bool = False,
+    ) -> TensorDictBase:
+        """Runs a policy in the env for up to ``max_steps`` steps; see :func:`rl_core.envs.rollout`."""
+        from rl_core.envs._rollout import rollout
+
+        return rollout(
+            self,
+            max_steps,
+            policy,
+            callback,
+            auto_reset=auto_reset,
+            auto_cast_to_device=auto_cast_to_device,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+            return_contiguous=return_contiguous,
+            tensordict=tensordict,
+            set_truncated=set_truncated,
+        )
+
+    def fake_tensordict(self) -> TensorDictBase:
+        """A transition of zeros shaped by the specs: what a step returns, with ``"next"``."""
+        root = self.full_observation_spec.zero()
+        root.update(self.full_done_spec.zero())
+        root.update(self.full_state_spec.zero())
+        root.update(self.full_action_spec.zero())
+        nxt = self.full_observation_spec.zero()
+        nxt.update(self.full_reward_spec.zero())
+        nxt.update(self.full_done_spec.zero())
+        root.set(NEXT, nxt)
+        return root
+
+    def append_transform(self, transform: Transform | Callable) -> TransformedEnv:
+        """Returns ``TransformedEnv(self, transform)``."""
+        from rl_core.transforms import TransformedEnv
+
+        return TransformedEnv(self, transform)
+
+    def close(self) -> None:
+        """Releases the env's resources; calling it twice is harmless."""
+        self.__dict__["is_closed"] = True
+
+    def _check_input_batch(self, tensordict: TensorDictBase, where: str) -> None:
+        if tensordict.batch_size != self.batch_size:
+            raise ValueError(
+                f"{type(self).__name__}.{where}: expected a TensorDict with batch size "
+                f"{tuple(self.batch_size)} (the env batch size), got "
+                f"{tuple(tensordict.batch_size)}."
+            )
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(batch_size={tuple(self.batch_size)}, device={self.device},\n"
+            f"  observation_spec={self.full_observation_spec!r},\n"
+            f"  action_spec={self.full_action_spec!r},\n"
+            f"  reward_spec={self.full_reward_spec!r},\n"
+            f"  done_spec={self.full_done_spec!r})"
+        )
+
+
+__all__ = ["EnvBase"]

@@ -1,0 +1,24 @@
+"""Transforms: the machinery (Transform, TransformedEnv, Compose) and the foundation set."""
+
+from rl_core.transforms.compose import Compose
+from rl_core.transforms.double_to_float import DoubleToFloat
+from rl_core.transforms.init_tracker import InitTracker
+from rl_core.transforms.rename import RenameTransform
+from rl_core.transforms.reward_sum import RewardSum
+from rl_core.transforms.select import ExcludeTransform, SelectTransform
+from rl_core.transforms.step_counter import StepCounter
+from rl_core.transforms.transform import Transform
+from rl_core.transforms.transformed_env import TransformedEnv
+
+__all__ = [
+    "Compose",
+    "DoubleToFloat",
+    "ExcludeTransform",
+    "InitTracker",
+    "RenameTransform",
+    "RewardSum",
+    "SelectTransform",
+    "StepCounter",
+    "Transform",
+    "TransformedEnv",
+]

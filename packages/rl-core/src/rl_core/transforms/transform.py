@@ -1,0 +1,256 @@
+"""Transform: the base of every env and data transform."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+from tensordict import TensorDictBase, unravel_key
+from torch import nn
+
+from rl_core.keys import NestedKey
+from rl_core.specs import Composite
+
+if TYPE_CHECKING:
+    from rl_core.envs import EnvBase
+
+
+def _as_keys(keys: NestedKey | Sequence[NestedKey] | None, where: str, arg: str) -> list[NestedKey]:
+    if keys is None:
+        return []
+    if isinstance(keys, str) or (isinstance(keys, tuple) and all(isinstance(k, str) for k in keys)):
+        keys = [keys]
+    out = []
+    for key in keys:
+        try:
+            out.append(unravel_key(key))
+        except Exception as err:
+            raise TypeError(
+                f"{where}: {arg} must be a key or a list of keys (str or tuple of str), "
+                f"got {key!r}."
+            ) from err
+    return out
+
+
+class Transform(nn.Module):
+    """Changes what an env shows (observations, rewards, specs) or reads (actions).
+
+    A transform sits in a :class:`~rl_core.transforms.TransformedEnv`, alone or in a
+    :class:`~rl_core.transforms.Compose`, and the same object also runs on plain TensorDicts
+    (``transform(td)``), e.g. on replay-buffer samples.
+
+    Hooks a subclass overrides (each has a working default):
+
+    - ``_apply_transform(value)``: maps one tensor; the default ``_call`` applies it to every
+      ``in_keys[i]`` present and writes ``out_keys[i]``.
+    - ``_call(td)``: the forward path on a TensorDict (``forward`` and the default ``_step``
+      and ``_reset`` run it).
+    - ``_step(tensordict, next_tensordict)``: the env step; ``tensordict`` is the root the
+      policy wrote into, ``next_tensordict`` the env's output. Returns the new "next".
+    - ``_reset(tensordict, tensordict_reset)``: the env reset; ``tensordict`` is the input of
+      ``reset`` (``None`` or with ``"_reset"`` masks). Returns the new reset output.
+    - ``_inv_apply_transform(value)`` / ``_inv_call(td)``: the inverse path, from the keys the
+      policy writes (``out_keys_inv``) to the keys the base env reads (``in_keys_inv``).
+    - ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``,
+      ``transform_action_spec``, ``transform_state_spec``: map the spec the transform receives
+      (as the env below it shows it) to the spec it shows. Defaults return it unchanged.
+
+    Args:
+        in_keys: keys read on the forward path.
+        out_keys: keys written on the forward path; default ``in_keys``.
+        in_keys_inv: keys the base env reads on the inverse path.
+        out_keys_inv: keys the policy writes, read by the inverse path; default ``in_keys_inv``.
+    """
+
+    def __init__(
+        self,
+        in_keys: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys: NestedKey | Sequence[NestedKey] | None = None,
+        in_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+    ) -> None:
+        super().__init__()
+        name = type(self).__name__
+        self.in_keys = _as_keys(in_keys, name, "in_keys")
+        self.out_keys = (
+            _as_keys(out_keys, name, "out_keys") if out_keys is not None else list(self.in_keys)
+        )
+        self.in_keys_inv = _as_keys(in_keys_inv, name, "in_keys_inv")
+        self.out_keys_inv = (
+            _as_keys(out_keys_inv, name, "out_keys_inv")
+            if out_keys_inv is not None
+            else list(self.in_keys_inv)
+        )
+        for first, second, a, b in (
+            (self.in_keys, self.out_keys, "in_keys", "out_keys"),
+            (self.in_keys_inv, self.out_keys_inv, "in_keys_inv", "out_keys_inv"),
+        ):
+            if len(first) != len(second):
+                raise ValueError(
+                    f"{name}: expected as many {b} as {a}, got {len(second)} {b} for "
+                    f"{len(first)} {a} ({first} -> {second})."
+                )
+        self.__dict__["_container"] = None
+
+    # ------------------------------------------------------------------ data path
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError(
+            f"{type(self).__name__} maps no single tensor: it overrides _call/_step instead, "
+            f"or a subclass must implement _apply_transform."
+        )
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            value = tensordict.get(in_key, None)
+            if value is not None:
+                tensordict.set(out_key, self._apply_transform(value))
+        return tensordict
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Applies the transform to a TensorDict outside an env (e.g. a replay-buffer sample)."""
+        return self._call(tensordict)
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return self._call(next_tensordict)
+
+    def _reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._call(tensordict_reset)
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError(
+            f"{type(self).__name__} has in_keys_inv but implements neither "
+            f"_inv_apply_transform nor _inv_call."
+        )
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            value = tensordict.get(out_key, None)
+            if value is not None:
+                tensordict.set(in_key, self._inv_apply_transform(value))
+        return tensordict
+
+    def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The inverse path on a shallow copy of ``tensordict`` (the input is left as it is)."""
+        return self._inv_call(tensordict.copy())
+
+    @property
+    def has_inverse(self) -> bool:
+        """Whether the inverse path does anything (the env skips it otherwise)."""
+        return bool(self.in_keys_inv) or type(self)._inv_call is not Transform._inv_call
+
+    # ------------------------------------------------------------------ specs
+    def transform_output_spec(self, output_spec: Composite) -> Composite:
+        """Maps ``Composite(full_observation_spec, full_reward_spec, full_done_spec)``."""
+        output_spec["full_observation_spec"] = self.transform_observation_spec(
+            output_spec["full_observation_spec"]
+        )
+        output_spec["full_reward_spec"] = self.transform_reward_spec(
+            output_spec["full_reward_spec"]
+        )
+        output_spec["full_done_spec"] = self.transform_done_spec(output_spec["full_done_spec"])
+        return output_spec
+
+    def transform_input_spec(self, input_spec: Composite) -> Composite:
+        """Maps ``Composite(full_action_spec, full_state_spec)``."""
+        input_spec["full_action_spec"] = self.transform_action_spec(input_spec["full_action_spec"])
+        input_spec["full_state_spec"] = self.transform_state_spec(input_spec["full_state_spec"])
+        return input_spec
+
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        return observation_spec
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        return reward_spec
+
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
+        return done_spec
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        return action_spec
+
+    def transform_state_spec(self, state_spec: Composite) -> Composite:
+        return state_spec
+
+    # ------------------------------------------------------------------ container and parent
+    @property
+    def container(self) -> Any:
+        """The TransformedEnv or Compose holding this transform, or ``None``."""
+        return self._container
+
+    def set_container(self, container: Any) -> None:
+        current = self._container
+        if current is not None and current is not container:
+            raise ValueError(
+                f"{type(self).__name__}: this transform already belongs to a "
+                f"{type(current).__name__}; a transform sits in one env at a time. Use "
+                f"transform.clone() to put a copy in another."
+            )
+        self.__dict__["_container"] = container
+
+    def reset_parent(self) -> None:
+        """Detaches the transform from its container."""
+        self.__dict__["_container"] = None
+
+    @property
+    def parent(self) -> EnvBase | None:
+        """The env as this transform sees it: the base env plus the transforms before it."""
+        from rl_core.transforms.compose import Compose
+        from rl_core.transforms.transformed_env import TransformedEnv
+
+        container = self._container
+        if container is None:
+            return None
+        if isinstance(container, TransformedEnv):
+            return container.base_env
+        if isinstance(container, Compose):
+            env = container.parent
+            if env is None:
+                return None
+            index = next(i for i, t in enumerate(container.transforms) if t is self)
+            preceding = list(container.transforms[:index])
+            if not preceding:
+                return env
+            return TransformedEnv(env, Compose(*preceding, _owner=False))
+        return None
+
+    def _empty_env_cache(self) -> None:
+        """Tells the env holding this transform that its specs must be recomputed."""
+        container = self._container
+        while container is not None:
+            empty = getattr(container, "empty_cache", None)
+            if empty is not None:
+                empty()
+                return
+            container = getattr(container, "_container", None)
+
+    def clone(self) -> Transform:
+        """A deep copy that belongs to no env."""
+        container = self._container
+        self.__dict__["_container"] = None
+        try:
+            out = copy.deepcopy(self)
+        finally:
+            self.__dict__["_container"] = container
+        return out
+
+    def close(self) -> None:
+        """Releases what the transform holds; called by the env's ``close``."""
+
+    def extra_repr(self) -> str:
+        parts = []
+        if self.in_keys:
+            parts.append(f"in_keys={self.in_keys}")
+        if self.out_keys and self.out_keys != self.in_keys:
+            parts.append(f"out_keys={self.out_keys}")
+        if self.in_keys_inv:
+            parts.append(f"in_keys_inv={self.in_keys_inv}")
+        if self.out_keys_inv and self.out_keys_inv != self.in_keys_inv:
+            parts.append(f"out_keys_inv={self.out_keys_inv}")
+        return ", ".join(parts)
+
+
+__all__ = ["Transform"]

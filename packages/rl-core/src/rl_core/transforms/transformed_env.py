@@ -1,0 +1,162 @@
+"""TransformedEnv: an env seen through a transform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.envs._flags import complete_done_flags
+from rl_core.specs import Composite
+from rl_core.transforms.compose import Compose
+from rl_core.transforms.transform import Transform
+
+
+class TransformedEnv(EnvBase):
+    """Wraps an env and a transform (or a :class:`Compose` of them).
+
+    Specs are the base env's specs mapped by the transform, computed once and recomputed when
+    the transform list changes (``append_transform``, ``insert_transform``, ``Compose.pop``) or
+    on :meth:`empty_cache`. Attributes the wrapper does not have are looked up on the base env.
+
+    Args:
+        env: the env to wrap.
+        transform: a Transform, or ``None`` for an empty :class:`Compose`.
+
+    Examples:
+        >>> from rl_core.transforms import StepCounter, TransformedEnv
+        >>> from rl_core.testing import CountingEnv
+        >>> env = TransformedEnv(CountingEnv(max_count=100), StepCounter(max_steps=5))
+        >>> traj = env.rollout(10)
+        >>> traj["next", "step_count"].squeeze(-1).tolist()
+        [1, 2, 3, 4, 5]
+        >>> traj["next", "truncated"][-1].item(), traj["next", "terminated"][-1].item()
+        (True, False)
+    """
+
+    def __init__(self, env: EnvBase, transform: Transform | None = None) -> None:
+        if not isinstance(env, EnvBase):
+            raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
+        super().__init__(device=env.device, batch_size=env.batch_size)
+        self.base_env = env
+        self.transform = Compose() if transform is None else transform
+
+    # ------------------------------------------------------------------ the transform
+    @property
+    def transform(self) -> Transform:
+        return self._modules["_transform"]
+
+    @transform.setter
+    def transform(self, transform: Transform) -> None:
+        if not isinstance(transform, Transform):
+            raise TypeError(
+                f"TransformedEnv.transform: expected a Transform, got {type(transform).__name__}."
+            )
+        old = self._modules.get("_transform")
+        if old is not None and old is not transform:
+            old.reset_parent()
+        transform.set_container(self)
+        self._modules["_transform"] = transform
+        self.empty_cache()
+
+    def _as_compose(self) -> Compose:
+        transform = self.transform
+        if isinstance(transform, Compose):
+            return transform
+        transform.reset_parent()
+        compose = Compose(transform)
+        self.transform = compose
+        return compose
+
+    def append_transform(self, transform: Transform) -> TransformedEnv:
+        """Adds a transform on the outside, in place; returns ``self``."""
+        self._as_compose().append(transform)
+        self.empty_cache()
+        return self
+
+    def insert_transform(self, index: int, transform: Transform) -> TransformedEnv:
+        """Inserts a transform at ``index`` of the transform list, in place; returns ``self``."""
+        self._as_compose().insert(index, transform)
+        self.empty_cache()
+        return self
+
+    def empty_cache(self) -> None:
+        """Forgets the computed specs and key lists; the next access recomputes them."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ specs
+    @property
+    def output_spec(self) -> Composite:
+        return self._cached(
+            "output_spec",
+            lambda: self.transform.transform_output_spec(self.base_env.output_spec.clone()),
+        )
+
+    @property
+    def input_spec(self) -> Composite:
+        return self._cached(
+            "input_spec",
+            lambda: self.transform.transform_input_spec(self.base_env.input_spec.clone()),
+        )
+
+    def _set_spec(self, parent: Composite, name: str, spec: Composite) -> None:
+        raise AttributeError(
+            "TransformedEnv: its specs are the base env's specs mapped by the transform and "
+            "cannot be set; set them on the base env (env.base_env) or add a transform."
+        )
+
+    @property
+    def batch_size(self) -> torch.Size:
+        return self.base_env.batch_size
+
+    @property
+    def device(self) -> torch.device | None:
+        return self.base_env.device
+
+    # ------------------------------------------------------------------ contract
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        tensordict_reset = self.base_env.reset(tensordict, **kwargs)
+        return self.transform._reset(tensordict, tensordict_reset)
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        base = self.base_env
+        inner = self.transform.inv(tensordict) if self._has_inverse() else tensordict
+        next_tensordict = base._step(inner)
+        complete_done_flags(next_tensordict, base._done_levels(), type(base).__name__)
+        return self.transform._step(tensordict, next_tensordict)
+
+    def _has_inverse(self) -> bool:
+        return self._cached("has_inverse", lambda: self.transform.has_inverse)
+
+    def _set_seed(self, seed: int | None) -> None:
+        self.base_env._set_seed(seed)
+
+    def close(self) -> None:
+        self.transform.close()
+        self.base_env.close()
+        super().close()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "transform":
+            # nn.Module would register the module itself; route it through the property.
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            if name.startswith("_") or "base_env" not in self._modules:
+                raise
+            return getattr(self._modules["base_env"], name)
+
+    def __repr__(self) -> str:
+        env = repr(self.base_env).replace("\n", "\n    ")
+        transform = repr(self.transform).replace("\n", "\n    ")
+        return f"TransformedEnv(\n    env={env},\n    transform={transform})"
+
+
+__all__ = ["TransformedEnv"]

@@ -1,0 +1,71 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_core.envs import RandomPolicy, check_env_specs
+from rl_core.specs import Bounded, Composite, Unbounded
+from rl_core.testing import CountingEnv
+
+
+@pytest.mark.parametrize("batch_size", [(), (3,), (2, 2)])
+def test_counting_env_passes(batch_size):
+    check_env_specs(CountingEnv(batch_size=batch_size), seed=1)
+
+
+class _Wrong(CountingEnv):
+    def __init__(self, mistake):
+        super().__init__()
+        self.mistake = mistake
+
+    def _step(self, td):
+        out = super()._step(td)
+        if self.mistake == "shape":
+            out["observation"] = torch.zeros(2)
+        elif self.mistake == "dtype":
+            out["observation"] = torch.zeros(1, dtype=torch.int64)
+        elif self.mistake == "extra":
+            out["secret"] = torch.zeros(1)
+        elif self.mistake == "bounds":
+            self.observation_spec = Composite(observation=Bounded(0.0, 0.5, shape=(1,)))
+        return out
+
+
+@pytest.mark.parametrize(
+    ("mistake", "message"),
+    [
+        ("shape", r"at step 0: entry \('next', 'observation'\) has shape \(2,\), expected \(1,\)"),
+        (
+            "dtype",
+            r"at step 0: entry \('next', 'observation'\) has dtype torch.int64, expected torch.float32",
+        ),
+        ("extra", r"In the rollout, not in the specs: \[\"\('next', 'secret'\)\"\]"),
+        (
+            "bounds",
+            r"at step 0: entry \('next', 'observation'\): Bounded.assert_is_in: value is outside the bounds",
+        ),
+    ],
+)
+def test_a_wrong_env_fails_with_a_precise_message(mistake, message):
+    with pytest.raises(ValueError, match=message):
+        check_env_specs(_Wrong(mistake))
+
+
+def test_missing_entry_is_named():
+    env = CountingEnv()
+    env.observation_spec = Composite(
+        observation=Unbounded(shape=(1,)), velocity=Unbounded(shape=(1,))
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"In the specs, not in the rollout: \[\"\('next', 'velocity'\)\", 'velocity'\]",
+    ):
+        check_env_specs(env)
+
+
+def test_random_policy():
+    policy = RandomPolicy(Composite(a=Bounded(0, 1, shape=(2,)), b=Unbounded(shape=(3,))))
+    td = policy(TensorDict())
+    assert td["a"].shape == (2,)
+    assert td["b"].shape == (3,)
+    with pytest.raises(TypeError, match=r"RandomPolicy: expected a TensorSpec, got int"):
+        RandomPolicy(3)

@@ -1,0 +1,130 @@
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict
+
+from rl_core.testing import CountingEnv
+
+
+def _ones_policy(td):
+    return td.set("action", torch.ones(*td.batch_size, 1, dtype=torch.int64))
+
+
+def test_rollout_stops_after_the_first_done():
+    env = CountingEnv(max_count=3)
+    traj = env.rollout(10, _ones_policy)
+    assert traj.batch_size == (3,)
+    assert traj["observation"].squeeze(-1).tolist() == [0.0, 1.0, 2.0]
+    assert traj["next", "observation"].squeeze(-1).tolist() == [1.0, 2.0, 3.0]
+    assert traj["next", "done"].squeeze(-1).tolist() == [False, False, True]
+
+
+def test_rollout_without_break_resets_finished_episodes():
+    env = CountingEnv(max_count=3)
+    traj = env.rollout(7, _ones_policy, break_when_any_done=False)
+    assert traj.batch_size == (7,)
+    assert traj["observation"].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2, 0]
+    assert traj["next", "terminated"].squeeze(-1).tolist() == [0, 0, 1, 0, 0, 1, 0]
+    # No reward or observation of a reset leaks into "next".
+    assert traj["next", "observation"].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
+
+
+def test_batched_rollout_is_batch_then_time():
+    env = CountingEnv(max_count=100, batch_size=[4])
+    traj = env.rollout(5, _ones_policy)
+    assert traj.batch_size == (4, 5)
+    assert traj["next", "observation"][0].squeeze(-1).tolist() == [1, 2, 3, 4, 5]
+
+
+def test_long_rollouts_cross_several_write_chunks():
+    env = CountingEnv(max_count=10_000, batch_size=[2])
+    traj = env.rollout(200, _ones_policy)
+    assert traj.batch_size == (2, 200)
+    expected = torch.arange(1, 201, dtype=torch.float32)
+    assert torch.equal(traj["next", "observation"][1].squeeze(-1), expected)
+    assert torch.equal(traj["observation"][0].squeeze(-1), expected - 1)
+
+
+def test_break_when_all_done_waits_for_every_sub_env():
+    env = CountingEnv(max_count=3, batch_size=[2])
+    calls = {"n": 0}
+
+    def policy(td):
+        # Sub-env 0 counts every step, sub-env 1 every other step.
+        calls["n"] += 1
+        return td.set("action", torch.tensor([[1], [calls["n"] % 2]]))
+
+    traj = env.rollout(50, policy, break_when_any_done=False, break_when_all_done=True)
+    done = traj["next", "done"].squeeze(-1)
+    assert traj.batch_size == (2, 5)  # sub-env 1 reaches 3 at its 5th step
+    assert done[0].tolist() == [False, False, True, False, False]
+    assert done[1].tolist() == [False, False, False, False, True]
+
+
+def test_set_truncated_marks_the_last_step_only():
+    env = CountingEnv(max_count=100)
+    traj = env.rollout(4, _ones_policy, set_truncated=True)
+    assert traj["next", "truncated"].squeeze(-1).tolist() == [False, False, False, True]
+    assert traj["next", "done"].squeeze(-1).tolist() == [False, False, False, True]
+    assert not traj["next", "terminated"].any()
+
+
+def test_policy_outputs_are_recorded():
+    env = CountingEnv(max_count=100)
+
+    def policy(td):
+        return _ones_policy(td).set("action_log_prob", torch.full((1,), -0.5))
+
+    traj = env.rollout(3, policy)
+    assert traj["action_log_prob"].shape == (3, 1)
+    assert (traj["action_log_prob"] == -0.5).all()
+
+
+def test_heterogeneous_steps_lose_no_data():
+    env = CountingEnv(max_count=1000)
+    calls = {"n": 0}
+
+    def policy(td):
+        calls["n"] += 1
+        if calls["n"] == 70:
+            td.set("extra", torch.ones(2))
+        return _ones_policy(td)
+
+    traj = env.rollout(100, policy)
+    assert traj.batch_size == (100,)
+    assert isinstance(traj, LazyStackedTensorDict)
+    assert (traj[69]["extra"] == 1).all()
+    assert traj[99]["next", "observation"].item() == 100.0
+    assert torch.equal(traj.get(("next", "observation")).squeeze(-1), torch.arange(1.0, 101.0))
+
+
+def test_callback_sees_every_transition():
+    env = CountingEnv(max_count=100)
+    seen = []
+    env.rollout(
+        3, _ones_policy, callback=lambda e, td: seen.append(td["next", "observation"].item())
+    )
+    assert seen == [1.0, 2.0, 3.0]
+
+
+def test_rollout_from_a_given_tensordict():
+    env = CountingEnv(max_count=100)
+    start = env.reset()
+    start["observation"] += 10
+    traj = env.rollout(2, _ones_policy, auto_reset=False, tensordict=start)
+    assert traj["observation"].squeeze(-1).tolist() == [10.0, 11.0]
+
+
+def test_bad_rollout_arguments():
+    env = CountingEnv()
+    with pytest.raises(ValueError, match=r"CountingEnv.rollout: expected max_steps >= 1, got 0"):
+        env.rollout(0)
+    with pytest.raises(ValueError, match=r"with auto_reset=False, pass the starting TensorDict"):
+        env.rollout(3, auto_reset=False)
+
+
+def test_random_policy_by_default():
+    env = CountingEnv(max_count=1000, batch_size=[3])
+    torch.manual_seed(0)
+    traj = env.rollout(50)
+    assert env.action_spec.is_in(traj["action"][:, 0])
+    assert 0 < traj["action"].float().mean() < 1

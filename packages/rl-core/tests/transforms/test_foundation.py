@@ -1,0 +1,159 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_core.envs import EnvBase, check_env_specs
+from rl_core.specs import Bounded, Composite, Unbounded
+from rl_core.testing import CountingEnv
+from rl_core.transforms import (
+    DoubleToFloat,
+    ExcludeTransform,
+    InitTracker,
+    RenameTransform,
+    RewardSum,
+    SelectTransform,
+    StepCounter,
+    TransformedEnv,
+)
+
+
+def _ones(td):
+    return td.set("action", torch.ones(*td.batch_size, 1, dtype=torch.int64))
+
+
+class _DoubleEnv(EnvBase):
+    """float64 observations and actions; the count is kept inside the env."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_spec = Composite(
+            observation=Unbounded(shape=(2,), dtype=torch.float64),
+            count=Unbounded(shape=(1,), dtype=torch.int64),
+        )
+        self.action_spec = Bounded(-1.0, 1.0, shape=(2,), dtype=torch.float64)
+        self.seen = None
+        self.count = torch.zeros(1, dtype=torch.int64)
+
+    def _reset(self, td, **kwargs):
+        self.count = torch.zeros(1, dtype=torch.int64)
+        return TensorDict(observation=torch.zeros(2, dtype=torch.float64), count=self.count)
+
+    def _step(self, td):
+        self.seen = td["action"]
+        self.count = self.count + 1
+        return TensorDict(
+            observation=self.seen.clone(),
+            count=self.count,
+            reward=torch.zeros(1),
+            terminated=torch.zeros(1, dtype=torch.bool),
+        )
+
+    def _set_seed(self, seed):
+        pass
+
+
+def test_step_counter_counts_and_truncates():
+    env = TransformedEnv(CountingEnv(max_count=100), StepCounter(max_steps=3))
+    traj = env.rollout(10, _ones, break_when_any_done=False)
+    assert traj["step_count"].squeeze(-1).tolist()[:7] == [0, 1, 2, 0, 1, 2, 0]
+    assert traj["next", "truncated"].squeeze(-1).tolist()[:3] == [False, False, True]
+    assert traj["next", "done"].squeeze(-1).tolist()[:3] == [False, False, True]
+    assert not traj["next", "terminated"].any()
+    check_env_specs(env)
+
+
+def test_step_counter_arguments():
+    with pytest.raises(ValueError, match=r"StepCounter: expected max_steps >= 1 or None, got 0"):
+        StepCounter(max_steps=0)
+    env = TransformedEnv(CountingEnv(), StepCounter())
+    with pytest.raises(
+        KeyError, match=r"StepCounter: expected 'step_count' in the TensorDict given to step"
+    ):
+        env.step(_ones(CountingEnv().reset()))
+
+
+def test_reward_sum_accumulates_per_episode():
+    env = TransformedEnv(CountingEnv(max_count=3), RewardSum())
+    traj = env.rollout(6, _ones, break_when_any_done=False)
+    assert traj["next", "episode_reward"].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3]
+    assert traj["episode_reward"].squeeze(-1).tolist() == [0, 1, 2, 0, 1, 2]
+    check_env_specs(env)
+    # Outside an env it leaves data as it is.
+    td = TensorDict(reward=torch.ones(1))
+    assert RewardSum()(td) is td
+
+
+def test_reward_sum_rejects_an_unknown_reward_key():
+    env = TransformedEnv(CountingEnv(), RewardSum(in_keys=["bonus"]))
+    with pytest.raises(
+        KeyError, match=r"RewardSum: expected the reward 'bonus' in the env's reward spec"
+    ):
+        _ = env.observation_spec
+
+
+def test_init_tracker():
+    env = TransformedEnv(CountingEnv(max_count=2), InitTracker())
+    traj = env.rollout(4, _ones, break_when_any_done=False)
+    assert traj["is_init"].squeeze(-1).tolist() == [True, False, True, False]
+    check_env_specs(env)
+
+
+def test_double_to_float_forward_and_inverse():
+    base = _DoubleEnv()
+    env = TransformedEnv(base, DoubleToFloat(in_keys_inv=["action"]))
+    assert env.observation_spec["observation"].dtype == torch.float32
+    assert env.observation_spec["count"].dtype == torch.int64
+    assert env.action_spec.dtype == torch.float32
+    td = env.rand_step(env.reset())
+    assert td["next", "observation"].dtype == torch.float32
+    assert td["action"].dtype == torch.float32
+    assert base.seen.dtype == torch.float64
+    check_env_specs(env)
+
+
+def test_double_to_float_on_plain_data():
+    td = DoubleToFloat()(
+        TensorDict(a=torch.zeros(2, dtype=torch.float64), b=torch.zeros(2, dtype=torch.int64))
+    )
+    assert td["a"].dtype == torch.float32
+    assert td["b"].dtype == torch.int64
+
+
+def test_rename_transform_forward_and_inverse():
+    base = CountingEnv(max_count=100)
+    # CountingEnv reads the count back from the root, so it is renamed on the way in too.
+    env = TransformedEnv(
+        base,
+        RenameTransform(
+            ["observation"],
+            ["count"],
+            in_keys_inv=["action", "observation"],
+            out_keys_inv=["increment", "count"],
+        ),
+    )
+    assert env.observation_keys == ["count"]
+    assert env.action_keys == ["increment"]
+    td = env.reset()
+    td = env.step(td.set("increment", torch.ones(1, dtype=torch.int64)))
+    assert td["next", "count"].item() == 1.0
+    assert "increment" in td.keys()
+    check_env_specs(env)
+
+
+def test_exclude_and_select():
+    env = TransformedEnv(_DoubleEnv(), ExcludeTransform("count"))
+    assert env.observation_keys == ["observation"]
+    td = env.rand_step(env.reset())
+    assert "count" not in td["next"].keys()
+    check_env_specs(env)
+
+    env = TransformedEnv(_DoubleEnv(), SelectTransform("count"))
+    assert env.observation_keys == ["count"]
+    td = env.rand_step(env.reset())
+    assert set(td["next"].keys()) == {"count", "reward", "done", "terminated", "truncated"}
+
+
+def test_exclude_refuses_done_flags():
+    env = TransformedEnv(CountingEnv(), ExcludeTransform("done"))
+    with pytest.raises(ValueError, match=r"ExcludeTransform: 'done' is a reward or done flag"):
+        _ = env.observation_spec

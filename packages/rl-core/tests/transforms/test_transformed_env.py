@@ -1,0 +1,197 @@
+import pytest
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.envs import check_env_specs
+from rl_core.specs import Bounded, Categorical, Composite, Unbounded
+from rl_core.testing import CountingEnv
+from rl_core.transforms import (
+    Compose,
+    InitTracker,
+    RewardSum,
+    StepCounter,
+    Transform,
+    TransformedEnv,
+)
+
+
+class Scale(Transform):
+    """Multiplies observations by `factor` and divides actions by it on the way in."""
+
+    def __init__(self, factor, in_keys=("observation",), in_keys_inv=()):
+        super().__init__(in_keys=list(in_keys), in_keys_inv=list(in_keys_inv))
+        self.factor = factor
+
+    def _apply_transform(self, value):
+        return value * self.factor
+
+    def _inv_apply_transform(self, value):
+        return value / self.factor
+
+    def transform_observation_spec(self, spec):
+        for key in self.in_keys:
+            spec[key] = Unbounded(shape=spec[key].shape, dtype=spec[key].dtype)
+        return spec
+
+
+class RecordingParent(Transform):
+    def transform_observation_spec(self, spec):
+        self.seen_keys = sorted(self.parent.observation_keys)
+        return spec
+
+
+class _FloatActionEnv(CountingEnv):
+    """CountingEnv with a continuous action in [0, 1]."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.action_spec = Bounded(0.0, 1.0, shape=(*self.batch_size, 1))
+        self.received = []
+
+    def _step(self, td):
+        self.received.append(td["action"].clone())
+        return super()._step(td)
+
+
+def test_single_transform_forward_and_reset():
+    env = TransformedEnv(CountingEnv(max_count=100), Scale(10.0))
+    td = env.reset()
+    assert td["observation"].item() == 0.0
+    td = env.step(td.set("action", torch.ones(1, dtype=torch.int64)))
+    assert td["next", "observation"].item() == 10.0
+
+
+def test_inverse_path_feeds_the_base_env_and_keeps_the_policy_action():
+    base = _FloatActionEnv(max_count=100)
+    env = TransformedEnv(base, Scale(4.0, in_keys=(), in_keys_inv=("action",)))
+    td = env.reset().set("action", torch.full((1,), 2.0))
+    env.step(td)
+    assert base.received[-1].item() == 0.5
+    assert td["action"].item() == 2.0
+
+
+def test_specs_follow_the_transform_list():
+    env = TransformedEnv(CountingEnv())
+    assert "step_count" not in env.observation_keys
+    env.append_transform(StepCounter(max_steps=3))
+    assert "step_count" in env.observation_keys
+    env.insert_transform(0, InitTracker())
+    assert isinstance(env.transform[0], InitTracker)
+    assert "is_init" in env.observation_keys
+    popped = env.transform.pop(0)
+    assert isinstance(popped, InitTracker)
+    assert popped.container is None
+    assert "is_init" not in env.observation_keys
+    assert env.base_env.observation_keys == ["observation"]
+
+
+def test_append_transform_on_a_base_env_returns_a_transformed_env():
+    env = CountingEnv().append_transform(StepCounter())
+    assert isinstance(env, TransformedEnv)
+    again = env.append_transform(RewardSum())
+    assert again is env
+    assert [type(t).__name__ for t in env.transform] == ["StepCounter", "RewardSum"]
+
+
+def test_parent_is_the_env_up_to_the_transform():
+    recorder = RecordingParent()
+    env = TransformedEnv(CountingEnv(), Compose(InitTracker(), recorder, StepCounter()))
+    _ = env.observation_spec  # computes specs, which asks recorder.parent
+    assert recorder.seen_keys == ["is_init", "observation"]
+    assert env.transform[0].parent is env.base_env
+    assert isinstance(recorder.parent, TransformedEnv)
+    assert recorder.container is env.transform
+
+
+def test_a_transform_belongs_to_one_env():
+    t = StepCounter()
+    TransformedEnv(CountingEnv(), t)
+    with pytest.raises(
+        ValueError,
+        match=r"StepCounter: this transform already belongs to a TransformedEnv; .*clone\(\)",
+    ):
+        TransformedEnv(CountingEnv(), t)
+    TransformedEnv(CountingEnv(), t.clone())
+
+
+def test_specs_cannot_be_set_on_a_transformed_env():
+    env = TransformedEnv(CountingEnv(), StepCounter())
+    with pytest.raises(AttributeError, match="set them on the base env"):
+        env.observation_spec = Composite()
+
+
+def test_attribute_lookup_falls_back_to_the_base_env():
+    env = TransformedEnv(CountingEnv(max_count=7), StepCounter())
+    assert env.max_count == 7
+    with pytest.raises(AttributeError):
+        _ = env.not_an_attribute
+
+
+def test_transformed_env_passes_check_env_specs_and_partial_resets():
+    env = TransformedEnv(
+        CountingEnv(max_count=100, batch_size=[3]),
+        Compose(StepCounter(max_steps=50), InitTracker(), RewardSum(), Scale(2.0)),
+    )
+    check_env_specs(env, seed=0)
+    td = env.reset()
+    for _ in range(3):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
+    td["_reset"] = torch.tensor([[True], [False], [False]])
+    before = td.clone()
+    out = env.reset(td)
+    assert out["step_count"].squeeze(-1).tolist() == [0, 3, 3]
+    assert out["is_init"].squeeze(-1).tolist() == [True, False, False]
+    assert out["episode_reward"].squeeze(-1).tolist() == [0.0, 3.0, 3.0]
+    assert torch.equal(out["observation"][1:], before["observation"][1:])
+
+
+def test_transforms_run_on_plain_tensordicts():
+    t = Compose(Scale(3.0), Scale(2.0, in_keys=("other",)))
+    td = t(TensorDict(observation=torch.ones(4, 1), other=torch.ones(4, 1), batch_size=[4]))
+    assert (td["observation"] == 3).all()
+    assert (td["other"] == 2).all()
+
+
+def test_compose_inverse_runs_in_reverse_order():
+    calls = []
+
+    class Tag(Transform):
+        def __init__(self, name):
+            super().__init__(in_keys_inv=["action"])
+            self.name = name
+
+        def _inv_call(self, td: TensorDictBase) -> TensorDictBase:
+            calls.append(self.name)
+            return td
+
+    t = Compose(Tag("inner"), Tag("outer"))
+    t.inv(TensorDict(action=torch.zeros(1)))
+    assert calls == ["outer", "inner"]
+
+
+def test_done_flags_keep_their_meaning_through_transforms():
+    env = TransformedEnv(CountingEnv(max_count=2), StepCounter(max_steps=10))
+    traj = env.rollout(5, lambda td: td.set("action", torch.ones(1, dtype=torch.int64)))
+    assert traj["next", "terminated"][-1].item()
+    assert not traj["next", "truncated"].any()
+
+
+def test_bad_transform_arguments():
+    with pytest.raises(
+        ValueError,
+        match=r"Transform: expected as many out_keys as in_keys, got 1 out_keys for 2 in_keys",
+    ):
+        Transform(in_keys=["a", "b"], out_keys=["c"])
+    with pytest.raises(TypeError, match=r"in_keys must be a key or a list of keys .* got 3"):
+        Transform(in_keys=[3])
+    with pytest.raises(TypeError, match=r"TransformedEnv: expected an EnvBase, got int"):
+        TransformedEnv(3)
+    with pytest.raises(TypeError, match=r"Compose: expected Transform objects, got int"):
+        Compose(3)
+    with pytest.raises(NotImplementedError, match=r"Transform maps no single tensor"):
+        Transform(in_keys=["a"])(TensorDict(a=torch.zeros(1)))
+
+
+def test_categorical_spec_untouched_by_unrelated_transform():
+    env = TransformedEnv(CountingEnv(), InitTracker())
+    assert isinstance(env.action_spec, Categorical)
