@@ -78,7 +78,7 @@ def generalized_advantage_estimate(
     decay = (gamma * lmbda) * (~done).to(reward.dtype)
     delta = reward + bootstrap * next_state_value - state_value
     advantage = torch.empty_like(delta)
-    running = torch.zeros_like(delta[0])
+    running = delta.new_zeros(delta.shape[1:])
     for t in range(delta.shape[0] - 1, -1, -1):
         running = delta[t] + decay[t] * running
         advantage[t] = running
@@ -167,7 +167,7 @@ def vtrace_advantage_estimate(
     decay = gamma * ratio.clamp(max=c_thresh) * not_done
     delta = rho * (reward + bootstrap * next_state_value - state_value)
     correction = torch.empty_like(delta)
-    running = torch.zeros_like(delta[0])
+    running = delta.new_zeros(delta.shape[1:])
     for t in range(delta.shape[0] - 1, -1, -1):
         running = delta[t] + decay[t] * running
         correction[t] = running
