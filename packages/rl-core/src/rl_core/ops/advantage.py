@@ -84,9 +84,9 @@ def generalized_advantage_estimate(
     gamma = _checks.unit_interval(where, "gamma", gamma)
     lmbda = _checks.unit_interval(where, "lmbda", lmbda)
     terminated = done if terminated is None else terminated
-    (reward, state_value, next_state_value), (done, terminated), restore = _checks.to_kernel_layout(
+    (state_value, next_state_value, reward), (done, terminated), restore = _checks.to_kernel_layout(
         where,
-        {"reward": reward, "state_value": state_value, "next_state_value": next_state_value},
+        {"state_value": state_value, "next_state_value": next_state_value, "reward": reward},
         {"done": done, "terminated": terminated},
         time_dim,
     )
@@ -148,9 +148,9 @@ def td_lambda_return_estimate(
     gamma = _checks.unit_interval(where, "gamma", gamma)
     lmbda = _checks.unit_interval(where, "lmbda", lmbda)
     terminated = done if terminated is None else terminated
-    (reward, next_state_value), (done, terminated), restore = _checks.to_kernel_layout(
+    (next_state_value, reward), (done, terminated), restore = _checks.to_kernel_layout(
         where,
-        {"reward": reward, "next_state_value": next_state_value},
+        {"next_state_value": next_state_value, "reward": reward},
         {"done": done, "terminated": terminated},
         time_dim,
     )
@@ -194,14 +194,14 @@ def td0_return_estimate(
     """
     where = "td0_return_estimate"
     gamma = _checks.unit_interval(where, "gamma", gamma)
-    if reward.dim() == 0:
+    if next_state_value.dim() == 0:
         raise ValueError(
-            f"{where}: expected reward with at least one dimension, got a 0-dim tensor. "
-            f"Use reward.reshape(1)."
+            f"{where}: expected next_state_value with at least one dimension, got a 0-dim "
+            f"tensor. Use next_state_value.reshape(1)."
         )
-    (reward, next_state_value), (terminated,), restore = _checks.to_kernel_layout(
+    (next_state_value, reward), (terminated,), restore = _checks.to_kernel_layout(
         where,
-        {"reward": reward, "next_state_value": next_state_value},
+        {"next_state_value": next_state_value, "reward": reward},
         {"terminated": terminated},
         0,
     )

@@ -89,16 +89,16 @@ def vtrace_advantage_estimate(
     floats, (done, terminated), restore = _checks.to_kernel_layout(
         where,
         {
-            "reward": reward,
             "log_pi": log_pi,
             "log_mu": log_mu,
             "state_value": state_value,
             "next_state_value": next_state_value,
+            "reward": reward,
         },
         {"done": done, "terminated": terminated},
         time_dim,
     )
-    reward, log_pi, log_mu, state_value, next_state_value = floats
+    log_pi, log_mu, state_value, next_state_value, reward = floats
     advantage, value_target = torch.ops.rl_core.vtrace_advantage_estimate(
         gamma,
         rho_thresh,
