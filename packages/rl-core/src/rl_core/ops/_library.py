@@ -41,12 +41,19 @@ SCHEMAS: dict[str, str] = {
 def _check_value_layout(name: str, floats: dict[str, Tensor], masks: dict[str, Tensor]) -> None:
     """Checks the ``[T, N]`` kernel layout of a value op called through ``torch.ops``."""
     first_name, first = next(iter(floats.items()))
+    torch._check(
+        first.dim() == 2,
+        lambda: (
+            f"rl_core::{name}: expected {first_name} in the [T, N] layout (2-D), got shape "
+            f"{tuple(first.shape)}."
+        ),
+    )
     for arg, tensor in {**floats, **masks}.items():
         torch._check(
-            tensor.dim() == 2 and tensor.shape == first.shape,
+            tensor.shape == first.shape,
             lambda arg=arg, tensor=tensor: (
                 f"rl_core::{name}: expected {arg} of shape {tuple(first.shape)} like "
-                f"{first_name} ([T, N]), got {tuple(tensor.shape)}."
+                f"{first_name}, got {tuple(tensor.shape)}."
             ),
         )
         torch._check(
@@ -74,7 +81,7 @@ def _check_value_layout(name: str, floats: dict[str, Tensor], masks: dict[str, T
 def _gae_check(gamma, lmbda, state_value, next_state_value, reward, done, terminated):
     _check_value_layout(
         "generalized_advantage_estimate",
-        {"reward": reward, "state_value": state_value, "next_state_value": next_state_value},
+        {"state_value": state_value, "next_state_value": next_state_value, "reward": reward},
         {"done": done, "terminated": terminated},
     )
 
@@ -82,7 +89,7 @@ def _gae_check(gamma, lmbda, state_value, next_state_value, reward, done, termin
 def _td_lambda_check(gamma, lmbda, next_state_value, reward, done, terminated):
     _check_value_layout(
         "td_lambda_return_estimate",
-        {"reward": reward, "next_state_value": next_state_value},
+        {"next_state_value": next_state_value, "reward": reward},
         {"done": done, "terminated": terminated},
     )
 
@@ -102,11 +109,11 @@ def _vtrace_check(
     _check_value_layout(
         "vtrace_advantage_estimate",
         {
-            "reward": reward,
             "log_pi": log_pi,
             "log_mu": log_mu,
             "state_value": state_value,
             "next_state_value": next_state_value,
+            "reward": reward,
         },
         {"done": done, "terminated": terminated},
     )
