@@ -216,3 +216,15 @@ def test_rejected_update_leaves_the_tree_unchanged():
     with pytest.raises(ValueError, match="expected leaf indices"):
         sum_tree_update_(tree, torch.tensor([0, 9]), torch.tensor([1.0, 1.0]))
     torch.testing.assert_close(tree, before)
+
+
+def test_priorities_that_require_grad_do_not_attach_the_tree_to_a_graph():
+    tree = make_sum_tree(4)
+    td_error = torch.ones(2, requires_grad=True) * 2.0
+    sum_tree_update_(tree, torch.tensor([0, 1]), td_error)
+    assert not tree.requires_grad
+    assert tree.grad_fn is None
+    raw = make_sum_tree(4)
+    torch.ops.rl_core.sum_tree_update_(raw, torch.tensor([0, 1]), td_error)
+    assert not raw.requires_grad
+    torch.testing.assert_close(raw, tree)

@@ -186,7 +186,9 @@ def _check_leaf_indices(name: str, index: Tensor, capacity: int) -> None:
         )
 
 
+@torch.no_grad()
 def _tree_update_(name: str, tree: Tensor, index: Tensor, value: Tensor, combine) -> None:
+    # Priorities carry no gradient: a value that requires grad must not make the tree do so.
     capacity = tree.shape[0] // 2
     _check_leaf_indices(name, index, capacity)
     if index.numel() == 0:

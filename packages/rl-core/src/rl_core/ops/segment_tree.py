@@ -149,7 +149,7 @@ def _check_update(where: str, tree: Tensor, index: Tensor, value: Tensor | float
         raise ValueError(
             f"{where}: expected index on {tree.device} like the tree, got {index.device}."
         )
-    value = torch.as_tensor(value, dtype=tree.dtype, device=tree.device)
+    value = torch.as_tensor(value, dtype=tree.dtype, device=tree.device).detach()
     if value.dim() == 0:
         return value.expand(index.shape).contiguous()
     if value.shape != index.shape:
@@ -170,7 +170,8 @@ def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor | float) -> Tens
     Args:
         tree: a sum tree from :func:`make_sum_tree`; modified in place.
         index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
-        value: ``[K]`` priorities (>= 0) or one scalar for all; cast to the tree's dtype.
+        value: ``[K]`` priorities (>= 0) or one scalar for all; cast to the tree's dtype
+            and detached (priorities carry no gradient).
 
     Returns:
         ``tree``, for chaining.
@@ -256,7 +257,7 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         raise ValueError(
             f"{where}: expected value on {tree.device} like the tree, got {value.device}."
         )
-    flat = value.to(tree.dtype).reshape(-1).contiguous()
+    flat = value.detach().to(tree.dtype).reshape(-1).contiguous()
     return torch.ops.rl_core.sum_tree_find_prefixsum(tree, flat).reshape(value.shape)
 
 
