@@ -164,3 +164,20 @@ def test_ops_run_on_meta_tensors():
     found = torch.ops.rl_core.sum_tree_find_prefixsum(torch.empty(16, device="meta"), x[0])
     assert found.shape == (5,)
     assert found.dtype == torch.int64
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", sorted(_library.SCHEMAS))
+def test_opcheck_and_cpu_agreement_on_cuda(name):
+    op = getattr(torch.ops.rl_core, name).default
+    for args in SAMPLES[name]:
+        cuda_args = tuple(
+            a.detach().cuda().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+            for a in args
+        )
+        torch.library.opcheck(op, cuda_args)
+        cpu_args = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+        cpu_out, cuda_out = op(*cpu_args), op(*cuda_args)
+        torch.testing.assert_close(cuda_out, cpu_out, check_device=False)
+        torch.testing.assert_close(cuda_args[0], cpu_args[0], check_device=False)
