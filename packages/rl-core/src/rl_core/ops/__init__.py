@@ -41,7 +41,10 @@ for a backend key. A package such as ``rl-kernels`` therefore registers its kern
 
 ``import rl_core.ops`` must run first (it defines the schemas); the kernel package must not
 register for ``Autograd``, ``CompositeImplicitAutograd`` or ``Meta``, so that the autograd
-formulas and fake kernels here keep working on top of its kernels. Callers change nothing:
+formulas and fake kernels here keep working on top of its kernels. A backend kernel replaces
+the reference together with its checks, so it checks the layout itself (``TORCH_CHECK``)
+and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
+``[0, capacity)``; a repeated leaf index must keep its last value. Callers change nothing:
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
