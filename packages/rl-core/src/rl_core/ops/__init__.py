@@ -1,0 +1,99 @@
+"""Hot ops declared with ``torch.library``: value estimates and prioritized-replay trees.
+
+Each op lives in the ``rl_core`` namespace (``torch.ops.rl_core.<name>``) with a schema, a
+pure-torch reference kernel, a fake kernel for ``torch.compile``/``torch.export``, and (value
+ops) an autograd formula. The functions exported here are thin wrappers that check their
+arguments, move them to the kernel layout and call the op:
+
+=================================  =========================================================
+op (``torch.ops.rl_core.*``)       public wrapper
+=================================  =========================================================
+``generalized_advantage_estimate`` :func:`generalized_advantage_estimate`
+``td_lambda_return_estimate``      :func:`td_lambda_return_estimate`
+``vtrace_advantage_estimate``      :func:`vtrace_advantage_estimate`
+``sum_tree_update_``               :func:`sum_tree_update_`
+``min_tree_update_``               :func:`min_tree_update_`
+``sum_tree_find_prefixsum``        :func:`sum_tree_find_prefixsum`
+=================================  =========================================================
+
+:func:`td0_return_estimate`, the tree constructors and :func:`sum_tree_total` /
+:func:`min_tree_min` (``tree[1]``) are elementwise or trivial and need no op.
+
+Kernel layout (the contract a compiled kernel implements; schemas in
+``rl_core.ops._library.SCHEMAS``): value-op tensors are contiguous ``[T, N]`` with time
+first, floats in one dtype, ``done``/``terminated`` bool; trees are 1-D of size
+``2 * capacity``. :mod:`rl_core.ops.reference` documents each kernel and is the oracle to
+test a compiled kernel against (same arguments as the op).
+
+How a kernel package overrides an op: the reference kernels are registered for the
+``CompositeExplicitAutograd`` dispatch key, and the dispatcher prefers a kernel registered
+for a backend key. A package such as ``rl-kernels`` therefore registers its kernels for the
+``CPU`` and/or ``CUDA`` keys of the existing ops, without defining them again::
+
+    // C++: the namespace must be "rl_core"; the op names and schemas come from rl_core.
+    TORCH_LIBRARY_IMPL(rl_core, CPU, m) {
+      m.impl("generalized_advantage_estimate", &gae_cpu);
+    }
+
+    # or Python: keep the Library object alive for as long as the kernel should be used
+    _lib = torch.library.Library("rl_core", "IMPL")
+    _lib.impl("generalized_advantage_estimate", gae_cpu, "CPU")
+
+``import rl_core.ops`` must run first (it defines the schemas); the kernel package must not
+register for ``Autograd``, ``CompositeImplicitAutograd`` or ``Meta``, so that the autograd
+formulas and fake kernels here keep working on top of its kernels. A backend kernel replaces
+the reference together with its checks, so it checks the layout itself (``TORCH_CHECK``)
+and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
+``[0, capacity)``; a repeated leaf index must keep its last value. Callers change nothing:
+every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
+tensors on that backend and the reference kernel elsewhere.
+
+Examples:
+    >>> import torch
+    >>> import rl_core.ops
+    >>> reward = torch.ones(1, 4, 1)
+    >>> value = torch.zeros(1, 4, 1)
+    >>> done = torch.zeros(1, 4, 1, dtype=torch.bool)
+    >>> adv, target = rl_core.ops.generalized_advantage_estimate(0.9, 0.95, value, value, reward, done)
+    >>> adv.shape
+    torch.Size([1, 4, 1])
+"""
+
+from __future__ import annotations
+
+from rl_core.ops import reference
+from rl_core.ops.advantage import (
+    generalized_advantage_estimate,
+    td0_return_estimate,
+    td_lambda_return_estimate,
+)
+from rl_core.ops.segment_tree import (
+    make_min_tree,
+    make_sum_tree,
+    min_tree_min,
+    min_tree_update_,
+    segment_tree_capacity,
+    sum_tree_find_prefixsum,
+    sum_tree_total,
+    sum_tree_update_,
+)
+from rl_core.ops.vtrace import vtrace_advantage_estimate
+
+__all__ = [
+    # value estimates
+    "generalized_advantage_estimate",
+    "td_lambda_return_estimate",
+    "td0_return_estimate",
+    "vtrace_advantage_estimate",
+    # segment trees
+    "segment_tree_capacity",
+    "make_sum_tree",
+    "make_min_tree",
+    "sum_tree_update_",
+    "min_tree_update_",
+    "sum_tree_find_prefixsum",
+    "sum_tree_total",
+    "min_tree_min",
+    # the reference kernels (test oracle)
+    "reference",
+]

@@ -1,0 +1,271 @@
+"""Pure-torch reference kernels of the ``rl_core`` ops, in the kernel layout.
+
+These functions are what ``torch.ops.rl_core.<name>`` runs when no faster kernel is
+registered, and they are the test oracle for packages that register one (``rl-kernels``).
+They take exactly the arguments of the op schema, in the kernel layout, with no reshaping
+and no argument coercion:
+
+- Value ops: every tensor is ``[T, N]`` with **time first**: row ``t`` holds time step ``t``
+  of ``N`` independent sequences. Float tensors share one floating dtype and the device;
+  ``done`` and ``terminated`` are ``torch.bool``. The public wrappers
+  (:func:`rl_core.ops.generalized_advantage_estimate`, ...) move any ``time_dim`` first and
+  flatten batch and feature dimensions into ``N``.
+- Segment trees: ``tree`` is 1-D of size ``2 * capacity`` (``capacity`` a power of two),
+  leaves at ``[capacity, 2 * capacity)``, node ``i`` combines nodes ``2i`` and ``2i + 1``,
+  the root at index 1 and index 0 unused. ``index`` is int64 ``[K]`` (leaf numbers in
+  ``[0, capacity)``), ``value`` is ``[K]`` with the tree's dtype.
+
+The value kernels scan time backwards with a Python loop over ``T``, vectorised over ``N``;
+the segment-tree kernels loop over the ``log2(capacity)`` tree levels, vectorised over the
+batch. A compiled kernel replaces exactly these loops.
+
+Examples:
+    >>> import torch
+    >>> from rl_core.ops import reference
+    >>> reward = torch.ones(3, 1)
+    >>> value = torch.zeros(3, 1)
+    >>> flags = torch.zeros(3, 1, dtype=torch.bool)
+    >>> adv, target = reference.generalized_advantage_estimate(
+    ...     0.5, 1.0, value, value, reward, flags, flags
+    ... )
+    >>> adv.flatten().tolist()
+    [1.75, 1.5, 1.0]
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "generalized_advantage_estimate",
+    "td_lambda_return_estimate",
+    "vtrace_advantage_estimate",
+    "sum_tree_update_",
+    "min_tree_update_",
+    "sum_tree_find_prefixsum",
+]
+
+
+def generalized_advantage_estimate(
+    gamma: float,
+    lmbda: float,
+    state_value: Tensor,
+    next_state_value: Tensor,
+    reward: Tensor,
+    done: Tensor,
+    terminated: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """GAE advantage and value target for ``[T, N]`` inputs (reference kernel).
+
+    ``delta[t] = reward[t] + gamma * (1 - terminated[t]) * next_state_value[t] - state_value[t]``
+    and ``advantage[t] = delta[t] + gamma * lmbda * (1 - done[t]) * advantage[t + 1]`` with
+    ``advantage[T] = 0``; ``value_target = advantage + state_value``.
+
+    Args:
+        gamma: discount factor.
+        lmbda: GAE trace-decay parameter.
+        state_value: ``[T, N]`` values of the states acted in.
+        next_state_value: ``[T, N]`` values of the states landed in.
+        reward: ``[T, N]`` rewards.
+        done: ``[T, N]`` bool, True where an episode ends (cuts the trace).
+        terminated: ``[T, N]`` bool, True where an episode terminates (cuts bootstrapping).
+
+    Returns:
+        ``(advantage, value_target)``, both ``[T, N]``.
+    """
+    bootstrap = gamma * (~terminated).to(reward.dtype)
+    decay = (gamma * lmbda) * (~done).to(reward.dtype)
+    delta = reward + bootstrap * next_state_value - state_value
+    advantage = torch.empty_like(delta)
+    running = delta.new_zeros(delta.shape[1:])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        running = delta[t] + decay[t] * running
+        advantage[t] = running
+    return advantage, advantage + state_value
+
+
+def td_lambda_return_estimate(
+    gamma: float,
+    lmbda: float,
+    next_state_value: Tensor,
+    reward: Tensor,
+    done: Tensor,
+    terminated: Tensor,
+) -> Tensor:
+    """TD(lambda) value target for ``[T, N]`` inputs (reference kernel).
+
+    ``G[t] = reward[t] + gamma * (1 - terminated[t]) * ((1 - l[t]) * next_state_value[t]
+    + l[t] * G[t + 1])`` with ``l[t] = lmbda * (1 - done[t])``: the return bootstraps fully
+    from ``next_state_value`` at an episode boundary and at the last step.
+
+    Args:
+        gamma: discount factor.
+        lmbda: TD(lambda) mixing parameter.
+        next_state_value: ``[T, N]`` values of the states landed in.
+        reward: ``[T, N]`` rewards.
+        done: ``[T, N]`` bool, True where an episode ends.
+        terminated: ``[T, N]`` bool, True where an episode terminates.
+
+    Returns:
+        The ``[T, N]`` lambda-return.
+    """
+    bootstrap = gamma * (~terminated).to(reward.dtype)
+    mix = lmbda * (~done).to(reward.dtype)
+    target = torch.empty_like(reward)
+    if reward.shape[0] == 0:
+        return target
+    # Seeding the scan with the last bootstrap value makes the last step a plain TD(0) target.
+    running = next_state_value[-1]
+    for t in range(reward.shape[0] - 1, -1, -1):
+        running = reward[t] + bootstrap[t] * ((1 - mix[t]) * next_state_value[t] + mix[t] * running)
+        target[t] = running
+    return target
+
+
+def vtrace_advantage_estimate(
+    gamma: float,
+    rho_thresh: float,
+    c_thresh: float,
+    log_pi: Tensor,
+    log_mu: Tensor,
+    state_value: Tensor,
+    next_state_value: Tensor,
+    reward: Tensor,
+    done: Tensor,
+    terminated: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """V-trace advantage and value target for ``[T, N]`` inputs (reference kernel).
+
+    With ``ratio = exp(log_pi - log_mu)``, ``rho = min(rho_thresh, ratio)``,
+    ``c = min(c_thresh, ratio)`` and ``b = gamma * (1 - terminated)``:
+    ``d[t] = rho[t] * (reward[t] + b[t] * next_state_value[t] - state_value[t])
+    + gamma * c[t] * (1 - done[t]) * d[t + 1]`` with ``d[T] = 0``; the value target is
+    ``state_value + d``, and the policy-gradient advantage is
+    ``rho[t] * (reward[t] + b[t] * (next_state_value[t] + (1 - done[t]) * d[t + 1])
+    - state_value[t])``.
+
+    Args:
+        gamma: discount factor.
+        rho_thresh: clipping threshold of the importance weights in the deltas.
+        c_thresh: clipping threshold of the trace coefficients.
+        log_pi: ``[T, N]`` log-probabilities of the actions under the learner policy.
+        log_mu: ``[T, N]`` log-probabilities of the actions under the behaviour policy.
+        state_value: ``[T, N]`` values of the states acted in.
+        next_state_value: ``[T, N]`` values of the states landed in.
+        reward: ``[T, N]`` rewards.
+        done: ``[T, N]`` bool, True where an episode ends (cuts the trace).
+        terminated: ``[T, N]`` bool, True where an episode terminates (cuts bootstrapping).
+
+    Returns:
+        ``(advantage, value_target)``, both ``[T, N]``.
+    """
+    ratio = (log_pi - log_mu).exp()
+    rho = ratio.clamp(max=rho_thresh)
+    not_done = (~done).to(reward.dtype)
+    bootstrap = gamma * (~terminated).to(reward.dtype)
+    decay = gamma * ratio.clamp(max=c_thresh) * not_done
+    delta = rho * (reward + bootstrap * next_state_value - state_value)
+    correction = torch.empty_like(delta)
+    running = delta.new_zeros(delta.shape[1:])
+    for t in range(delta.shape[0] - 1, -1, -1):
+        running = delta[t] + decay[t] * running
+        correction[t] = running
+    next_correction = torch.cat([correction[1:], torch.zeros_like(correction[:1])]) * not_done
+    next_target = next_state_value + next_correction
+    advantage = rho * (reward + bootstrap * next_target - state_value)
+    return advantage, state_value + correction
+
+
+def _check_leaf_indices(name: str, index: Tensor, capacity: int) -> None:
+    if index.numel() and bool((index < 0).any() | (index >= capacity).any()):
+        low, high = int(index.min()), int(index.max())
+        raise ValueError(
+            f"{name}: expected leaf indices in [0, {capacity}), got values in [{low}, {high}]. "
+            f"Drop out-of-range indices or build a tree with a larger capacity."
+        )
+
+
+@torch.no_grad()
+def _tree_update_(name: str, tree: Tensor, index: Tensor, value: Tensor, combine) -> None:
+    # Priorities carry no gradient: a value that requires grad must not make the tree do so.
+    capacity = tree.shape[0] // 2
+    _check_leaf_indices(name, index, capacity)
+    if index.numel() == 0:
+        return
+    # Last write wins: keep, for each distinct leaf, the last position where it appears.
+    leaves, inverse = torch.unique(index, return_inverse=True)
+    positions = torch.arange(index.numel(), device=index.device)
+    last = torch.full_like(leaves, -1).scatter_reduce_(0, inverse, positions, "amax")
+    nodes = leaves + capacity
+    tree[nodes] = value[last]
+    while capacity > 1:
+        # Siblings share a parent: a repeated parent gets the same value from each write.
+        nodes = nodes // 2
+        tree[nodes] = combine(tree[2 * nodes], tree[2 * nodes + 1])
+        capacity //= 2
+
+
+def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
+    """Writes ``value`` at leaves ``index`` of a sum tree and refreshes their ancestors.
+
+    Each ancestor is recomputed from its two children (no incremental add), so rounding
+    errors do not build up over many updates. When a leaf appears more than once in
+    ``index``, the value at its last position is written.
+
+    Args:
+        tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
+        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+        value: ``[K]`` new leaf values (priorities, >= 0), same dtype as ``tree``.
+
+    Raises:
+        ValueError: an index is outside ``[0, capacity)``.
+    """
+    _tree_update_("sum_tree_update_", tree, index, value, torch.add)
+
+
+def min_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
+    """Writes ``value`` at leaves ``index`` of a min tree and refreshes their ancestors.
+
+    Same layout and duplicate rule as :func:`sum_tree_update_`; a node holds the minimum of
+    its children, empty leaves hold ``+inf``.
+
+    Args:
+        tree: the min tree, 1-D of size ``2 * capacity``; modified in place.
+        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+        value: ``[K]`` new leaf values, same dtype as ``tree``.
+
+    Raises:
+        ValueError: an index is outside ``[0, capacity)``.
+    """
+    _tree_update_("min_tree_update_", tree, index, value, torch.minimum)
+
+
+def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
+    """For each ``v`` in ``value``, the first leaf whose inclusive prefix sum exceeds ``v``.
+
+    Returns the smallest leaf ``i`` with ``leaf[0] + ... + leaf[i] > v``, found by one
+    descent from the root per value: go left when ``v < sum(left subtree)``, otherwise
+    subtract that sum and go right. Values below 0 count as 0. A value at or above the total
+    (or one pushed there by rounding) lands on the last leaf with a non-zero priority, because
+    the descent never enters an all-zero subtree while the other side has mass. An all-zero
+    tree returns leaf 0.
+
+    Args:
+        tree: the sum tree, 1-D of size ``2 * capacity``, leaves >= 0.
+        value: ``[K]`` query values, same dtype as ``tree``.
+
+    Returns:
+        int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+    """
+    capacity = tree.shape[0] // 2
+    remaining = value.clamp(min=0)
+    node = torch.ones(value.shape, dtype=torch.int64, device=value.device)
+    while capacity > 1:
+        left = 2 * node
+        left_sum = tree[left]
+        go_right = (remaining >= left_sum) & (tree[left + 1] > 0)
+        remaining = torch.where(go_right, remaining - left_sum, remaining)
+        node = left + go_right.to(torch.int64)
+        capacity //= 2
+    return node - tree.shape[0] // 2
