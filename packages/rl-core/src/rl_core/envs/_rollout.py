@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
+from rl_core.envs.base import _fast_get
 from rl_core.keys import DONE, NEXT, TRUNCATED
 from rl_core.ted import step_mdp
 
@@ -49,6 +50,7 @@ def _level_sizes(td: TensorDictBase) -> list[tuple[tuple[str, ...], int]]:
 
 
 def _get(td: TensorDictBase, path: tuple[str, ...]) -> torch.Tensor:
+    # Only called on plain TensorDicts (checked by _leaf_paths / _same_structure).
     node = td
     for name in path:
         node = node._tensordict[name]
@@ -141,14 +143,19 @@ def _same_keys(tds: list[TensorDictBase]) -> bool:
     return all(set(td.keys(include_nested=True, leaves_only=True)) == reference for td in tds[1:])
 
 
-def _any_done(next_td: TensorDictBase, done_keys: list[tuple[str, ...]]) -> torch.Tensor:
+def _done_per_sub_env(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> torch.Tensor:
+    """One flag per sub-env (shape ``env.batch_size``): any done flag of it is set."""
     flags = None
-    batch_ndim = next_td.batch_dims
-    for path in done_keys:
-        value = next_td.get(path)
+    batch_ndim = td.batch_dims
+    for path in done_paths:
+        value = _fast_get(td, path)
         value = value.reshape(*value.shape[:batch_ndim], -1).any(-1)
         flags = value if flags is None else flags | value
     return flags
+
+
+def _any_done(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> bool:
+    return any(bool(_fast_get(td, path).any()) for path in done_paths)
 
 
 def rollout(
@@ -214,8 +221,8 @@ def rollout(
         policy = env.rand_action
     policy_device = _policy_device(policy) if auto_cast_to_device else None
     env_device = env.device
-    done_paths = [(NEXT, *((k,) if isinstance(k, str) else k)) for k in env.done_keys]
-    done_paths = [p for p in done_paths if p[-1] == DONE] or done_paths
+    # `step` completes the flags, so `done` (one per level) says it all.
+    done_paths = [(NEXT, *done_path) for done_path, _ in env._done_paths()]
     mdp_kwargs = env._step_mdp_kwargs()
     writer: _TrajectoryWriter | None = None
     ever_done: torch.Tensor | None = None
@@ -236,13 +243,13 @@ def rollout(
         writer.append(td)
         if callback is not None:
             callback(env, td)
-        done = _any_done(td, done_paths)
         if break_when_any_done:
-            if bool(done.any()):
+            if _any_done(td, done_paths):
                 break
             td = step_mdp(td, **mdp_kwargs)
         else:
             if break_when_all_done:
+                done = _done_per_sub_env(td, done_paths)
                 ever_done = done if ever_done is None else ever_done | done
                 if bool(ever_done.all()):
                     break

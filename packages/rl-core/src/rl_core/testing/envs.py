@@ -6,7 +6,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.keys import ACTION, OBSERVATION, REWARD, TERMINATED
+from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Categorical, Composite, Unbounded
 
 
@@ -60,11 +60,14 @@ class CountingEnv(EnvBase):
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         count = tensordict.get(OBSERVATION) + tensordict.get(ACTION).to(torch.float32)
+        terminated = count >= self.max_count
         return TensorDict(
             {
                 OBSERVATION: count,
                 REWARD: torch.ones_like(count),
-                TERMINATED: count >= self.max_count,
+                DONE: terminated,
+                TERMINATED: terminated.clone(),
+                TRUNCATED: torch.zeros_like(terminated),
             },
             batch_size=self.batch_size,
             device=self.device,
