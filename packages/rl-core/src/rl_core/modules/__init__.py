@@ -1,0 +1,13 @@
+"""Policy building blocks: networks, actors, critics, Q-value heads, exploration, recurrence."""
+
+from rl_core.modules.convnet import ConvNet
+from rl_core.modules.mlp import MLP
+from rl_core.modules.multiagent import MultiAgentMLP
+
+# from rl_core.modules.distributions import ...  (merged by the coordinator)
+
+__all__ = [
+    "MLP",
+    "ConvNet",
+    "MultiAgentMLP",
+]
