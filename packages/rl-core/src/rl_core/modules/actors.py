@@ -1,0 +1,179 @@
+"""Policies and value functions as TensorDict modules: Actor, ProbabilisticActor, ValueOperator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tensordict.nn import (
+    InteractionType,
+    ProbabilisticTensorDictModule,
+    ProbabilisticTensorDictSequential,
+    TensorDictModule,
+    TensorDictModuleBase,
+)
+from torch import nn
+
+from rl_core.keys import ACTION, OBSERVATION, STATE_ACTION_VALUE, STATE_VALUE, NestedKey
+
+
+def _key_list(keys: NestedKey | Sequence[NestedKey], where: str, arg: str) -> list[NestedKey]:
+    if isinstance(keys, str | tuple):
+        return [keys]
+    keys = list(keys)
+    if not keys:
+        raise ValueError(f"{where}: {arg} must name at least one key, got an empty list.")
+    return keys
+
+
+class Actor(TensorDictModule):
+    """A deterministic policy: reads observations, writes the action.
+
+    Args:
+        module: the network, called with the tensors at ``in_keys`` (in order).
+        in_keys: keys the network reads. Defaults to ``("observation",)``.
+        out_keys: keys of the network's outputs. Defaults to ``("action",)``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.modules import MLP, Actor
+        >>> actor = Actor(MLP(3, 2, depth=1, num_cells=8))
+        >>> td = actor(TensorDict(observation=torch.zeros(5, 3), batch_size=[5]))
+        >>> td["action"].shape
+        torch.Size([5, 2])
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
+        out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
+    ) -> None:
+        super().__init__(
+            module,
+            in_keys=_key_list(in_keys, "Actor", "in_keys"),
+            out_keys=_key_list(out_keys, "Actor", "out_keys"),
+        )
+
+
+class ProbabilisticActor(ProbabilisticTensorDictSequential):
+    """A stochastic policy: a module writes distribution parameters, a head samples the action.
+
+    Built as ``ProbabilisticTensorDictSequential(module, ProbabilisticTensorDictModule(...))``,
+    so ``get_dist(td)``, ``log_prob(td)`` and the exploration context work as in tensordict:
+    under ``ExplorationType.RANDOM`` the action is sampled, under ``DETERMINISTIC`` / ``MODE``
+    / ``MEAN`` it is the matching statistic, and outside any block the
+    ``default_interaction_type`` applies.
+
+    Args:
+        module: a TensorDict module that writes the distribution parameters at ``in_keys``.
+        in_keys: the distribution parameters, as a list of keys whose last name is the
+            distribution's argument (``["loc", "scale"]``), or a dict
+            ``{"loc": ("agents", "loc"), ...}`` from argument name to key.
+        out_keys: where the sample is written. Defaults to ``("action",)``.
+
+    Keyword Args:
+        distribution_class: the distribution class (``torch.distributions.Normal``,
+            ``TanhNormal``...). Defaults to tensordict's ``Delta``.
+        distribution_kwargs: extra keyword arguments for the distribution.
+        return_log_prob: whether to write the sample's log-probability (at
+            ``"action_log_prob"`` for the default out key). Defaults to ``False``.
+        default_interaction_type: how the action is chosen outside any
+            ``set_exploration_type`` block. Defaults to ``ExplorationType.DETERMINISTIC``.
+        log_prob_key: a custom key for the log-probability.
+        **kwargs: further keyword arguments for ``ProbabilisticTensorDictModule``.
+
+    Raises:
+        TypeError: ``module`` is not a TensorDict module.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
+        >>> from rl_core.exploration import ExplorationType, set_exploration_type
+        >>> from rl_core.modules import MLP, ProbabilisticActor
+        >>> net = torch.nn.Sequential(MLP(3, 4, depth=1, num_cells=8), NormalParamExtractor())
+        >>> params = TensorDictModule(net, in_keys=["observation"], out_keys=["loc", "scale"])
+        >>> actor = ProbabilisticActor(
+        ...     params,
+        ...     in_keys=["loc", "scale"],
+        ...     distribution_class=torch.distributions.Normal,
+        ...     return_log_prob=True,
+        ... )
+        >>> td = TensorDict(observation=torch.zeros(5, 3), batch_size=[5])
+        >>> with set_exploration_type(ExplorationType.RANDOM):
+        ...     td = actor(td)
+        >>> td["action"].shape, td["action_log_prob"].shape
+        (torch.Size([5, 2]), torch.Size([5, 2]))
+    """
+
+    def __init__(
+        self,
+        module: TensorDictModuleBase,
+        in_keys: NestedKey | Sequence[NestedKey] | dict[str, NestedKey],
+        out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
+        *,
+        distribution_class: type | None = None,
+        distribution_kwargs: dict[str, Any] | None = None,
+        return_log_prob: bool = False,
+        default_interaction_type: InteractionType = InteractionType.DETERMINISTIC,
+        log_prob_key: NestedKey | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if not isinstance(module, TensorDictModuleBase):
+            raise TypeError(
+                f"ProbabilisticActor: expected module to be a TensorDict module that writes the "
+                f"distribution parameters, got {type(module).__name__}. Wrap it: "
+                f"TensorDictModule(net, in_keys=['observation'], out_keys=['loc', 'scale'])."
+            )
+        if not isinstance(in_keys, dict):
+            in_keys = _key_list(in_keys, "ProbabilisticActor", "in_keys")
+        if distribution_class is not None:
+            kwargs["distribution_class"] = distribution_class
+        head = ProbabilisticTensorDictModule(
+            in_keys=in_keys,
+            out_keys=_key_list(out_keys, "ProbabilisticActor", "out_keys"),
+            distribution_kwargs=distribution_kwargs,
+            return_log_prob=return_log_prob,
+            default_interaction_type=default_interaction_type,
+            log_prob_key=log_prob_key,
+            **kwargs,
+        )
+        super().__init__(module, head)
+
+
+class ValueOperator(TensorDictModule):
+    """A value function: writes ``"state_value"``, or ``"state_action_value"`` for Q(s, a).
+
+    Args:
+        module: the network, called with the tensors at ``in_keys`` (in order).
+        in_keys: keys the network reads. Defaults to ``("observation",)``.
+        out_keys: where the value is written. Defaults to ``("state_action_value",)`` when
+            ``"action"`` is among ``in_keys``, else ``("state_value",)``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.modules import MLP, ValueOperator
+        >>> q = ValueOperator(MLP(5, 1, depth=1, num_cells=8), in_keys=["observation", "action"])
+        >>> td = TensorDict(observation=torch.zeros(4, 3), action=torch.zeros(4, 2), batch_size=[4])
+        >>> q(td)["state_action_value"].shape
+        torch.Size([4, 1])
+    """
+
+    def __init__(
+        self,
+        module: nn.Module,
+        in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
+        out_keys: NestedKey | Sequence[NestedKey] | None = None,
+    ) -> None:
+        in_keys = _key_list(in_keys, "ValueOperator", "in_keys")
+        if out_keys is None:
+            out_keys = [STATE_ACTION_VALUE if ACTION in in_keys else STATE_VALUE]
+        super().__init__(
+            module, in_keys=in_keys, out_keys=_key_list(out_keys, "ValueOperator", "out_keys")
+        )
+
+
+__all__ = ["Actor", "ProbabilisticActor", "ValueOperator"]
