@@ -5,6 +5,7 @@ from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.convnet import ConvNet
 from rl_core.modules.mlp import MLP
 from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.recurrent import GRUModule, LSTMModule
 
 # from rl_core.modules.distributions import ...  (merged by the coordinator)
 
@@ -20,4 +21,7 @@ __all__ = [
     "ActorValueOperator",
     "ActorCriticOperator",
     "ActorCriticWrapper",
+    # recurrent
+    "LSTMModule",
+    "GRUModule",
 ]
