@@ -7,6 +7,7 @@ from torch import nn
 
 from rl_core.exploration import ExplorationType, set_exploration_type
 from rl_core.modules import MLP, Actor, ProbabilisticActor, ValueOperator
+from rl_core.specs import Bounded, Composite
 
 
 def _obs(batch=(6,), n_obs=3):
@@ -107,3 +108,53 @@ def test_value_operator_default_out_keys():
     )
     custom = ValueOperator(MLP(3, 4, depth=0), out_keys=["action_value"])
     assert custom(_obs())["action_value"].shape == (6, 4)
+
+
+def test_actor_safe_projects_into_a_bounded_spec():
+    spec = Bounded(-1.0, 1.0, shape=(2,))
+    actor = Actor(nn.Linear(3, 2), spec=spec, safe=True)
+    with torch.no_grad():
+        actor.module.weight.fill_(10.0)
+    td = actor(_obs())
+    assert td["action"].abs().max().item() == pytest.approx(1.0)
+    assert actor.spec["action"] == spec
+    unsafe = Actor(actor.module, spec=spec)
+    assert unsafe(_obs())["action"].abs().max() > 1.0
+    assert isinstance(unsafe.spec, Composite)
+
+
+def test_actor_safe_with_a_composite_and_batched_spec():
+    spec = Composite({("agents", "action"): Bounded(0.0, 1.0, shape=(4, 2))}, shape=(4,))
+    actor = Actor(
+        lambda obs: obs - 0.5,
+        in_keys=[("agents", "observation")],
+        out_keys=[("agents", "action")],
+        spec=spec,
+        safe=True,
+    )
+    agents = TensorDict(observation=torch.randn(7, 4, 2) * 5, batch_size=[7, 4])
+    td = actor(TensorDict(agents=agents, batch_size=[7, 4]))
+    action = td["agents", "action"]
+    assert action.min() >= 0.0
+    assert action.max() <= 1.0
+    torch.testing.assert_close(action, (agents["observation"] - 0.5).clamp(0, 1))
+
+
+def test_probabilistic_actor_safe_clamps_samples():
+    torch.manual_seed(0)
+    spec = Bounded(-0.5, 0.5, shape=(2,))
+    actor = _normal_actor(spec=spec, safe=True, return_log_prob=True)
+    with set_exploration_type(ExplorationType.RANDOM):
+        td = actor(_obs(batch=(500,)))
+    assert td["action"].abs().max().item() == pytest.approx(0.5)
+    assert actor.spec["action"] == spec
+    assert td["action_log_prob"].shape == (500, 2)
+
+
+def test_safe_without_spec_is_an_error():
+    with pytest.raises(ValueError, match="Actor: safe=True projects the outputs into the spec"):
+        Actor(MLP(3, 2, depth=0), safe=True)
+    with pytest.raises(ValueError, match="ProbabilisticActor: safe=True"):
+        _normal_actor(safe=True)
+    with pytest.raises(TypeError, match="expected spec to be a TensorSpec"):
+        Actor(MLP(3, 2, depth=0), spec="bounded")

@@ -5,6 +5,7 @@ from torch import nn
 
 from rl_core.modules import GRUModule, LSTMModule
 from rl_core.modules._recurrent import split_at_resets
+from rl_core.specs import Unbounded
 
 B, T, F, H, L = 3, 7, 4, 5, 2
 
@@ -173,3 +174,18 @@ def test_split_at_resets():
     assert seg.lengths.tolist() == [2, 2, 1, 3]
     assert seg.seg_id.tolist() == [0, 0, 1, 1, 2, 3, 3, 3]
     assert seg.pos.tolist() == [0, 1, 0, 1, 0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
+def test_recurrent_state_spec_zeros_are_a_fresh_state(cls):
+    module = _make(cls)
+    spec = module.recurrent_state_spec()
+    assert spec.keys() == _state_keys(module)
+    for key in _state_keys(module):
+        assert spec[key] == Unbounded(shape=(L, H), device="cpu")
+    td = spec.zero((6,))
+    td["embed"] = torch.randn(6, F)
+    primed = module(td.clone())
+    fresh = module(td.select("embed"))
+    torch.testing.assert_close(primed["features"], fresh["features"])
+    assert spec.is_in(TensorDict({k: primed["next", k][0] for k in _state_keys(module)}))

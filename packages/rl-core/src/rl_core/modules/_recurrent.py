@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from rl_core.keys import NEXT, NestedKey
+from rl_core.specs import Composite, Unbounded
 
 
 class _Segments(NamedTuple):
@@ -102,6 +103,22 @@ class RecurrentModuleBase(TensorDictModuleBase):
     def state_shape(self) -> torch.Size:
         """Shape of each hidden state per batch element: ``(num_layers, hidden_size)``."""
         return torch.Size((self.rnn.num_layers, self.rnn.hidden_size))
+
+    def recurrent_state_spec(self) -> Composite:
+        """Returns the specs of the hidden states, for an env transform that adds them at reset.
+
+        Returns:
+            A Composite with one ``Unbounded(shape=(num_layers, hidden_size))`` entry per
+            hidden state key (``in_keys[1:]``), of the parameters' dtype and device. Its
+            ``zero(batch)`` is the state of fresh envs.
+        """
+        weight = next(self.rnn.parameters())
+        return Composite(
+            {
+                key: Unbounded(shape=self.state_shape, device=weight.device, dtype=weight.dtype)
+                for key in self.in_keys[1:]
+            }
+        )
 
     def set_recurrent_mode(self, mode: bool = True) -> RecurrentModuleBase:
         """Returns a copy in sequence mode (``True``) or step mode; parameters are shared.

@@ -5,16 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tensordict import TensorDictBase
 from tensordict.nn import (
     InteractionType,
     ProbabilisticTensorDictModule,
     ProbabilisticTensorDictSequential,
     TensorDictModule,
     TensorDictModuleBase,
+    dispatch,
 )
 from torch import nn
 
 from rl_core.keys import ACTION, OBSERVATION, STATE_ACTION_VALUE, STATE_VALUE, NestedKey
+from rl_core.modules._spec_utils import as_composite, project_into
+from rl_core.specs import Composite, TensorSpec
 
 
 def _key_list(keys: NestedKey | Sequence[NestedKey], where: str, arg: str) -> list[NestedKey]:
@@ -26,6 +30,40 @@ def _key_list(keys: NestedKey | Sequence[NestedKey], where: str, arg: str) -> li
     return keys
 
 
+def _checked_spec(
+    spec: TensorSpec | None, out_keys: list[NestedKey], safe: bool, where: str
+) -> Composite | None:
+    composite = as_composite(spec, out_keys, where)
+    if safe and composite is None:
+        raise ValueError(
+            f"{where}: safe=True projects the outputs into the spec, but got spec=None. Pass "
+            f"the action spec or set safe=False."
+        )
+    return composite
+
+
+class _SafeProbabilisticModule(ProbabilisticTensorDictModule):
+    """A ``ProbabilisticTensorDictModule`` that projects its sample into a spec when ``safe``."""
+
+    def __init__(self, *, spec: Composite | None, safe: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.safe = safe
+
+    @dispatch(auto_batch_size=False)
+    def forward(
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        _requires_sample: bool = True,
+    ) -> TensorDictBase:
+        """Samples (see ``ProbabilisticTensorDictModule``), then projects into the spec."""
+        out = super().forward(tensordict, tensordict_out, _requires_sample=_requires_sample)
+        if self.safe:
+            project_into(out, self.spec)
+        return out
+
+
 class Actor(TensorDictModule):
     """A deterministic policy: reads observations, writes the action.
 
@@ -34,14 +72,27 @@ class Actor(TensorDictModule):
         in_keys: keys the network reads. Defaults to ``("observation",)``.
         out_keys: keys of the network's outputs. Defaults to ``("action",)``.
 
+    Keyword Args:
+        spec: the action spec (for ``out_keys[0]``) or a Composite keyed by output key. Kept
+            as a Composite in :attr:`spec`.
+        safe: whether to project the outputs into the spec (``Bounded`` values are clamped).
+            Defaults to ``False``.
+
+    Raises:
+        ValueError: ``safe=True`` without a spec, or empty keys.
+
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from rl_core.modules import MLP, Actor
+        >>> from rl_core.specs import Bounded
         >>> actor = Actor(MLP(3, 2, depth=1, num_cells=8))
         >>> td = actor(TensorDict(observation=torch.zeros(5, 3), batch_size=[5]))
         >>> td["action"].shape
         torch.Size([5, 2])
+        >>> clipped = Actor(lambda obs: 10 * obs, spec=Bounded(-1.0, 1.0, shape=(3,)), safe=True)
+        >>> clipped(observation=torch.ones(3))
+        tensor([1., 1., 1.])
     """
 
     def __init__(
@@ -49,12 +100,22 @@ class Actor(TensorDictModule):
         module: nn.Module,
         in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
         out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
+        *,
+        spec: TensorSpec | None = None,
+        safe: bool = False,
     ) -> None:
-        super().__init__(
-            module,
-            in_keys=_key_list(in_keys, "Actor", "in_keys"),
-            out_keys=_key_list(out_keys, "Actor", "out_keys"),
-        )
+        out_keys = _key_list(out_keys, "Actor", "out_keys")
+        super().__init__(module, in_keys=_key_list(in_keys, "Actor", "in_keys"), out_keys=out_keys)
+        self.spec = _checked_spec(spec, out_keys, safe, "Actor")
+        self.safe = safe
+
+    @dispatch(auto_batch_size=False)
+    def forward(self, tensordict: TensorDictBase, *args: Any, **kwargs: Any) -> TensorDictBase:
+        """Runs the network and writes its outputs, projected into the spec when ``safe``."""
+        out = super().forward(tensordict, *args, **kwargs)
+        if self.safe:
+            project_into(out, self.spec)
+        return out
 
 
 class ProbabilisticActor(ProbabilisticTensorDictSequential):
@@ -74,6 +135,10 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
         out_keys: where the sample is written. Defaults to ``("action",)``.
 
     Keyword Args:
+        spec: the action spec (for ``out_keys[0]``) or a Composite keyed by output key. Kept
+            as a Composite in :attr:`spec`.
+        safe: whether to project the sample into the spec (the log-probability stays that of
+            the unprojected sample). Defaults to ``False``.
         distribution_class: the distribution class (``torch.distributions.Normal``,
             ``TanhNormal``...). Defaults to tensordict's ``Delta``.
         distribution_kwargs: extra keyword arguments for the distribution.
@@ -86,6 +151,7 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
 
     Raises:
         TypeError: ``module`` is not a TensorDict module.
+        ValueError: ``safe=True`` without a spec.
 
     Examples:
         >>> import torch
@@ -114,6 +180,8 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
         in_keys: NestedKey | Sequence[NestedKey] | dict[str, NestedKey],
         out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
         *,
+        spec: TensorSpec | None = None,
+        safe: bool = False,
         distribution_class: type | None = None,
         distribution_kwargs: dict[str, Any] | None = None,
         return_log_prob: bool = False,
@@ -129,11 +197,15 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
             )
         if not isinstance(in_keys, dict):
             in_keys = _key_list(in_keys, "ProbabilisticActor", "in_keys")
+        out_keys = _key_list(out_keys, "ProbabilisticActor", "out_keys")
+        composite = _checked_spec(spec, out_keys, safe, "ProbabilisticActor")
         if distribution_class is not None:
             kwargs["distribution_class"] = distribution_class
-        head = ProbabilisticTensorDictModule(
+        head = _SafeProbabilisticModule(
+            spec=composite,
+            safe=safe,
             in_keys=in_keys,
-            out_keys=_key_list(out_keys, "ProbabilisticActor", "out_keys"),
+            out_keys=out_keys,
             distribution_kwargs=distribution_kwargs,
             return_log_prob=return_log_prob,
             default_interaction_type=default_interaction_type,
@@ -141,6 +213,8 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
             **kwargs,
         )
         super().__init__(module, head)
+        self.spec = composite
+        self.safe = safe
 
 
 class ValueOperator(TensorDictModule):
