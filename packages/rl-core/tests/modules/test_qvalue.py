@@ -122,7 +122,7 @@ def test_qvalue_actor_takes_a_tensordict_module():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="expected an action space .* got neither"):
+    with pytest.raises(ValueError, match=r"expected an action space .* got neither"):
         QValueModule()
     with pytest.raises(ValueError, match="unknown action space 'binary'"):
         QValueModule("binary")
@@ -138,5 +138,5 @@ def test_errors():
         QValueModule(Composite(act=OneHot(N)))
     module = QValueModule("one_hot", action_mask_key="mask")
     td = TensorDict(action_value=torch.zeros(2, N), mask=torch.ones(2, N), batch_size=[2])
-    with pytest.raises(TypeError, match="expected a bool action mask at 'mask', got torch.float32"):
+    with pytest.raises(TypeError, match=r"expected a bool action mask at .mask., got torch\.float32"):
         module(td)
