@@ -189,3 +189,14 @@ def test_recurrent_state_spec_zeros_are_a_fresh_state(cls):
     fresh = module(td.select("embed"))
     torch.testing.assert_close(primed["features"], fresh["features"])
     assert spec.is_in(TensorDict({k: primed["next", k][0] for k in _state_keys(module)}))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
+def test_step_mode_equals_sequence_mode_on_cuda(cls):
+    module = _make(cls).cuda()
+    td = _data(module, is_init_at=[(0, 2), (2, 5)]).cuda()
+    expected, _ = _run_step_by_step(module, td)
+    out = module.set_recurrent_mode(True)(td.clone())
+    torch.testing.assert_close(out["features"], expected, atol=1e-5, rtol=1e-4)
