@@ -1,0 +1,77 @@
+import numpy as np
+import pytest
+import torch
+
+from rl_core.specs import Bounded, Categorical, Composite, OneHot, TensorSpec, Unbounded
+from rl_core.specs._base import _as_size, _expand_to, _norm_dim, _reshape_to
+
+
+def test_tensor_spec_is_abstract():
+    with pytest.raises(TypeError):
+        TensorSpec()  # type: ignore[abstract]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        Unbounded(shape=(4, 3)),
+        Bounded(-1.0, 1.0, shape=(4, 3)),
+        Categorical(3, shape=(4, 3)),
+        OneHot(3, shape=(4, 3)),
+        Composite(a=Unbounded(shape=(4, 3, 2)), shape=(4, 3)),
+    ],
+    ids=lambda s: type(s).__name__,
+)
+def test_every_spec_follows_the_shape_convention(spec):
+    assert isinstance(spec, TensorSpec)
+    assert spec.ndim == 2
+    assert spec.zero((5,)).shape == (5, 4, 3)
+    assert spec.rand((5, 2)).shape == (5, 2, 4, 3)
+    assert spec.is_in(spec.rand())
+    assert spec.clone() == spec
+    assert spec.cpu().device == torch.device("cpu")
+    with pytest.raises(ValueError, match=r"assert_is_in: value"):
+        spec.assert_is_in(spec.rand((1,)))
+    assert spec.one().shape == spec.ones().shape
+
+
+def test_as_size():
+    assert _as_size(3, "f") == (3,)
+    assert _as_size([np.int64(2), 3], "f") == (2, 3)
+    assert _as_size(torch.Size([1]), "f") == (1,)
+    with pytest.raises(
+        TypeError, match=r"f: expected shape to be a sequence of ints, got an element True"
+    ):
+        _as_size((True,), "f")
+    with pytest.raises(TypeError, match=r"f: expected batch to be an int"):
+        _as_size(None, "f", "batch")
+
+
+def test_expand_to():
+    assert _expand_to(torch.Size([1, 3]), (2, 5, -1), "f") == (2, 5, 3)
+    with pytest.raises(ValueError, match=r"f: new leading dims must be non-negative"):
+        _expand_to(torch.Size([3]), (-1, 3), "f")
+    with pytest.raises(TypeError, match=r"f: expected ints in the new shape, got 'a'"):
+        _expand_to(torch.Size([3]), ("a",), "f")
+
+
+def test_reshape_to():
+    assert _reshape_to(torch.Size([2, 3]), (-1,), "f") == (6,)
+    assert _reshape_to(torch.Size([0, 3]), (3, 0), "f") == (3, 0)
+    with pytest.raises(ValueError, match=r"f: expected non-negative dims and at most one -1"):
+        _reshape_to(torch.Size([2, 3]), (-1, -1), "f")
+    with pytest.raises(
+        ValueError, match=r"f: cannot reshape shape \(2, 3\) \(6 elements\) to \(4, -1\)"
+    ):
+        _reshape_to(torch.Size([2, 3]), (4, -1), "f")
+
+
+def test_norm_dim():
+    assert _norm_dim(-1, 3, "f") == 2
+    assert _norm_dim(0, 0, "f") == 0
+    with pytest.raises(
+        IndexError, match=r"f: dim 3 is out of range for 3 dims \(expected -3 to 2\)"
+    ):
+        _norm_dim(3, 3, "f")
+    with pytest.raises(TypeError, match=r"f: expected an int dim, got 1.0"):
+        _norm_dim(1.0, 3, "f")
