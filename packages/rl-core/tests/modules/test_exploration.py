@@ -6,7 +6,7 @@ from tensordict import TensorDict
 
 from rl_core.exploration import ExplorationType, set_exploration_type
 from rl_core.modules import AdditiveGaussianModule, EGreedyModule, OrnsteinUhlenbeckProcessModule
-from rl_core.specs import Bounded, Categorical, Composite, OneHot
+from rl_core.specs import Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, OneHot
 
 OFF = [ExplorationType.DETERMINISTIC, ExplorationType.MODE, ExplorationType.MEAN]
 ON = [ExplorationType.RANDOM, None]
@@ -67,6 +67,18 @@ def test_egreedy_random_actions_respect_the_mask(spec):
     assert mask.gather(-1, index.unsqueeze(-1)).all()
     assert (index[::2] == 3).any()
     assert spec.mask is None  # the module's spec is not changed by the call
+
+
+@pytest.mark.parametrize("spec", [MultiCategorical([2, 3]), MultiOneHot([2, 3])])
+def test_egreedy_multi_discrete_with_mask(spec):
+    torch.manual_seed(0)
+    mask = torch.tensor([True, False, False, True, True]).expand(500, 5)
+    module = EGreedyModule(spec, eps_init=1.0, action_mask_key="mask")
+    out = module(TensorDict(action=spec.zero((500,)), mask=mask, batch_size=[500]))
+    masked = spec.expand(500, *spec.shape).clone()
+    masked.update_mask(mask)
+    assert masked.is_in(out["action"])
+    assert len(out["action"].unique(dim=0)) == 2  # sub-action 0 fixed, sub-action 1 in {1, 2}
 
 
 def test_egreedy_with_batched_spec_and_extra_time_dim():

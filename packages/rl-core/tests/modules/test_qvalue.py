@@ -6,7 +6,7 @@ from torch import nn
 
 from rl_core.modules import MLP, QValueActor, QValueModule
 from rl_core.modules.qvalue import greedy_action
-from rl_core.specs import Bounded, Categorical, Composite, OneHot
+from rl_core.specs import Bounded, Categorical, Composite, MultiCategorical, MultiOneHot, OneHot
 
 N = 5
 
@@ -121,6 +121,38 @@ def test_qvalue_actor_takes_a_tensordict_module():
         QValueActor(net, action_space="categorical")
 
 
+@pytest.mark.parametrize("spec_cls", [MultiOneHot, MultiCategorical])
+def test_multi_discrete_actions_pick_each_sub_action(spec_cls):
+    nvec = [3, 2, 4]
+    spec = spec_cls(nvec)
+    g = torch.Generator().manual_seed(0)
+    values = torch.randn(300, sum(nvec), generator=g)
+    mask = torch.rand(300, sum(nvec), generator=g) < 0.6
+    for part in mask.split(nvec, -1):
+        part[..., 0] |= ~part.any(-1)
+    module = QValueModule(spec, action_mask_key="mask", safe=True)
+    td = module(TensorDict(action_value=values, mask=mask, batch_size=[300]))
+    action = td["action"]
+    assert spec.expand(300, *spec.shape).is_in(action)
+    expected_index = torch.stack(
+        [
+            v.masked_fill(~m, float("-inf")).argmax(-1)
+            for v, m in zip(values.split(nvec, -1), mask.split(nvec, -1))
+        ],
+        -1,
+    )
+    if spec_cls is MultiCategorical:
+        torch.testing.assert_close(action, expected_index)
+    else:
+        assert action.shape == (300, sum(nvec))
+        got = torch.stack([b.long().argmax(-1) for b in action.split(nvec, -1)], -1)
+        torch.testing.assert_close(got, expected_index)
+    assert td["chosen_action_value"].shape == (300, len(nvec))
+    torch.testing.assert_close(td["chosen_action_value"], spec.index(action, values))
+    with pytest.raises(ValueError, match=r"expected action values of last dim sum\(nvec\)=9"):
+        module(TensorDict(action_value=values[:, :8], mask=mask[:, :8], batch_size=[300]))
+
+
 def test_errors():
     with pytest.raises(ValueError, match=r"expected an action space .* got neither"):
         QValueModule()
@@ -129,7 +161,7 @@ def test_errors():
     with pytest.raises(ValueError, match="action_space='one_hot' contradicts the Categorical"):
         QValueModule("one_hot", spec=Categorical(N))
     with pytest.raises(
-        TypeError, match="expected a OneHot or Categorical action spec, got Bounded"
+        TypeError, match=r"expected a OneHot, .*MultiCategorical action spec, got Bounded"
     ):
         QValueModule(Bounded(0.0, 1.0, shape=(N,)))
     with pytest.raises(ValueError, match="expected 3 out_keys"):
@@ -138,5 +170,7 @@ def test_errors():
         QValueModule(Composite(act=OneHot(N)))
     module = QValueModule("one_hot", action_mask_key="mask")
     td = TensorDict(action_value=torch.zeros(2, N), mask=torch.ones(2, N), batch_size=[2])
-    with pytest.raises(TypeError, match=r"expected a bool action mask at .mask., got torch\.float32"):
+    with pytest.raises(
+        TypeError, match=r"expected a bool action mask at .mask., got torch\.float32"
+    ):
         module(td)

@@ -12,14 +12,21 @@ from torch.nn.functional import one_hot
 
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import as_composite, expand_to, leaf_spec
-from rl_core.specs import Categorical, OneHot, TensorSpec
+from rl_core.specs import Categorical, MultiCategorical, MultiOneHot, OneHot, TensorSpec
 
+# The spaces a string can name; the multi spaces need the spec for their ``nvec``.
 _SPACES = {
     "one_hot": "one_hot",
     "one-hot": "one_hot",
     "onehot": "one_hot",
     "categorical": "categorical",
 }
+_SPEC_SPACES: tuple[tuple[type[TensorSpec], str], ...] = (
+    (OneHot, "one_hot"),
+    (Categorical, "categorical"),
+    (MultiOneHot, "multi_one_hot"),
+    (MultiCategorical, "multi_categorical"),
+)
 
 
 def greedy_action(
@@ -56,12 +63,18 @@ class QValueModule(TensorDictModuleBase):
     the action encoded like the action space (one-hot or categorical index), the action
     values, and the chosen action's value (``[*B, 1]``).
 
+    With a ``MultiOneHot`` or ``MultiCategorical`` spec, the action values (and the mask)
+    are those of each sub-action concatenated, ``[*B, sum(nvec)]``; each sub-action is chosen
+    independently and the chosen value has one entry per sub-action, ``[*B, len(nvec)]``
+    (the rule of the specs' ``index``).
+
     Args:
         action_space: ``"one_hot"`` or ``"categorical"``, or the action spec (``OneHot``,
-            ``Categorical``, or a Composite holding one at the action key). A spec sets the
-            dtype of the action (``OneHot`` defaults to bool) and, for a ``Categorical`` whose
-            shape ends in a singleton, the trailing ``1`` of the action. Without a spec, a
-            one-hot action is bool and an index is int64.
+            ``Categorical``, ``MultiOneHot``, ``MultiCategorical``, or a Composite holding
+            one at the action key). A spec sets the dtype of the action (``OneHot`` defaults
+            to bool) and, for a ``Categorical`` whose shape ends in a singleton, the trailing
+            ``1`` of the action. Without a spec, a one-hot action is bool and an index is
+            int64.
 
     Keyword Args:
         spec: the action spec, when ``action_space`` is a string or ``None``.
@@ -74,7 +87,7 @@ class QValueModule(TensorDictModuleBase):
     Raises:
         ValueError: neither an action space nor a spec is given, the space is unknown, or
             ``out_keys`` does not have three keys.
-        TypeError: the spec is not a one-hot or categorical spec.
+        TypeError: the spec is not one of the four discrete specs above.
 
     Examples:
         >>> import torch
@@ -129,14 +142,11 @@ class QValueModule(TensorDictModuleBase):
     def _resolve_space(space: str | None, spec: TensorSpec | None, where: str) -> str:
         from_spec = None
         if spec is not None:
-            if isinstance(spec, OneHot):
-                from_spec = "one_hot"
-            elif isinstance(spec, Categorical):
-                from_spec = "categorical"
-            else:
+            from_spec = next((name for cls, name in _SPEC_SPACES if isinstance(spec, cls)), None)
+            if from_spec is None:
                 raise TypeError(
-                    f"{where}: expected a OneHot or Categorical action spec, got "
-                    f"{type(spec).__name__}."
+                    f"{where}: expected a OneHot, Categorical, MultiOneHot or MultiCategorical "
+                    f"action spec, got {type(spec).__name__}."
                 )
         if space is None:
             if from_spec is None:
@@ -149,7 +159,8 @@ class QValueModule(TensorDictModuleBase):
         if resolved is None:
             raise ValueError(
                 f"{where}: unknown action space {space!r}; expected 'one_hot' or "
-                f"'categorical', or pass the action spec."
+                f"'categorical', or pass the action spec (MultiOneHot and MultiCategorical "
+                f"need it for their nvec)."
             )
         if from_spec is not None and resolved != from_spec:
             raise ValueError(
@@ -157,17 +168,39 @@ class QValueModule(TensorDictModuleBase):
             )
         return resolved
 
-    def _encode(self, index: torch.Tensor, action_value: torch.Tensor) -> torch.Tensor:
+    def _single(
+        self, action_value: torch.Tensor, mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        index, chosen = greedy_action(action_value, mask)
         spec = self.action_spec
         if self.action_space == "one_hot":
             n = action_value.shape[-1]
-            return one_hot(index, n).to(torch.bool if spec is None else spec.dtype)
+            return one_hot(index, n).to(torch.bool if spec is None else spec.dtype), chosen
         if spec is None:
-            return index
+            return index, chosen
         # A Categorical(shape=(..., 1)) keeps a trailing singleton that the Q-values lack.
         if spec.shape[-1:] == (1,) and action_value.shape[-1 - spec.ndim : -1] != spec.shape:
             index = index.unsqueeze(-1)
-        return index.to(spec.dtype)
+        return index.to(spec.dtype), chosen
+
+    def _multi(
+        self, action_value: torch.Tensor, mask: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        spec = self.action_spec
+        nvec = spec.nvec.tolist()
+        if action_value.shape[-1] != sum(nvec):
+            raise ValueError(
+                f"QValueModule.forward: expected action values of last dim sum(nvec)="
+                f"{sum(nvec)} (the values of each sub-action, concatenated), got "
+                f"{action_value.shape[-1]}."
+            )
+        masks = [None] * len(nvec) if mask is None else mask.split(nvec, -1)
+        picks = [greedy_action(v, m) for v, m in zip(action_value.split(nvec, -1), masks)]
+        chosen = torch.cat([c for _, c in picks], -1)
+        if self.action_space == "multi_one_hot":
+            blocks = [one_hot(i, n) for (i, _), n in zip(picks, nvec)]
+            return torch.cat(blocks, -1).to(spec.dtype), chosen
+        return torch.stack([i for i, _ in picks], -1).to(spec.dtype), chosen
 
     @dispatch(auto_batch_size=False)
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -181,8 +214,10 @@ class QValueModule(TensorDictModuleBase):
                     f"QValueModule.forward: expected a bool action mask at "
                     f"{self.action_mask_key!r}, got {mask.dtype}."
                 )
-        index, chosen = greedy_action(action_value, mask)
-        action = self._encode(index, action_value)
+        if self.action_space.startswith("multi"):
+            action, chosen = self._multi(action_value, mask)
+        else:
+            action, chosen = self._single(action_value, mask)
         if self.safe and self.action_spec is not None:
             action = expand_to(self.action_spec, action.shape).project(action)
         key_action, key_values, key_chosen = self.out_keys
