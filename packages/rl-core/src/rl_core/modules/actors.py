@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from tensordict import TensorDictBase
@@ -68,7 +68,8 @@ class Actor(TensorDictModule):
     """A deterministic policy: reads observations, writes the action.
 
     Args:
-        module: the network, called with the tensors at ``in_keys`` (in order).
+        module: the network (or any callable), called with the tensors at ``in_keys`` (in
+            order).
         in_keys: keys the network reads. Defaults to ``("observation",)``.
         out_keys: keys of the network's outputs. Defaults to ``("action",)``.
 
@@ -97,7 +98,7 @@ class Actor(TensorDictModule):
 
     def __init__(
         self,
-        module: nn.Module,
+        module: nn.Module | Callable[..., Any],
         in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
         out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
         *,
