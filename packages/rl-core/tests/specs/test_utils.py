@@ -44,3 +44,23 @@ def test_device_follows_the_tensordict():
 def test_rejects_non_tensordicts():
     with pytest.raises(TypeError, match=r"make_composite_from_td: expected a TensorDict, got dict"):
         make_composite_from_td({"a": torch.zeros(1)})
+
+
+def test_non_tensor_leaves():
+    from tensordict import NonTensorData, NonTensorStack
+
+    from rl_core.specs import NonTensor
+
+    td = TensorDict(
+        {
+            "text": NonTensorData("hi", batch_size=[2]),
+            "names": NonTensorStack(NonTensorData("a"), NonTensorData("b")),
+        },
+        [2],
+    )
+    spec = make_composite_from_td(td)
+    assert isinstance(spec["text"], NonTensor)
+    assert spec["text"].example_data == "hi"
+    assert spec["names"].example_data == "a"
+    assert spec["names"].shape == (2,)
+    assert spec.is_in(td)

@@ -4,9 +4,13 @@ See :class:`TensorSpec` for the shape convention (``spec.shape`` includes the ba
 """
 
 from rl_core.specs._base import TensorSpec
+from rl_core.specs.binary import Binary
 from rl_core.specs.bounded import Bounded
 from rl_core.specs.categorical import Categorical
 from rl_core.specs.composite import Composite
+from rl_core.specs.multi_categorical import MultiCategorical
+from rl_core.specs.multi_one_hot import MultiOneHot
+from rl_core.specs.non_tensor import NonTensor
 from rl_core.specs.one_hot import OneHot
 from rl_core.specs.unbounded import Unbounded
 from rl_core.specs.utils import make_composite_from_td
@@ -17,6 +21,10 @@ __all__ = [
     "Bounded",
     "Categorical",
     "OneHot",
+    "MultiCategorical",
+    "MultiOneHot",
+    "Binary",
+    "NonTensor",
     "Composite",
     "make_composite_from_td",
 ]

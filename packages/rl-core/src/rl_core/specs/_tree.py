@@ -46,7 +46,8 @@ class _SpecTree(TensorSpec):
     @property
     def dtype(self) -> torch.dtype | None:
         """The dtype shared by all leaves, or ``None`` if they differ (or there are none)."""
-        dtypes = {s.dtype for s in self.values(include_nested=True, leaves_only=True) if s}
+        leaves = self.values(include_nested=True, leaves_only=True)
+        dtypes = {s.dtype for s in leaves if s is not None and s.dtype is not None}
         return dtypes.pop() if len(dtypes) == 1 else None
 
     @property

@@ -212,7 +212,7 @@ class OneHot(_LeafSpec):
             TypeError: an argument is not a tensor.
             ValueError: the shapes do not match.
         """
-        _check_index_args(index, tensor_to_index, self.n, "OneHot.index", event=1)
+        _check_index_args(index, tensor_to_index, self.n, "OneHot.index", event_size=self.n)
         hot = index.to(torch.uint8) if index.dtype is torch.bool else index
         return tensor_to_index.gather(-1, hot.argmax(-1, keepdim=True))
 

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
-from tensordict import TensorDictBase, is_non_tensor
+from tensordict import NonTensorData, NonTensorStack, TensorDictBase, is_non_tensor
 
 from rl_core.specs.composite import Composite
+from rl_core.specs.non_tensor import NonTensor
 from rl_core.specs.unbounded import Unbounded
+
+
+def _example(value: NonTensorData | NonTensorStack) -> Any:
+    """The payload of non-tensor data: its shared object, or a stack's first element."""
+    while isinstance(value, NonTensorStack):
+        if not value.tensordicts:
+            return None
+        value = value.tensordicts[0]
+    return value.data if isinstance(value, NonTensorData) else None
 
 
 def make_composite_from_td(td: TensorDictBase, *, unsqueeze_null_shapes: bool = True) -> Composite:
     """Builds a Composite that describes an example TensorDict.
 
-    Each tensor becomes an :class:`Unbounded` of its shape, dtype and device; each nested
-    TensorDict a nested Composite with its batch size.
+    Each tensor becomes an :class:`Unbounded` of its shape, dtype and device; non-tensor
+    data a :class:`NonTensor` of its batch size (its payload, or a stack's first element, as
+    ``example_data``); each nested TensorDict a nested Composite with its batch size.
 
     Args:
         td: the example TensorDict.
@@ -26,7 +39,7 @@ def make_composite_from_td(td: TensorDictBase, *, unsqueeze_null_shapes: bool = 
         A Composite of batch shape ``td.batch_size`` on ``td.device``.
 
     Raises:
-        TypeError: ``td`` is not a TensorDict, or holds a leaf that is not a tensor.
+        TypeError: ``td`` is not a TensorDict, or holds a leaf of another kind.
 
     Examples:
         >>> import torch
@@ -49,9 +62,8 @@ def make_composite_from_td(td: TensorDictBase, *, unsqueeze_null_shapes: bool = 
                 shape = torch.Size((1,))
             out[key] = Unbounded(shape=shape, device=value.device, dtype=value.dtype)
         elif is_non_tensor(value):
-            raise TypeError(
-                f"make_composite_from_td: the entry {key!r} is non-tensor data, which this "
-                f"version cannot describe yet."
+            out[key] = NonTensor(
+                shape=value.batch_size, device=value.device, example_data=_example(value)
             )
         elif isinstance(value, TensorDictBase):
             out[key] = make_composite_from_td(value, unsqueeze_null_shapes=unsqueeze_null_shapes)

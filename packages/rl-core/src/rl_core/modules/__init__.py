@@ -1,0 +1,39 @@
+"""Policy building blocks: networks, actors, critics, Q-value heads, exploration, recurrence."""
+
+from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
+from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
+from rl_core.modules.convnet import ConvNet
+from rl_core.modules.exploration import (
+    AdditiveGaussianModule,
+    EGreedyModule,
+    OrnsteinUhlenbeckProcessModule,
+)
+from rl_core.modules.mlp import MLP
+from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.qvalue import QValueActor, QValueModule
+from rl_core.modules.recurrent import GRUModule, LSTMModule
+
+# from rl_core.modules.distributions import ...  (merged by the coordinator)
+
+__all__ = [
+    # networks
+    "MLP",
+    "ConvNet",
+    "MultiAgentMLP",
+    # actors and critics
+    "Actor",
+    "ProbabilisticActor",
+    "ValueOperator",
+    "ActorValueOperator",
+    "ActorCriticOperator",
+    "ActorCriticWrapper",
+    "QValueModule",
+    "QValueActor",
+    # exploration
+    "EGreedyModule",
+    "AdditiveGaussianModule",
+    "OrnsteinUhlenbeckProcessModule",
+    # recurrent
+    "LSTMModule",
+    "GRUModule",
+]

@@ -1,0 +1,250 @@
+"""LSTM and GRU policies' building blocks that keep their hidden state in the TensorDict."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from rl_core.keys import IS_INIT, NestedKey
+from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
+
+LSTM_STATE_KEYS = ("recurrent_state_h", "recurrent_state_c")
+GRU_STATE_KEYS = ("recurrent_state",)
+
+
+def _build_rnn(
+    cls: type[nn.LSTM] | type[nn.GRU],
+    given: nn.Module | None,
+    input_size: int | None,
+    hidden_size: int | None,
+    num_layers: int,
+    *,
+    bias: bool,
+    dropout: float,
+    device: torch.device | str | None,
+    where: str,
+    arg: str,
+) -> nn.Module:
+    if given is None:
+        if input_size is None or hidden_size is None:
+            raise ValueError(
+                f"{where}: expected input_size and hidden_size, got input_size={input_size}, "
+                f"hidden_size={hidden_size}. Pass both, or an existing module as {arg}=."
+            )
+        return cls(
+            input_size,
+            hidden_size,
+            num_layers,
+            bias=bias,
+            batch_first=True,
+            dropout=dropout,
+            device=device,
+        )
+    if not isinstance(given, cls):
+        raise TypeError(f"{where}: expected {arg} to be an {cls.__name__}, got {type(given)}.")
+    if input_size is not None or hidden_size is not None:
+        raise ValueError(f"{where}: pass either {arg}= or input_size/hidden_size, not both.")
+    if not given.batch_first or given.bidirectional or getattr(given, "proj_size", 0):
+        raise ValueError(
+            f"{where}: expected a batch_first, unidirectional {cls.__name__} without "
+            f"projection, got batch_first={given.batch_first}, "
+            f"bidirectional={given.bidirectional}. Build it with batch_first=True."
+        )
+    return given
+
+
+class LSTMModule(RecurrentModuleBase):
+    """An LSTM that reads and writes its hidden states ``h`` and ``c`` in the TensorDict.
+
+    Keys: reads ``[in_key, "recurrent_state_h", "recurrent_state_c"]`` and writes
+    ``[out_key, ("next", "recurrent_state_h"), ("next", "recurrent_state_c")]``; each state is
+    ``[*B, num_layers, hidden_size]``. Missing states are zeros, and where ``"is_init"`` is True
+    the state restarts from zeros.
+
+    - Step mode (default, for collection): input ``[*B, F]`` -> output ``[*B, H]``.
+    - Sequence mode (:meth:`set_recurrent_mode`, for training on ``[B, T]`` slices): input
+      ``[*B, T, F]`` -> output ``[*B, T, H]`` in one call of the fused LSTM; the states are
+      read at ``t = 0`` and every ``is_init`` inside the slice cuts it into a fresh segment.
+      The outputs equal those of step mode run step by step on the same data.
+
+    Args:
+        input_size: number of input features.
+        hidden_size: number of hidden features.
+        num_layers: number of stacked LSTM layers. Defaults to 1.
+
+    Keyword Args:
+        bias: whether the LSTM has biases. Defaults to ``True``.
+        dropout: dropout between layers. Defaults to 0.
+        in_key: the input key (the state keys are the defaults). Exclusive with ``in_keys``.
+        in_keys: ``[input, h, c]`` keys.
+        out_key: the output key (the next states go to ``("next", ...)``). Exclusive with
+            ``out_keys``.
+        out_keys: ``[output, next_h, next_c]`` keys.
+        is_init_key: the boolean reset marker. Defaults to ``"is_init"``.
+        device: device of the parameters.
+        lstm: an existing batch-first ``nn.LSTM`` to wrap instead of building one.
+        recurrent_mode: start in sequence mode. Defaults to ``False``.
+
+    Raises:
+        ValueError: sizes or keys are missing or contradictory, or ``lstm`` is not
+            batch-first and unidirectional.
+        TypeError: ``lstm`` is not an ``nn.LSTM``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.modules import LSTMModule
+        >>> lstm = LSTMModule(3, 8, num_layers=2, in_key="embed", out_key="features")
+        >>> td = lstm(TensorDict(embed=torch.zeros(4, 3), batch_size=[4]))
+        >>> td["features"].shape, td["next", "recurrent_state_h"].shape
+        (torch.Size([4, 8]), torch.Size([4, 2, 8]))
+        >>> seq = lstm.set_recurrent_mode(True)
+        >>> seq(TensorDict(embed=torch.zeros(4, 10, 3), batch_size=[4, 10]))["features"].shape
+        torch.Size([4, 10, 8])
+    """
+
+    _state_names = LSTM_STATE_KEYS
+
+    def __init__(
+        self,
+        input_size: int | None = None,
+        hidden_size: int | None = None,
+        num_layers: int = 1,
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+        in_key: NestedKey | None = None,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_key: NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        is_init_key: NestedKey = IS_INIT,
+        device: torch.device | str | None = None,
+        lstm: nn.LSTM | None = None,
+        recurrent_mode: bool = False,
+    ) -> None:
+        rnn = _build_rnn(
+            nn.LSTM,
+            lstm,
+            input_size,
+            hidden_size,
+            num_layers,
+            bias=bias,
+            dropout=dropout,
+            device=device,
+            where="LSTMModule",
+            arg="lstm",
+        )
+        keys_in, keys_out = _default_keys(
+            in_key, in_keys, out_key, out_keys, self._state_names, "LSTMModule"
+        )
+        super().__init__(
+            rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=recurrent_mode
+        )
+
+    @property
+    def lstm(self) -> nn.LSTM:
+        """The wrapped ``nn.LSTM``."""
+        return self.rnn
+
+    def _to_torch(self, states: list[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        h, c = states
+        return h.transpose(0, 1).contiguous(), c.transpose(0, 1).contiguous()
+
+    def _from_torch(self, states: tuple[torch.Tensor, torch.Tensor]) -> list[torch.Tensor]:
+        return [s.transpose(0, 1) for s in states]
+
+
+class GRUModule(RecurrentModuleBase):
+    """A GRU that reads and writes its hidden state in the TensorDict.
+
+    Like :class:`LSTMModule` with a single state: reads ``[in_key, "recurrent_state"]`` and
+    writes ``[out_key, ("next", "recurrent_state")]``, the state being
+    ``[*B, num_layers, hidden_size]``; step mode by default, sequence mode through
+    :meth:`set_recurrent_mode`, restarts from zeros where ``"is_init"`` is True.
+
+    Args:
+        input_size: number of input features.
+        hidden_size: number of hidden features.
+        num_layers: number of stacked GRU layers. Defaults to 1.
+
+    Keyword Args:
+        bias: whether the GRU has biases. Defaults to ``True``.
+        dropout: dropout between layers. Defaults to 0.
+        in_key: the input key. Exclusive with ``in_keys``.
+        in_keys: ``[input, state]`` keys.
+        out_key: the output key. Exclusive with ``out_keys``.
+        out_keys: ``[output, next_state]`` keys.
+        is_init_key: the boolean reset marker. Defaults to ``"is_init"``.
+        device: device of the parameters.
+        gru: an existing batch-first ``nn.GRU`` to wrap instead of building one.
+        recurrent_mode: start in sequence mode. Defaults to ``False``.
+
+    Raises:
+        ValueError: sizes or keys are missing or contradictory, or ``gru`` is not
+            batch-first and unidirectional.
+        TypeError: ``gru`` is not an ``nn.GRU``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.modules import GRUModule
+        >>> gru = GRUModule(3, 8, in_key="embed", out_key="features", recurrent_mode=True)
+        >>> td = TensorDict(embed=torch.zeros(2, 5, 3), batch_size=[2, 5])
+        >>> gru(td)["next", "recurrent_state"].shape
+        torch.Size([2, 5, 1, 8])
+    """
+
+    _state_names = GRU_STATE_KEYS
+
+    def __init__(
+        self,
+        input_size: int | None = None,
+        hidden_size: int | None = None,
+        num_layers: int = 1,
+        *,
+        bias: bool = True,
+        dropout: float = 0.0,
+        in_key: NestedKey | None = None,
+        in_keys: Sequence[NestedKey] | None = None,
+        out_key: NestedKey | None = None,
+        out_keys: Sequence[NestedKey] | None = None,
+        is_init_key: NestedKey = IS_INIT,
+        device: torch.device | str | None = None,
+        gru: nn.GRU | None = None,
+        recurrent_mode: bool = False,
+    ) -> None:
+        rnn = _build_rnn(
+            nn.GRU,
+            gru,
+            input_size,
+            hidden_size,
+            num_layers,
+            bias=bias,
+            dropout=dropout,
+            device=device,
+            where="GRUModule",
+            arg="gru",
+        )
+        keys_in, keys_out = _default_keys(
+            in_key, in_keys, out_key, out_keys, self._state_names, "GRUModule"
+        )
+        super().__init__(
+            rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=recurrent_mode
+        )
+
+    @property
+    def gru(self) -> nn.GRU:
+        """The wrapped ``nn.GRU``."""
+        return self.rnn
+
+    def _to_torch(self, states: list[torch.Tensor]) -> torch.Tensor:
+        (h,) = states
+        return h.transpose(0, 1).contiguous()
+
+    def _from_torch(self, states: torch.Tensor) -> list[torch.Tensor]:
+        return [states.transpose(0, 1)]
+
+
+__all__ = ["LSTMModule", "GRUModule"]
