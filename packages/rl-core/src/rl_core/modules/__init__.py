@@ -1,0 +1,1 @@
+"""Policy and value modules: networks, actors, distributions and exploration modules."""
