@@ -104,8 +104,7 @@ class Delta(D.Distribution):
 
     def sample(self, sample_shape: torch.Size | tuple[int, ...] = _NO_SAMPLE_SHAPE) -> torch.Tensor:
         """``param`` expanded to ``[*sample_shape, *param.shape]``, detached."""
-        with torch.no_grad():
-            return self.rsample(sample_shape)
+        return self.rsample(sample_shape).detach()
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         """``0`` where ``value`` equals ``param`` within tolerance over the event, else ``-inf``."""

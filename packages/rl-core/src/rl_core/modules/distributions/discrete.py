@@ -103,7 +103,8 @@ class OneHotCategorical(D.OneHotCategorical):
     - ``RANDOM``: :meth:`rsample` (a one-hot vector; see ``grad_method``), or :meth:`sample`
       when ``grad_method=None``.
     - ``DETERMINISTIC`` and ``MODE``: the one-hot vector of the most likely action.
-    - ``MEAN``: ``probs``, the expected one-hot vector (a soft action, not a one-hot one).
+    - ``MEAN``: ``probs``, the expected one-hot vector (a soft action, not a one-hot one; with
+      argument validation on, its ``log_prob`` raises, as it lies outside the support).
 
     Args:
         logits: unnormalised log-probabilities, shape ``[*batch, n]``.
