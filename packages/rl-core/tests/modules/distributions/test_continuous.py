@@ -155,6 +155,15 @@ class TestTanhNormal:
         with pytest.raises(ValueError, match=r"TanhNormal: expected low < high everywhere"):
             TanhNormal(torch.zeros(2), torch.ones(2), low=1.0, high=1.0)
 
+    def test_tensor_bounds_are_checked_only_with_validation_on(self):
+        # Comparing tensor values syncs with the device: skipped when validation is off.
+        low, high = torch.ones(2), torch.zeros(2)
+        TanhNormal(torch.zeros(2), torch.ones(2), low, high, validate_args=False)
+        with pytest.raises(ValueError, match=r"TanhNormal: expected low < high everywhere"):
+            TanhNormal(torch.zeros(2), torch.ones(2), low, high, validate_args=True)
+        with pytest.raises(ValueError, match=r"got low=2.0 and high=1.0"):
+            TanhNormal(torch.zeros(2), torch.ones(2), 2.0, 1.0, validate_args=False)
+
     def test_rejects_bounds_that_do_not_broadcast(self):
         with pytest.raises(ValueError, match=r"TanhNormal: low of shape \(3,\) does not broad"):
             TanhNormal(torch.zeros(4, 2), torch.ones(4, 2), low=-torch.ones(3))

@@ -8,6 +8,7 @@ import torch
 from torch import distributions as D
 from torch.distributions import constraints
 
+from rl_core.modules.distributions._checks import bounds_like, check_event_dims, validating
 from rl_core.modules.distributions._tanh import (
     _ClampedTanhTransform,
     tanh_normal_mean,
@@ -16,20 +17,6 @@ from rl_core.modules.distributions._tanh import (
 
 _size = torch.Size
 _NO_SAMPLE_SHAPE = torch.Size()
-
-
-def _as_tensor_like(value: float | torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return torch.as_tensor(value, dtype=like.dtype, device=like.device)
-
-
-def _check_event_dims(owner: str, event_dims: int, loc: torch.Tensor) -> None:
-    if isinstance(event_dims, bool) or not isinstance(event_dims, int):
-        raise TypeError(f"{owner}: event_dims must be an int, got {type(event_dims).__name__}.")
-    if not 0 <= event_dims <= loc.dim():
-        raise ValueError(
-            f"{owner}: event_dims must be between 0 and loc.dim()={loc.dim()}, got {event_dims}. "
-            f"Pass event_dims=1 for a vector action, or reshape loc."
-        )
 
 
 class TanhNormal(D.TransformedDistribution):
@@ -117,24 +104,10 @@ class TanhNormal(D.TransformedDistribution):
         validate_args: bool | None = None,
     ) -> None:
         loc, scale = torch.broadcast_tensors(loc, scale)
-        _check_event_dims("TanhNormal", event_dims, loc)
-        low_t, high_t = _as_tensor_like(low, loc), _as_tensor_like(high, loc)
-        for name, bound in (("low", low_t), ("high", high_t)):
-            try:
-                shape = torch.broadcast_shapes(bound.shape, loc.shape)
-            except RuntimeError:
-                shape = None
-            if shape != loc.shape:
-                raise ValueError(
-                    f"TanhNormal: {name} of shape {tuple(bound.shape)} does not broadcast to "
-                    f"loc of shape {tuple(loc.shape)}. Pass a float or a tensor of shape "
-                    f"{tuple(loc.shape[loc.dim() - event_dims :])}."
-                )
-        if not bool((low_t < high_t).all()):
-            raise ValueError(
-                f"TanhNormal: expected low < high everywhere, got low={low_t.tolist()} and "
-                f"high={high_t.tolist()}. Swap or widen the bounds."
-            )
+        check_event_dims("TanhNormal", event_dims, loc, "loc")
+        low_t, high_t = bounds_like(
+            "TanhNormal", low, high, loc, "loc", validate=validating(validate_args)
+        )
         if tanh_loc:
             loc = upscale * torch.tanh(loc / upscale)
         self.loc, self.scale = loc, scale
@@ -263,7 +236,7 @@ class IndependentNormal(D.Independent):
         validate_args: bool | None = None,
     ) -> None:
         loc, scale = torch.broadcast_tensors(loc, scale)
-        _check_event_dims("IndependentNormal", event_dims, loc)
+        check_event_dims("IndependentNormal", event_dims, loc, "loc")
         self.event_dims = event_dims
         super().__init__(
             D.Normal(loc, scale, validate_args=validate_args),

@@ -9,6 +9,8 @@ import torch
 from torch import distributions as D
 from torch.distributions import constraints
 
+from rl_core.modules.distributions._checks import bounds_like, check_event_dims, validating
+
 _size = torch.Size
 _NO_SAMPLE_SHAPE = torch.Size()
 
@@ -177,29 +179,10 @@ class TanhDelta(Delta):
         rtol: float = 1e-6,
         validate_args: bool | None = None,
     ) -> None:
-        if not 0 <= event_dims <= param.dim():
-            raise ValueError(
-                f"TanhDelta: event_dims must be between 0 and param.dim()={param.dim()}, got "
-                f"{event_dims}. Pass event_dims=1 for a vector action."
-            )
-        low_t = torch.as_tensor(low, dtype=param.dtype, device=param.device)
-        high_t = torch.as_tensor(high, dtype=param.dtype, device=param.device)
-        for name, bound in (("low", low_t), ("high", high_t)):
-            try:
-                shape = torch.broadcast_shapes(bound.shape, param.shape)
-            except RuntimeError:
-                shape = None
-            if shape != param.shape:
-                raise ValueError(
-                    f"TanhDelta: {name} of shape {tuple(bound.shape)} does not broadcast to "
-                    f"param of shape {tuple(param.shape)}. Pass a float or a tensor of the "
-                    f"action's shape."
-                )
-        if not bool((low_t < high_t).all()):
-            raise ValueError(
-                f"TanhDelta: expected low < high everywhere, got low={low_t.tolist()} and "
-                f"high={high_t.tolist()}. Swap or widen the bounds."
-            )
+        check_event_dims("TanhDelta", event_dims, param, "param")
+        low_t, high_t = bounds_like(
+            "TanhDelta", low, high, param, "param", validate=validating(validate_args)
+        )
         self.pre_tanh_param = param
         self.low, self.high = low_t, high_t
         squashed = (high_t + low_t) / 2 + (high_t - low_t) / 2 * torch.tanh(param)

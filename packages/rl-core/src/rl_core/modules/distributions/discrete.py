@@ -14,6 +14,8 @@ from enum import StrEnum
 import torch
 from torch import distributions as D
 
+from rl_core.modules.distributions._checks import validating
+
 _size = torch.Size
 _NO_SAMPLE_SHAPE = torch.Size()
 
@@ -88,10 +90,6 @@ def _masked_logits(
         )
     masked = torch.where(mask, logits, torch.full_like(logits, neg_inf))
     return masked, mask.expand_as(masked)
-
-
-def _validating(validate_args: bool | None) -> bool:
-    return D.Distribution._validate_args if validate_args is None else validate_args
 
 
 class OneHotCategorical(D.OneHotCategorical):
@@ -255,7 +253,7 @@ class MaskedCategorical(D.Categorical):
             indices,
             padding_value,
             neg_inf,
-            _validating(validate_args),
+            validating(validate_args),
         )
         self.neg_inf = neg_inf
         super().__init__(logits=masked, validate_args=validate_args)
@@ -332,7 +330,7 @@ class MaskedOneHotCategorical(OneHotCategorical):
             indices,
             padding_value,
             neg_inf,
-            _validating(validate_args),
+            validating(validate_args),
         )
         self.neg_inf = neg_inf
         super().__init__(

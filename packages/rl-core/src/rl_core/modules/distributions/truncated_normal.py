@@ -10,6 +10,8 @@ from torch import distributions as D
 from torch.distributions import constraints
 from torch.special import log_ndtr, ndtri
 
+from rl_core.modules.distributions._checks import check_ordered, validating
+
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _size = torch.Size
 _NO_SAMPLE_SHAPE = torch.Size()
@@ -113,11 +115,7 @@ class TruncatedNormal(D.Distribution):
                 f"{tuple(low_t.shape)} and high {tuple(high_t.shape)} do not broadcast together. "
                 f"Give them compatible shapes."
             ) from err
-        if not bool((low_t < high_t).all()):
-            raise ValueError(
-                "TruncatedNormal: expected low < high everywhere, got "
-                f"low={low_t.tolist()} and high={high_t.tolist()}. Swap or widen the bounds."
-            )
+        check_ordered("TruncatedNormal", low, high, validate=validating(validate_args))
         self.loc, self.scale, self.low, self.high = loc, scale, low_t, high_t
         super().__init__(batch_shape=loc.shape, validate_args=validate_args)
         # The normaliser, moments and quantiles are computed in float64: for an interval many
