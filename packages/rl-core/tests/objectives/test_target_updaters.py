@@ -178,3 +178,15 @@ class TestTargetNetUpdater:
     def test_is_abstract(self):
         with pytest.raises(TypeError, match="abstract"):
             TargetNetUpdater(TwoNetworkLoss())
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_soft_update_on_cuda():
+    loss = TwoNetworkLoss().to("cuda")
+    _randomize(loss)
+    online, target = _online_and_target(loss)
+    old = target[1]["weight"].clone()
+    SoftUpdate(loss, tau=0.5).step()
+    assert target[1]["weight"].device.type == "cuda"
+    torch.testing.assert_close(target[1]["weight"], 0.5 * old + 0.5 * online[1]["weight"])

@@ -238,3 +238,14 @@ class TestIndependentNormal:
         assert not torch.equal(out[ACTION], td[LOC])
         expected = IndependentNormal(td[LOC], td[SCALE]).log_prob(out[ACTION])
         torch.testing.assert_close(out[SAMPLE_LOG_PROB], expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_tanh_normal_on_cuda():
+    loc, scale = torch.randn(4, 2, device="cuda"), torch.rand(4, 2, device="cuda") + 0.1
+    dist = TanhNormal(loc, scale, low=torch.tensor([-1.0, 0.0], device="cuda"), high=2.0)
+    action, log_prob = dist.rsample_and_log_prob()
+    for value in (action, log_prob, dist.mode, dist.mean, dist.deterministic_sample):
+        assert value.device.type == "cuda"
+        assert value.isfinite().all()

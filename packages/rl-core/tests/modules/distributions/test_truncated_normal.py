@@ -141,3 +141,15 @@ def test_values_under_each_exploration_type():
         out = module(td.clone())
     assert bool(out[ACTION].abs().le(1.0).all())
     assert not torch.equal(out[ACTION], dist.mean)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_truncated_normal_on_cuda():
+    loc = torch.tensor([0.0, 30.0], device="cuda")
+    dist = TruncatedNormal(loc, torch.ones(2, device="cuda"), -1.0, 1.0)
+    samples = dist.sample((1000,))
+    assert samples.device.type == "cuda"
+    assert samples.dtype == torch.float32
+    assert bool(samples.abs().le(1.0).all())
+    assert dist.log_prob(samples).isfinite().all()
