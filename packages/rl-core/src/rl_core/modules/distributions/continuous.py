@@ -65,7 +65,8 @@ class TanhNormal(D.TransformedDistribution):
         validate_args: forwarded to :class:`torch.distributions.Distribution`.
 
     Raises:
-        ValueError: ``low`` is not below ``high`` everywhere, the bounds do not broadcast to
+        ValueError: ``low`` is not below ``high`` everywhere (tensor bounds are compared only
+            with argument validation on), the bounds do not broadcast to
             ``loc``, or ``event_dims`` is out of range.
         TypeError: ``event_dims`` is not an int.
 

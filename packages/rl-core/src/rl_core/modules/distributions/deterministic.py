@@ -155,8 +155,10 @@ class TanhDelta(Delta):
         validate_args: forwarded to :class:`torch.distributions.Distribution`.
 
     Raises:
-        ValueError: ``low`` is not below ``high`` everywhere, the bounds do not broadcast to
+        ValueError: ``low`` is not below ``high`` everywhere (tensor bounds are compared only
+            with argument validation on), the bounds do not broadcast to
             ``param``, or ``event_dims`` exceeds ``param.dim()``.
+        TypeError: ``event_dims`` is not an int.
 
     Examples:
         >>> import torch

@@ -74,7 +74,8 @@ class TruncatedNormal(D.Distribution):
         validate_args: forwarded to :class:`torch.distributions.Distribution`.
 
     Raises:
-        ValueError: ``low`` is not below ``high`` everywhere, or the shapes do not broadcast.
+        ValueError: ``low`` is not below ``high`` everywhere (tensor bounds are compared only
+            with argument validation on), or the shapes do not broadcast.
 
     Examples:
         >>> import torch
