@@ -1,4 +1,5 @@
-"""Policy building blocks: networks, actors, critics, Q-value heads, exploration, recurrence."""
+"""Policy building blocks: networks, actors, critics, Q-value heads, distributions, exploration,
+recurrence."""
 
 from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
@@ -13,7 +14,17 @@ from rl_core.modules.multiagent import MultiAgentMLP
 from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule
 
-# from rl_core.modules.distributions import ...  (merged by the coordinator)
+from rl_core.modules.distributions import (
+    Delta,
+    IndependentNormal,
+    MaskedCategorical,
+    MaskedOneHotCategorical,
+    OneHotCategorical,
+    ReparamGradientStrategy,
+    TanhDelta,
+    TanhNormal,
+    TruncatedNormal,
+)
 
 __all__ = [
     # networks
@@ -36,4 +47,14 @@ __all__ = [
     # recurrent
     "LSTMModule",
     "GRUModule",
+    # distributions
+    "Delta",
+    "IndependentNormal",
+    "MaskedCategorical",
+    "MaskedOneHotCategorical",
+    "OneHotCategorical",
+    "ReparamGradientStrategy",
+    "TanhDelta",
+    "TanhNormal",
+    "TruncatedNormal",
 ]
