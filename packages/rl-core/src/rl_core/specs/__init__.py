@@ -12,6 +12,8 @@ from rl_core.specs.multi_categorical import MultiCategorical
 from rl_core.specs.multi_one_hot import MultiOneHot
 from rl_core.specs.non_tensor import NonTensor
 from rl_core.specs.one_hot import OneHot
+from rl_core.specs.stacked import Stacked
+from rl_core.specs.stacked_composite import StackedComposite, stack_specs
 from rl_core.specs.unbounded import Unbounded
 from rl_core.specs.utils import make_composite_from_td
 
@@ -26,5 +28,8 @@ __all__ = [
     "Binary",
     "NonTensor",
     "Composite",
+    "Stacked",
+    "StackedComposite",
+    "stack_specs",
     "make_composite_from_td",
 ]

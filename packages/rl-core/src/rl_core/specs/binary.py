@@ -81,7 +81,7 @@ class Binary(_LeafSpec):
         """
         size = self._full(shape)
         if self._dtype is torch.bool:
-            return torch.randint(0, 2, size, device=self.device).bool()
+            return torch.randint(0, 2, size, dtype=torch.bool, device=self.device)
         return torch.randint(0, 2, size, dtype=self._dtype, device=self.device)
 
     def _domain_failure(self, value: torch.Tensor) -> str | None:

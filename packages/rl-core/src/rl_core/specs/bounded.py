@@ -150,6 +150,11 @@ class Bounded(_LeafSpec):
         low, high = self.low, self.high
         self._discrete = not self._dtype.is_floating_point
         self._finite = self._discrete or bool(low.isfinite().all() & high.isfinite().all())
+        self._span: torch.Tensor | None = None
+        if not self._discrete and self._finite:
+            span = high - low
+            if bool(span.isfinite().all()):  # no overflow, e.g. for [-max, max] bounds
+                self._span = span
         self._scalar: tuple[int, int] | None = None
         if self._discrete and low.numel():
             lo, hi = low.reshape(-1)[0], high.reshape(-1)[0]
@@ -181,6 +186,9 @@ class Bounded(_LeafSpec):
             out = lo + torch.floor(u * (high.double() - lo + 1))
             return torch.minimum(out, high.double()).to(self._dtype)
         u = torch.rand(size, dtype=self._dtype, device=dev)
+        span = self._span
+        if span is not None:  # the fast path: low + u * (high - low), capped at high
+            return torch.addcmul(low, u, span).clamp_(max=high)
         out = low * (1 - u) + high * u if self._finite else self._rand_infinite(u)
         return torch.clamp(out, low, high)
 

@@ -78,6 +78,7 @@ class OneHot(_LeafSpec):
         super().__init__(size, device, dtype)
         self.n = n
         self.mask = _check_mask(mask, size, device, "OneHot")
+        self._refresh()
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets the action mask in place.
@@ -105,7 +106,11 @@ class OneHot(_LeafSpec):
             idx = torch.randint(0, self.n, batch, device=self.device)
         else:
             idx = _sample_masked(self.mask, batch)
-        return one_hot(idx, self.n).to(self._dtype)
+        hot = idx.unsqueeze(-1) == self._arange.to(idx.device)  # faster than one_hot
+        return hot if self._dtype is torch.bool else hot.to(self._dtype)
+
+    def _refresh(self) -> None:
+        self._arange = torch.arange(self.n, device=self.device)
 
     def _domain_failure(self, value: torch.Tensor) -> str | None:
         if self._dtype is not torch.bool and not bool(((value == 0) | (value == 1)).all()):

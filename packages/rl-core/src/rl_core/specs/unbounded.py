@@ -71,7 +71,7 @@ class Unbounded(_LeafSpec):
         if dtype.is_floating_point or dtype.is_complex:
             return torch.randn(size, dtype=dtype, device=self.device)
         if dtype is torch.bool:
-            return torch.randint(0, 2, size, device=self.device).bool()
+            return torch.randint(0, 2, size, dtype=torch.bool, device=self.device)
         info = torch.iinfo(dtype)
         return torch.randint(info.min, info.max, size, dtype=dtype, device=self.device)
 
