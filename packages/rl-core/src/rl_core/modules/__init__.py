@@ -4,16 +4,6 @@ recurrence."""
 from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.convnet import ConvNet
-from rl_core.modules.exploration import (
-    AdditiveGaussianModule,
-    EGreedyModule,
-    OrnsteinUhlenbeckProcessModule,
-)
-from rl_core.modules.mlp import MLP
-from rl_core.modules.multiagent import MultiAgentMLP
-from rl_core.modules.qvalue import QValueActor, QValueModule
-from rl_core.modules.recurrent import GRUModule, LSTMModule
-
 from rl_core.modules.distributions import (
     Delta,
     IndependentNormal,
@@ -25,6 +15,15 @@ from rl_core.modules.distributions import (
     TanhNormal,
     TruncatedNormal,
 )
+from rl_core.modules.exploration import (
+    AdditiveGaussianModule,
+    EGreedyModule,
+    OrnsteinUhlenbeckProcessModule,
+)
+from rl_core.modules.mlp import MLP
+from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.qvalue import QValueActor, QValueModule
+from rl_core.modules.recurrent import GRUModule, LSTMModule
 
 __all__ = [
     # networks
