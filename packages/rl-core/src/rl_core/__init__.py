@@ -1,7 +1,97 @@
-"""The TensorDict contract shared by every package of the stack."""
+"""The TensorDict contract shared by every package of the stack.
+
+Specs, the TED layout (:mod:`rl_core.keys`, :func:`step_mdp`), the exploration context,
+``EnvBase`` and the transform machinery are re-exported here. Policy modules, distributions,
+the ``LossModule`` base and the op schemas live in :mod:`rl_core.modules`,
+:mod:`rl_core.objectives` and :mod:`rl_core.ops`.
+"""
 
 from importlib.metadata import version as _version
 
+from rl_core import keys, modules, objectives, ops, testing
+from rl_core.envs import (
+    EnvBase,
+    RandomPolicy,
+    check_env_specs,
+    set_spec_checks,
+    spec_checks_enabled,
+)
+from rl_core.exploration import ExplorationType, exploration_type, set_exploration_type
+from rl_core.specs import (
+    Binary,
+    Bounded,
+    Categorical,
+    Composite,
+    MultiCategorical,
+    MultiOneHot,
+    NonTensor,
+    OneHot,
+    Stacked,
+    StackedComposite,
+    TensorSpec,
+    Unbounded,
+    make_composite_from_td,
+    stack_specs,
+)
+from rl_core.ted import step_mdp, terminated_or_truncated
+from rl_core.transforms import (
+    Compose,
+    DoubleToFloat,
+    ExcludeTransform,
+    InitTracker,
+    RenameTransform,
+    RewardSum,
+    SelectTransform,
+    StepCounter,
+    Transform,
+    TransformedEnv,
+)
+
 __version__ = _version("rl-core")
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    # subpackages
+    "keys",
+    "modules",
+    "objectives",
+    "ops",
+    "testing",
+    # specs
+    "TensorSpec",
+    "Unbounded",
+    "Bounded",
+    "Categorical",
+    "OneHot",
+    "MultiCategorical",
+    "MultiOneHot",
+    "Binary",
+    "NonTensor",
+    "Composite",
+    "Stacked",
+    "StackedComposite",
+    "stack_specs",
+    "make_composite_from_td",
+    # TED and exploration
+    "step_mdp",
+    "terminated_or_truncated",
+    "ExplorationType",
+    "exploration_type",
+    "set_exploration_type",
+    # envs and transforms
+    "EnvBase",
+    "RandomPolicy",
+    "check_env_specs",
+    "set_spec_checks",
+    "spec_checks_enabled",
+    "Transform",
+    "TransformedEnv",
+    "Compose",
+    "StepCounter",
+    "RewardSum",
+    "DoubleToFloat",
+    "InitTracker",
+    "RenameTransform",
+    "ExcludeTransform",
+    "SelectTransform",
+]
