@@ -297,7 +297,7 @@ class _LeafSpec(TensorSpec):
                 f"{_fmt_shape(new[-ev:])}.{self._event_hint()}"
             )
         nb, new_nb = self._batch_ndim, len(new) - ev
-        params = self._map_params(lambda p: p.expand(*new[:new_nb], *p.shape[nb:]))
+        params = self._map_params(lambda p: p.expand((*new[:new_nb], *p.shape[nb:])))
         return self._replace(shape=new, **params)
 
     def squeeze(self, dim: int | tuple[int, ...] | None = None) -> Self:
@@ -374,7 +374,7 @@ class _LeafSpec(TensorSpec):
                 f"event dims {_fmt_shape(self.shape[-ev:])} must stay last.{self._event_hint()}"
             )
         nb, new_nb = self._batch_ndim, len(new) - ev
-        params = self._map_params(lambda p: p.reshape(*new[:new_nb], *p.shape[nb:]))
+        params = self._map_params(lambda p: p.reshape((*new[:new_nb], *p.shape[nb:])))
         return self._replace(shape=new, **params)
 
     def __getitem__(self, index: Any) -> Self:
