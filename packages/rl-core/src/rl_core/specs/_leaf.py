@@ -100,9 +100,9 @@ class _LeafSpec(TensorSpec):
     def _batch_ndim(self) -> int:
         return len(self.shape) - self._event_ndim
 
-    def _full(self, shape: ShapeLike) -> torch.Size:
+    def _full(self, shape: ShapeLike, method: str = "rand") -> torch.Size:
         """``(*shape, *self.shape)``; the hot path of ``rand``/``zero``."""
-        return _prepend(shape, self.shape, f"{type(self).__name__}.rand")
+        return _prepend(shape, self.shape, f"{type(self).__name__}.{method}")
 
     # -- values -----------------------------------------------------------------------------
 
@@ -117,7 +117,7 @@ class _LeafSpec(TensorSpec):
         Returns:
             A tensor of the spec's dtype on the spec's device.
         """
-        return torch.zeros(self._full(shape), dtype=self._dtype, device=self.device)
+        return torch.zeros(self._full(shape, "zero"), dtype=self._dtype, device=self.device)
 
     def one(self, shape: ShapeLike = ()) -> torch.Tensor:
         """Returns an all-ones tensor of shape ``(*shape, *self.shape)``.
@@ -128,7 +128,7 @@ class _LeafSpec(TensorSpec):
         Returns:
             A tensor of the spec's dtype on the spec's device.
         """
-        return torch.ones(self._full(shape), dtype=self._dtype, device=self.device)
+        return torch.ones(self._full(shape, "one"), dtype=self._dtype, device=self.device)
 
     def _basic_failure(self, value: Any) -> str | None:
         if not isinstance(value, torch.Tensor):
