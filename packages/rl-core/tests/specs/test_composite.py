@@ -269,6 +269,10 @@ def test_encode_and_to_numpy():
         spec.encode({"next": 1.0})
     with pytest.raises(KeyError, match=r"Composite.to_numpy: the TensorDict has no entry 'action'"):
         spec.to_numpy(full.exclude("action"))
+    with pytest.raises(TypeError, match=r"Composite.to_numpy: expected a TensorDict, got dict"):
+        spec.to_numpy({})
+    with pytest.raises(TypeError, match=r"Composite.zero: expected the leading shape to be"):
+        spec.zero("x")
 
 
 def test_clone_eq():

@@ -105,6 +105,8 @@ def test_indexing_and_shape_operations():
         spec[3]
     with pytest.raises(IndexError, match=r"Stacked.__getitem__: the slice .* selects no member"):
         spec[5:]
+    with pytest.raises(IndexError, match=r"Stacked.__getitem__: expected an int or a slice along"):
+        spec[torch.tensor([0, 1])]
     expanded = spec.expand(4, 3, -1)
     assert expanded.shape == (4, 3, -1)
     assert expanded.dim == 1

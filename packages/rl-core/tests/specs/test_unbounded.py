@@ -45,6 +45,8 @@ def test_rand_batch_shape_errors():
         spec.rand("ab")
     with pytest.raises(ValueError, match=r"Unbounded.rand: expected non-negative dimensions"):
         spec.rand((-1,))
+    with pytest.raises(TypeError, match=r"Unbounded.zero: expected the leading shape to be"):
+        spec.zero([1.5])
 
 
 def test_is_in_and_assert_is_in_messages():

@@ -100,9 +100,11 @@ class _LeafSpec(TensorSpec):
     def _batch_ndim(self) -> int:
         return len(self.shape) - self._event_ndim
 
-    def _full(self, shape: ShapeLike) -> torch.Size:
+    def _full(self, shape: ShapeLike, method: str = "rand") -> torch.Size:
         """``(*shape, *self.shape)``; the hot path of ``rand``/``zero``."""
-        return _prepend(shape, self.shape, f"{type(self).__name__}.rand")
+        if shape == () and type(shape) is tuple:  # the default, without building a message
+            return self.shape
+        return _prepend(shape, self.shape, f"{type(self).__name__}.{method}")
 
     # -- values -----------------------------------------------------------------------------
 
@@ -117,7 +119,7 @@ class _LeafSpec(TensorSpec):
         Returns:
             A tensor of the spec's dtype on the spec's device.
         """
-        return torch.zeros(self._full(shape), dtype=self._dtype, device=self.device)
+        return torch.zeros(self._full(shape, "zero"), dtype=self._dtype, device=self.device)
 
     def one(self, shape: ShapeLike = ()) -> torch.Tensor:
         """Returns an all-ones tensor of shape ``(*shape, *self.shape)``.
@@ -128,7 +130,7 @@ class _LeafSpec(TensorSpec):
         Returns:
             A tensor of the spec's dtype on the spec's device.
         """
-        return torch.ones(self._full(shape), dtype=self._dtype, device=self.device)
+        return torch.ones(self._full(shape, "one"), dtype=self._dtype, device=self.device)
 
     def _basic_failure(self, value: Any) -> str | None:
         if not isinstance(value, torch.Tensor):
@@ -297,7 +299,7 @@ class _LeafSpec(TensorSpec):
                 f"{_fmt_shape(new[-ev:])}.{self._event_hint()}"
             )
         nb, new_nb = self._batch_ndim, len(new) - ev
-        params = self._map_params(lambda p: p.expand(*new[:new_nb], *p.shape[nb:]))
+        params = self._map_params(lambda p: p.expand((*new[:new_nb], *p.shape[nb:])))
         return self._replace(shape=new, **params)
 
     def squeeze(self, dim: int | tuple[int, ...] | None = None) -> Self:
@@ -374,7 +376,7 @@ class _LeafSpec(TensorSpec):
                 f"event dims {_fmt_shape(self.shape[-ev:])} must stay last.{self._event_hint()}"
             )
         nb, new_nb = self._batch_ndim, len(new) - ev
-        params = self._map_params(lambda p: p.reshape(*new[:new_nb], *p.shape[nb:]))
+        params = self._map_params(lambda p: p.reshape((*new[:new_nb], *p.shape[nb:])))
         return self._replace(shape=new, **params)
 
     def __getitem__(self, index: Any) -> Self:

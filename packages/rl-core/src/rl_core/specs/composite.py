@@ -111,7 +111,11 @@ class Composite(_SpecTree):
         out = self._new(new_batch)
         n = self.ndim
         for k, spec in self._specs.items():
-            out._specs[k] = None if spec is None else spec[_extend_index(index, spec.ndim - n)]
+            out._specs[k] = (
+                None
+                if spec is None
+                else spec[_extend_index(index, spec.ndim - getattr(spec, "_event_ndim", 0) - n)]
+            )
         return out
 
     # -- values -----------------------------------------------------------------------------

@@ -88,6 +88,11 @@ class MultiOneHot(_LeafSpec):
 
     def _refresh(self) -> None:
         self._nvec = tuple(self.nvec.tolist())
+        self._degenerate = len(self._nvec) == sum(self._nvec)
+
+    @staticmethod
+    def _is_index_dtype(t: torch.Tensor) -> bool:
+        return not (t.is_floating_point() or t.is_complex() or t.dtype is torch.bool)
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets the action mask in place.
@@ -172,7 +177,8 @@ class MultiOneHot(_LeafSpec):
         Args:
             value: an array of shape ``self.shape`` (one-hot blocks), or integer indices of
                 shape ``(*self.shape[:-1], len(nvec))``. When both shapes coincide (every
-                ``nvec`` is 1) the value is read as one-hot blocks.
+                ``nvec`` is 1), an all-zero integer value is read as indices and anything
+                else as one-hot blocks.
 
         Keyword Args:
             ignore_device: keep the value's device. Defaults to ``False``.
@@ -184,10 +190,12 @@ class MultiOneHot(_LeafSpec):
             ValueError: the shape matches neither form.
         """
         out = self._as_tensor(value, None, None if ignore_device else self.device)
-        if out.shape == self.shape:
-            return out.to(self._dtype)
         index_shape = (*self.shape[:-1], len(self._nvec))
-        if out.shape == index_shape and not out.is_floating_point() and out.dtype != torch.bool:
+        if out.shape == self.shape:
+            if self._degenerate and self._is_index_dtype(out) and not bool(out.any()):
+                return self._from_indices(out)  # every nvec is 1: all-zero indices
+            return out.to(self._dtype)
+        if out.shape == index_shape and self._is_index_dtype(out):
             return self._from_indices(out)
         self._raise_encode_shape(
             out.shape, f" (or sub-action indices of shape {_fmt_shape(index_shape)})"

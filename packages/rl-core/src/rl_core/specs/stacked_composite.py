@@ -72,11 +72,6 @@ class StackedComposite(_StackBase):
             )
         return list(value.unbind(self.dim))
 
-    def _parts_or_raise(self, value: Any, method: str) -> list[Any]:
-        if method == "encode" and isinstance(value, Sequence) and not isinstance(value, str):
-            return list(value)
-        return super()._parts_or_raise(value, method)
-
     def keys(self, include_nested: bool = False, leaves_only: bool = False) -> list[NestedKey]:
         """The keys that every member has, in the first member's order (flags as in
         :meth:`Composite.keys`)."""
