@@ -1,0 +1,10 @@
+from pathlib import Path
+
+from rl_core.testing.readme import run_readme_example
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs_and_prints_what_it_says():
+    printed = run_readme_example(README)
+    assert printed == ["torch.Size([4, 100])", "[1, 2, 3, 4, 5, 1]"]
