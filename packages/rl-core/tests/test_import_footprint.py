@@ -3,8 +3,9 @@
 import subprocess
 import sys
 
+from rl_core.testing.package import SIBLINGS
+
 HEAVY = ("gymnasium", "pettingzoo", "transformers", "ray", "vllm", "tokenizers", "ale_py")
-SIBLINGS = ("rl_envs", "rl_buffers", "rl_collectors", "rl_objectives", "rl_llm", "rl_kernels")
 
 
 def _modules_loaded_by(statement: str) -> set[str]:
