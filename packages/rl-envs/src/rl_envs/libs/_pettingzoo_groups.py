@@ -11,7 +11,6 @@ import torch
 
 from rl_core.keys import ACTION, ACTION_MASK, AGENTS, MASK, OBSERVATION
 from rl_core.specs import Categorical, Composite
-
 from rl_envs.libs._pettingzoo_spaces import _GroupCodec, leaf_codecs, split_dict_space
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 

@@ -21,7 +21,6 @@ from rl_core.keys import (
     TRUNCATED,
 )
 from rl_core.specs import Categorical, Composite, Unbounded
-
 from rl_envs.libs._pettingzoo_drivers import _AECDriver, _AgentStep, _ParallelDriver
 from rl_envs.libs._pettingzoo_groups import (
     _Group,
