@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import importlib.util
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -123,15 +124,15 @@ def _mpe2_module(task: str, owner: str) -> Any:
     name = _VERSION.sub(r"_v\1", name)
     if not re.fullmatch(r"[a-z0-9_]+", name):
         return None
+    if importlib.util.find_spec("mpe2") is None:
+        if name.startswith("simple") or task.startswith(_MPE_PREFIXES):
+            raise ImportError(
+                f'{owner}: the MPE task {task!r} needs mpe2: pip install "rl-envs[pettingzoo]"'
+            )
+        return None
     try:
         return importlib.import_module(f"mpe2.{name}")
     except ModuleNotFoundError as err:
-        if err.name == "mpe2":
-            if name.startswith("simple") or task.startswith(_MPE_PREFIXES):
-                raise ImportError(
-                    f'{owner}: the MPE task {task!r} needs mpe2: pip install "rl-envs[pettingzoo]"'
-                ) from err
-            return None
         if err.name == f"mpe2.{name}":
             return None
         raise
