@@ -7,10 +7,9 @@ from tensordict import TensorDict
 from rl_core.specs import Categorical, OneHot, Unbounded
 from rl_envs.libs import MarlGroupMapType, PettingZooWrapper
 
-mpe2 = pytest.importorskip("mpe2")
-
 pettingzoo = pytest.importorskip("pettingzoo")
-from mpe2 import simple_adversary_v3, simple_spread_v3  # noqa: E402
+simple_adversary_v3 = pytest.importorskip("mpe2.simple_adversary_v3")
+simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
 
 
 def spread(n=3, **kwargs):
