@@ -274,3 +274,11 @@ def test_rand_action_fills_a_given_tensordict():
     env = spread(2)
     td = env.rand_action(TensorDict())
     assert td["agents", "action"].shape == (2,)
+
+
+def test_stepping_a_finished_episode_asks_for_a_reset():
+    env = PettingZooWrapper(simple_spread_v3.parallel_env(N=2, max_cycles=1))
+    td = env.rand_step(env.reset())
+    assert td["next", "done"].item()
+    with pytest.raises(RuntimeError, match=r"the episode is over .* call reset\(\) first"):
+        env.rand_step(td["next"])

@@ -38,23 +38,25 @@ class _ParallelDriver:
 
     def __init__(self, env: Any) -> None:
         self.env = env
+        self._acting: list[str] = []
 
     def acting(self) -> list[str]:
-        return list(self.env.agents)
+        """The agents that act at the next step."""
+        return self._acting
 
     def reset(self, seed: int | None) -> _AgentStep:
         observations, _ = self.env.reset(seed=seed)
-        agents = list(self.env.agents)
-        return _AgentStep(observations=dict(observations), acting=agents, over=not agents)
+        self._acting = list(self.env.agents)
+        return _AgentStep(observations=observations, acting=self._acting, over=not self._acting)
 
     def step(self, actions: Mapping[str, Any]) -> _AgentStep:
-        live = self.env.agents
-        observations, rewards, terminated, truncated, _ = self.env.step(
-            {agent: actions[agent] for agent in live}
+        env = self.env
+        observations, rewards, terminated, truncated, _ = env.step(
+            {agent: actions[agent] for agent in self._acting}
         )
-        acting = [
+        self._acting = [
             agent
-            for agent in self.env.agents
+            for agent in env.agents
             if not (terminated.get(agent, False) or truncated.get(agent, False))
         ]
         return _AgentStep(
@@ -62,8 +64,8 @@ class _ParallelDriver:
             rewards=rewards,
             terminated=terminated,
             truncated=truncated,
-            acting=acting,
-            over=not acting,
+            acting=self._acting,
+            over=not self._acting,
         )
 
     def state(self) -> Any:
@@ -80,39 +82,42 @@ class _AECDriver:
 
     def __init__(self, env: Any) -> None:
         self.env = env
+        self._acting: list[str] = []
 
     def acting(self) -> list[str]:
-        env = self.env
-        return [env.agent_selection] if env.agents else []
+        """The agent that acts at the next step (none once the episode is over)."""
+        return self._acting
 
     def reset(self, seed: int | None) -> _AgentStep:
         env = self.env
         env.reset(seed=seed)
         out = _AgentStep()
         self._remove_finished(out)
-        for agent in env.agents:
-            out.observations[agent] = env.observe(agent)
-        out.acting = self.acting()
-        out.over = not env.agents
-        return out
+        return self._finish(out)
 
     def step(self, actions: Mapping[str, Any]) -> _AgentStep:
         env = self.env
-        env.step(actions[env.agent_selection])
+        env.step(actions[self._acting[0]])
+        terminated, truncated = env.terminations, env.truncations
         out = _AgentStep(
-            rewards=dict(env.rewards),
-            terminated=dict(env.terminations),
-            truncated=dict(env.truncations),
+            rewards=dict(env.rewards), terminated=dict(terminated), truncated=dict(truncated)
         )
         for agent in env.agents:
-            if out.terminated.get(agent, False) or out.truncated.get(agent, False):
+            if terminated[agent] or truncated[agent]:
                 out.observations[agent] = env.observe(agent)
-        self._remove_finished(out)
-        for agent in env.agents:
+        if out.observations:
+            self._remove_finished(out)
+        return self._finish(out)
+
+    def _finish(self, out: _AgentStep) -> _AgentStep:
+        env = self.env
+        agents = env.agents
+        for agent in agents:
             if agent not in out.observations:
                 out.observations[agent] = env.observe(agent)
-        out.acting = self.acting()
-        out.over = not env.agents
+        self._acting = [env.agent_selection] if agents else []
+        out.acting = self._acting
+        out.over = not agents
         return out
 
     def _remove_finished(self, out: _AgentStep) -> None:

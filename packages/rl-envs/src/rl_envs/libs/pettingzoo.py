@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,19 @@ from rl_envs.libs._pettingzoo_spaces import leaf_codecs, value_at
 from rl_envs.libs.group_map import MarlGroupMapType
 
 STATE = "state"
+
+
+@dataclass
+class _Episode:
+    """The wrapper's mutable state: per-agent flags (``[n, 1]`` per group, kept across steps
+    because PettingZoo stops reporting finished agents), the last action masks, whether the
+    episode is over, and the seed of the next reset."""
+
+    terminated: dict[str, np.ndarray]
+    truncated: dict[str, np.ndarray]
+    action_masks: dict[str, torch.Tensor] = field(default_factory=dict)
+    over: bool = True
+    next_seed: int | None = None
 
 
 class PettingZooWrapper(EnvBase):
@@ -137,11 +151,11 @@ class PettingZooWrapper(EnvBase):
         self._state = self._state_codec(env, name) if return_state else None
         self._make_specs()
         # Per-agent flags persist across steps: PettingZoo stops reporting finished agents.
-        self._terminated = {g.name: np.zeros(len(g.agents), dtype=bool) for g in self._groups}
-        self._truncated = {g.name: np.zeros(len(g.agents), dtype=bool) for g in self._groups}
-        self._action_masks: dict[str, torch.Tensor] = {}
-        self._over = True
-        self._next_seed = seed
+        self._episode = _Episode(
+            terminated={g.name: np.zeros((len(g.agents), 1), dtype=bool) for g in self._groups},
+            truncated={g.name: np.zeros((len(g.agents), 1), dtype=bool) for g in self._groups},
+            next_seed=seed,
+        )
 
     # ------------------------------------------------------------------ specs
     @staticmethod
@@ -179,7 +193,7 @@ class PettingZooWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _set_seed(self, seed: int | None) -> None:
-        self._next_seed = seed
+        self._episode.next_seed = seed
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         if tensordict is not None and self._agent_reset_only(tensordict):
@@ -191,19 +205,25 @@ class PettingZooWrapper(EnvBase):
                 f"seed=... is passed to the PettingZoo env."
             )
         if seed is None:
-            seed, self._next_seed = self._next_seed, None
-        for flags in (*self._terminated.values(), *self._truncated.values()):
+            seed, self._episode.next_seed = self._episode.next_seed, None
+        episode = self._episode
+        for flags in (*episode.terminated.values(), *episode.truncated.values()):
             flags[:] = False
         return self._output(self._driver.reset(seed), with_reward=False)
 
     def _agent_reset_only(self, tensordict: TensorDictBase) -> bool:
         """A reset asked for some agents only, while the episode goes on: nothing to do."""
         root = tensordict.get(RESET, None)
-        if self._over or (root is not None and bool(root.any())):
+        if self._episode.over or (root is not None and bool(root.any())):
             return False
         return any(tensordict.get((g.name, RESET), None) is not None for g in self._groups)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._episode.over:
+            raise RuntimeError(
+                f"{type(self).__name__}.step: the episode is over (every agent is done) or the "
+                f"env was never reset; call reset() first."
+            )
         actions: dict[str, Any] = {}
         acting_groups = {self._group_of[a].name: self._group_of[a] for a in self._driver.acting()}
         for group in acting_groups.values():
@@ -212,18 +232,21 @@ class PettingZooWrapper(EnvBase):
         return self._output(self._driver.step(actions), with_reward=True)
 
     def _output(self, result: _AgentStep, *, with_reward: bool) -> TensorDictBase:
+        episode = self._episode
         acting = set(result.acting)
         out: dict[str, Any] = {}
         all_terminated = True
         for group in self._groups:
             out[group.name] = self._group_output(group, result, acting, with_reward=with_reward)
-            all_terminated &= bool(self._terminated[group.name].all())
-        over = torch.tensor([result.over])
-        terminated = over & all_terminated
-        out[DONE], out[TERMINATED], out[TRUNCATED] = over, terminated, over & ~terminated
+            all_terminated = all_terminated and bool(episode.terminated[group.name].all())
+        over = result.over
+        terminated = over and all_terminated
+        out[DONE] = torch.from_numpy(np.array([over]))
+        out[TERMINATED] = torch.from_numpy(np.array([terminated]))
+        out[TRUNCATED] = torch.from_numpy(np.array([over and not terminated]))
         if self._state is not None:
             out[STATE] = self._state.encode([self._driver.state()])[0]
-        self._over = result.over
+        episode.over = over
         return TensorDict(out, batch_size=(), device=self.device)
 
     def _group_output(
@@ -241,24 +264,25 @@ class PettingZooWrapper(EnvBase):
         if group.mask_size is not None:
             masks = group.encode_action_mask([value_at(r, (ACTION_MASK,)) for r in raw])
             entries[ACTION_MASK] = masks
-            self._action_masks[group.name] = masks
+            self._episode.action_masks[group.name] = masks
         if self.use_mask:
-            entries[MASK] = torch.tensor([a in acting for a in agents])
-        terminated, truncated = self._terminated[group.name], self._truncated[group.name]
-        for i, agent in enumerate(agents):
-            if agent in result.terminated:
-                terminated[i] = bool(result.terminated[agent])
-            if agent in result.truncated:
-                truncated[i] = bool(result.truncated[agent])
+            entries[MASK] = torch.from_numpy(np.array([a in acting for a in agents], dtype=bool))
+        terminated = self._episode.terminated[group.name]
+        truncated = self._episode.truncated[group.name]
+        for flags, reported in ((terminated, result.terminated), (truncated, result.truncated)):
+            if reported:
+                for i, agent in enumerate(agents):
+                    if agent in reported:
+                        flags[i, 0] = reported[agent]
         if result.over:
             # Agents still running when the episode ends were cut short.
             truncated |= ~(terminated | truncated)
-        entries[TERMINATED] = torch.from_numpy(terminated.copy()).unsqueeze(-1)
-        entries[TRUNCATED] = torch.from_numpy(truncated.copy()).unsqueeze(-1)
-        entries[DONE] = entries[TERMINATED] | entries[TRUNCATED]
+        entries[TERMINATED] = torch.from_numpy(terminated.copy())
+        entries[TRUNCATED] = torch.from_numpy(truncated.copy())
+        entries[DONE] = torch.from_numpy(terminated | truncated)
         if with_reward:
-            rewards = [result.rewards.get(a, 0.0) for a in agents]
-            entries[REWARD] = torch.tensor(rewards, dtype=torch.float32).unsqueeze(-1)
+            rewards = np.array([[result.rewards.get(a, 0.0)] for a in agents], dtype=np.float32)
+            entries[REWARD] = torch.from_numpy(rewards)
         return TensorDict(entries, batch_size=(len(agents),))
 
     # ------------------------------------------------------------------ public API
@@ -283,7 +307,7 @@ class PettingZooWrapper(EnvBase):
             if group.mask_size is not None:
                 mask = tensordict.get((group.name, ACTION_MASK), None)
                 if mask is None:
-                    mask = self._action_masks.get(group.name)
+                    mask = self._episode.action_masks.get(group.name)
             if mask is None or not hasattr(spec, "update_mask"):
                 action = spec.rand()
             else:
