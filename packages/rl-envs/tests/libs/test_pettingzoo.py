@@ -1,5 +1,8 @@
 """PettingZooWrapper on real PettingZoo envs: layout, turns, masks, agent deaths, errors."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -282,3 +285,18 @@ def test_stepping_a_finished_episode_asks_for_a_reset():
     assert td["next", "done"].item()
     with pytest.raises(RuntimeError, match=r"the episode is over .* call reset\(\) first"):
         env.rand_step(td["next"])
+
+
+def test_missing_pettingzoo_names_the_extra(monkeypatch):
+    env = simple_spread_v3.parallel_env(N=2)
+    monkeypatch.setitem(sys.modules, "pettingzoo", None)
+    with pytest.raises(ImportError, match=r'PettingZooWrapper needs pettingzoo: pip install "rl-'):
+        PettingZooWrapper(env)
+
+
+def test_importing_the_wrappers_loads_no_optional_library():
+    code = "import sys, rl_envs.libs; print(' '.join(sorted(sys.modules)))"
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.split()
+    assert not {"pettingzoo", "mpe2", "gymnasium", "pygame"} & set(loaded)

@@ -70,6 +70,8 @@ class PettingZooWrapper(EnvBase):
     PettingZoo cannot reset single agents: a ``"_reset"`` mask under a group while the episode
     goes on (what ``step_and_maybe_reset`` writes when an agent dies) leaves the env as it is;
     the episode resets once every agent is done, or on ``reset()`` / a root ``"_reset"``.
+    Stepping after the episode is over raises a ``RuntimeError``. The PettingZoo ``infos``
+    are not returned.
 
     Args:
         env: a ``pettingzoo.ParallelEnv`` or ``pettingzoo.AECEnv`` instance.
