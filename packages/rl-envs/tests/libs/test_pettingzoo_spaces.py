@@ -113,7 +113,21 @@ def test_refusals():
         codec([spaces.Discrete(2), spaces.Box(0.0, 1.0, shape=())])
     with pytest.raises(ValueError, match=r"different shapes \(\[\(2,\), \(3,\)\]\)"):
         codec([spaces.Box(0.0, 1.0, shape=(2,)), spaces.Box(0.0, 1.0, shape=(3,))])
+    mixed = [spaces.MultiDiscrete([2, 3]), spaces.MultiDiscrete([3, 2])]
+    with pytest.raises(ValueError, match=r"same MultiDiscrete nvec.*\(2, 3\), \(3, 2\)"):
+        codec(mixed, categorical=False)
+    assert codec(mixed).spec.shape == (2, 2)
     a = spaces.Dict({"x": spaces.Discrete(2)})
     b = spaces.Dict({"y": spaces.Discrete(2)})
     with pytest.raises(TypeError, match="different dict spaces"):
         leaf_codecs([a, b], "test")
+
+
+def test_boolean_boxes_become_flags():
+    flags = codec([spaces.Box(0, 1, shape=(3,), dtype=bool)] * 2)
+    assert isinstance(flags.spec, Categorical)
+    assert flags.spec.dtype == torch.bool
+    assert flags.encode([np.array([True, False, True]), None]).tolist() == [
+        [True, False, True],
+        [False, False, False],
+    ]

@@ -52,7 +52,7 @@ def _agent_spec(space: Any, kind: str, *, categorical: bool) -> TensorSpec:
         if dtype.is_floating_point and np.isinf(low).all() and np.isinf(high).all():
             return Unbounded(shape=space.shape, dtype=dtype)
         if dtype is torch.bool:
-            return Binary(shape=space.shape, dtype=dtype) if space.shape else Categorical(2)
+            return Categorical(2, shape=space.shape, dtype=dtype)
         return Bounded(torch.as_tensor(low), torch.as_tensor(high), shape=space.shape, dtype=dtype)
     if kind == _DISCRETE:
         n = int(space.n)
@@ -114,9 +114,13 @@ class _GroupCodec:
         self.np_dtypes = [s.dtype for s in spaces]
         if self.kind == _MULTI_DISCRETE:
             nvecs = {tuple(np.asarray(s.nvec).tolist()) for s in spaces}
-            # One-hot blocks of different sizes would give one-hot vectors of different
-            # lengths, which the shape check above already rejects.
-            self.nvec = list(nvecs.pop()) if len(nvecs) == 1 else None
+            if self.one_hot and len(nvecs) != 1:
+                raise ValueError(
+                    f"{where}: one-hot actions need the same MultiDiscrete nvec for every agent "
+                    f"of a group, got {sorted(nvecs)}. Pass categorical_actions=True or put "
+                    f"the agents in separate groups."
+                )
+            self.nvec = list(nvecs.pop())
         starts = [np.asarray(_start(s, self.kind)) for s in spaces]
         # Discrete spaces may start at an offset; values are stored from 0.
         self.offset = None if all((s == 0).all() for s in starts) else np.stack(starts)
