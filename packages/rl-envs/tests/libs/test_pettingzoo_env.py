@@ -122,3 +122,10 @@ def test_seed_argument_seeds_the_first_reset():
     third = PettingZooEnv("simple_spread_v3", N=2, seed=6).reset()
     assert torch.equal(first["agents", "observation"], second["agents", "observation"])
     assert not torch.equal(first["agents", "observation"], third["agents", "observation"])
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+class TestTicTacToeOnCuda(EnvConformanceSuite):
+    def make_env(self):
+        return PettingZooEnv("tictactoe_v3", parallel=False, device="cuda:0")
