@@ -206,9 +206,9 @@ class PettingZooWrapper(EnvBase):
                 f"{type(self).__name__}.reset: unexpected arguments {sorted(kwargs)}; only "
                 f"seed=... is passed to the PettingZoo env."
             )
-        if seed is None:
-            seed, self._episode.next_seed = self._episode.next_seed, None
         episode = self._episode
+        # A seed from set_seed serves the next reset only; an explicit one replaces it.
+        seed, episode.next_seed = (episode.next_seed if seed is None else seed), None
         for flags in (*episode.terminated.values(), *episode.truncated.values()):
             flags[:] = False
         return self._output(self._driver.reset(seed), with_reward=False)
