@@ -69,3 +69,27 @@ def test_random_policy():
     assert td["b"].shape == (3,)
     with pytest.raises(TypeError, match=r"RandomPolicy: expected a TensorSpec, got int"):
         RandomPolicy(3)
+
+
+class _MaskedActionEnv(CountingEnv):
+    """Only action 1 is legal after the first step; the mask lives on the action spec."""
+
+    def _step(self, td):
+        self.action_spec.update_mask(torch.tensor([False, True]))
+        return super()._step(td)
+
+
+def test_actions_recorded_before_a_mask_change_are_checked_against_the_whole_space():
+    env = _MaskedActionEnv(max_count=100)
+    torch.manual_seed(0)
+    check_env_specs(env, max_steps=10)  # early random actions may be 0, illegal later on
+    assert env.action_spec.mask is not None
+
+
+def test_cuda_without_index_matches_cuda_zero():
+    from rl_core.envs.checks import _same_device
+
+    assert _same_device(torch.device("cuda", 0), torch.device("cuda"))
+    assert _same_device(torch.device("cpu"), torch.device("cpu"))
+    assert not _same_device(torch.device("cuda", 1), torch.device("cuda", 0))
+    assert not _same_device(torch.device("cpu"), torch.device("cuda"))

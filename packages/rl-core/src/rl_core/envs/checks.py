@@ -20,9 +20,27 @@ def _describe(value: object) -> str:
     return type(value).__name__
 
 
+def _same_device(actual: torch.device, expected: torch.device) -> bool:
+    """``cuda`` and ``cuda:0`` name the same device when one of them has no index."""
+    if actual.type != expected.type:
+        return False
+    return actual.index is None or expected.index is None or actual.index == expected.index
+
+
+def _unmasked(spec: TensorSpec) -> TensorSpec:
+    """The spec without its action mask: a mask describes the current state only, so values
+    recorded at earlier steps are checked against the whole space."""
+    if getattr(spec, "mask", None) is None:
+        return spec
+    spec = spec.clone()
+    spec.update_mask(None)
+    return spec
+
+
 def _check_leaf(
     where: str, key: NestedKey, spec: TensorSpec, value: object, *, check_dtype: bool
 ) -> None:
+    spec = _unmasked(spec)
     if not isinstance(value, torch.Tensor):
         # Non-tensor payloads: the spec decides (NonTensor specs accept them).
         if not spec.is_in(value):
@@ -39,7 +57,7 @@ def _check_leaf(
             f"{where}: entry {key!r} has dtype {value.dtype}, expected {spec.dtype} "
             f"(shape {expected_shape})."
         )
-    if spec.device is not None and value.device != spec.device:
+    if spec.device is not None and not _same_device(value.device, spec.device):
         raise ValueError(
             f"{where}: entry {key!r} is on device {value.device}, expected {spec.device}."
         )

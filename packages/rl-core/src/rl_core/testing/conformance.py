@@ -24,6 +24,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, check_env_specs
+from rl_core.envs.checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.ted import step_mdp
 
@@ -245,7 +246,7 @@ def check_device(make_env: EnvFactory) -> None:
         traj = env.rollout(2, break_when_any_done=False)
         for key in traj.keys(include_nested=True, leaves_only=True):
             value = traj.get(key)
-            if isinstance(value, torch.Tensor) and value.device != env.device:
+            if isinstance(value, torch.Tensor) and not _same_device(value.device, env.device):
                 _fail("check_device", env, f"{key!r} is on {value.device}, expected {env.device}.")
     finally:
         env.close()
