@@ -80,7 +80,7 @@ def make_decoder(
 
         def decode_dict(value: Any) -> TensorDict:
             source = {key: dec(value[key]) for key, dec in decoders.items()}
-            return TensorDict._new_unsafe(source=source, batch_size=size, device=None)
+            return TensorDict._new_unsafe(source=source, batch_size=size, device=None, nested=False)
 
         return decode_dict
     if isinstance(space, spaces.Tuple):
@@ -154,34 +154,44 @@ def make_encoder(space: Any, spec: TensorSpec, batch: tuple[int, ...]) -> Encode
 
 
 def _numpy(value: Any) -> np.ndarray:
+    """A numpy view (CPU tensors) or copy of ``value``."""
     if isinstance(value, torch.Tensor):
+        if value.is_cpu and not value.requires_grad:
+            return value.numpy()  # one call instead of detach().cpu().numpy()
         return value.detach().cpu().numpy()
     return np.asarray(value)
 
 
 def _discrete_encoder(spec: TensorSpec, start: Any, np_dtype: np.dtype, *, single: bool):
-    if isinstance(spec, OneHot) and single and spec.ndim == 1:
-        # One Discrete action: a python argmax of a short list beats torch calls.
-        def encode_one_hot(value: Any) -> int:
-            entries = value.tolist() if isinstance(value, torch.Tensor) else list(value)
-            return entries.index(max(entries)) + start
+    if isinstance(spec, OneHot | Categorical) and single and spec.ndim == spec._event_ndim:
+        # One Discrete action, as the numpy scalar that action_space.sample() gives (gymnasium
+        # checks those faster than python ints); a python argmax of a short list beats torch.
+        actions = np.arange(start, start + spec.n, dtype=np_dtype)
+        if isinstance(spec, OneHot):
 
-        return encode_one_hot
-    if isinstance(spec, Categorical) and single and spec.ndim == 0:
+            def encode_one_hot(value: Any) -> np.integer:
+                entries = value.tolist() if isinstance(value, torch.Tensor) else list(value)
+                return actions[entries.index(max(entries))]
 
-        def encode_index(value: Any) -> int:
-            return int(value) + start
-
-        return encode_index
-    if isinstance(spec, OneHot | MultiOneHot):
+            return encode_one_hot
+        return lambda value: actions[int(value)]
+    if isinstance(spec, MultiOneHot):
         to_numpy = spec.to_numpy
 
-        def encode_hot(value: Any) -> np.ndarray:
+        def encode_multi_hot(value: Any) -> np.ndarray:
             value = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
             return (to_numpy(value) + start).astype(np_dtype, copy=False)
 
-        return encode_hot
-    return lambda value: (_numpy(value) + start).astype(np_dtype, copy=False)
+        return encode_multi_hot
+    if isinstance(spec, OneHot):
+        return lambda value: _offset(_numpy(value).argmax(-1), start, np_dtype)
+    return lambda value: _offset(_numpy(value), start, np_dtype)
+
+
+def _offset(index: np.ndarray, start: Any, np_dtype: np.dtype) -> np.ndarray:
+    if not isinstance(start, np.ndarray) and not start:
+        return index.astype(np_dtype, copy=False)
+    return (index + start).astype(np_dtype, copy=False)
 
 
 __all__ = ["Decoder", "Encoder", "make_decoder", "make_encoder"]

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.keys import RESET
+from rl_core.keys import RESET, NestedKey
 
 
 def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray | None:
@@ -35,6 +35,8 @@ def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray |
     mask = tensordict.get(RESET, None)
     if mask is None:
         return None
+    if mask.is_cpu:
+        return mask.numpy().reshape(num_envs, -1).any(-1)
     return mask.reshape(num_envs, -1).any(-1).cpu().numpy()
 
 
@@ -81,9 +83,12 @@ class SameStepResets:
         self.pending = None
         self.reset_td = None
 
-    def after_step(self, out: TensorDictBase, info: dict[str, Any]) -> TensorDictBase:
-        """Keeps ``out`` (reset observations of the finished sub-envs) and returns the step
-        output, with the final observations of the finished sub-envs."""
+    def after_step(
+        self, out: TensorDictBase, info: dict[str, Any], keys: list[NestedKey]
+    ) -> TensorDictBase:
+        """Keeps the observation entries ``keys`` of ``out`` (the reset observations of the
+        finished sub-envs) and returns the step output with the final observations of the
+        finished sub-envs."""
         finished = info.get("_final_obs")
         if finished is None or not bool(np.any(finished)):
             self.clear()
@@ -92,7 +97,7 @@ class SameStepResets:
         # A step supersedes what an earlier one kept: sub-envs stepped without a reset have
         # moved on from their reset observation.
         self.pending = finished.copy()
-        self.reset_td = out
+        self.reset_td = out.select(*keys)
         return self.read_final(out, finished, info["final_obs"], info.get("final_info", {}))
 
     def take(self, mask: np.ndarray) -> tuple[TensorDictBase | None, np.ndarray]:

@@ -11,10 +11,11 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, REWARD, TERMINATED, TRUNCATED
-from rl_core.specs import Bounded, Composite
+from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
+from rl_core.specs import Binary, Bounded, Composite, Unbounded
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
+from rl_envs.libs._gym_rows import MAX_BLOCK_OBSERVATION, StepRows
 from rl_envs.libs._gym_specs import gym_space_to_spec
 from rl_envs.libs._gym_vector import (
     SameStepResets,
@@ -69,6 +70,20 @@ def _frame_skip_class() -> type:
 def frame_skip_wrapper(env: Any, skip: int) -> Any:
     """Wraps a gymnasium env so that each step repeats the action ``skip`` times."""
     return _frame_skip_class()(env, skip)
+
+
+def _block_observation(
+    plan: tuple[str, str | None, Any, Any], batch: tuple[int, ...]
+) -> tuple[str, tuple[int, ...], np.dtype] | None:
+    """``(key, shape, dtype)`` when the observation is one small array that a step can write
+    into a row block (see ``StepRows``), else None."""
+    key, src, space, spec = plan
+    if src is not None or not isinstance(spec, Bounded | Unbounded | Binary):
+        return None
+    shape = tuple(spec.shape[len(batch) :])
+    if int(np.prod((*batch, *shape))) > MAX_BLOCK_OBSERVATION:
+        return None
+    return key, shape, np.dtype(space.dtype)
 
 
 def _get(td: TensorDictBase, key: str) -> Any:
@@ -224,7 +239,16 @@ class GymWrapper(EnvBase):
         decoders = [
             (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
         ]
-        self.__dict__["_decoders"] = tuple(decoders) if keep_state else ()
+        decoders = decoders if keep_state else []
+        block = _block_observation(plan[0], batch) if len(decoders) == 1 else None
+        self.__dict__["_rows"] = StepRows(batch, block)
+        # Resets read every observation; steps read those the row blocks do not hold.
+        self.__dict__["_observations"] = self._observation_reader(decoders)
+        self.__dict__["_step_observations"] = (
+            self._observation_reader([]) if block is not None else self._observations
+        )
+        if block is not None and not self._from_pixels:
+            self.__dict__["_step_observations"] = None
         if single is not None and keep_state:
             self.__dict__["_decode_single"] = tuple(
                 (key, src, make_decoder(sub, single[src] if src is not None else single, ()))
@@ -327,11 +351,24 @@ class GymWrapper(EnvBase):
         frames = np.stack(frames) if self._vector else np.array(frames)
         return torch.from_numpy(frames)
 
-    def _observations(self, obs: Any) -> dict[str, Any]:
-        out = {key: decode(obs if src is None else obs[src]) for key, src, decode in self._decoders}
-        if self._from_pixels:
-            out[PIXELS] = self._read_pixels()
-        return out
+    def _observation_reader(self, decoders: list[tuple]) -> Callable[[Any], dict[str, Any]]:
+        """``read(obs)``: the observation entries that ``decoders`` (and pixels) give, as a dict.
+
+        ``decoders`` holds ``(key, key in the gymnasium observation or None for the whole of
+        it, decoder)``.
+        """
+        pixels = self._from_pixels
+        if not pixels and len(decoders) == 1 and decoders[0][1] is None:
+            key, _, decode = decoders[0]
+            return lambda obs: {key: decode(obs)}  # one observation: the common case
+
+        def read(obs: Any) -> dict[str, Any]:
+            out = {key: decode(obs if src is None else obs[src]) for key, src, decode in decoders}
+            if pixels:
+                out[PIXELS] = self._read_pixels()
+            return out
+
+        return read
 
     def _read_info(self, info: dict[str, Any], td: TensorDictBase) -> TensorDictBase:
         for reader in self._info_readers:
@@ -357,38 +394,18 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        action = self._encode_action(tensordict)
-        obs, reward, terminated, truncated, info = self._env.step(action)
-        if self._vector:
-            return self._vector_step_output(obs, reward, terminated, truncated, info)
-        out = self._observations(obs)
-        out[REWARD] = torch.from_numpy(np.array([reward], dtype=np.float32))
-        out[DONE] = torch.from_numpy(np.array([terminated or truncated]))
-        out[TERMINATED] = torch.from_numpy(np.array([terminated]))
-        out[TRUNCATED] = torch.from_numpy(np.array([truncated]))
-        td = TensorDict._new_unsafe(source=out, batch_size=self.batch_size, device=None)
-        if self._info_readers:
-            td = self._read_info(info, td)
-        target = self._target_device
-        return td if target is None else td.to(target, non_blocking=True)
-
-    def _vector_step_output(
-        self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: dict[str, Any]
-    ) -> TensorDictBase:
-        n = self.batch_size[0]
+        obs, reward, terminated, truncated, info = self._env.step(self._encode_action(tensordict))
+        out = self._rows.write(obs, reward, terminated, truncated)
+        read = self._step_observations
+        if read is not None:
+            out.update(read(obs))
         td = TensorDict._new_unsafe(
-            source=self._observations(obs), batch_size=self.batch_size, device=None
+            source=out, batch_size=self.batch_size, device=None, nested=False
         )
         if self._info_readers:
             td = self._read_info(info, td)
         if self._same_step is not None:
-            td = self._same_step.after_step(td, info)
-        terminated = torch.from_numpy(np.array(terminated, dtype=bool).reshape(n, 1))
-        truncated = torch.from_numpy(np.array(truncated, dtype=bool).reshape(n, 1))
-        td.set(REWARD, torch.from_numpy(np.array(reward, dtype=np.float32).reshape(n, 1)))
-        td.set(DONE, terminated | truncated)
-        td.set(TERMINATED, terminated)
-        td.set(TRUNCATED, truncated)
+            td = self._same_step.after_step(td, info, self.observation_keys)
         target = self._target_device
         return td if target is None else td.to(target, non_blocking=True)
 
@@ -416,8 +433,11 @@ class GymWrapper(EnvBase):
         return fresh if kept is None else splice(served, kept, fresh)
 
     def _reset_output(self, obs: Any, info: dict[str, Any]) -> TensorDictBase:
+        out = self._observations(obs)
+        flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
+        out[DONE], out[TERMINATED], out[TRUNCATED] = flags
         td = TensorDict._new_unsafe(
-            source=self._observations(obs), batch_size=self.batch_size, device=None
+            source=out, batch_size=self.batch_size, device=None, nested=False
         )
         if self._info_readers:
             td = self._read_info(info, td)
