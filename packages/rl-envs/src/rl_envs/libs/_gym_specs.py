@@ -267,7 +267,7 @@ def _to_space(spaces: Any, spec: TensorSpec, nb: int) -> Any:
     if isinstance(spec, MultiCategorical | MultiOneHot):
         return spaces.MultiDiscrete(spec.nvec.numpy())
     if isinstance(spec, Binary):
-        return spaces.MultiBinary(list(shape))
+        return spaces.MultiBinary(shape[0] if len(shape) == 1 else list(shape))
     if isinstance(spec, NonTensor):
         return spaces.Text(max_length=4096)
     raise TypeError(

@@ -12,7 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
-from rl_core.specs import Binary, Bounded, Composite, Unbounded
+from rl_core.specs import Bounded, Composite
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_rows import MAX_BLOCK_OBSERVATION, StepRows
@@ -77,8 +77,10 @@ def _block_observation(
 ) -> tuple[str, tuple[int, ...], np.dtype] | None:
     """``(key, shape, dtype)`` when the observation is one small array that a step can write
     into a row block (see ``StepRows``), else None."""
+    from gymnasium import spaces
+
     key, src, space, spec = plan
-    if src is not None or not isinstance(spec, Bounded | Unbounded | Binary):
+    if src is not None or not isinstance(space, spaces.Box | spaces.MultiBinary):
         return None
     shape = tuple(spec.shape[len(batch) :])
     if int(np.prod((*batch, *shape))) > MAX_BLOCK_OBSERVATION:
@@ -180,8 +182,12 @@ class GymWrapper(EnvBase):
             _from_pixels=bool(from_pixels),
             _info_readers=[],
             _categorical=bool(categorical_action_encoding),
+            # Outputs are built on the CPU (as ``device`` there) and moved to another device.
             _target_device=(
                 self.device if self.device is not None and self.device.type != "cpu" else None
+            ),
+            _cpu_device=(
+                self.device if self.device is not None and self.device.type == "cpu" else None
             ),
             _same_step=None,
             _decode_single=None,
@@ -400,7 +406,7 @@ class GymWrapper(EnvBase):
         if read is not None:
             out.update(read(obs))
         td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=None, nested=False
+            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
         )
         if self._info_readers:
             td = self._read_info(info, td)
@@ -437,7 +443,7 @@ class GymWrapper(EnvBase):
         flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
         out[DONE], out[TERMINATED], out[TRUNCATED] = flags
         td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=None, nested=False
+            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
         )
         if self._info_readers:
             td = self._read_info(info, td)
