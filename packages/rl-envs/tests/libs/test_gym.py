@@ -255,3 +255,58 @@ def test_importing_rl_envs_libs_does_not_import_gymnasium():
     code = "import sys, rl_envs.libs; print('gymnasium' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------- pixels
+
+
+def test_classic_control_pixels_replace_the_state_by_default():
+    env = GymEnv("CartPole-v1", from_pixels=True)
+    assert env.observation_keys == ["pixels"]
+    spec = env.observation_spec["pixels"]
+    assert spec.dtype == torch.uint8
+    assert spec.shape == (400, 600, 3)
+    check_env_specs(env, seed=0)
+    traj = env.rollout(8, break_when_any_done=False)
+    assert traj["next", "pixels"].shape == (8, 400, 600, 3)
+    assert traj["next", "pixels"].float().std() > 0
+    assert torch.equal(traj["pixels"][1:], traj["next", "pixels"][:-1])
+    assert not torch.equal(traj["pixels"][0], traj["next", "pixels"][-1])  # the cart moved
+
+
+def test_pixels_next_to_the_state_with_pixels_only_false():
+    env = GymEnv("CartPole-v1", num_envs=2, from_pixels=True, pixels_only=False)
+    assert set(env.observation_keys) == {"observation", "pixels"}
+    assert env.observation_spec["pixels"].shape == (2, 400, 600, 3)
+    check_env_specs(env, seed=0)
+
+
+def test_pixels_need_an_rgb_array_env():
+    with pytest.raises(ValueError, match="renders 'rgb_array', got render_mode=None"):
+        GymWrapper(gym.make("CartPole-v1"), from_pixels=True)
+
+
+def test_a_dict_observation_named_pixels_cannot_take_rendered_pixels_too(echo_env):
+    env = echo_env(gym.spaces.Dict({"pixels": gym.spaces.Box(0, 1, (2,))}))
+    env.render_mode = "rgb_array"
+    with pytest.raises(ValueError, match="already has a 'pixels' entry"):
+        GymWrapper(env, from_pixels=True, pixels_only=False)
+
+
+class TestAtariPixels(EnvConformanceSuite):
+    """An Atari game from ale-py, observed through its rendered frames."""
+
+    def make_env(self):
+        pytest.importorskip("ale_py")
+        return GymEnv("ALE/Pong-v5", from_pixels=True, frameskip=2)
+
+
+def test_atari_observations_and_rendered_frames_agree():
+    pytest.importorskip("ale_py")
+    env = GymEnv("ALE/Pong-v5", from_pixels=True, pixels_only=False)
+    assert env.observation_spec["observation"].shape == (210, 160, 3)
+    assert env.observation_spec["observation"].dtype == torch.uint8
+    env.set_seed(0)
+    traj = env.rollout(4)
+    assert torch.equal(traj["next", "observation"], traj["next", "pixels"])
+    assert env.action_spec.shape == (6,)
