@@ -68,7 +68,7 @@ def reset_masks(
             mask = td.get((*level, RESET), None)
         if mask is not None:
             masks[level] = mask
-    if not masks or all(bool(m.all()) for m in masks.values()):
+    if not masks or all(_all_set(m) for m in masks.values()):
         return None
     if () not in masks:
         # The root resets when any of its groups does.
@@ -78,6 +78,13 @@ def reset_masks(
             root = root | other.reshape(*other.shape[:batch_ndim], -1).any(-1, keepdim=True)
         masks[()] = root
     return masks
+
+
+def _all_set(mask: torch.Tensor) -> bool:
+    """``bool(mask.all())``; a CPU bool mask is read through its numpy view (fewer torch calls)."""
+    if mask.is_cpu and mask.dtype is torch.bool:
+        return bool(mask.numpy().all())
+    return bool(mask.all())
 
 
 def _broadcast(mask: torch.Tensor, value: torch.Tensor) -> torch.Tensor:

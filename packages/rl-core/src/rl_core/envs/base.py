@@ -92,8 +92,13 @@ def _carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBa
 
 
 def any_set(flags: torch.Tensor) -> bool:
-    """``bool(flags.any())``; a one-element tensor is read directly (one op instead of two)."""
-    return bool(flags) if flags.numel() == 1 else bool(flags.any())
+    """``bool(flags.any())``, with fewer torch calls: a one-element tensor is read directly and
+    a CPU bool tensor through its numpy view."""
+    if flags.numel() == 1:
+        return bool(flags)
+    if flags.is_cpu and flags.dtype is torch.bool:
+        return bool(flags.numpy().any())
+    return bool(flags.any())
 
 
 class EnvBase(nn.Module, metaclass=abc.ABCMeta):
@@ -529,7 +534,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             paths = self._done_paths()
         for done_path, reset_path in paths:
             done = _fast_get(root, done_path)
-            if bool(done) if done.numel() == 1 else bool(done.any()):
+            if any_set(done):
                 if len(reset_path) == 1:
                     _fast_set(root, reset_path[0], done)
                 else:
