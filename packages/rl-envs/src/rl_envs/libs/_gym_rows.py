@@ -95,4 +95,20 @@ class StepRows:
         return out
 
 
-__all__ = ["MAX_BLOCK_OBSERVATION", "StepRows"]
+def block_observation(
+    plan: tuple[str, str | None, Any, Any], batch: tuple[int, ...]
+) -> tuple[str, tuple[int, ...], np.dtype] | None:
+    """``(key, shape, dtype)`` when the observation is one small array that a step can write
+    into a row block (see ``StepRows``), else None."""
+    from gymnasium import spaces
+
+    key, src, space, spec = plan
+    if src is not None or not isinstance(space, spaces.Box | spaces.MultiBinary):
+        return None
+    shape = tuple(spec.shape[len(batch) :])
+    if int(np.prod((*batch, *shape))) > MAX_BLOCK_OBSERVATION:
+        return None
+    return key, shape, np.dtype(space.dtype)
+
+
+__all__ = ["MAX_BLOCK_OBSERVATION", "StepRows", "block_observation"]

@@ -32,7 +32,10 @@ def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray |
     """The ``"_reset"`` mask of ``tensordict`` as a numpy ``(num_envs,)`` bool array, or None."""
     if tensordict is None:
         return None
-    mask = tensordict.get(RESET, None)
+    if type(tensordict) is TensorDict:
+        mask = tensordict._tensordict.get(RESET, None)
+    else:
+        mask = tensordict.get(RESET, None)
     if mask is None:
         return None
     if mask.is_cpu:

@@ -15,7 +15,13 @@ from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATE
 from rl_core.specs import Bounded, Composite
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
-from rl_envs.libs._gym_rows import MAX_BLOCK_OBSERVATION, StepRows
+from rl_envs.libs._gym_make import (
+    check_frame_skip,
+    frame_skip_wrapper,
+    import_gymnasium,
+    register_namespace,
+)
+from rl_envs.libs._gym_rows import StepRows, block_observation
 from rl_envs.libs._gym_specs import gym_space_to_spec
 from rl_envs.libs._gym_vector import (
     SameStepResets,
@@ -24,68 +30,6 @@ from rl_envs.libs._gym_vector import (
     splice,
     zeros_like_spec,
 )
-
-
-def _import_gymnasium(who: str) -> Any:
-    try:
-        import gymnasium
-    except ImportError as err:
-        raise ImportError(f'{who} needs gymnasium: pip install "rl-envs[gymnasium]"') from err
-    return gymnasium
-
-
-def _check_frame_skip(frame_skip: Any, who: str) -> int:
-    if frame_skip is None:
-        return 1
-    if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
-        raise ValueError(
-            f"{who}: expected frame_skip to be None or an int >= 1, got {frame_skip!r}."
-        )
-    return frame_skip
-
-
-@functools.cache
-def _frame_skip_class() -> type:
-    gymnasium = _import_gymnasium("frame_skip")
-
-    class FrameSkip(gymnasium.Wrapper):
-        """Repeats every action ``skip`` times (fewer if the episode ends), summing rewards."""
-
-        def __init__(self, env: Any, skip: int) -> None:
-            super().__init__(env)
-            self.skip = skip
-
-        def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
-            total = 0.0
-            for _ in range(self.skip):
-                obs, reward, terminated, truncated, info = self.env.step(action)
-                total += float(reward)
-                if terminated or truncated:
-                    break
-            return obs, total, terminated, truncated, info
-
-    return FrameSkip
-
-
-def frame_skip_wrapper(env: Any, skip: int) -> Any:
-    """Wraps a gymnasium env so that each step repeats the action ``skip`` times."""
-    return _frame_skip_class()(env, skip)
-
-
-def _block_observation(
-    plan: tuple[str, str | None, Any, Any], batch: tuple[int, ...]
-) -> tuple[str, tuple[int, ...], np.dtype] | None:
-    """``(key, shape, dtype)`` when the observation is one small array that a step can write
-    into a row block (see ``StepRows``), else None."""
-    from gymnasium import spaces
-
-    key, src, space, spec = plan
-    if src is not None or not isinstance(space, spaces.Box | spaces.MultiBinary):
-        return None
-    shape = tuple(spec.shape[len(batch) :])
-    if int(np.prod((*batch, *shape))) > MAX_BLOCK_OBSERVATION:
-        return None
-    return key, shape, np.dtype(space.dtype)
 
 
 def _get(td: TensorDictBase, key: str) -> Any:
@@ -158,14 +102,14 @@ class GymWrapper(EnvBase):
         device: torch.device | str | int | None = None,
     ) -> None:
         who = type(self).__name__
-        gym = _import_gymnasium(who)
+        gym = import_gymnasium(who)
         vector = isinstance(env, gym.vector.VectorEnv)
         if not vector and not isinstance(env, gym.Env):
             raise TypeError(
                 f"{who}: expected a gymnasium.Env or gymnasium.vector.VectorEnv, got "
                 f"{type(env).__name__}. Build it with gymnasium.make(...) or use GymEnv(name)."
             )
-        skip = _check_frame_skip(frame_skip, who)
+        skip = check_frame_skip(frame_skip, who)
         if skip > 1:
             if vector:
                 raise ValueError(
@@ -246,15 +190,14 @@ class GymWrapper(EnvBase):
             (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
         ]
         decoders = decoders if keep_state else []
-        block = _block_observation(plan[0], batch) if len(decoders) == 1 else None
+        block = block_observation(plan[0], batch) if len(decoders) == 1 else None
         self.__dict__["_rows"] = StepRows(batch, block)
         # Resets read every observation; steps read those the row blocks do not hold.
         self.__dict__["_observations"] = self._observation_reader(decoders)
+        step_decoders = decoders if block is None else []
         self.__dict__["_step_observations"] = (
-            self._observation_reader([]) if block is not None else self._observations
+            self._observation_reader(step_decoders) if step_decoders or self._from_pixels else None
         )
-        if block is not None and not self._from_pixels:
-            self.__dict__["_step_observations"] = None
         if single is not None and keep_state:
             self.__dict__["_decode_single"] = tuple(
                 (key, src, make_decoder(sub, single[src] if src is not None else single, ()))
@@ -464,19 +407,6 @@ class GymWrapper(EnvBase):
         super().close()
 
 
-def _register_namespace(gym: Any, env_name: str) -> None:
-    """Makes the ``ALE/`` ids known to gymnasium (ale-py registers them on request)."""
-    if not env_name.startswith("ALE/") or env_name in gym.registry:
-        return
-    try:
-        import ale_py
-    except ImportError as err:
-        raise ImportError(
-            f'GymEnv({env_name!r}) needs ale-py for Atari games: pip install "rl-envs[atari]"'
-        ) from err
-    gym.register_envs(ale_py)
-
-
 class GymEnv(GymWrapper):
     """A gymnasium env made by name: ``gymnasium.make``, or a vector env with ``num_envs > 0``.
 
@@ -537,7 +467,7 @@ class GymEnv(GymWrapper):
         **make_kwargs: Any,
     ) -> None:
         who = type(self).__name__
-        gym = _import_gymnasium(who)
+        gym = import_gymnasium(who)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 0:
             raise ValueError(
                 f"{who}: expected num_envs to be an int >= 0 (0 for a single env), got "
@@ -547,8 +477,8 @@ class GymEnv(GymWrapper):
             raise ValueError(
                 f"{who}: expected vectorization_mode 'sync' or 'async', got {vectorization_mode!r}."
             )
-        skip = _check_frame_skip(frame_skip, who)
-        _register_namespace(gym, env_name)
+        skip = check_frame_skip(frame_skip, who)
+        register_namespace(gym, env_name)
         if from_pixels:
             make_kwargs.setdefault("render_mode", "rgb_array")
         if num_envs == 0:
@@ -581,4 +511,4 @@ class GymEnv(GymWrapper):
             raise
 
 
-__all__ = ["GymEnv", "GymWrapper", "frame_skip_wrapper"]
+__all__ = ["GymEnv", "GymWrapper"]
