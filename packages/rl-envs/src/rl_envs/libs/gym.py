@@ -190,7 +190,7 @@ class GymWrapper(EnvBase):
             (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
         ]
         decoders = decoders if keep_state else []
-        block = block_observation(plan[0], batch) if len(decoders) == 1 else None
+        block = block_observation(plan[0], batch) if len(decoders) == 1 and copy else None
         self.__dict__["_rows"] = StepRows(batch, block)
         # Resets read every observation; steps read those the row blocks do not hold.
         self.__dict__["_observations"] = self._observation_reader(decoders)
