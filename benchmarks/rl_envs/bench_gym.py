@@ -9,6 +9,9 @@ of this process with ``time.process_time``, so other work on the machine disturb
    ``gymnasium.vector.SyncVectorEnv`` of 8 CartPoles (default NEXT_STEP autoreset) stepped
    2 500 times with ``action_space.sample()``: 20 000 env-steps each.
 
+A third line repeats (1) with a policy that writes a fixed action instead of sampling one from
+the action spec, to show what the random policy itself costs.
+
 Run: ``uv run python benchmarks/rl_envs/bench_gym.py``
 """
 
@@ -45,6 +48,18 @@ def wrapped_single(steps: int) -> float:
     env.set_seed(0)
     start = time.process_time()
     env.rollout(steps, break_when_any_done=False)
+    elapsed = time.process_time() - start
+    env.close()
+    return elapsed
+
+
+def wrapped_single_fixed_action(steps: int) -> float:
+    """The single-env rollout with a policy that writes a fixed action: what sampling costs."""
+    env = GymEnv("CartPole-v1")
+    env.set_seed(0)
+    action = torch.tensor([True, False])
+    start = time.process_time()
+    env.rollout(steps, lambda td: td.set("action", action), break_when_any_done=False)
     elapsed = time.process_time() - start
     env.close()
     return elapsed
@@ -94,6 +109,8 @@ def main() -> None:
     )
     compare("CartPole-v1, single env", raw_single, wrapped_single)
     compare(f"CartPole-v1, {NUM_ENVS} envs (sync)", raw_vector, wrapped_vector)
+    print("where the time goes:")
+    compare("  single env, fixed action", raw_single, wrapped_single_fixed_action)
 
 
 if __name__ == "__main__":
