@@ -359,7 +359,11 @@ class GymWrapper(EnvBase):
         return td if target is None else td.to(target, non_blocking=True)
 
     def _reset(
-        self, tensordict: TensorDictBase | None = None, *, seed: int | None = None, options=None
+        self,
+        tensordict: TensorDictBase | None = None,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
     ) -> TensorDictBase:
         env = self._env
         mask = reset_mask(tensordict, self.batch_size[0]) if self._vector else None
