@@ -102,7 +102,7 @@ class _LeafSpec(TensorSpec):
 
     def _full(self, shape: ShapeLike, method: str = "rand") -> torch.Size:
         """``(*shape, *self.shape)``; the hot path of ``rand``/``zero``."""
-        if shape == () and type(shape) is tuple:  # the default, without building a message
+        if type(shape) is tuple and not shape:  # the default, without building a message
             return self.shape
         return _prepend(shape, self.shape, f"{type(self).__name__}.{method}")
 

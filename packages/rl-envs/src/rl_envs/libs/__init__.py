@@ -1,7 +1,25 @@
-"""Wrappers of third-party environment libraries (imported only when used)."""
+"""Wrappers of third-party environment libraries (gymnasium, PettingZoo).
 
+The libraries themselves are optional: they are imported when a wrapper is built, never when
+this package is imported.
+"""
+
+from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
+from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
+from rl_envs.libs.gym import GymEnv, GymWrapper
 from rl_envs.libs.pettingzoo import PettingZooWrapper
 from rl_envs.libs.pettingzoo_env import PettingZooEnv
 
-__all__ = ["MarlGroupMapType", "PettingZooEnv", "PettingZooWrapper", "check_marl_grouping"]
+__all__ = [
+    "GymEnv",
+    "GymWrapper",
+    "InfoDictReader",
+    "MarlGroupMapType",
+    "PettingZooEnv",
+    "PettingZooWrapper",
+    "check_marl_grouping",
+    "default_info_dict_reader",
+    "gym_space_to_spec",
+    "spec_to_gym_space",
+]
