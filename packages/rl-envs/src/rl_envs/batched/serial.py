@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_envs.batched._common import (
@@ -118,7 +118,7 @@ class SerialEnv(BatchedEnvBase):
                 return self._to_self(torch.stack(outs, 0))
             layout = (len(first._tensordict), paths, self._builder(tuple(paths)))
             self.__dict__["_step_layout"] = layout
-        size, paths, builder = layout
+        _, paths, builder = layout
         try:
             values = []
             for path in paths:
