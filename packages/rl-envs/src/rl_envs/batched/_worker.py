@@ -1,0 +1,215 @@
+"""The worker process of ParallelEnv: builds one env and serves the parent's commands.
+
+Protocol (one message each way per command, over a ``multiprocessing`` pipe): the first byte
+names the command, the rest is a pickled argument where there is one.
+
+- ``STEP``: the inputs (actions, states) are in the shared input buffer, with one byte per
+  entry in the message saying whether the parent wrote it (or the inputs are pickled in the
+  message); the worker steps and writes the ``"next"`` entries to the shared step buffer.
+- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done and writes the next
+  root (observations, done flags) to the shared reset buffer.
+- ``RESET``: argument ``(partial, masks, kwargs)``; with ``partial``, the ``"_reset"`` masks
+  are ``masks`` or, when that is ``None``, in the shared mask buffer. Writes the reset output to the shared reset buffer.
+- ``SEED``: argument ``(seed, static_seed)``; replies with the next seed.
+- ``CLOSE``: closes the env and ends the process.
+
+Replies: ``OK`` (plus a pickled payload where there is one) or ``ERROR`` with a pickled
+``(exception type name, message, traceback text)``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import pickle
+import traceback
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.keys import NEXT
+from rl_core.ted import step_mdp
+from rl_envs.batched._common import EnvMetadata, Path, get_leaf
+
+STEP = b"s"
+STEP_AND_RESET = b"m"
+RESET = b"r"
+SEED = b"e"
+CLOSE = b"c"
+OK = b"k"
+ERROR = b"x"
+
+
+class SharedBuffers:
+    """The shared-memory TensorDicts of one ParallelEnv, as leaf lists for fast copies.
+
+    Each buffer has batch ``[num_workers, *sub_batch]``; ``view(i)`` gives worker ``i`` its row.
+    """
+
+    def __init__(self, buffers: dict[str, TensorDict], paths: dict[str, list[Path]]) -> None:
+        self.buffers = buffers
+        self.paths = paths
+
+    def leaves(self, name: str, index: int | None = None) -> list[torch.Tensor]:
+        td = self.buffers[name]
+        leaves = [get_leaf(td, path) for path in self.paths[name]]
+        return leaves if index is None else [leaf[index] for leaf in leaves]
+
+
+def write_leaves(
+    dest: list[torch.Tensor], paths: list[Path], source: TensorDictBase, where: str
+) -> None:
+    """Copies the entries ``paths`` of ``source`` into ``dest`` (in place)."""
+    for leaf, path in zip(dest, paths):
+        value = get_leaf(source, path)
+        if value is None:
+            raise KeyError(
+                f"{where}: the env output lacks {path}, which its specs declare (got keys "
+                f"{sorted(map(str, source.keys(True, True)))})."
+            )
+        leaf.copy_(value)
+
+
+class _Worker:
+    """The worker-side state: the env, the last root it produced and its buffer views."""
+
+    def __init__(
+        self,
+        index: int,
+        env: EnvBase,
+        shared: SharedBuffers | None,
+        paths: dict[str, list[Path]],
+    ) -> None:
+        self.index = index
+        self.env = env
+        self.paths = paths
+        self.root: TensorDictBase | None = None
+        self.where = f"ParallelEnv worker {index} ({type(env).__name__})"
+        self.views = (
+            {name: shared.leaves(name, index) for name in shared.buffers}
+            if shared is not None
+            else None
+        )
+        self.mdp_kwargs = {
+            "reward_keys": list(env.reward_keys),
+            "done_keys": list(env.done_keys),
+            "action_keys": list(env.action_keys),
+        }
+
+    # -- inputs and outputs ---------------------------------------------------------------
+    def _take_inputs(self, payload: bytes) -> TensorDictBase:
+        root = self.root
+        if root is None:
+            raise RuntimeError(f"{self.where}: step before reset; call env.reset() first.")
+        if self.views is None:
+            inputs = pickle.loads(payload)
+            for path in self.paths["sent"]:
+                value = get_leaf(inputs, path)
+                if value is not None:
+                    root.set(path, value)
+        else:
+            # payload: one byte per sent entry, 1 where the parent wrote it.
+            for path, leaf, present in zip(self.paths["sent"], self.views["sent"], payload):
+                if present:
+                    root.set(path, leaf.clone())
+        return root
+
+    def _emit(self, name: str, td: TensorDictBase) -> bytes:
+        if self.views is None:
+            return pickle.dumps(td.select(*self.paths[name], strict=False))
+        write_leaves(self.views[name], self.paths[name], td, self.where)
+        return b""
+
+    # -- commands ---------------------------------------------------------------------------
+    def step(self, payload: bytes) -> bytes:
+        root = self.env.step(self._take_inputs(payload))
+        reply = self._emit("step_outputs", root.get(NEXT))
+        self.root = step_mdp(root, **self.mdp_kwargs)
+        return reply
+
+    def step_and_reset(self, payload: bytes) -> bytes:
+        root, next_root = self.env.step_and_maybe_reset(self._take_inputs(payload))
+        reply = self._emit("step_outputs", root.get(NEXT))
+        self.root = next_root
+        second = self._emit("reset_outputs", next_root)
+        return reply if self.views is not None else pickle.dumps((reply, second))
+
+    def reset(self, payload: bytes) -> bytes:
+        partial, masks, kwargs = pickle.loads(payload)
+        if partial and self.root is not None:
+            root = self.root
+            if masks is None:
+                masks = [leaf.clone() for leaf in self.views["masks"]]
+            for path, mask in zip(self.paths["masks"], masks):
+                root.set(path, mask)
+            self.root = self.env.reset(root, **kwargs)
+        else:
+            self.root = self.env.reset(**kwargs)
+        return self._emit("reset_outputs", self.root)
+
+    def seed(self, payload: bytes) -> bytes:
+        seed, static_seed = pickle.loads(payload)
+        return pickle.dumps(self.env.set_seed(seed, static_seed=static_seed))
+
+
+def worker_main(
+    index: int,
+    create_env_fn: Any,
+    conn: multiprocessing.connection.Connection,
+    shared: SharedBuffers | None,
+    paths: dict[str, list[Path]],
+    reference: EnvMetadata,
+    num_threads: int,
+) -> None:
+    """Entry point of a worker process."""
+    torch.set_num_threads(num_threads)
+    parent = multiprocessing.parent_process()
+    watch = [conn] if parent is None else [conn, parent.sentinel]
+    try:
+        env = create_env_fn()
+        difference = reference.difference(EnvMetadata.from_env(env))
+        if difference is not None:
+            raise ValueError(
+                f"ParallelEnv: the env of worker {index} ({type(env).__name__}) has {difference}, "
+                f"unlike the env the specs come from ({reference.env_type}). All workers' envs "
+                f"must have the same specs, batch size and device."
+            )
+        worker = _Worker(index, env, shared, paths)
+    except Exception as err:
+        conn.send_bytes(ERROR + pickle.dumps(_describe(err)))
+        return
+    conn.send_bytes(OK)
+    handlers = {
+        STEP: worker.step,
+        STEP_AND_RESET: worker.step_and_reset,
+        RESET: worker.reset,
+        SEED: worker.seed,
+    }
+    while True:
+        ready = multiprocessing.connection.wait(watch)
+        if conn not in ready:
+            break  # the parent process is gone
+        try:
+            message = conn.recv_bytes()
+        except (EOFError, OSError):
+            break
+        command, payload = message[:1], message[1:]
+        if command == CLOSE:
+            env.close()
+            conn.send_bytes(OK)
+            break
+        try:
+            reply = OK + handlers[command](payload)
+        except Exception as err:
+            reply = ERROR + pickle.dumps(_describe(err))
+        conn.send_bytes(reply)
+    conn.close()
+
+
+def _describe(err: BaseException) -> tuple[str, str, str]:
+    return type(err).__name__, str(err), traceback.format_exc()
+
+
+__all__ = ["worker_main"]

@@ -1,0 +1,393 @@
+"""ParallelEnv: envs stepped in worker processes that exchange data through shared memory."""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import pickle
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.keys import DONE
+from rl_core.specs import Composite
+from rl_core.ted import step_mdp
+from rl_envs.batched import _worker
+from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
+from rl_envs.batched._worker import SharedBuffers, worker_main
+from rl_envs.batched.base import BatchedEnvBase
+
+_BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
+
+
+def default_start_method() -> str:
+    """``"fork"`` where available and CUDA is not initialised in this process, else ``"spawn"``."""
+    if "fork" in multiprocessing.get_all_start_methods() and not torch.cuda.is_initialized():
+        return "fork"
+    return "spawn"
+
+
+class ParallelEnv(BatchedEnvBase):
+    """Runs ``num_workers`` envs in worker processes, as one env of batch ``[n, *sub_batch]``.
+
+    Each worker process builds its own env (all workers start at once; the parent builds one
+    env first, through :attr:`EnvCreator.meta_data`, to read the specs). Data moves through
+    shared-memory buffers allocated once: each step the parent writes the actions (and state
+    entries) in place, sends each worker a one-byte command over a pipe, the workers step and
+    write their outputs in place, and the parent copies the outputs out. ``step_and_maybe_reset``
+    (used by ``rollout`` and collectors) resets finished sub-envs inside the workers in the
+    same round trip. Workers hold their own observations: the parent sends only the entries
+    of ``action_spec`` and ``state_spec``.
+
+    Start method: ``"fork"`` (the default on Linux while CUDA is not initialised in this
+    process) starts workers in milliseconds; each worker limits torch to ``num_threads``
+    threads, which keeps torch's thread pools usable after the fork. A parent running other
+    threads that hold locks (some GUI or logging libraries) can deadlock a forked child: pass
+    ``mp_start_method="spawn"`` (safe, but each worker re-imports torch, seconds per start).
+    With ``"spawn"`` or ``"forkserver"`` the env factories are pickled; lambdas work through
+    :class:`EnvCreator` when cloudpickle is installed.
+
+    Errors: an exception in a worker is raised here as a ``RuntimeError`` carrying the worker's
+    traceback (the worker lives on). A worker that dies (killed, crashed) makes the next call
+    raise a ``RuntimeError`` naming the worker and its exit code; the env is then closed.
+    ``close()`` stops and joins every worker (terminating any that does not stop), so no
+    process is left behind; it also runs when the env is garbage-collected.
+
+    Args:
+        num_workers: the number of worker processes (one env each).
+        create_env_fn: a callable returning an env (a class, a function, an
+            :class:`EnvCreator`), or a list of ``num_workers`` of them with the same specs.
+            It may return a batched env (e.g. ``SerialEnv(4, ...)``): the batch size is then
+            ``[num_workers, 4]``.
+        create_env_kwargs: keyword arguments for ``create_env_fn``, or one dict per worker.
+        num_threads: torch threads in each worker. Defaults to 1 (no oversubscription).
+        mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; ``None`` picks as above.
+        shared_memory: exchange data through shared memory (fast). ``False`` pickles it
+            through the pipes instead, for outputs whose shapes vary.
+        device: the device of the batched env (outputs are moved there); defaults to the
+            sub-envs' device, which must be the CPU.
+        timeout: seconds to wait for a worker's reply before raising ``TimeoutError``;
+            ``None`` waits as long as the workers live.
+
+    Raises:
+        ValueError: bad ``num_workers``/``num_threads``/``timeout``/``mp_start_method``, envs
+            not on the CPU, or workers whose envs have different specs.
+        RuntimeError: a worker failed to build its env (the message holds its traceback).
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_envs.batched import ParallelEnv
+        >>> env = ParallelEnv(2, CountingEnv, {"max_count": 4})
+        >>> env.batch_size
+        torch.Size([2])
+        >>> env.set_seed(0)
+        2
+        >>> env.rollout(10, break_when_any_done=False).batch_size
+        torch.Size([2, 10])
+        >>> env.close()
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
+        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        *,
+        num_threads: int = 1,
+        mp_start_method: str | None = None,
+        shared_memory: bool = True,
+        device: torch.device | str | int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        factories = as_env_factories(num_workers, create_env_fn, create_env_kwargs, "ParallelEnv")
+        if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
+            raise ValueError(f"ParallelEnv: expected num_threads >= 1, got {num_threads!r}.")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"ParallelEnv: expected timeout > 0 or None, got {timeout!r}.")
+        method = mp_start_method or default_start_method()
+        if method not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"ParallelEnv: mp_start_method {method!r} is not available here; choose one of "
+                f"{multiprocessing.get_all_start_methods()}."
+            )
+        meta_data = factories[0].meta_data
+        if meta_data.device is not None and meta_data.device.type != "cpu":
+            raise ValueError(
+                f"ParallelEnv: the envs are on {meta_data.device}; workers exchange data through "
+                f"CPU shared memory. Build the envs on the CPU and pass device="
+                f"{str(meta_data.device)!r} to ParallelEnv to get the outputs there."
+            )
+        super().__init__(num_workers, meta_data, device=device)
+        self.__dict__.update(
+            num_threads=num_threads,
+            mp_start_method=method,
+            shared_memory=shared_memory,
+            timeout=timeout,
+            _fused_reset=False,
+            _pending_reset=None,
+        )
+        paths = {name: self._paths(name) for name in _BUFFERS}
+        self.__dict__["_builders"] = {name: TreeBuilder(p) for name, p in paths.items()}
+        shared = self._allocate(paths) if shared_memory else None
+        self.__dict__["_shared"] = shared
+        self.__dict__["_leaves"] = (
+            {name: shared.leaves(name) for name in _BUFFERS} if shared is not None else None
+        )
+        done_paths = [p for p in paths["step_outputs"] if p[-1] == DONE]
+        self.__dict__["_done_flag_paths"] = done_paths
+        self._start(factories, shared, paths, multiprocessing.get_context(method))
+
+    # ------------------------------------------------------------------ set-up
+    def _leaf_spec(self, path: Path) -> Any:
+        out, inp = self.meta_data.output_spec, self.meta_data.input_spec
+        for group in (*out.values(), *inp.values()):
+            try:
+                return group[path]
+            except KeyError:
+                continue
+        raise KeyError(f"ParallelEnv: no spec for {path}.")
+
+    def _allocate(self, paths: dict[str, list[Path]]) -> SharedBuffers:
+        """Zero-filled CPU buffers of batch ``[n, *sub_batch]``, moved to shared memory."""
+        n = self.num_workers
+        buffers = {}
+        for name, leaf_paths in paths.items():
+            values = []
+            for path in leaf_paths:
+                if name == "masks":
+                    spec = self._leaf_spec((*path[:-1], DONE))
+                    value = torch.zeros(spec.shape, dtype=torch.bool)
+                else:
+                    spec = self._leaf_spec(path)
+                    value = spec.zero()
+                values.append(value.expand(n, *value.shape).clone().share_memory_())
+            buffers[name] = self._builders[name].build(values, self.batch_size, None)
+        return SharedBuffers(buffers, paths)
+
+    def _start(
+        self,
+        factories: list[Callable[[], EnvBase]],
+        shared: SharedBuffers | None,
+        paths: dict[str, list[Path]],
+        context: Any,
+    ) -> None:
+        processes, conns = [], []
+        self.__dict__["_processes"] = processes
+        self.__dict__["_conns"] = conns
+        self.__dict__["_finalizer"] = weakref.finalize(self, _shutdown, processes, conns)
+        try:
+            for i, factory in enumerate(factories):
+                parent_end, child_end = context.Pipe()
+                process = context.Process(
+                    target=worker_main,
+                    args=(i, factory, child_end, shared, paths, self.meta_data, self.num_threads),
+                    name=f"ParallelEnv-worker-{i}",
+                    daemon=True,
+                )
+                process.start()
+                # Only the worker keeps its end: its death then closes the pipe (EOF here).
+                child_end.close()
+                processes.append(process)
+                conns.append(parent_end)
+            self._collect(range(self.num_workers), "building its env")
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ messaging
+    def _fail(self, index: int, what: str) -> None:
+        process = self._processes[index]
+        process.join(timeout=1.0)
+        code = process.exitcode
+        self.close()
+        raise RuntimeError(
+            f"ParallelEnv: worker {index} (pid {process.pid}) died with exit code {code} while "
+            f"{what}. The env is closed; build a new one."
+        )
+
+    def _receive(self, index: int, what: str, deadline: float | None) -> bytes:
+        conn = self._conns[index]
+        process = self._processes[index]
+        try:
+            if deadline is not None:
+                remaining = max(deadline - time.monotonic(), 0.0)
+                ready = multiprocessing.connection.wait([conn, process.sentinel], remaining)
+                if not ready:
+                    self.close()
+                    raise TimeoutError(
+                        f"ParallelEnv: worker {index} (pid {process.pid}) did not answer within "
+                        f"{self.timeout} s while {what}. The env is closed."
+                    )
+                if conn not in ready and not conn.poll():
+                    self._fail(index, what)
+            return conn.recv_bytes()
+        except (EOFError, ConnectionError):
+            self._fail(index, what)
+            raise  # unreachable: _fail raises
+
+    def _collect(self, indices: Any, what: str) -> dict[int, bytes]:
+        """Waits for one reply from each worker in ``indices``; raises the first error."""
+        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        replies = {i: self._receive(i, what, deadline) for i in indices}
+        for i, reply in replies.items():
+            if reply[:1] == _worker.ERROR:
+                name, message, trace = pickle.loads(reply[1:])
+                if what == "building its env":
+                    self.close()
+                raise RuntimeError(
+                    f"ParallelEnv: worker {i} raised {name} while {what}: {message}\n"
+                    f"--- worker {i} traceback ---\n{trace}"
+                )
+        return {i: reply[1:] for i, reply in replies.items()}
+
+    def _send(self, indices: Any, messages: bytes | list[bytes], what: str) -> dict[int, bytes]:
+        if self.is_closed:
+            raise RuntimeError(f"ParallelEnv: the env is closed; cannot {what}.")
+        indices = list(indices)
+        for k, i in enumerate(indices):
+            message = messages if isinstance(messages, bytes) else messages[k]
+            try:
+                self._conns[i].send_bytes(message)
+            except (BrokenPipeError, ConnectionError, OSError):
+                self._fail(i, what)
+        return self._collect(indices, what)
+
+    # ------------------------------------------------------------------ data
+    def _read(self, name: str, replies: dict[int, bytes] | None = None) -> TensorDictBase:
+        """A fresh TensorDict of the outputs ``name`` of every worker, on ``self.device``."""
+        device = self.device
+        if self._shared is not None:
+            leaves = self._leaves[name]
+            if device is not None and device.type != "cpu":
+                values = [leaf.to(device, copy=True) for leaf in leaves]
+            else:
+                values = [leaf.clone() for leaf in leaves]
+            return self._builders[name].build(values, self.batch_size, device)
+        rows = [pickle.loads(replies[i]) for i in range(self.num_workers)]
+        out = torch.stack(rows, 0)
+        return out.to(device) if device is not None else out
+
+    def _inputs_message(self, command: bytes, tensordict: TensorDictBase) -> bytes | list[bytes]:
+        paths = self._paths("sent")
+        if self._shared is not None:
+            present = bytearray()
+            for leaf, path in zip(self._leaves["sent"], paths):
+                value = get_leaf(tensordict, path)
+                present.append(value is not None)
+                if value is not None:
+                    leaf.copy_(value)
+            return command + bytes(present)
+        selected = tensordict.select(*paths, strict=False).to("cpu")
+        return [command + pickle.dumps(selected[i]) for i in range(self.num_workers)]
+
+    # ------------------------------------------------------------------ contract
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        fused = self._fused_reset
+        command = _worker.STEP_AND_RESET if fused else _worker.STEP
+        replies = self._send(
+            range(self.num_workers), self._inputs_message(command, tensordict), "stepping"
+        )
+        if self._shared is None:
+            if fused:
+                pairs = {i: pickle.loads(r) for i, r in replies.items()}
+                self.__dict__["_pending_reset"] = self._read(
+                    "reset_outputs", {i: p[1] for i, p in pairs.items()}
+                )
+                replies = {i: p[0] for i, p in pairs.items()}
+            return self._read("step_outputs", replies)
+        return self._read("step_outputs")
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then resets the finished sub-envs inside the workers, in one round trip.
+
+        Returns:
+            ``(tensordict, next_root)`` as :meth:`EnvBase.step_and_maybe_reset`.
+        """
+        self.__dict__["_fused_reset"] = True
+        try:
+            tensordict = self.step(tensordict)
+        finally:
+            self.__dict__["_fused_reset"] = False
+        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        if any(bool(get_leaf(next_root, path).any()) for path in self._done_flag_paths):
+            if self._shared is not None:
+                fresh = self._read("reset_outputs")
+            else:
+                fresh = self._pending_reset
+            next_root.update(fresh)
+        return tensordict, next_root
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        n = self.num_workers
+        masks: list[torch.Tensor | None] = []
+        if tensordict is not None:
+            masks = [get_leaf(tensordict, path) for path in self._paths("masks")]
+        present = [mask for mask in masks if mask is not None]
+        rows = self._sub_rows_to_reset(present) if present else None
+        if rows is None or bool(rows.all()):
+            message = _worker.RESET + pickle.dumps((False, None, kwargs))
+            replies = self._send(range(n), message, "resetting")
+            return self._read("reset_outputs", replies)
+        targets = rows.nonzero().flatten().tolist()
+        if self._shared is not None:
+            for leaf, mask in zip(self._leaves["masks"], masks):
+                leaf.copy_(mask if mask is not None else torch.zeros_like(leaf))
+            message = _worker.RESET + pickle.dumps((True, None, kwargs))
+            self._send(targets, message, "resetting")
+            return self._read("reset_outputs")
+        messages = [
+            _worker.RESET
+            + pickle.dumps((True, [m[i].cpu() if m is not None else None for m in masks], kwargs))
+            for i in targets
+        ]
+        replies = self._send(targets, messages, "resetting")
+        # Sub-envs not reset keep their previous values (EnvBase.reset merges by mask).
+        previous = tensordict.select(*self._paths("reset_outputs"), strict=False)
+        fresh = {i: pickle.loads(r) for i, r in replies.items()}
+        rows_td = [fresh[i] if i in fresh else previous[i].cpu() for i in range(n)]
+        out = torch.stack(rows_td, 0)
+        return out.to(self.device) if self.device is not None else out
+
+    def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
+        for i in range(self.num_workers):
+            reply = self._send([i], _worker.SEED + pickle.dumps((seed, static_seed)), "seeding")
+            seed = pickle.loads(reply[i])
+        return seed
+
+    def close(self) -> None:
+        """Stops and joins every worker; calling it twice is harmless."""
+        finalizer = self.__dict__.get("_finalizer")
+        if finalizer is not None:
+            finalizer()
+        super().close()
+
+
+def _shutdown(processes: list[Any], conns: list[Any], grace: float = 5.0) -> None:
+    """Asks each worker to close, joins it, and terminates (then kills) any that lingers."""
+    for process, conn in zip(processes, conns):
+        if process.is_alive():
+            try:
+                conn.send_bytes(_worker.CLOSE)
+            except (BrokenPipeError, ConnectionError, OSError):
+                pass
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(timeout=max(deadline - time.monotonic(), 0.0))
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout=1.0)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    for conn in conns:
+        conn.close()
+
+
+__all__ = ["ParallelEnv", "default_start_method"]
