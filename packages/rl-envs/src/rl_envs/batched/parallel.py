@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import pickle
@@ -15,7 +16,6 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
-from rl_core.specs import Composite
 from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
 from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
@@ -317,10 +317,7 @@ class ParallelEnv(BatchedEnvBase):
             self.__dict__["_fused_reset"] = False
         next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
         if any(bool(get_leaf(next_root, path).any()) for path in self._done_flag_paths):
-            if self._shared is not None:
-                fresh = self._read("reset_outputs")
-            else:
-                fresh = self._pending_reset
+            fresh = self._read("reset_outputs") if self._shared is not None else self._pending_reset
             next_root.update(fresh)
         return tensordict, next_root
 
@@ -373,10 +370,8 @@ def _shutdown(processes: list[Any], conns: list[Any], grace: float = 5.0) -> Non
     """Asks each worker to close, joins it, and terminates (then kills) any that lingers."""
     for process, conn in zip(processes, conns):
         if process.is_alive():
-            try:
+            with contextlib.suppress(BrokenPipeError, ConnectionError, OSError):
                 conn.send_bytes(_worker.CLOSE)
-            except (BrokenPipeError, ConnectionError, OSError):
-                pass
     deadline = time.monotonic() + grace
     for process in processes:
         process.join(timeout=max(deadline - time.monotonic(), 0.0))
