@@ -23,6 +23,10 @@ from rl_envs.batched._worker import SharedBuffers, worker_main
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
+_REMOTE_ERRORS: dict[str, type[Exception]] = {
+    error.__name__: error
+    for error in (ValueError, TypeError, KeyError, IndexError, RuntimeError, NotImplementedError)
+}
 
 
 def default_start_method() -> str:
@@ -52,8 +56,10 @@ class ParallelEnv(BatchedEnvBase):
     With ``"spawn"`` or ``"forkserver"`` the env factories are pickled; lambdas work through
     :class:`EnvCreator` when cloudpickle is installed.
 
-    Errors: an exception in a worker is raised here as a ``RuntimeError`` carrying the worker's
-    traceback (the worker lives on). A worker that dies (killed, crashed) makes the next call
+    Errors: an exception in a worker is raised here, with the worker's traceback in the message,
+    as the same type for ``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``,
+    ``RuntimeError`` and ``NotImplementedError`` and as ``RuntimeError`` otherwise; the worker
+    lives on. A worker that dies (killed, crashed) makes the next call
     raise a ``RuntimeError`` naming the worker and its exit code; the env is then closed.
     ``close()`` stops and joins every worker (terminating any that does not stop), so no
     process is left behind; it also runs when the env is garbage-collected.
@@ -77,7 +83,8 @@ class ParallelEnv(BatchedEnvBase):
     Raises:
         ValueError: bad ``num_workers``/``num_threads``/``timeout``/``mp_start_method``, envs
             not on the CPU, or workers whose envs have different specs.
-        RuntimeError: a worker failed to build its env (the message holds its traceback).
+        RuntimeError: a worker died while building its env, or its env raised an error type
+            other than those listed above (the message holds the worker's traceback).
 
     Examples:
         >>> from rl_core.testing import CountingEnv
@@ -239,7 +246,9 @@ class ParallelEnv(BatchedEnvBase):
                 name, message, trace = pickle.loads(reply[1:])
                 if what == "building its env":
                     self.close()
-                raise RuntimeError(
+                # Builtin exception types are raised as themselves, others as RuntimeError.
+                error = _REMOTE_ERRORS.get(name, RuntimeError)
+                raise error(
                     f"ParallelEnv: worker {i} raised {name} while {what}: {message}\n"
                     f"--- worker {i} traceback ---\n{trace}"
                 )
