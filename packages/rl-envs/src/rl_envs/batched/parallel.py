@@ -186,7 +186,9 @@ class ParallelEnv(BatchedEnvBase):
         processes, conns = [], []
         self.__dict__["_processes"] = processes
         self.__dict__["_conns"] = conns
-        self.__dict__["_finalizer"] = weakref.finalize(self, _shutdown, processes, conns)
+        # The grace period given to workers at shutdown; 0 after a timeout (they are stuck).
+        grace = self.__dict__["_grace"] = [5.0]
+        self.__dict__["_finalizer"] = weakref.finalize(self, _shutdown, processes, conns, grace)
         try:
             for i, factory in enumerate(factories):
                 parent_end, child_end = context.Pipe()
@@ -225,6 +227,7 @@ class ParallelEnv(BatchedEnvBase):
                 remaining = max(deadline - time.monotonic(), 0.0)
                 ready = multiprocessing.connection.wait([conn, process.sentinel], remaining)
                 if not ready:
+                    self._grace[0] = 0.0
                     self.close()
                     raise TimeoutError(
                         f"ParallelEnv: worker {index} (pid {process.pid}) did not answer within "
@@ -375,13 +378,16 @@ class ParallelEnv(BatchedEnvBase):
         super().close()
 
 
-def _shutdown(processes: list[Any], conns: list[Any], grace: float = 5.0) -> None:
-    """Asks each worker to close, joins it, and terminates (then kills) any that lingers."""
+def _shutdown(processes: list[Any], conns: list[Any], grace: list[float]) -> None:
+    """Asks each worker to close, joins it, and terminates (then kills) any that lingers.
+
+    ``grace`` holds the seconds given to all workers together to stop by themselves.
+    """
     for process, conn in zip(processes, conns):
         if process.is_alive():
             with contextlib.suppress(BrokenPipeError, ConnectionError, OSError):
                 conn.send_bytes(_worker.CLOSE)
-    deadline = time.monotonic() + grace
+    deadline = time.monotonic() + grace[0]
     for process in processes:
         process.join(timeout=max(deadline - time.monotonic(), 0.0))
         if process.is_alive():
