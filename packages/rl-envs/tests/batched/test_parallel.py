@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDict
 
 from rl_core.envs import check_env_specs
-from rl_core.specs import Composite, Unbounded
+from rl_core.specs import Composite, NonTensor, Unbounded
 from rl_core.testing import CountingEnv, EnvConformanceSuite
 from rl_core.transforms import StepCounter, TransformedEnv
 from rl_envs.batched import EnvCreator, ParallelEnv, SerialEnv
@@ -154,8 +154,10 @@ def test_set_seed_gives_worker_i_seed_plus_i():
     assert observed == expected
 
 
-def test_partial_reset_contacts_only_the_workers_concerned():
-    env = ParallelEnv(3, CountingEnv, {"max_count": 100, "start_high": 1000})
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_partial_reset_contacts_only_the_workers_concerned(shared_memory):
+    kwargs = {"max_count": 100, "start_high": 1000}
+    env = ParallelEnv(3, CountingEnv, kwargs, shared_memory=shared_memory)
     try:
         td = env.reset()
         for _ in range(3):
@@ -325,5 +327,28 @@ def test_outputs_on_cuda():
         check_env_specs(env)
         traj = env.rollout(10, break_when_any_done=False)
         assert traj["next", "observation"].device.type == "cuda"
+    finally:
+        env.close()
+
+
+class TextEnv(CountingEnv):
+    def __init__(self):
+        super().__init__(max_count=100)
+        self.observation_spec = Composite(observation=Unbounded(shape=(1,)), text=NonTensor())
+
+    def _reset(self, tensordict, **kwargs):
+        return super()._reset(tensordict).set_non_tensor("text", "start")
+
+    def _step(self, tensordict):
+        return super()._step(tensordict).set_non_tensor("text", "step")
+
+
+def test_non_tensor_entries_need_pipes():
+    with pytest.raises(ValueError, match=r"the entry \('text',\) holds NonTensorData values"):
+        ParallelEnv(2, TextEnv)
+    env = ParallelEnv(2, TextEnv, shared_memory=False)
+    try:
+        td = env.rand_step(env.reset())
+        assert td["next", "text"] == ["step", "step"]
     finally:
         env.close()

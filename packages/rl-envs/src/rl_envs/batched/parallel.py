@@ -172,6 +172,12 @@ class ParallelEnv(BatchedEnvBase):
                 else:
                     spec = self._leaf_spec(path)
                     value = spec.zero()
+                    if not isinstance(value, torch.Tensor):
+                        raise ValueError(
+                            f"ParallelEnv: the entry {path} holds {type(value).__name__} values "
+                            f"(spec {type(spec).__name__}), which cannot live in shared memory. "
+                            f"Pass shared_memory=False to send such entries through the pipes."
+                        )
                 values.append(value.expand(n, *value.shape).clone().share_memory_())
             buffers[name] = self._builders[name].build(values, self.batch_size, None)
         return SharedBuffers(buffers, paths)
