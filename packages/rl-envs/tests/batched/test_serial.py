@@ -204,3 +204,49 @@ def test_cpu_sub_envs_on_a_cuda_batched_env():
     check_env_specs(env)
     traj = env.rollout(20, break_when_any_done=False)
     assert traj["next", "observation"].device.type == "cuda"
+
+
+def _gym_env(**kwargs):
+    pytest.importorskip("gymnasium")
+    from rl_envs.libs import GymEnv
+
+    return GymEnv("CartPole-v1", **kwargs)
+
+
+class TestVectorizedGymConformance(EnvConformanceSuite):
+    def make_env(self):
+        return SerialEnv(3, _gym_env)
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_gym_sub_envs_step_through_one_vector_env(categorical):
+    kwargs = {"categorical_action_encoding": categorical}
+    fast = SerialEnv(4, _gym_env, kwargs)
+    slow = SerialEnv(4, _gym_env, kwargs, vectorize=False)
+    assert fast.vectorized
+    assert not slow.vectorized
+    assert fast.full_action_spec == slow.full_action_spec
+    trajectories = []
+    for env in (fast, slow):
+        env.set_seed(0)
+        torch.manual_seed(0)
+        trajectories.append(env.rollout(60, break_when_any_done=False))
+    a, b = trajectories
+    assert a["next", "done"].sum() >= 4
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    assert (a == b).all()
+
+
+def test_gym_sub_envs_with_other_specs_are_not_vectorized():
+    def with_info():
+        from rl_core.specs import Unbounded
+        from rl_envs.libs import default_info_dict_reader
+
+        env = _gym_env()
+        reader = default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
+        return env.set_info_dict_reader(reader)
+
+    _gym_env()
+    env = SerialEnv(2, with_info)
+    assert not env.vectorized
+    check_env_specs(env)

@@ -19,6 +19,7 @@ from rl_envs.batched._common import (
     get_leaf,
     plain_leaf_paths,
 )
+from rl_envs.batched._gym_group import gym_vector_group
 from rl_envs.batched.base import BatchedEnvBase
 
 
@@ -41,6 +42,11 @@ class SerialEnv(BatchedEnvBase):
             sub-env.
         device: the device of the batched env; defaults to the sub-envs' device. Data moves
             between the two when they differ.
+        vectorize: step unbatched ``GymEnv``/``GymWrapper`` sub-envs together through one
+            ``gymnasium.vector.SyncVectorEnv`` over their gymnasium envs (autoreset disabled,
+            partial resets through ``reset_mask``), which converts the outputs of all sub-envs
+            at once. Used only when it gives the same specs (not with info readers or pixels).
+            ``False`` always steps the sub-envs one by one.
 
     Raises:
         ValueError: ``num_workers`` < 1, a list of the wrong length, or sub-envs whose specs
@@ -68,6 +74,7 @@ class SerialEnv(BatchedEnvBase):
         create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         *,
         device: torch.device | str | int | None = None,
+        vectorize: bool = True,
     ) -> None:
         factories = as_env_factories(num_workers, create_env_fn, create_env_kwargs, "SerialEnv")
         envs: list[EnvBase] = []
@@ -91,6 +98,12 @@ class SerialEnv(BatchedEnvBase):
         self.__dict__["_envs"] = envs
         self.__dict__["_builders"] = {}
         self.__dict__["_step_layout"] = None
+        self.__dict__["_group"] = gym_vector_group(envs, self) if vectorize else None
+
+    @property
+    def vectorized(self) -> bool:
+        """Whether the sub-envs step together through one gymnasium ``SyncVectorEnv``."""
+        return self._group is not None
 
     # ------------------------------------------------------------------ helpers
     def _builder(self, paths: tuple[Path, ...]) -> TreeBuilder:
@@ -139,6 +152,8 @@ class SerialEnv(BatchedEnvBase):
 
     # ------------------------------------------------------------------ contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._group is not None:
+            return self._to_self(self._group._step(self._to_sub_td(tensordict)))
         paths, columns = [], []
         for path in self._paths("inputs"):
             value = get_leaf(tensordict, path)
@@ -162,6 +177,9 @@ class SerialEnv(BatchedEnvBase):
         fully, a batched one through its own ``"_reset"`` masks) and its rows of the next root
         are replaced, without the batch-wide mask merge of a partial ``reset``.
         """
+        if self._group is not None:
+            # One masked reset of the vector env beats resetting sub-envs one by one.
+            return super().step_and_maybe_reset(tensordict)
         tensordict = self.step(tensordict)
         next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
         done_rows = None
@@ -198,6 +216,9 @@ class SerialEnv(BatchedEnvBase):
         return tensordict, next_root
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        if self._group is not None:
+            sub = None if tensordict is None else self._to_sub_td(tensordict)
+            return self._to_self(self._group._reset(sub, **kwargs))
         envs = self._envs
         masks = []
         if tensordict is not None:
