@@ -123,11 +123,14 @@ def _merge_level(
         rule = next_drop.get(name)
         if rule is True:
             continue
-        if _is_tensordict(value):
+        # Plain tensors are the common case: skip the abstract-class check for them.
+        if type(value) is not torch.Tensor and isinstance(value, TensorDictBase):
             sub_root, sub_drop = _sub_root(root, name, root_drop)
             value = _merge_level(sub_root, value, sub_drop, rule or {})
         out[name] = value
-    return TensorDict._new_unsafe(source=out, batch_size=nxt.batch_size, device=nxt.device)
+    return TensorDict._new_unsafe(
+        source=out, batch_size=nxt._batch_size, device=nxt._device, nested=False
+    )
 
 
 def _merge_level_generic(
@@ -246,6 +249,36 @@ def step_mdp(
     if next_tensordict is not None:
         return next_tensordict.update(out)
     return out
+
+
+def _mdp_plan(
+    reward_keys: NestedKey | Sequence[NestedKey] = REWARD,
+    done_keys: NestedKey | Sequence[NestedKey] | None = None,
+    action_keys: NestedKey | Sequence[NestedKey] = ACTION,
+) -> tuple[_Tree, _Tree]:
+    """The exclusion rules of ``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)``
+    with the other arguments at their defaults, for :func:`_step_mdp_planned`.
+
+    An env computes them once and reuses them every step, skipping the argument handling.
+    """
+    return _exclusion_trees(
+        _hashable(reward_keys), _hashable(done_keys), _hashable(action_keys), True, False, True
+    )
+
+
+def _step_mdp_planned(tensordict: TensorDictBase, plan: tuple[_Tree, _Tree]) -> TensorDictBase:
+    """``step_mdp`` with rules from :func:`_mdp_plan`: the same result, less overhead.
+
+    Raises:
+        KeyError: ``tensordict`` has no ``"next"`` entry.
+    """
+    if type(tensordict) is TensorDict:
+        nxt = tensordict._tensordict.get(NEXT, None)
+    else:
+        nxt = tensordict.get(NEXT, None)
+    if nxt is None:
+        return step_mdp(tensordict)  # raises the KeyError of step_mdp
+    return _merge_level(tensordict, nxt, plan[0], plan[1])
 
 
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:

@@ -62,7 +62,10 @@ def reset_masks(
         return None
     masks: dict[tuple[str, ...], torch.Tensor] = {}
     for level in levels:
-        mask = td.get((*level, RESET), None)
+        if not level and type(td) is TensorDict:
+            mask = td._tensordict.get(RESET, None)
+        else:
+            mask = td.get((*level, RESET), None)
         if mask is not None:
             masks[level] = mask
     if not masks or all(bool(m.all()) for m in masks.values()):
@@ -94,6 +97,9 @@ def merge_partial_reset(
     Entries only ``previous`` holds (a policy's recurrent state) are kept; entries only
     ``fresh`` holds are taken whole.
     """
+    flat = _merge_flat(previous, fresh, masks)
+    if flat is not None:
+        return flat
     out = previous.exclude(NEXT, *[(*level, RESET) if level else RESET for level in masks])
     for key in fresh.keys(include_nested=True, leaves_only=True):
         path = (key,) if isinstance(key, str) else key
@@ -110,3 +116,43 @@ def merge_partial_reset(
             )
         out.set(key, torch.where(_broadcast(masks[level], value), value, old))
     return out
+
+
+def _merge_flat(
+    previous: TensorDictBase, fresh: TensorDictBase, masks: dict[tuple[str, ...], torch.Tensor]
+) -> TensorDictBase | None:
+    """:func:`merge_partial_reset` for plain TensorDicts holding only tensors at the root.
+
+    Returns None (use the generic path) for anything else.
+    """
+    if (
+        len(masks) != 1
+        or () not in masks
+        or type(previous) is not TensorDict
+        or type(fresh) is not TensorDict
+        or previous.device != fresh.device
+    ):
+        return None
+    source = {}
+    for name, value in previous._tensordict.items():
+        if name in (NEXT, RESET):
+            continue
+        if type(value) is not torch.Tensor:
+            return None
+        source[name] = value
+    mask = masks[()]
+    views = {mask.ndim: mask}  # the mask reshaped for each value rank, made once per rank
+    for name, value in fresh._tensordict.items():
+        if type(value) is not torch.Tensor:
+            return None
+        old = source.get(name)
+        if old is None:
+            source[name] = value
+            continue
+        view = views.get(value.ndim)
+        if view is None:
+            view = views[value.ndim] = _broadcast(mask, value)
+        source[name] = torch.where(view, value, old)
+    return TensorDict._new_unsafe(
+        source=source, batch_size=previous.batch_size, device=previous.device, nested=False
+    )

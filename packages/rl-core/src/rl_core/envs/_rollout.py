@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core.envs.base import _fast_get
+from rl_core.envs.base import _fast_get, any_set
 from rl_core.keys import DONE, NEXT, TRUNCATED
-from rl_core.ted import step_mdp
+from rl_core.ted import _step_mdp_planned
 
 if TYPE_CHECKING:
     from rl_core.envs.base import EnvBase
@@ -76,6 +76,11 @@ class _TrajectoryWriter:
             self.fallback = []
             return
         self.sizes = _level_sizes(first)
+        # Each level's parent level and name, and each leaf's level and name: a flush walks
+        # every step's entry dicts once.
+        index = {level: i for i, (level, _) in enumerate(self.sizes)}
+        self.level_links = [(index[level[:-1]], level[-1], n) for level, n in self.sizes[1:]]
+        self.slots = [(index[path[:-1]], path[-1]) for path in self.paths]
         batch = tuple(first.batch_size)
         self.buffer = first.apply(
             lambda x: torch.empty(
@@ -95,22 +100,32 @@ class _TrajectoryWriter:
         if len(self.pending) == _CHUNK:
             self._flush()
 
-    def _same_structure(self, td: TensorDictBase) -> bool:
+    def _levels(self, td: TensorDictBase) -> list[dict] | None:
+        """The entry dicts of ``td``'s levels (as in ``sizes``); None if its structure differs."""
         try:
-            return all(len(_get(td, level)._tensordict) == n for level, n in self.sizes)
+            levels = [td._tensordict]
+            if len(levels[0]) != self.sizes[0][1]:
+                return None
+            for parent, name, n in self.level_links:
+                entries = levels[parent][name]._tensordict
+                if len(entries) != n:
+                    return None
+                levels.append(entries)
         except (KeyError, AttributeError):
-            return False
+            return None
+        return levels
 
     def _flush(self) -> None:
         pending, self.pending = self.pending, []
         if not pending:
             return
-        if not all(self._same_structure(td) for td in pending):
+        steps = [self._levels(td) for td in pending]
+        if any(levels is None for levels in steps):
             self._switch_to_fallback(pending)
             return
         start, dim = self.written, self.batch_ndim
         try:
-            columns = [[_get(td, path) for td in pending] for path in self.paths]
+            columns = [[levels[i][name] for levels in steps] for i, name in self.slots]
             for buffer, column in zip(self.buffers, columns):
                 torch.stack(column, dim, out=buffer.narrow(dim, start, len(pending)))
         except (KeyError, AttributeError, RuntimeError):
@@ -155,7 +170,7 @@ def _done_per_sub_env(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> 
 
 
 def _any_done(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> bool:
-    return any(bool(_fast_get(td, path).any()) for path in done_paths)
+    return any(any_set(_fast_get(td, path)) for path in done_paths)
 
 
 def rollout(
@@ -223,7 +238,7 @@ def rollout(
     env_device = env.device
     # `step` completes the flags, so `done` (one per level) says it all.
     done_paths = [(NEXT, *done_path) for done_path, _ in env._done_paths()]
-    mdp_kwargs = env._step_mdp_kwargs()
+    mdp_plan = env._step_mdp_plan()
     writer: _TrajectoryWriter | None = None
     ever_done: torch.Tensor | None = None
     for _ in range(max_steps):
@@ -246,7 +261,7 @@ def rollout(
         if break_when_any_done:
             if _any_done(td, done_paths):
                 break
-            td = step_mdp(td, **mdp_kwargs)
+            td = _step_mdp_planned(td, mdp_plan)
         else:
             if break_when_all_done:
                 done = _done_per_sub_env(td, done_paths)

@@ -13,12 +13,28 @@ from torch import nn
 from rl_core.envs import _specs
 from rl_core.envs._flags import complete_done_flags, merge_partial_reset, reset_masks
 from rl_core.envs._spec_checks import SWITCH
-from rl_core.keys import ACTION, DONE_KEYS, NEXT, OBSERVATION, RESET, REWARD, NestedKey
+from rl_core.keys import (
+    ACTION,
+    DONE,
+    DONE_KEYS,
+    NEXT,
+    OBSERVATION,
+    RESET,
+    REWARD,
+    TERMINATED,
+    TRUNCATED,
+    NestedKey,
+)
 from rl_core.specs import Composite, TensorSpec
-from rl_core.ted import step_mdp
+from rl_core.ted import _mdp_plan, _step_mdp_planned
 
 if TYPE_CHECKING:
     from rl_core.transforms import Transform, TransformedEnv
+
+
+# The done levels of an env whose done flags sit at the root only.
+_ROOT_LEVEL: list[tuple[str, ...]] = [()]
+_NOT_CACHED = object()
 
 
 def _fast_get(td: TensorDictBase, path: tuple[str, ...]) -> Any:
@@ -29,6 +45,55 @@ def _fast_get(td: TensorDictBase, path: tuple[str, ...]) -> Any:
             return td.get(path)
         node = node._tensordict[name]
     return node
+
+
+def _fast_set(td: TensorDictBase, key: str, value: Any) -> None:
+    """``td.set(key, value)``; a tensor or TensorDict whose batch dims and device already fit a
+    plain TensorDict skips the validation and key parsing of ``set``."""
+    if type(td) is TensorDict and type(key) is str:
+        batch, device = td._batch_size, td._device
+        kind = type(value)
+        if (
+            (kind is TensorDict or (kind is torch.Tensor and not value.is_nested))
+            and value.shape[: len(batch)] == batch
+            and (device is None or value.device == device)
+        ):
+            td._set_str(key, value, inplace=False, validated=True)
+            return
+    td.set(key, value)
+
+
+def _carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBase | None:
+    """``previous.exclude("next", "_reset").update(fresh)`` for plain TensorDicts of tensors.
+
+    Returns None (use the generic path) when either holds anything but tensors at its root,
+    e.g. a nested group whose ``"_reset"`` entry must be dropped level by level.
+    """
+    if (
+        type(previous) is not TensorDict
+        or type(fresh) is not TensorDict
+        or previous.device != fresh.device
+    ):
+        return None
+    source = {}
+    for name, value in previous._tensordict.items():
+        if name in (NEXT, RESET):
+            continue
+        if type(value) is not torch.Tensor:
+            return None
+        source[name] = value
+    for name, value in fresh._tensordict.items():
+        if type(value) is not torch.Tensor:
+            return None
+        source[name] = value
+    return TensorDict._new_unsafe(
+        source=source, batch_size=previous.batch_size, device=previous.device, nested=False
+    )
+
+
+def any_set(flags: torch.Tensor) -> bool:
+    """``bool(flags.any())``; a one-element tensor is read directly (one op instead of two)."""
+    return bool(flags) if flags.numel() == 1 else bool(flags.any())
 
 
 class EnvBase(nn.Module, metaclass=abc.ABCMeta):
@@ -382,12 +447,19 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             return fresh
         if masks is not None:
             return merge_partial_reset(tensordict, fresh, masks, type(self).__name__)
+        carried = _carry_flat(tensordict, fresh)
+        if carried is not None:
+            return carried
         carried = tensordict.exclude(NEXT, *self.reset_keys)
         return carried.update(fresh)
 
     def _fill_reset_done(self, fresh: TensorDictBase, levels: list[tuple[str, ...]]) -> None:
         """A reset output without done flags gets them all False."""
         for level in levels:
+            if not level and type(fresh) is TensorDict:
+                entries = fresh._tensordict
+                if DONE in entries and TERMINATED in entries and TRUNCATED in entries:
+                    continue
             for name in DONE_KEYS:
                 key = (*level, name)
                 if fresh.get(key, None) is None:
@@ -401,12 +473,23 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             reward and the done flags (``done == terminated | truncated``).
         """
         next_td = self._step(tensordict)
-        complete_done_flags(next_td, self._done_levels(), type(self).__name__)
+        levels = self._cache.get("done_levels")
+        if levels is None:
+            levels = self._done_levels()
+        entries = next_td._tensordict if type(next_td) is TensorDict else ()
+        # The common case, all three flags written at the root only, needs no completion.
+        if not (
+            levels == _ROOT_LEVEL
+            and DONE in entries
+            and TERMINATED in entries
+            and TRUNCATED in entries
+        ):
+            complete_done_flags(next_td, levels, type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
             check_step_output(self, tensordict, next_td)
-        tensordict.set(NEXT, next_td)
+        _fast_set(tensordict, NEXT, next_td)
         return tensordict
 
     def step_and_maybe_reset(
@@ -419,7 +502,10 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             feed the policy next, in which finished sub-envs hold their reset observations.
         """
         tensordict = self.step(tensordict)
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        plan = self._cache.get("step_mdp_plan")
+        if plan is None:
+            plan = self._step_mdp_plan()
+        next_root = _step_mdp_planned(tensordict, plan)
         if self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
@@ -438,12 +524,22 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         flag per level is read.
         """
         any_finished = False
-        for done_path, reset_path in self._done_paths():
+        paths = self._cache.get("done_paths")
+        if paths is None:
+            paths = self._done_paths()
+        for done_path, reset_path in paths:
             done = _fast_get(root, done_path)
-            if bool(done.any()):
-                root.set(reset_path, done)
+            if bool(done) if done.numel() == 1 else bool(done.any()):
+                if len(reset_path) == 1:
+                    _fast_set(root, reset_path[0], done)
+                else:
+                    root.set(reset_path, done)
                 any_finished = True
         return any_finished
+
+    def _step_mdp_plan(self) -> tuple[dict, dict]:
+        """The ``step_mdp`` rules of this env's keys (see :func:`rl_core.ted._mdp_plan`)."""
+        return self._cached("step_mdp_plan", lambda: _mdp_plan(**self._step_mdp_kwargs()))
 
     def _step_mdp_kwargs(self) -> dict[str, Any]:
         return self._cached(
@@ -459,10 +555,15 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """Writes a uniformly random action (from ``action_spec``) into ``tensordict``."""
         if tensordict is None:
             tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
-        single = self._cached("single_action", self._single_action)
+        single = self._cache.get("single_action", _NOT_CACHED)
+        if single is _NOT_CACHED:
+            single = self._cached("single_action", self._single_action)
         if single is not None:
             key, spec = single
-            tensordict.set(key, spec.rand())
+            if type(key) is str:
+                _fast_set(tensordict, key, spec.rand())
+            else:
+                tensordict.set(key, spec.rand())
         else:
             tensordict.update(self.full_action_spec.rand())
         return tensordict

@@ -102,6 +102,8 @@ class _LeafSpec(TensorSpec):
 
     def _full(self, shape: ShapeLike) -> torch.Size:
         """``(*shape, *self.shape)``; the hot path of ``rand``/``zero``."""
+        if type(shape) is tuple and not shape:
+            return self.shape
         return _prepend(shape, self.shape, f"{type(self).__name__}.rand")
 
     # -- values -----------------------------------------------------------------------------

@@ -101,12 +101,17 @@ class OneHot(_LeafSpec):
         Returns:
             A tensor of shape ``(*shape, *self.shape)``.
         """
-        batch = self._full(shape)[:-1]
+        full = self._full(shape)
         if self.mask is None:
-            idx = torch.randint(0, self.n, batch, device=self.device)
+            # Indices drawn with a trailing dim of 1 (the same draws as of shape full[:-1]),
+            # so one comparison with arange(n) makes the one-hot vectors (faster than one_hot).
+            idx = torch.randint(0, self.n, (*full[:-1], 1), device=self.device)
         else:
-            idx = _sample_masked(self.mask, batch)
-        hot = idx.unsqueeze(-1) == self._arange.to(idx.device)  # faster than one_hot
+            idx = _sample_masked(self.mask, full[:-1]).unsqueeze(-1)
+        arange = self._arange
+        if arange.device != idx.device:
+            arange = arange.to(idx.device)
+        hot = torch.eq(idx, arange)
         return hot if self._dtype is torch.bool else hot.to(self._dtype)
 
     def _refresh(self) -> None:

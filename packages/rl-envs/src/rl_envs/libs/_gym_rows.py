@@ -1,0 +1,98 @@
+"""Step outputs written into rows of preallocated blocks: no torch call per step.
+
+Turning a handful of numbers into tensors costs one torch call each (``torch.from_numpy`` of a
+fresh array), and in a Python loop that interleaves an env step, a policy and TensorDict
+bookkeeping each call is slow (its code is cold every time). :class:`StepRows` instead
+allocates, every ``rows`` steps, one numpy block per output entry and cuts it into per-step
+tensor views in one ``unbind`` call; a step then writes its numbers into the next row with
+numpy and hands out the views of that row. Every row is written once, so the tensors a step
+returns are never modified afterwards, as ``EnvBase._step`` requires.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl_core.keys import DONE, REWARD, TERMINATED, TRUNCATED
+
+# Elements of the observation block beyond which observations are not written into blocks
+# (a block of images would keep many frames alive through one step's view).
+MAX_BLOCK_OBSERVATION = 1024
+
+
+class StepRows:
+    """Hands out the reward, done flags (and one small observation) of each step as views.
+
+    Args:
+        batch: the env batch shape (``()`` or ``(num_envs,)``).
+        observation: ``(key, shape, numpy dtype)`` of one observation entry (``shape``
+            without the batch dims) to write into blocks too, or ``None``.
+
+    Keyword Args:
+        rows: steps per block. Defaults to 64.
+    """
+
+    def __init__(
+        self,
+        batch: tuple[int, ...],
+        observation: tuple[str, tuple[int, ...], np.dtype] | None = None,
+        *,
+        rows: int = 64,
+    ) -> None:
+        self.batch = batch
+        self.observation = observation
+        self.rows = rows
+        self.row = rows  # no block yet: the first write allocates one
+        self.vector = bool(batch)
+
+    def _allocate(self) -> None:
+        rows, batch = self.rows, self.batch
+        reward = np.zeros((rows, *batch, 1), dtype=np.float32)
+        flags = np.zeros((rows, 3, *batch, 1), dtype=np.bool_)
+        reward_t, flags_t = torch.from_numpy(reward), torch.from_numpy(flags)
+        # Writable views without the trailing singleton dim: a row takes a scalar (single
+        # env) or a (num_envs,) array (vector env) as it comes from gymnasium.
+        self.reward_np = reward.reshape(rows, *batch)
+        self.flags_np = flags.reshape(rows, 3, *batch)
+        self.views: list[tuple[torch.Tensor, ...]] = list(
+            zip(
+                reward_t.unbind(0),
+                flags_t[:, 0].unbind(0),
+                flags_t[:, 1].unbind(0),
+                flags_t[:, 2].unbind(0),
+            )
+        )
+        if self.observation is not None:
+            _, shape, dtype = self.observation
+            obs = np.zeros((rows, *batch, *shape), dtype=dtype)
+            self.obs_np = obs
+            self.obs_views = torch.from_numpy(obs).unbind(0)
+        self.row = 0
+
+    def write(self, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict[str, Any]:
+        """Writes one step; returns its entries (reward, flags and the block observation)."""
+        i = self.row
+        if i == self.rows:
+            self._allocate()
+            i = 0
+        self.row = i + 1
+        self.reward_np[i] = reward
+        flags = self.flags_np[i]
+        flags[1] = terminated
+        flags[2] = truncated
+        if self.vector:
+            np.logical_or(flags[1], flags[2], out=flags[0])
+        else:
+            flags[0] = terminated or truncated
+        reward_t, done_t, terminated_t, truncated_t = self.views[i]
+        out = {REWARD: reward_t, DONE: done_t, TERMINATED: terminated_t, TRUNCATED: truncated_t}
+        if self.observation is not None:
+            self.obs_np[i] = obs
+            out[self.observation[0]] = self.obs_views[i]
+        return out
+
+
+__all__ = ["MAX_BLOCK_OBSERVATION", "StepRows"]

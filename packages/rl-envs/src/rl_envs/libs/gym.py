@@ -1,0 +1,578 @@
+"""GymWrapper and GymEnv: gymnasium environments (single or vector) behind the EnvBase contract."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
+from rl_core.specs import Binary, Bounded, Composite, Unbounded
+from rl_envs.libs._gym_codecs import make_decoder, make_encoder
+from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
+from rl_envs.libs._gym_rows import MAX_BLOCK_OBSERVATION, StepRows
+from rl_envs.libs._gym_specs import gym_space_to_spec
+from rl_envs.libs._gym_vector import (
+    SameStepResets,
+    autoreset_mode,
+    reset_mask,
+    splice,
+    zeros_like_spec,
+)
+
+
+def _import_gymnasium(who: str) -> Any:
+    try:
+        import gymnasium
+    except ImportError as err:
+        raise ImportError(f'{who} needs gymnasium: pip install "rl-envs[gymnasium]"') from err
+    return gymnasium
+
+
+def _check_frame_skip(frame_skip: Any, who: str) -> int:
+    if frame_skip is None:
+        return 1
+    if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
+        raise ValueError(
+            f"{who}: expected frame_skip to be None or an int >= 1, got {frame_skip!r}."
+        )
+    return frame_skip
+
+
+@functools.cache
+def _frame_skip_class() -> type:
+    gymnasium = _import_gymnasium("frame_skip")
+
+    class FrameSkip(gymnasium.Wrapper):
+        """Repeats every action ``skip`` times (fewer if the episode ends), summing rewards."""
+
+        def __init__(self, env: Any, skip: int) -> None:
+            super().__init__(env)
+            self.skip = skip
+
+        def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+            total = 0.0
+            for _ in range(self.skip):
+                obs, reward, terminated, truncated, info = self.env.step(action)
+                total += float(reward)
+                if terminated or truncated:
+                    break
+            return obs, total, terminated, truncated, info
+
+    return FrameSkip
+
+
+def frame_skip_wrapper(env: Any, skip: int) -> Any:
+    """Wraps a gymnasium env so that each step repeats the action ``skip`` times."""
+    return _frame_skip_class()(env, skip)
+
+
+def _block_observation(
+    plan: tuple[str, str | None, Any, Any], batch: tuple[int, ...]
+) -> tuple[str, tuple[int, ...], np.dtype] | None:
+    """``(key, shape, dtype)`` when the observation is one small array that a step can write
+    into a row block (see ``StepRows``), else None."""
+    key, src, space, spec = plan
+    if src is not None or not isinstance(spec, Bounded | Unbounded | Binary):
+        return None
+    shape = tuple(spec.shape[len(batch) :])
+    if int(np.prod((*batch, *shape))) > MAX_BLOCK_OBSERVATION:
+        return None
+    return key, shape, np.dtype(space.dtype)
+
+
+def _get(td: TensorDictBase, key: str) -> Any:
+    # The action read of every step: the entry dict of a plain TensorDict is the fast path.
+    if type(td) is TensorDict:
+        value = td._tensordict.get(key, None)
+        if value is not None:
+            return value
+    return td.get(key)
+
+
+class GymWrapper(EnvBase):
+    """Wraps a gymnasium env (``gymnasium.Env`` or ``gymnasium.vector.VectorEnv``) as an EnvBase.
+
+    Specs follow the space mapping of :func:`rl_envs.libs.gym_space_to_spec`: a non-dict
+    observation goes under ``"observation"``, the entries of a ``Dict`` observation at the root
+    under their own keys; the action under ``"action"`` (the keys of a ``Dict`` action space at
+    the root). The reward is float32 of shape ``(*batch, 1)``; ``terminated`` and ``truncated``
+    are gymnasium's, ``done`` is their OR. A vector env has batch size ``(num_envs,)``.
+
+    Vector envs: finished sub-envs are reset by rl-core's partial reset (the ``"_reset"``
+    mask), whatever gymnasium's autoreset mode: ``DISABLED`` and ``NEXT_STEP`` envs are reset
+    with ``reset(options={"reset_mask": ...})``; for ``SAME_STEP`` envs the step output holds
+    the final observation (``info["final_obs"]``) and the reset observation is served by the
+    next reset. No reset step shows up as a transition, and the final observation of every
+    episode is the ``("next", ...)`` observation of its last step.
+
+    Args:
+        env: the gymnasium env; the wrapper owns it (``close`` closes it).
+
+    Keyword Args:
+        categorical_action_encoding: ``Discrete`` spaces become ``Categorical`` indices
+            instead of ``OneHot`` vectors (``MultiDiscrete``: ``MultiCategorical`` instead of
+            ``MultiOneHot``). Applies to observations too. Defaults to ``False``.
+        from_pixels: add ``env.render()`` frames (uint8, ``(*batch, H, W, C)``) under
+            ``"pixels"``; the env must render ``"rgb_array"``. Defaults to ``False``.
+        pixels_only: with ``from_pixels``, drop the env's own observations. Defaults to
+            ``True``.
+        frame_skip: repeat every action this many times (stopping early at the end of an
+            episode) and sum the rewards; single envs only (``GymEnv`` applies it inside each
+            sub-env of a vector env). Defaults to ``None`` (no repeat).
+        device: where the output tensors live. Defaults to ``None`` (the CPU).
+
+    Raises:
+        TypeError: ``env`` is not a gymnasium env, or a space has no spec counterpart.
+        ValueError: ``from_pixels`` on an env that does not render ``"rgb_array"``, a bad
+            ``frame_skip``, or ``frame_skip`` on a vector env.
+        ImportError: gymnasium is not installed.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from rl_envs.libs import GymWrapper
+        >>> env = GymWrapper(gym.make("Pendulum-v1"))
+        >>> env.set_seed(0)
+        1
+        >>> traj = env.rollout(5)
+        >>> traj["next", "observation"].shape, traj["action"].shape
+        (torch.Size([5, 3]), torch.Size([5, 1]))
+        >>> env.close()
+    """
+
+    def __init__(
+        self,
+        env: Any,
+        *,
+        categorical_action_encoding: bool = False,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        frame_skip: int | None = None,
+        device: torch.device | str | int | None = None,
+    ) -> None:
+        who = type(self).__name__
+        gym = _import_gymnasium(who)
+        vector = isinstance(env, gym.vector.VectorEnv)
+        if not vector and not isinstance(env, gym.Env):
+            raise TypeError(
+                f"{who}: expected a gymnasium.Env or gymnasium.vector.VectorEnv, got "
+                f"{type(env).__name__}. Build it with gymnasium.make(...) or use GymEnv(name)."
+            )
+        skip = _check_frame_skip(frame_skip, who)
+        if skip > 1:
+            if vector:
+                raise ValueError(
+                    f"{who}: frame_skip is not supported on a vector env (its sub-envs step "
+                    f"together). Use GymEnv(name, num_envs=..., frame_skip={skip}), which "
+                    f"repeats actions inside every sub-env."
+                )
+            env = frame_skip_wrapper(env, skip)
+        batch = (int(env.num_envs),) if vector else ()
+        super().__init__(batch_size=batch, device=device)
+        self.__dict__.update(
+            _env=env,
+            _vector=vector,
+            _from_pixels=bool(from_pixels),
+            _info_readers=[],
+            _categorical=bool(categorical_action_encoding),
+            _target_device=(
+                self.device if self.device is not None and self.device.type != "cpu" else None
+            ),
+            _same_step=None,
+            _decode_single=None,
+        )
+        if vector:
+            mode = autoreset_mode(env)
+            if mode == "SameStep":
+                if from_pixels:
+                    raise ValueError(
+                        f"{who}: from_pixels needs a vector env whose autoreset mode is "
+                        f"DISABLED or NEXT_STEP (in SAME_STEP the frame after an episode ends "
+                        f"shows the reset state), got SAME_STEP."
+                    )
+                self.__dict__["_same_step"] = SameStepResets(self._read_final)
+        self._set_observation_spec(bool(pixels_only))
+        self._set_action_spec()
+
+    # ------------------------------------------------------------------ construction
+    @property
+    def env(self) -> Any:
+        """The wrapped gymnasium env."""
+        return self._env
+
+    def _space(self, name: str) -> Any:
+        env = self._env
+        return getattr(env, f"single_{name}") if self._vector else getattr(env, name)
+
+    def _set_observation_spec(self, pixels_only: bool) -> None:
+        batch = tuple(self.batch_size)
+        space = self._space("observation_space")
+        spec = gym_space_to_spec(
+            space, batch_size=batch, categorical_action_encoding=self._categorical
+        )
+        # Vector envs copy their observations by default: no second copy is needed then.
+        copy = not (self._vector and getattr(self._env, "copy", False))
+        single = None
+        if self._same_step is not None:
+            single = gym_space_to_spec(space, categorical_action_encoding=self._categorical)
+        if isinstance(spec, Composite):
+            state = {key: spec[key] for key in spec.keys()}
+            plan = [(key, key, space.spaces[key], spec[key]) for key in spec.keys()]
+        else:
+            state = {OBSERVATION: spec}
+            plan = [(OBSERVATION, None, space, spec)]
+        keep_state = not (self._from_pixels and pixels_only)
+        entries = dict(state) if keep_state else {}
+        if self._from_pixels:
+            if PIXELS in entries:
+                raise ValueError(
+                    f"{type(self).__name__}: the observation space already has a {PIXELS!r} "
+                    f"entry; use pixels_only=True or rename that entry."
+                )
+            entries[PIXELS] = self._pixels_spec()
+        # (key, key in the gymnasium observation or None for the whole of it, decoder)
+        decoders = [
+            (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
+        ]
+        decoders = decoders if keep_state else []
+        block = _block_observation(plan[0], batch) if len(decoders) == 1 else None
+        self.__dict__["_rows"] = StepRows(batch, block)
+        # Resets read every observation; steps read those the row blocks do not hold.
+        self.__dict__["_observations"] = self._observation_reader(decoders)
+        self.__dict__["_step_observations"] = (
+            self._observation_reader([]) if block is not None else self._observations
+        )
+        if block is not None and not self._from_pixels:
+            self.__dict__["_step_observations"] = None
+        if single is not None and keep_state:
+            self.__dict__["_decode_single"] = tuple(
+                (key, src, make_decoder(sub, single[src] if src is not None else single, ()))
+                for key, src, sub, _ in plan
+            )
+        self.observation_spec = Composite(entries, shape=self.batch_size)
+
+    def _pixels_spec(self) -> Bounded:
+        if getattr(self._env, "render_mode", None) != "rgb_array":
+            raise ValueError(
+                f"{type(self).__name__}: from_pixels needs an env that renders 'rgb_array', "
+                f"got render_mode={getattr(self._env, 'render_mode', None)!r}. Make it with "
+                f"render_mode='rgb_array'."
+            )
+        self._env.reset()
+        frame = self._read_pixels()
+        return Bounded(0, 255, shape=frame.shape, dtype=frame.dtype)
+
+    def _set_action_spec(self) -> None:
+        batch = tuple(self.batch_size)
+        space = self._space("action_space")
+        spec = gym_space_to_spec(
+            space, batch_size=batch, categorical_action_encoding=self._categorical
+        )
+        self.action_spec = spec
+        encode = make_encoder(space, spec, batch)
+        if isinstance(spec, Composite):
+            self.__dict__["_encode_action"] = encode
+        else:
+            self.__dict__["_encode_action"] = lambda td: encode(_get(td, ACTION))
+
+    # ------------------------------------------------------------------ info reader
+    @property
+    def info_dict_reader(self) -> list[Callable[[dict, TensorDictBase], TensorDictBase]]:
+        """The readers that copy ``info`` entries into every step and reset output."""
+        return self._info_readers
+
+    def set_info_dict_reader(
+        self, info_dict_reader: InfoDictReader | None = None, ignore_private: bool = True
+    ) -> GymWrapper:
+        """Adds a reader of ``info`` entries; its entries join the observation spec.
+
+        When the reader does not know its specs yet, they are inferred from the ``info`` of a
+        reset of the gymnasium env (so attach readers before resetting the wrapper).
+
+        Args:
+            info_dict_reader: an :class:`InfoDictReader` (or any callable
+                ``reader(info, tensordict) -> tensordict`` with an ``info_spec`` Composite
+                describing one sub-env). ``None`` reads every numeric entry.
+            ignore_private: with ``info_dict_reader=None``, skip keys starting with ``"_"``.
+
+        Returns:
+            The env itself.
+
+        Raises:
+            TypeError: the reader has no specs and cannot infer them.
+            ValueError: an entry of the reader clashes with an observation entry.
+
+        Examples:
+            >>> import gymnasium as gym
+            >>> import torch
+            >>> from rl_core.specs import Unbounded
+            >>> from rl_envs.libs import GymWrapper, default_info_dict_reader
+            >>> env = GymWrapper(gym.make("CartPole-v1"))
+            >>> reader = default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
+            >>> env = env.set_info_dict_reader(reader)
+            >>> env.rollout(3)["next", "steps"].shape
+            torch.Size([3])
+        """
+        if info_dict_reader is None:
+            info_dict_reader = default_info_dict_reader(ignore_private=ignore_private)
+        spec = getattr(info_dict_reader, "info_spec", None)
+        if spec is None:
+            infer = getattr(info_dict_reader, "infer_spec", None)
+            if infer is None:
+                raise TypeError(
+                    f"{type(self).__name__}.set_info_dict_reader: the reader has no info_spec "
+                    f"and no infer_spec method; give it the specs of the entries it writes."
+                )
+            _, info = self._env.reset()
+            if self._same_step is not None:
+                self._same_step.clear()
+            spec = infer(info, len(self.batch_size))
+        observation_spec = self.observation_spec.clone()
+        for key in spec.keys():
+            if key in observation_spec.keys():
+                raise ValueError(
+                    f"{type(self).__name__}.set_info_dict_reader: the info entry {key!r} "
+                    f"clashes with an observation entry of the same name."
+                )
+            leaf = spec[key]
+            observation_spec[key] = leaf.expand(*self.batch_size, *leaf.shape)
+        self.observation_spec = observation_spec
+        self._info_readers.append(info_dict_reader)
+        return self
+
+    # ------------------------------------------------------------------ reading outputs
+    def _read_pixels(self) -> torch.Tensor:
+        frames = self._env.render()
+        frames = np.stack(frames) if self._vector else np.array(frames)
+        return torch.from_numpy(frames)
+
+    def _observation_reader(self, decoders: list[tuple]) -> Callable[[Any], dict[str, Any]]:
+        """``read(obs)``: the observation entries that ``decoders`` (and pixels) give, as a dict.
+
+        ``decoders`` holds ``(key, key in the gymnasium observation or None for the whole of
+        it, decoder)``.
+        """
+        pixels = self._from_pixels
+        if not pixels and len(decoders) == 1 and decoders[0][1] is None:
+            key, _, decode = decoders[0]
+            return lambda obs: {key: decode(obs)}  # one observation: the common case
+
+        def read(obs: Any) -> dict[str, Any]:
+            out = {key: decode(obs if src is None else obs[src]) for key, src, decode in decoders}
+            if pixels:
+                out[PIXELS] = self._read_pixels()
+            return out
+
+        return read
+
+    def _read_info(self, info: dict[str, Any], td: TensorDictBase) -> TensorDictBase:
+        for reader in self._info_readers:
+            td = reader(info, td)
+        return td
+
+    def _read_final(
+        self, out: TensorDictBase, finished: np.ndarray, final_obs: Any, final_info: dict
+    ) -> TensorDictBase:
+        """SAME_STEP: ``out`` with the final observations and infos of the finished sub-envs."""
+        final = out.clone()
+        for i in np.flatnonzero(finished):
+            obs = final_obs[i]
+            single = {
+                key: decode(obs if src is None else obs[src])
+                for key, src, decode in self._decode_single
+            }
+            final.update_at_(single, int(i))
+        if self._info_readers:
+            infos = self._read_info(final_info, TensorDict(batch_size=self.batch_size))
+            final = splice(finished, infos, final)
+        return final
+
+    # ------------------------------------------------------------------ EnvBase contract
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        obs, reward, terminated, truncated, info = self._env.step(self._encode_action(tensordict))
+        out = self._rows.write(obs, reward, terminated, truncated)
+        read = self._step_observations
+        if read is not None:
+            out.update(read(obs))
+        td = TensorDict._new_unsafe(
+            source=out, batch_size=self.batch_size, device=None, nested=False
+        )
+        if self._info_readers:
+            td = self._read_info(info, td)
+        if self._same_step is not None:
+            td = self._same_step.after_step(td, info, self.observation_keys)
+        target = self._target_device
+        return td if target is None else td.to(target, non_blocking=True)
+
+    def _reset(
+        self, tensordict: TensorDictBase | None = None, *, seed: int | None = None, options=None
+    ) -> TensorDictBase:
+        env = self._env
+        mask = reset_mask(tensordict, self.batch_size[0]) if self._vector else None
+        if mask is None or bool(mask.all()):
+            if self._same_step is not None:
+                self._same_step.clear()
+            obs, info = env.reset(seed=seed, options=options)
+            return self._reset_output(obs, info)
+        if not bool(mask.any()):
+            return zeros_like_spec(self.full_observation_spec, self.batch_size)
+        kept = None
+        served = mask
+        if self._same_step is not None:
+            kept, mask = self._same_step.take(mask)
+            served = served & ~mask
+            if not bool(mask.any()):
+                return kept
+        obs, info = env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+        fresh = self._reset_output(obs, info)
+        return fresh if kept is None else splice(served, kept, fresh)
+
+    def _reset_output(self, obs: Any, info: dict[str, Any]) -> TensorDictBase:
+        out = self._observations(obs)
+        flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
+        out[DONE], out[TERMINATED], out[TRUNCATED] = flags
+        td = TensorDict._new_unsafe(
+            source=out, batch_size=self.batch_size, device=None, nested=False
+        )
+        if self._info_readers:
+            td = self._read_info(info, td)
+        target = self._target_device
+        return td if target is None else td.to(target, non_blocking=True)
+
+    def _set_seed(self, seed: int | None) -> None:
+        if seed is None:
+            return
+        self._env.reset(seed=seed)
+        if self._same_step is not None:
+            self._same_step.clear()
+
+    def close(self) -> None:
+        """Closes the gymnasium env; calling it twice is harmless."""
+        if not self.is_closed:
+            self._env.close()
+        super().close()
+
+
+def _register_namespace(gym: Any, env_name: str) -> None:
+    """Makes the ``ALE/`` ids known to gymnasium (ale-py registers them on request)."""
+    if not env_name.startswith("ALE/") or env_name in gym.registry:
+        return
+    try:
+        import ale_py
+    except ImportError as err:
+        raise ImportError(
+            f'GymEnv({env_name!r}) needs ale-py for Atari games: pip install "rl-envs[atari]"'
+        ) from err
+    gym.register_envs(ale_py)
+
+
+class GymEnv(GymWrapper):
+    """A gymnasium env made by name: ``gymnasium.make``, or a vector env with ``num_envs > 0``.
+
+    With ``num_envs > 0`` the env is ``gymnasium.make_vec(env_name, num_envs, ...)`` with
+    autoreset DISABLED: rl-core resets the sub-envs that finish (see :class:`GymWrapper`), so
+    trajectories never hold a reset step and keep every final observation. ``ALE/...`` ids
+    register ale-py's Atari games first.
+
+    Args:
+        env_name: the gymnasium id, e.g. ``"CartPole-v1"``.
+
+    Keyword Args:
+        num_envs: ``0`` for one env (batch size ``()``); ``n > 0`` for a vector env of ``n``
+            sub-envs (batch size ``(n,)``). Defaults to ``0``.
+        from_pixels: add rendered frames under ``"pixels"`` (the env is made with
+            ``render_mode="rgb_array"``). Defaults to ``False``.
+        pixels_only: with ``from_pixels``, drop the state observations. Defaults to ``True``.
+        frame_skip: repeat every action this many times, summing rewards (inside each
+            sub-env of a vector env). Defaults to ``None``.
+        device: where the output tensors live. Defaults to ``None`` (the CPU).
+        categorical_action_encoding: ``Categorical`` instead of ``OneHot`` for ``Discrete``
+            spaces. Defaults to ``False``.
+        vectorization_mode: ``"sync"`` (``SyncVectorEnv``, one process) or ``"async"``
+            (``AsyncVectorEnv``, one process per sub-env) when ``num_envs > 0``. Defaults to
+            ``"sync"``.
+        **make_kwargs: passed to ``gymnasium.make`` (to ``make_vec`` for vector envs, where
+            ``vector_kwargs`` may set another ``autoreset_mode``).
+
+    Raises:
+        ImportError: gymnasium (or ale-py for ``ALE/`` ids) is not installed.
+        ValueError: ``num_envs`` is negative or ``vectorization_mode`` is unknown.
+
+    Examples:
+        >>> from rl_envs.libs import GymEnv
+        >>> env = GymEnv("CartPole-v1")
+        >>> env.set_seed(0)
+        1
+        >>> traj = env.rollout(100, break_when_any_done=False)
+        >>> traj.batch_size, traj["action"].shape
+        (torch.Size([100]), torch.Size([100, 2]))
+        >>> venv = GymEnv("CartPole-v1", num_envs=4, categorical_action_encoding=True)
+        >>> venv.rollout(10, break_when_any_done=False)["next", "observation"].shape
+        torch.Size([4, 10, 4])
+        >>> venv.close()
+    """
+
+    def __init__(
+        self,
+        env_name: str,
+        *,
+        num_envs: int = 0,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        frame_skip: int | None = None,
+        device: torch.device | str | int | None = None,
+        categorical_action_encoding: bool = False,
+        vectorization_mode: str = "sync",
+        **make_kwargs: Any,
+    ) -> None:
+        who = type(self).__name__
+        gym = _import_gymnasium(who)
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 0:
+            raise ValueError(
+                f"{who}: expected num_envs to be an int >= 0 (0 for a single env), got "
+                f"{num_envs!r}."
+            )
+        if vectorization_mode not in ("sync", "async"):
+            raise ValueError(
+                f"{who}: expected vectorization_mode 'sync' or 'async', got {vectorization_mode!r}."
+            )
+        skip = _check_frame_skip(frame_skip, who)
+        _register_namespace(gym, env_name)
+        if from_pixels:
+            make_kwargs.setdefault("render_mode", "rgb_array")
+        if num_envs == 0:
+            env = gym.make(env_name, **make_kwargs)
+        else:
+            vector_kwargs = dict(make_kwargs.pop("vector_kwargs", None) or {})
+            vector_kwargs.setdefault("autoreset_mode", gym.vector.AutoresetMode.DISABLED)
+            wrappers = [functools.partial(frame_skip_wrapper, skip=skip)] if skip > 1 else None
+            env = gym.make_vec(
+                env_name,
+                num_envs=num_envs,
+                vectorization_mode=vectorization_mode,
+                vector_kwargs=vector_kwargs,
+                wrappers=wrappers,
+                **make_kwargs,
+            )
+            skip = 1
+        self.__dict__["env_name"] = env_name
+        try:
+            super().__init__(
+                env,
+                categorical_action_encoding=categorical_action_encoding,
+                from_pixels=from_pixels,
+                pixels_only=pixels_only,
+                frame_skip=skip if skip > 1 else None,
+                device=device,
+            )
+        except BaseException:
+            env.close()
+            raise
+
+
+__all__ = ["GymEnv", "GymWrapper", "frame_skip_wrapper"]
