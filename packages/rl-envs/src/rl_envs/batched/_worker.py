@@ -6,8 +6,9 @@ names the command, the rest is a pickled argument where there is one.
 - ``STEP``: the inputs (actions, states) are in the shared input buffer, with one byte per
   entry in the message saying whether the parent wrote it (or the inputs are pickled in the
   message); the worker steps and writes the ``"next"`` entries to the shared step buffer.
-- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done and writes the next
-  root (observations, done flags) to the shared reset buffer.
+- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done; when there are
+  any, writes the next root (observations, done flags) to the shared reset buffer and replies
+  ``RESET_DONE``.
 - ``RESET``: argument ``(partial, masks, kwargs)``; with ``partial``, the ``"_reset"`` masks
   are ``masks`` or, when that is ``None``, in the shared mask buffer. Writes the reset output to the shared reset buffer.
 - ``SEED``: argument ``(seed, static_seed)``; replies with the next seed.
@@ -19,8 +20,10 @@ Replies: ``OK`` (plus a pickled payload where there is one) or ``ERROR`` with a 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import pickle
 import select
 import traceback
@@ -30,7 +33,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.keys import NEXT
+from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
 from rl_envs.batched._common import EnvMetadata, Path, get_leaf
 
@@ -41,6 +44,9 @@ SEED = b"e"
 CLOSE = b"c"
 OK = b"k"
 ERROR = b"x"
+# In the reply to STEP_AND_RESET (after OK): some sub-env finished and its reset outputs are
+# in the shared reset buffer.
+RESET_DONE = b"1"
 
 
 class SharedBuffers:
@@ -93,6 +99,7 @@ class _Worker:
             if shared is not None
             else None
         )
+        self.done_paths = [path for path in paths["step_outputs"] if path[-1] == DONE]
         self.mdp_kwargs = {
             "reward_keys": list(env.reward_keys),
             "done_keys": list(env.done_keys),
@@ -112,8 +119,13 @@ class _Worker:
                     root.set(path, value)
         else:
             # payload: one byte per sent entry, 1 where the parent wrote it.
+            entries = root._tensordict if type(root) is TensorDict else None
             for path, leaf, present in zip(self.paths["sent"], self.views["sent"], payload):
-                if present:
+                if not present:
+                    continue
+                if entries is not None and len(path) == 1:
+                    entries[path[0]] = leaf.clone()
+                else:
                     root.set(path, leaf.clone())
         return root
 
@@ -132,10 +144,15 @@ class _Worker:
 
     def step_and_reset(self, payload: bytes) -> bytes:
         root, next_root = self.env.step_and_maybe_reset(self._take_inputs(payload))
-        reply = self._emit("step_outputs", root.get(NEXT))
+        nxt = root.get(NEXT)
+        reply = self._emit("step_outputs", nxt)
         self.root = next_root
-        second = self._emit("reset_outputs", next_root)
-        return reply if self.views is not None else pickle.dumps((reply, second))
+        # The reset outputs travel only when a sub-env finished (and was reset).
+        finished = any(bool(get_leaf(nxt, path).any()) for path in self.done_paths)
+        second = self._emit("reset_outputs", next_root) if finished else None
+        if self.views is not None:
+            return RESET_DONE if finished else b""
+        return pickle.dumps((reply, second))
 
     def reset(self, payload: bytes) -> bytes:
         partial, masks, kwargs = pickle.loads(payload)
@@ -166,6 +183,7 @@ def worker_main(
 ) -> None:
     """Entry point of a worker process."""
     torch.set_num_threads(num_threads)
+    _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
     try:
         env = create_env_fn()
@@ -205,6 +223,19 @@ def worker_main(
             reply = ERROR + pickle.dumps(_describe(err))
         conn.send_bytes(reply)
     conn.close()
+
+
+def _batch_scheduling() -> None:
+    """Linux: schedule this worker as a batch task, so that waking it does not preempt the parent.
+
+    The parent wakes the workers one after the other; a woken worker preempting the parent
+    would delay the wake-up of the next worker until it yields the CPU.
+    """
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None or not hasattr(os, "sched_setscheduler"):
+        return
+    with contextlib.suppress(OSError):
+        os.sched_setscheduler(0, policy, os.sched_param(0))
 
 
 def _waiter(conn: Any, parent: Any) -> Any:

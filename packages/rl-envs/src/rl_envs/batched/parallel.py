@@ -145,8 +145,6 @@ class ParallelEnv(BatchedEnvBase):
         self.__dict__["_leaves"] = (
             {name: shared.leaves(name) for name in _BUFFERS} if shared is not None else None
         )
-        done_paths = [p for p in paths["step_outputs"] if p[-1] == DONE]
-        self.__dict__["_done_flag_paths"] = done_paths
         self._start(factories, shared, paths, multiprocessing.get_context(method))
 
     # ------------------------------------------------------------------ set-up
@@ -313,11 +311,15 @@ class ParallelEnv(BatchedEnvBase):
         if self._shared is None:
             if fused:
                 pairs = {i: pickle.loads(r) for i, r in replies.items()}
-                self.__dict__["_pending_reset"] = self._read(
-                    "reset_outputs", {i: p[1] for i, p in pairs.items()}
-                )
+                self.__dict__["_pending_reset"] = {
+                    i: pickle.loads(p[1]) for i, p in pairs.items() if p[1] is not None
+                }
                 replies = {i: p[0] for i, p in pairs.items()}
             return self._read("step_outputs", replies)
+        if fused:
+            self.__dict__["_pending_reset"] = {
+                i: None for i, r in replies.items() if r == _worker.RESET_DONE
+            }
         return self._read("step_outputs")
 
     def step_and_maybe_reset(
@@ -334,10 +336,33 @@ class ParallelEnv(BatchedEnvBase):
         finally:
             self.__dict__["_fused_reset"] = False
         next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
-        if any(bool(get_leaf(next_root, path).any()) for path in self._done_flag_paths):
-            fresh = self._read("reset_outputs") if self._shared is not None else self._pending_reset
-            next_root.update(fresh)
+        pending = self._pending_reset
+        self.__dict__["_pending_reset"] = None
+        if pending:
+            self._merge_reset_rows(next_root, pending)
         return tensordict, next_root
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
+        """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
+
+        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` when
+        these are in the shared reset buffer.
+        """
+        workers = sorted(pending)
+        index = torch.tensor(workers)
+        paths = self._paths("reset_outputs")
+        leaves = self._leaves["reset_outputs"] if self._shared is not None else None
+        for k, path in enumerate(paths):
+            current = get_leaf(next_root, path)
+            if current is None:
+                continue
+            if leaves is not None:
+                rows = leaves[k][index]
+            else:
+                rows = torch.stack([pending[i].get(path) for i in workers])
+            value = current.clone()
+            value[index.to(value.device)] = rows.to(value.device)
+            next_root.set(path, value)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         n = self.num_workers
