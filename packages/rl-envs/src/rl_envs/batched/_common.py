@@ -26,6 +26,15 @@ class EnvMetadata:
         output_spec: the sub-env ``output_spec`` (observations, reward, done flags).
         input_spec: the sub-env ``input_spec`` (actions, states).
         env_type: the sub-env class name, for messages.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_envs.batched import EnvMetadata
+        >>> meta = EnvMetadata.from_env(CountingEnv(batch_size=[2]))
+        >>> meta.env_type, tuple(meta.batch_size)
+        ('CountingEnv', (2,))
+        >>> meta.difference(EnvMetadata.from_env(CountingEnv()))
+        'batch_size () instead of (2,)'
     """
 
     batch_size: torch.Size

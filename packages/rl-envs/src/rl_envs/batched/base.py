@@ -25,6 +25,15 @@ class BatchedEnvBase(EnvBase):
         num_workers: the number of sub-envs.
         meta_data: the sub-env metadata (specs, batch size, device).
         device: the device of the batched env; defaults to the sub-env device.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_envs.batched import BatchedEnvBase, SerialEnv
+        >>> env = SerialEnv(2, CountingEnv, {"batch_size": [3]})
+        >>> isinstance(env, BatchedEnvBase), env.batch_size, env.meta_data.batch_size
+        (True, torch.Size([2, 3]), torch.Size([3]))
+        >>> env.set_seed(10)  # sub-env 0 gets 10, sub-env 1 gets 11
+        12
     """
 
     def __init__(

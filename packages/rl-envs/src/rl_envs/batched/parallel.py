@@ -30,7 +30,15 @@ _REMOTE_ERRORS: dict[str, type[Exception]] = {
 
 
 def default_start_method() -> str:
-    """``"fork"`` where available and CUDA is not initialised in this process, else ``"spawn"``."""
+    """``"fork"`` where available and CUDA is not initialised in this process, else ``"spawn"``.
+
+    Forking a process that holds a CUDA context gives children a broken one, hence ``"spawn"``
+    then; without CUDA, ``"fork"`` starts workers in milliseconds instead of seconds.
+
+    Examples:
+        >>> default_start_method() in ("fork", "spawn")
+        True
+    """
     if "fork" in multiprocessing.get_all_start_methods() and not torch.cuda.is_initialized():
         return "fork"
     return "spawn"

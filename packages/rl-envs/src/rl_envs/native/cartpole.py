@@ -34,6 +34,12 @@ def cartpole_step(state: torch.Tensor, push_right: torch.Tensor) -> torch.Tensor
 
     Returns:
         The next state, ``(..., 4)``, same dtype as ``state``.
+
+    Examples:
+        >>> import torch
+        >>> nxt = cartpole_step(torch.zeros(2, 4), torch.tensor([True, False]))
+        >>> [round(v, 4) for v in nxt[:, 1].tolist()]  # cart velocities after one push
+        [0.1951, -0.1951]
     """
     x, x_dot, theta, theta_dot = state.unbind(-1)
     force = torch.where(push_right, FORCE_MAG, -FORCE_MAG).to(state.dtype)
@@ -55,7 +61,13 @@ def cartpole_step(state: torch.Tensor, push_right: torch.Tensor) -> torch.Tensor
 
 
 def cartpole_terminated(state: torch.Tensor) -> torch.Tensor:
-    """``(..., 4) -> (..., 1)`` bool: the cart left ``[-2.4, 2.4]`` or the pole passed 12 degrees."""
+    """``(..., 4) -> (..., 1)`` bool: the cart left ``[-2.4, 2.4]`` or the pole passed 12 degrees.
+
+    Examples:
+        >>> import torch
+        >>> cartpole_terminated(torch.tensor([[2.5, 0.0, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0]])).flatten().tolist()
+        [True, False]
+    """
     x, theta = state[..., 0:1], state[..., 2:3]
     return (x.abs() > X_THRESHOLD) | (theta.abs() > THETA_THRESHOLD)
 

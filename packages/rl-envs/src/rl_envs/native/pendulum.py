@@ -24,7 +24,13 @@ LENGTH = 1.0
 
 
 def angle_normalize(theta: torch.Tensor) -> torch.Tensor:
-    """Maps angles to ``[-pi, pi)``."""
+    """Maps angles to ``[-pi, pi)`` (any shape).
+
+    Examples:
+        >>> import math, torch
+        >>> angle_normalize(torch.tensor([0.5, 3 * math.pi / 2], dtype=torch.float64)).tolist()
+        [0.5, -1.5707963267948966]
+    """
     return torch.remainder(theta + math.pi, 2 * math.pi) - math.pi
 
 
@@ -46,6 +52,12 @@ def pendulum_step(
         ``(new_th, new_thdot, reward)``, each of shape ``S``; the reward is
         ``-(angle_normalize(th)**2 + 0.1 * thdot**2 + 0.001 * torque**2)`` of the state before
         the step.
+
+    Examples:
+        >>> import torch
+        >>> th, thdot, reward = pendulum_step(torch.zeros(1), torch.zeros(1), torch.ones(1), 10.0)
+        >>> round(thdot.item(), 4), round(th.item(), 4), round(reward.item(), 4)
+        (0.15, 0.0075, -0.001)
     """
     u = torque.clamp(-MAX_TORQUE, MAX_TORQUE)
     cost = angle_normalize(th).square() + 0.1 * thdot.square() + 0.001 * u.square()
