@@ -352,3 +352,32 @@ def test_non_tensor_entries_need_pipes():
         assert td["next", "text"] == ["step", "step"]
     finally:
         env.close()
+
+
+def _gym_cartpole(num_envs=0):
+    pytest.importorskip("gymnasium")
+    from rl_envs.libs import GymEnv
+
+    return GymEnv("CartPole-v1", num_envs=num_envs)
+
+
+class TestParallelGymConformance(EnvConformanceSuite):
+    def make_env(self):
+        return ParallelEnv(2, _gym_cartpole)
+
+
+def test_gym_vector_envs_in_workers_match_serial_env():
+    parallel = ParallelEnv(2, _gym_cartpole, {"num_envs": 3})
+    serial = SerialEnv(2, _gym_cartpole, {"num_envs": 3})
+    try:
+        assert parallel.batch_size == (2, 3)
+        trajectories = []
+        for env in (parallel, serial):
+            env.set_seed(0)
+            torch.manual_seed(0)
+            trajectories.append(env.rollout(40, break_when_any_done=False))
+        a, b = trajectories
+        assert a["next", "done"].any()
+        assert (a == b).all()
+    finally:
+        parallel.close()
