@@ -13,7 +13,7 @@ from rl_core.specs import Composite, NonTensor, Unbounded
 from rl_core.testing import CountingEnv, EnvConformanceSuite
 from rl_core.transforms import StepCounter, TransformedEnv
 from rl_envs.batched import EnvCreator, ParallelEnv, SerialEnv
-from rl_envs.batched.parallel import default_start_method
+from rl_envs.batched._pool import default_start_method
 from rl_envs.native import CartPoleEnv, PendulumEnv
 
 
@@ -210,13 +210,13 @@ def test_worker_error_is_raised_with_its_type_and_traceback():
 def test_killed_worker_raises_instead_of_hanging():
     env = ParallelEnv(2, CountingEnv)
     td = env.reset()
-    victim = env._processes[0]
+    victim = env._pool.processes[0]
     os.kill(victim.pid, signal.SIGKILL)
     victim.join(timeout=10)
     with pytest.raises(RuntimeError, match=r"worker 0 \(pid \d+\) died with exit code -9 while"):
         env.rand_step(td)
     assert env.is_closed
-    assert not any(p.is_alive() for p in env._processes)
+    assert not any(p.is_alive() for p in env._pool.processes)
     with pytest.raises(RuntimeError, match="the env is closed"):
         env.rand_step(td)
 
@@ -249,7 +249,7 @@ def test_timeout_on_a_stuck_worker():
 
 def test_close_joins_every_worker():
     env = ParallelEnv(2, CountingEnv)
-    processes = list(env._processes)
+    processes = list(env._pool.processes)
     env.close()
     env.close()
     assert env.is_closed
@@ -258,7 +258,7 @@ def test_close_joins_every_worker():
 
 def test_garbage_collection_stops_the_workers():
     env = ParallelEnv(2, CountingEnv)
-    processes = list(env._processes)
+    processes = list(env._pool.processes)
     del env
     gc.collect()
     assert not any(p.is_alive() for p in processes)

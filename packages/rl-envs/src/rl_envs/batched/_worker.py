@@ -174,8 +174,8 @@ class _Worker:
 
 def worker_main(
     index: int,
-    create_env_fn: Any,
     conn: multiprocessing.connection.Connection,
+    create_env_fn: Any,
     shared: SharedBuffers | None,
     paths: dict[str, list[Path]],
     reference: EnvMetadata,

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
-import multiprocessing.connection
 import pickle
-import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -19,29 +16,11 @@ from rl_core.keys import DONE
 from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
 from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
-from rl_envs.batched._worker import SharedBuffers, worker_main
+from rl_envs.batched._pool import WorkerPool, default_start_method
+from rl_envs.batched._worker import SharedBuffers
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
-_REMOTE_ERRORS: dict[str, type[Exception]] = {
-    error.__name__: error
-    for error in (ValueError, TypeError, KeyError, IndexError, RuntimeError, NotImplementedError)
-}
-
-
-def default_start_method() -> str:
-    """``"fork"`` where available and CUDA is not initialised in this process, else ``"spawn"``.
-
-    Forking a process that holds a CUDA context gives children a broken one, hence ``"spawn"``
-    then; without CUDA, ``"fork"`` starts workers in milliseconds instead of seconds.
-
-    Examples:
-        >>> default_start_method() in ("fork", "spawn")
-        True
-    """
-    if "fork" in multiprocessing.get_all_start_methods() and not torch.cuda.is_initialized():
-        return "fork"
-    return "spawn"
 
 
 class ParallelEnv(BatchedEnvBase):
@@ -195,91 +174,33 @@ class ParallelEnv(BatchedEnvBase):
         paths: dict[str, list[Path]],
         context: Any,
     ) -> None:
-        processes, conns = [], []
-        self.__dict__["_processes"] = processes
-        self.__dict__["_conns"] = conns
-        # The grace period given to workers at shutdown; 0 after a timeout (they are stuck).
-        grace = self.__dict__["_grace"] = [5.0]
-        self.__dict__["_finalizer"] = weakref.finalize(self, _shutdown, processes, conns, grace)
+        pool = WorkerPool(context, self.timeout)
+        self.__dict__["_pool"] = pool
+        # The finalizer holds the pool, not the env: collecting the env stops the workers.
+        self.__dict__["_finalizer"] = weakref.finalize(self, pool.close)
         try:
-            for i, factory in enumerate(factories):
-                parent_end, child_end = context.Pipe()
-                process = context.Process(
-                    target=worker_main,
-                    args=(i, factory, child_end, shared, paths, self.meta_data, self.num_threads),
-                    name=f"ParallelEnv-worker-{i}",
-                    daemon=True,
-                )
-                process.start()
-                # Only the worker keeps its end: its death then closes the pipe (EOF here).
-                child_end.close()
-                processes.append(process)
-                conns.append(parent_end)
-            self._collect(range(self.num_workers), "building its env")
+            pool.start(
+                [
+                    (factory, shared, paths, self.meta_data, self.num_threads)
+                    for factory in factories
+                ]
+            )
+            self._send(range(self.num_workers), None, "building its env")
         except BaseException:
             self.close()
             raise
 
-    # ------------------------------------------------------------------ messaging
-    def _fail(self, index: int, what: str) -> None:
-        process = self._processes[index]
-        process.join(timeout=1.0)
-        code = process.exitcode
-        self.close()
-        raise RuntimeError(
-            f"ParallelEnv: worker {index} (pid {process.pid}) died with exit code {code} while "
-            f"{what}. The env is closed; build a new one."
-        )
-
-    def _receive(self, index: int, what: str, deadline: float | None) -> bytes:
-        conn = self._conns[index]
-        process = self._processes[index]
+    def _send(
+        self, indices: Any, messages: bytes | list[bytes] | None, what: str
+    ) -> dict[int, bytes]:
+        """One message to (and one reply from) each worker in ``indices``."""
+        pool = self._pool
         try:
-            if deadline is not None:
-                remaining = max(deadline - time.monotonic(), 0.0)
-                ready = multiprocessing.connection.wait([conn, process.sentinel], remaining)
-                if not ready:
-                    self._grace[0] = 0.0
-                    self.close()
-                    raise TimeoutError(
-                        f"ParallelEnv: worker {index} (pid {process.pid}) did not answer within "
-                        f"{self.timeout} s while {what}. The env is closed."
-                    )
-                if conn not in ready and not conn.poll():
-                    self._fail(index, what)
-            return conn.recv_bytes()
-        except (EOFError, ConnectionError):
-            self._fail(index, what)
-            raise  # unreachable: _fail raises
-
-    def _collect(self, indices: Any, what: str) -> dict[int, bytes]:
-        """Waits for one reply from each worker in ``indices``; raises the first error."""
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        replies = {i: self._receive(i, what, deadline) for i in indices}
-        for i, reply in replies.items():
-            if reply[:1] == _worker.ERROR:
-                name, message, trace = pickle.loads(reply[1:])
-                if what == "building its env":
-                    self.close()
-                # Builtin exception types are raised as themselves, others as RuntimeError.
-                error = _REMOTE_ERRORS.get(name, RuntimeError)
-                raise error(
-                    f"ParallelEnv: worker {i} raised {name} while {what}: {message}\n"
-                    f"--- worker {i} traceback ---\n{trace}"
-                )
-        return {i: reply[1:] for i, reply in replies.items()}
-
-    def _send(self, indices: Any, messages: bytes | list[bytes], what: str) -> dict[int, bytes]:
-        if self.is_closed:
-            raise RuntimeError(f"ParallelEnv: the env is closed; cannot {what}.")
-        indices = list(indices)
-        for k, i in enumerate(indices):
-            message = messages if isinstance(messages, bytes) else messages[k]
-            try:
-                self._conns[i].send_bytes(message)
-            except (BrokenPipeError, ConnectionError, OSError):
-                self._fail(i, what)
-        return self._collect(indices, what)
+            return pool.exchange(indices, messages, what)
+        finally:
+            if pool.closed and not self.is_closed:
+                # A worker died or hung: the pool shut down, and so does the env.
+                super().close()
 
     # ------------------------------------------------------------------ data
     def _read(self, name: str, replies: dict[int, bytes] | None = None) -> TensorDictBase:
@@ -417,26 +338,4 @@ class ParallelEnv(BatchedEnvBase):
         super().close()
 
 
-def _shutdown(processes: list[Any], conns: list[Any], grace: list[float]) -> None:
-    """Asks each worker to close, joins it, and terminates (then kills) any that lingers.
-
-    ``grace`` holds the seconds given to all workers together to stop by themselves.
-    """
-    for process, conn in zip(processes, conns):
-        if process.is_alive():
-            with contextlib.suppress(BrokenPipeError, ConnectionError, OSError):
-                conn.send_bytes(_worker.CLOSE)
-    deadline = time.monotonic() + grace[0]
-    for process in processes:
-        process.join(timeout=max(deadline - time.monotonic(), 0.0))
-        if process.is_alive():
-            process.terminate()
-            process.join(timeout=1.0)
-        if process.is_alive():
-            process.kill()
-            process.join()
-    for conn in conns:
-        conn.close()
-
-
-__all__ = ["ParallelEnv", "default_start_method"]
+__all__ = ["ParallelEnv"]
