@@ -26,12 +26,14 @@ def _no_worker_left_behind():
 
 class TestParallelCountingConformance(EnvConformanceSuite):
     def make_env(self):
-        return ParallelEnv(3, CountingEnv, {"max_count": 4, "start_high": 3})
+        return ParallelEnv(3, CountingEnv, create_env_kwargs={"max_count": 4, "start_high": 3})
 
 
 class TestParallelOfSerialConformance(EnvConformanceSuite):
     def make_env(self):
-        return ParallelEnv(2, lambda: SerialEnv(2, CartPoleEnv, {"max_episode_steps": 4}))
+        return ParallelEnv(
+            2, lambda: SerialEnv(2, CartPoleEnv, create_env_kwargs={"max_episode_steps": 4})
+        )
 
 
 class TestParallelStatelessConformance(EnvConformanceSuite):
@@ -41,7 +43,7 @@ class TestParallelStatelessConformance(EnvConformanceSuite):
 
 class TestTransformedParallelConformance(EnvConformanceSuite):
     def make_env(self):
-        env = ParallelEnv(2, CountingEnv, {"max_count": 100, "start_high": 3})
+        env = ParallelEnv(2, CountingEnv, create_env_kwargs={"max_count": 100, "start_high": 3})
         return TransformedEnv(env, StepCounter(3))
 
 
@@ -100,8 +102,8 @@ def _rollout_with_actions(env, steps, seed=0):
 @pytest.mark.parametrize("shared_memory", [True, False])
 def test_same_trajectories_as_serial_env(shared_memory):
     kwargs = {"max_count": 4, "start_high": 4}
-    parallel = ParallelEnv(3, CountingEnv, kwargs, shared_memory=shared_memory)
-    serial = SerialEnv(3, CountingEnv, kwargs)
+    parallel = ParallelEnv(3, CountingEnv, create_env_kwargs=kwargs, shared_memory=shared_memory)
+    serial = SerialEnv(3, CountingEnv, create_env_kwargs=kwargs)
     try:
         a = _rollout_with_actions(parallel, 30)
         b = _rollout_with_actions(serial, 30)
@@ -113,8 +115,12 @@ def test_same_trajectories_as_serial_env(shared_memory):
 
 
 def test_workers_holding_batched_envs():
-    parallel = ParallelEnv(2, lambda: SerialEnv(3, CartPoleEnv, {"max_episode_steps": 5}))
-    serial = SerialEnv(2, lambda: SerialEnv(3, CartPoleEnv, {"max_episode_steps": 5}))
+    parallel = ParallelEnv(
+        2, lambda: SerialEnv(3, CartPoleEnv, create_env_kwargs={"max_episode_steps": 5})
+    )
+    serial = SerialEnv(
+        2, lambda: SerialEnv(3, CartPoleEnv, create_env_kwargs={"max_episode_steps": 5})
+    )
     try:
         assert parallel.batch_size == (2, 3)
         a = _rollout_with_actions(parallel, 12)
@@ -140,7 +146,7 @@ def test_state_entries_come_from_the_parent():
 
 
 def test_set_seed_gives_worker_i_seed_plus_i():
-    env = ParallelEnv(3, CountingEnv, {"start_high": 1000})
+    env = ParallelEnv(3, CountingEnv, create_env_kwargs={"start_high": 1000})
     try:
         assert env.set_seed(5) == 8
         observed = env.reset()["observation"].squeeze(-1).tolist()
@@ -157,7 +163,7 @@ def test_set_seed_gives_worker_i_seed_plus_i():
 @pytest.mark.parametrize("shared_memory", [True, False])
 def test_partial_reset_contacts_only_the_workers_concerned(shared_memory):
     kwargs = {"max_count": 100, "start_high": 1000}
-    env = ParallelEnv(3, CountingEnv, kwargs, shared_memory=shared_memory)
+    env = ParallelEnv(3, CountingEnv, create_env_kwargs=kwargs, shared_memory=shared_memory)
     try:
         td = env.reset()
         for _ in range(3):
@@ -186,15 +192,25 @@ def test_the_parent_builds_one_env_only():
 
 def test_workers_limit_torch_threads():
     for threads in (1, 2):
-        env = ParallelEnv(2, ThreadsEnv, num_threads=threads)
+        env = ParallelEnv(2, ThreadsEnv, num_sub_threads=threads)
         try:
             assert env.reset()["observation"].flatten().tolist() == [threads, threads]
         finally:
             env.close()
 
 
+def test_num_threads_sets_the_parent_threads():
+    before = torch.get_num_threads()
+    try:
+        env = ParallelEnv(1, CountingEnv, num_threads=1)
+        env.close()
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_worker_error_is_raised_with_its_type_and_traceback():
-    env = ParallelEnv(2, FailingEnv, [{}, {"fail_at": 1}])
+    env = ParallelEnv(2, FailingEnv, create_env_kwargs=[{}, {"fail_at": 1}])
     try:
         td = env.reset()
         td = env.step(td.set("action", torch.ones(2, 1, dtype=torch.int64)))["next"]
@@ -265,6 +281,8 @@ def test_garbage_collection_stops_the_workers():
 
 
 def test_argument_errors():
+    with pytest.raises(ValueError, match="expected num_sub_threads >= 1, got 0"):
+        ParallelEnv(2, CountingEnv, num_sub_threads=0)
     with pytest.raises(ValueError, match="expected num_threads >= 1, got 0"):
         ParallelEnv(2, CountingEnv, num_threads=0)
     with pytest.raises(ValueError, match="expected timeout > 0 or None, got 0"):
@@ -322,7 +340,7 @@ def test_spawn_start_method_with_a_lambda():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_outputs_on_cuda():
-    env = ParallelEnv(2, CountingEnv, {"start_high": 3}, device="cuda")
+    env = ParallelEnv(2, CountingEnv, create_env_kwargs={"start_high": 3}, device="cuda")
     try:
         check_env_specs(env)
         traj = env.rollout(10, break_when_any_done=False)
@@ -367,8 +385,8 @@ class TestParallelGymConformance(EnvConformanceSuite):
 
 
 def test_gym_vector_envs_in_workers_match_serial_env():
-    parallel = ParallelEnv(2, _gym_cartpole, {"num_envs": 3})
-    serial = SerialEnv(2, _gym_cartpole, {"num_envs": 3})
+    parallel = ParallelEnv(2, _gym_cartpole, create_env_kwargs={"num_envs": 3})
+    serial = SerialEnv(2, _gym_cartpole, create_env_kwargs={"num_envs": 3})
     try:
         assert parallel.batch_size == (2, 3)
         trajectories = []

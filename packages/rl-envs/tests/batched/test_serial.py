@@ -12,12 +12,14 @@ from rl_envs.native import CartPoleEnv, PendulumEnv
 
 class TestSerialCountingConformance(EnvConformanceSuite):
     def make_env(self):
-        return SerialEnv(3, CountingEnv, {"max_count": 4, "start_high": 3})
+        return SerialEnv(3, CountingEnv, create_env_kwargs={"max_count": 4, "start_high": 3})
 
 
 class TestSerialOfBatchedConformance(EnvConformanceSuite):
     def make_env(self):
-        return SerialEnv(2, CartPoleEnv, {"batch_size": [3], "max_episode_steps": 4})
+        return SerialEnv(
+            2, CartPoleEnv, create_env_kwargs={"batch_size": [3], "max_episode_steps": 4}
+        )
 
 
 class TestSerialStatelessConformance(EnvConformanceSuite):
@@ -32,7 +34,10 @@ class TestSerialTransformedConformance(EnvConformanceSuite):
 
 class TestNestedSerialConformance(EnvConformanceSuite):
     def make_env(self):
-        return SerialEnv(2, lambda: SerialEnv(3, CountingEnv, {"max_count": 3, "start_high": 2}))
+        return SerialEnv(
+            2,
+            lambda: SerialEnv(3, CountingEnv, create_env_kwargs={"max_count": 3, "start_high": 2}),
+        )
 
 
 def _actions(env, steps, seed=0):
@@ -42,7 +47,7 @@ def _actions(env, steps, seed=0):
 
 
 def test_batch_size_and_specs_are_expanded():
-    env = SerialEnv(4, CartPoleEnv, {"batch_size": [2]})
+    env = SerialEnv(4, CartPoleEnv, create_env_kwargs={"batch_size": [2]})
     sub = CartPoleEnv(batch_size=[2])
     assert env.batch_size == (4, 2)
     assert env.observation_spec["observation"].shape == (4, 2, 4)
@@ -54,7 +59,7 @@ def test_batch_size_and_specs_are_expanded():
 
 
 def test_set_seed_gives_sub_env_i_seed_plus_i():
-    env = SerialEnv(3, CountingEnv, {"start_high": 1000})
+    env = SerialEnv(3, CountingEnv, create_env_kwargs={"start_high": 1000})
     assert env.set_seed(5) == 8
     observed = env.reset()["observation"].squeeze(-1).tolist()
     expected = []
@@ -74,7 +79,7 @@ def test_set_seed_rejects_non_int():
 
 
 def test_step_hands_each_sub_env_its_rows():
-    env = SerialEnv(3, CountingEnv, {"max_count": 100})
+    env = SerialEnv(3, CountingEnv, create_env_kwargs={"max_count": 100})
     td = env.reset()
     td["action"] = torch.tensor([[1], [0], [1]])
     nxt = env.step(td)["next"]
@@ -117,7 +122,7 @@ def _step_and_reset_paths_agree(make_env, steps=40):
 
 def test_step_and_maybe_reset_matches_the_generic_path():
     resets = _step_and_reset_paths_agree(
-        lambda: SerialEnv(3, CountingEnv, {"max_count": 3, "start_high": 3})
+        lambda: SerialEnv(3, CountingEnv, create_env_kwargs={"max_count": 3, "start_high": 3})
     )
     assert resets > 5
 
@@ -127,7 +132,11 @@ def test_step_and_maybe_reset_matches_the_generic_path_for_batched_sub_envs():
         lambda: SerialEnv(
             2,
             CartPoleEnv,
-            {"batch_size": [3], "max_episode_steps": 4, "categorical_action_encoding": True},
+            create_env_kwargs={
+                "batch_size": [3],
+                "max_episode_steps": 4,
+                "categorical_action_encoding": True,
+            },
         )
     )
     assert resets > 5
@@ -142,7 +151,7 @@ def test_one_create_env_fn_per_sub_env():
 
 
 def test_create_env_kwargs_per_sub_env():
-    env = SerialEnv(2, CountingEnv, [{"max_count": 2}, {"max_count": 7}])
+    env = SerialEnv(2, CountingEnv, create_env_kwargs=[{"max_count": 2}, {"max_count": 7}])
     assert [sub.max_count for sub in env._envs] == [2, 7]
 
 
@@ -150,7 +159,7 @@ def test_sub_envs_with_different_specs_are_rejected():
     with pytest.raises(ValueError, match=r"SerialEnv: sub-env 1 \(CartPoleEnv\) has a different"):
         SerialEnv(2, [CountingEnv, CartPoleEnv])
     with pytest.raises(ValueError, match=r"sub-env 1 \(CountingEnv\) has batch_size \(2,\)"):
-        SerialEnv(2, CountingEnv, [{}, {"batch_size": [2]}])
+        SerialEnv(2, CountingEnv, create_env_kwargs=[{}, {"batch_size": [2]}])
 
 
 def test_argument_errors():
@@ -161,7 +170,7 @@ def test_argument_errors():
     with pytest.raises(TypeError, match=r"create_env_fn\[0\] is a int, expected a callable"):
         SerialEnv(2, 3)
     with pytest.raises(TypeError, match=r"create_env_kwargs\[1\] is a int, expected a dict"):
-        SerialEnv(2, CountingEnv, [{}, 3])
+        SerialEnv(2, CountingEnv, create_env_kwargs=[{}, 3])
     with pytest.raises(TypeError, match="create_env_fn returned a str, expected an EnvBase"):
         SerialEnv(2, lambda: "env")
 
@@ -191,7 +200,7 @@ def test_repr_names_the_number_of_workers():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_sub_envs():
-    env = SerialEnv(2, CartPoleEnv, {"batch_size": [8], "device": "cuda"})
+    env = SerialEnv(2, CartPoleEnv, create_env_kwargs={"batch_size": [8], "device": "cuda"})
     check_env_specs(env)
     traj = env.rollout(50, break_when_any_done=False)
     assert traj["next", "observation"].device.type == "cuda"
@@ -200,7 +209,7 @@ def test_cuda_sub_envs():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cpu_sub_envs_on_a_cuda_batched_env():
-    env = SerialEnv(2, CountingEnv, {"start_high": 3}, device="cuda")
+    env = SerialEnv(2, CountingEnv, create_env_kwargs={"start_high": 3}, device="cuda")
     check_env_specs(env)
     traj = env.rollout(20, break_when_any_done=False)
     assert traj["next", "observation"].device.type == "cuda"
@@ -221,8 +230,8 @@ class TestVectorizedGymConformance(EnvConformanceSuite):
 @pytest.mark.parametrize("categorical", [False, True])
 def test_gym_sub_envs_step_through_one_vector_env(categorical):
     kwargs = {"categorical_action_encoding": categorical}
-    fast = SerialEnv(4, _gym_env, kwargs)
-    slow = SerialEnv(4, _gym_env, kwargs, vectorize=False)
+    fast = SerialEnv(4, _gym_env, create_env_kwargs=kwargs)
+    slow = SerialEnv(4, _gym_env, create_env_kwargs=kwargs, vectorize=False)
     assert fast.vectorized
     assert not slow.vectorized
     assert fast.full_action_spec == slow.full_action_spec

@@ -179,10 +179,10 @@ def worker_main(
     shared: SharedBuffers | None,
     paths: dict[str, list[Path]],
     reference: EnvMetadata,
-    num_threads: int,
+    num_sub_threads: int,
 ) -> None:
     """Entry point of a worker process."""
-    torch.set_num_threads(num_threads)
+    torch.set_num_threads(num_sub_threads)
     _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
     try:

@@ -29,7 +29,7 @@ class BatchedEnvBase(EnvBase):
     Examples:
         >>> from rl_core.testing import CountingEnv
         >>> from rl_envs.batched import BatchedEnvBase, SerialEnv
-        >>> env = SerialEnv(2, CountingEnv, {"batch_size": [3]})
+        >>> env = SerialEnv(2, CountingEnv, create_env_kwargs={"batch_size": [3]})
         >>> isinstance(env, BatchedEnvBase), env.batch_size, env.meta_data.batch_size
         (True, torch.Size([2, 3]), torch.Size([3]))
         >>> env.set_seed(10)  # sub-env 0 gets 10, sub-env 1 gets 11

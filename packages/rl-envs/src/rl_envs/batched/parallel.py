@@ -36,7 +36,7 @@ class ParallelEnv(BatchedEnvBase):
     of ``action_spec`` and ``state_spec``.
 
     Start method: ``"fork"`` (the default on Linux while CUDA is not initialised in this
-    process) starts workers in milliseconds; each worker limits torch to ``num_threads``
+    process) starts workers in milliseconds; each worker limits torch to ``num_sub_threads``
     threads, which keeps torch's thread pools usable after the fork. A parent running other
     threads that hold locks (some GUI or logging libraries) can deadlock a forked child: pass
     ``mp_start_method="spawn"`` (safe, but each worker re-imports torch, seconds per start).
@@ -58,7 +58,11 @@ class ParallelEnv(BatchedEnvBase):
             It may return a batched env (e.g. ``SerialEnv(4, ...)``): the batch size is then
             ``[num_workers, 4]``.
         create_env_kwargs: keyword arguments for ``create_env_fn``, or one dict per worker.
-        num_threads: torch threads in each worker. Defaults to 1 (no oversubscription).
+        num_sub_threads: torch threads in each worker. Defaults to 1, so that the workers
+            together do not oversubscribe the cores.
+        num_threads: torch threads of this (the parent) process, set with
+            ``torch.set_num_threads`` when the env is built; ``None`` (the default) leaves them
+            as they are.
         mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; ``None`` picks as above.
         shared_memory: exchange data through shared memory (fast). ``False`` pickles it
             through the pipes instead, for outputs whose shapes vary.
@@ -68,7 +72,8 @@ class ParallelEnv(BatchedEnvBase):
             ``None`` waits as long as the workers live.
 
     Raises:
-        ValueError: bad ``num_workers``/``num_threads``/``timeout``/``mp_start_method``, envs
+        ValueError: bad ``num_workers``/``num_sub_threads``/``num_threads``/``timeout``/
+            ``mp_start_method``, envs
             not on the CPU, or workers whose envs have different specs.
         RuntimeError: a worker died while building its env, or its env raised an error type
             other than those listed above (the message holds the worker's traceback).
@@ -76,7 +81,7 @@ class ParallelEnv(BatchedEnvBase):
     Examples:
         >>> from rl_core.testing import CountingEnv
         >>> from rl_envs.batched import ParallelEnv
-        >>> env = ParallelEnv(2, CountingEnv, {"max_count": 4})
+        >>> env = ParallelEnv(2, CountingEnv, create_env_kwargs={"max_count": 4})
         >>> env.batch_size
         torch.Size([2])
         >>> env.set_seed(0)
@@ -90,17 +95,21 @@ class ParallelEnv(BatchedEnvBase):
         self,
         num_workers: int,
         create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
-        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         *,
-        num_threads: int = 1,
+        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        num_sub_threads: int = 1,
+        num_threads: int | None = None,
         mp_start_method: str | None = None,
         shared_memory: bool = True,
         device: torch.device | str | int | None = None,
         timeout: float | None = None,
     ) -> None:
         factories = as_env_factories(num_workers, create_env_fn, create_env_kwargs, "ParallelEnv")
-        if not isinstance(num_threads, int) or isinstance(num_threads, bool) or num_threads < 1:
-            raise ValueError(f"ParallelEnv: expected num_threads >= 1, got {num_threads!r}.")
+        for name, value in (("num_sub_threads", num_sub_threads), ("num_threads", num_threads)):
+            if value is None and name == "num_threads":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ParallelEnv: expected {name} >= 1, got {value!r}.")
         if timeout is not None and not timeout > 0:
             raise ValueError(f"ParallelEnv: expected timeout > 0 or None, got {timeout!r}.")
         method = mp_start_method or default_start_method()
@@ -117,8 +126,10 @@ class ParallelEnv(BatchedEnvBase):
                 f"{str(meta_data.device)!r} to ParallelEnv to get the outputs there."
             )
         super().__init__(num_workers, meta_data, device=device)
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
         self.__dict__.update(
-            num_threads=num_threads,
+            num_sub_threads=num_sub_threads,
             mp_start_method=method,
             shared_memory=shared_memory,
             timeout=timeout,
@@ -181,7 +192,7 @@ class ParallelEnv(BatchedEnvBase):
         try:
             pool.start(
                 [
-                    (factory, shared, paths, self.meta_data, self.num_threads)
+                    (factory, shared, paths, self.meta_data, self.num_sub_threads)
                     for factory in factories
                 ]
             )

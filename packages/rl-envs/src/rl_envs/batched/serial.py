@@ -56,7 +56,7 @@ class SerialEnv(BatchedEnvBase):
     Examples:
         >>> from rl_core.testing import CountingEnv
         >>> from rl_envs.batched import SerialEnv
-        >>> env = SerialEnv(3, CountingEnv, {"max_count": 4})
+        >>> env = SerialEnv(3, CountingEnv, create_env_kwargs={"max_count": 4})
         >>> env.batch_size
         torch.Size([3])
         >>> env.set_seed(0)
@@ -71,8 +71,8 @@ class SerialEnv(BatchedEnvBase):
         self,
         num_workers: int,
         create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
-        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         *,
+        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
         device: torch.device | str | int | None = None,
         vectorize: bool = True,
     ) -> None:
