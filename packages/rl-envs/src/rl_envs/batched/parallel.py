@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
@@ -288,21 +288,20 @@ class ParallelEnv(BatchedEnvBase):
         ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` when
         these are in the shared reset buffer.
         """
-        workers = sorted(pending)
-        index = torch.tensor(workers)
         paths = self._paths("reset_outputs")
         leaves = self._leaves["reset_outputs"] if self._shared is not None else None
+        entries = next_root._tensordict if type(next_root) is TensorDict else None
         for k, path in enumerate(paths):
             current = get_leaf(next_root, path)
             if current is None:
                 continue
-            if leaves is not None:
-                rows = leaves[k][index]
-            else:
-                rows = torch.stack([pending[i].get(path) for i in workers])
             value = current.clone()
-            value[index.to(value.device)] = rows.to(value.device)
-            next_root.set(path, value)
+            for i, fresh in pending.items():
+                value[i] = leaves[k][i] if fresh is None else fresh.get(path)
+            if entries is not None and len(path) == 1:
+                entries[path[0]] = value
+            else:
+                next_root.set(path, value)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         n = self.num_workers
