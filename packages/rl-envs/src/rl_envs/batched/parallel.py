@@ -46,10 +46,13 @@ class ParallelEnv(BatchedEnvBase):
     Errors: an exception in a worker is raised here, with the worker's traceback in the message,
     as the same type for ``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``,
     ``RuntimeError`` and ``NotImplementedError`` and as ``RuntimeError`` otherwise; the worker
-    lives on. A worker that dies (killed, crashed) makes the next call
-    raise a ``RuntimeError`` naming the worker and its exit code; the env is then closed.
-    ``close()`` stops and joins every worker (terminating any that does not stop), so no
-    process is left behind; it also runs when the env is garbage-collected.
+    lives on. A worker that dies (killed, crashed) makes the next call raise a
+    ``RuntimeError`` naming the worker and its exit code; the env is then closed. ``close()``
+    stops and joins every worker (terminating any that does not stop), so no process is left
+    behind; it also runs when the env is garbage-collected.
+
+    Scheduling: on Linux, workers run under the ``SCHED_BATCH`` policy, so that waking one
+    does not preempt the parent before it has woken the others.
 
     Args:
         num_workers: the number of worker processes (one env each).
@@ -73,8 +76,8 @@ class ParallelEnv(BatchedEnvBase):
 
     Raises:
         ValueError: bad ``num_workers``/``num_sub_threads``/``num_threads``/``timeout``/
-            ``mp_start_method``, envs
-            not on the CPU, or workers whose envs have different specs.
+            ``mp_start_method``, envs not on the CPU, entries that are not tensors with
+            ``shared_memory=True``, or workers whose envs have different specs.
         RuntimeError: a worker died while building its env, or its env raised an error type
             other than those listed above (the message holds the worker's traceback).
 
