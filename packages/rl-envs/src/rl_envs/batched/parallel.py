@@ -1,0 +1,354 @@
+"""ParallelEnv: envs stepped in worker processes that exchange data through shared memory."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.keys import DONE
+from rl_core.ted import step_mdp
+from rl_envs.batched import _worker
+from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
+from rl_envs.batched._pool import WorkerPool, default_start_method
+from rl_envs.batched._worker import SharedBuffers
+from rl_envs.batched.base import BatchedEnvBase
+
+_BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
+
+
+class ParallelEnv(BatchedEnvBase):
+    """Runs ``num_workers`` envs in worker processes, as one env of batch ``[n, *sub_batch]``.
+
+    Each worker process builds its own env (all workers start at once; the parent builds one
+    env first, through :attr:`EnvCreator.meta_data`, to read the specs). Data moves through
+    shared-memory buffers allocated once: each step the parent writes the actions (and state
+    entries) in place, sends each worker a one-byte command over a pipe, the workers step and
+    write their outputs in place, and the parent copies the outputs out. ``step_and_maybe_reset``
+    (used by ``rollout`` and collectors) resets finished sub-envs inside the workers in the
+    same round trip. Workers hold their own observations: the parent sends only the entries
+    of ``action_spec`` and ``state_spec``.
+
+    Start method: ``"fork"`` (the default on Linux while CUDA is not initialised in this
+    process) starts workers in milliseconds; each worker limits torch to ``num_sub_threads``
+    threads, which keeps torch's thread pools usable after the fork. A parent running other
+    threads that hold locks (some GUI or logging libraries) can deadlock a forked child: pass
+    ``mp_start_method="spawn"`` (safe, but each worker re-imports torch, seconds per start).
+    With ``"spawn"`` or ``"forkserver"`` the env factories are pickled; lambdas work through
+    :class:`EnvCreator` when cloudpickle is installed.
+
+    Errors: an exception in a worker is raised here, with the worker's traceback in the message,
+    as the same type for ``ValueError``, ``TypeError``, ``KeyError``, ``IndexError``,
+    ``RuntimeError`` and ``NotImplementedError`` and as ``RuntimeError`` otherwise; the worker
+    lives on. A worker that dies (killed, crashed) makes the next call raise a
+    ``RuntimeError`` naming the worker and its exit code; the env is then closed. ``close()``
+    stops and joins every worker (terminating any that does not stop), so no process is left
+    behind; it also runs when the env is garbage-collected.
+
+    Scheduling: on Linux, workers run under the ``SCHED_BATCH`` policy, so that waking one
+    does not preempt the parent before it has woken the others.
+
+    Args:
+        num_workers: the number of worker processes (one env each).
+        create_env_fn: a callable returning an env (a class, a function, an
+            :class:`EnvCreator`), or a list of ``num_workers`` of them with the same specs.
+            It may return a batched env (e.g. ``SerialEnv(4, ...)``): the batch size is then
+            ``[num_workers, 4]``.
+        create_env_kwargs: keyword arguments for ``create_env_fn``, or one dict per worker.
+        num_sub_threads: torch threads in each worker. Defaults to 1, so that the workers
+            together do not oversubscribe the cores.
+        num_threads: torch threads of this (the parent) process, set with
+            ``torch.set_num_threads`` when the env is built; ``None`` (the default) leaves them
+            as they are.
+        mp_start_method: ``"fork"``, ``"spawn"`` or ``"forkserver"``; ``None`` picks as above.
+        shared_memory: exchange data through shared memory (fast). ``False`` pickles it
+            through the pipes instead, for outputs whose shapes vary.
+        device: the device of the batched env (outputs are moved there); defaults to the
+            sub-envs' device, which must be the CPU.
+        timeout: seconds to wait for a worker's reply before raising ``TimeoutError``;
+            ``None`` waits as long as the workers live.
+
+    Raises:
+        ValueError: bad ``num_workers``/``num_sub_threads``/``num_threads``/``timeout``/
+            ``mp_start_method``, envs not on the CPU, entries that are not tensors with
+            ``shared_memory=True``, or workers whose envs have different specs.
+        RuntimeError: a worker died while building its env, or its env raised an error type
+            other than those listed above (the message holds the worker's traceback).
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_envs.batched import ParallelEnv
+        >>> env = ParallelEnv(2, CountingEnv, create_env_kwargs={"max_count": 4})
+        >>> env.batch_size
+        torch.Size([2])
+        >>> env.set_seed(0)
+        2
+        >>> env.rollout(10, break_when_any_done=False).batch_size
+        torch.Size([2, 10])
+        >>> env.close()
+    """
+
+    def __init__(
+        self,
+        num_workers: int,
+        create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
+        *,
+        create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
+        num_sub_threads: int = 1,
+        num_threads: int | None = None,
+        mp_start_method: str | None = None,
+        shared_memory: bool = True,
+        device: torch.device | str | int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        factories = as_env_factories(num_workers, create_env_fn, create_env_kwargs, "ParallelEnv")
+        for name, value in (("num_sub_threads", num_sub_threads), ("num_threads", num_threads)):
+            if value is None and name == "num_threads":
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"ParallelEnv: expected {name} >= 1, got {value!r}.")
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"ParallelEnv: expected timeout > 0 or None, got {timeout!r}.")
+        method = mp_start_method or default_start_method()
+        if method not in multiprocessing.get_all_start_methods():
+            raise ValueError(
+                f"ParallelEnv: mp_start_method {method!r} is not available here; choose one of "
+                f"{multiprocessing.get_all_start_methods()}."
+            )
+        meta_data = factories[0].meta_data
+        if meta_data.device is not None and meta_data.device.type != "cpu":
+            raise ValueError(
+                f"ParallelEnv: the envs are on {meta_data.device}; workers exchange data through "
+                f"CPU shared memory. Build the envs on the CPU and pass device="
+                f"{str(meta_data.device)!r} to ParallelEnv to get the outputs there."
+            )
+        super().__init__(num_workers, meta_data, device=device)
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
+        self.__dict__.update(
+            num_sub_threads=num_sub_threads,
+            mp_start_method=method,
+            shared_memory=shared_memory,
+            timeout=timeout,
+            _fused_reset=False,
+            _pending_reset=None,
+        )
+        paths = {name: self._paths(name) for name in _BUFFERS}
+        self.__dict__["_builders"] = {name: TreeBuilder(p) for name, p in paths.items()}
+        shared = self._allocate(paths) if shared_memory else None
+        self.__dict__["_shared"] = shared
+        self.__dict__["_leaves"] = (
+            {name: shared.leaves(name) for name in _BUFFERS} if shared is not None else None
+        )
+        self._start(factories, shared, paths, multiprocessing.get_context(method))
+
+    # ------------------------------------------------------------------ set-up
+    def _leaf_spec(self, path: Path) -> Any:
+        out, inp = self.meta_data.output_spec, self.meta_data.input_spec
+        for group in (*out.values(), *inp.values()):
+            try:
+                return group[path]
+            except KeyError:
+                continue
+        raise KeyError(f"ParallelEnv: no spec for {path}.")
+
+    def _allocate(self, paths: dict[str, list[Path]]) -> SharedBuffers:
+        """Zero-filled CPU buffers of batch ``[n, *sub_batch]``, moved to shared memory."""
+        n = self.num_workers
+        buffers = {}
+        for name, leaf_paths in paths.items():
+            values = []
+            for path in leaf_paths:
+                if name == "masks":
+                    spec = self._leaf_spec((*path[:-1], DONE))
+                    value = torch.zeros(spec.shape, dtype=torch.bool)
+                else:
+                    spec = self._leaf_spec(path)
+                    value = spec.zero()
+                    if not isinstance(value, torch.Tensor):
+                        raise ValueError(
+                            f"ParallelEnv: the entry {path} holds {type(value).__name__} values "
+                            f"(spec {type(spec).__name__}), which cannot live in shared memory. "
+                            f"Pass shared_memory=False to send such entries through the pipes."
+                        )
+                values.append(value.expand(n, *value.shape).clone().share_memory_())
+            buffers[name] = self._builders[name].build(values, self.batch_size, None)
+        return SharedBuffers(buffers, paths)
+
+    def _start(
+        self,
+        factories: list[Callable[[], EnvBase]],
+        shared: SharedBuffers | None,
+        paths: dict[str, list[Path]],
+        context: Any,
+    ) -> None:
+        pool = WorkerPool(context, self.timeout)
+        self.__dict__["_pool"] = pool
+        # The finalizer holds the pool, not the env: collecting the env stops the workers.
+        self.__dict__["_finalizer"] = weakref.finalize(self, pool.close)
+        try:
+            pool.start(
+                [
+                    (factory, shared, paths, self.meta_data, self.num_sub_threads)
+                    for factory in factories
+                ]
+            )
+            self._send(range(self.num_workers), None, "building its env")
+        except BaseException:
+            self.close()
+            raise
+
+    def _send(
+        self, indices: Any, messages: bytes | list[bytes] | None, what: str
+    ) -> dict[int, bytes]:
+        """One message to (and one reply from) each worker in ``indices``."""
+        pool = self._pool
+        try:
+            return pool.exchange(indices, messages, what)
+        finally:
+            if pool.closed and not self.is_closed:
+                # A worker died or hung: the pool shut down, and so does the env.
+                super().close()
+
+    # ------------------------------------------------------------------ data
+    def _read(self, name: str, replies: dict[int, bytes] | None = None) -> TensorDictBase:
+        """A fresh TensorDict of the outputs ``name`` of every worker, on ``self.device``."""
+        device = self.device
+        if self._shared is not None:
+            leaves = self._leaves[name]
+            if device is not None and device.type != "cpu":
+                values = [leaf.to(device, copy=True) for leaf in leaves]
+            else:
+                values = [leaf.clone() for leaf in leaves]
+            return self._builders[name].build(values, self.batch_size, device)
+        rows = [pickle.loads(replies[i]) for i in range(self.num_workers)]
+        out = torch.stack(rows, 0)
+        return out.to(device) if device is not None else out
+
+    def _inputs_message(self, command: bytes, tensordict: TensorDictBase) -> bytes | list[bytes]:
+        paths = self._paths("sent")
+        if self._shared is not None:
+            present = bytearray()
+            for leaf, path in zip(self._leaves["sent"], paths):
+                value = get_leaf(tensordict, path)
+                present.append(value is not None)
+                if value is not None:
+                    leaf.copy_(value)
+            return command + bytes(present)
+        selected = tensordict.select(*paths, strict=False).to("cpu")
+        return [command + pickle.dumps(selected[i]) for i in range(self.num_workers)]
+
+    # ------------------------------------------------------------------ contract
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        fused = self._fused_reset
+        command = _worker.STEP_AND_RESET if fused else _worker.STEP
+        replies = self._send(
+            range(self.num_workers), self._inputs_message(command, tensordict), "stepping"
+        )
+        if self._shared is None:
+            if fused:
+                pairs = {i: pickle.loads(r) for i, r in replies.items()}
+                self.__dict__["_pending_reset"] = {
+                    i: pickle.loads(p[1]) for i, p in pairs.items() if p[1] is not None
+                }
+                replies = {i: p[0] for i, p in pairs.items()}
+            return self._read("step_outputs", replies)
+        if fused:
+            self.__dict__["_pending_reset"] = {
+                i: None for i, r in replies.items() if r == _worker.RESET_DONE
+            }
+        return self._read("step_outputs")
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """Steps, then resets the finished sub-envs inside the workers, in one round trip.
+
+        Returns:
+            ``(tensordict, next_root)`` as :meth:`EnvBase.step_and_maybe_reset`.
+        """
+        self.__dict__["_fused_reset"] = True
+        try:
+            tensordict = self.step(tensordict)
+        finally:
+            self.__dict__["_fused_reset"] = False
+        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        pending = self._pending_reset
+        self.__dict__["_pending_reset"] = None
+        if pending:
+            self._merge_reset_rows(next_root, pending)
+        return tensordict, next_root
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
+        """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
+
+        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` when
+        these are in the shared reset buffer.
+        """
+        paths = self._paths("reset_outputs")
+        leaves = self._leaves["reset_outputs"] if self._shared is not None else None
+        entries = next_root._tensordict if type(next_root) is TensorDict else None
+        for k, path in enumerate(paths):
+            current = get_leaf(next_root, path)
+            if current is None:
+                continue
+            value = current.clone()
+            for i, fresh in pending.items():
+                value[i] = leaves[k][i] if fresh is None else fresh.get(path)
+            if entries is not None and len(path) == 1:
+                entries[path[0]] = value
+            else:
+                next_root.set(path, value)
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        n = self.num_workers
+        masks: list[torch.Tensor | None] = []
+        if tensordict is not None:
+            masks = [get_leaf(tensordict, path) for path in self._paths("masks")]
+        present = [mask for mask in masks if mask is not None]
+        rows = self._sub_rows_to_reset(present) if present else None
+        if rows is None or bool(rows.all()):
+            message = _worker.RESET + pickle.dumps((False, None, kwargs))
+            replies = self._send(range(n), message, "resetting")
+            return self._read("reset_outputs", replies)
+        targets = rows.nonzero().flatten().tolist()
+        if self._shared is not None:
+            for leaf, mask in zip(self._leaves["masks"], masks):
+                leaf.copy_(mask if mask is not None else torch.zeros_like(leaf))
+            message = _worker.RESET + pickle.dumps((True, None, kwargs))
+            self._send(targets, message, "resetting")
+            return self._read("reset_outputs")
+        messages = [
+            _worker.RESET
+            + pickle.dumps((True, [m[i].cpu() if m is not None else None for m in masks], kwargs))
+            for i in targets
+        ]
+        replies = self._send(targets, messages, "resetting")
+        # Sub-envs not reset keep their previous values (EnvBase.reset merges by mask).
+        previous = tensordict.select(*self._paths("reset_outputs"), strict=False)
+        fresh = {i: pickle.loads(r) for i, r in replies.items()}
+        rows_td = [fresh[i] if i in fresh else previous[i].cpu() for i in range(n)]
+        out = torch.stack(rows_td, 0)
+        return out.to(self.device) if self.device is not None else out
+
+    def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
+        for i in range(self.num_workers):
+            reply = self._send([i], _worker.SEED + pickle.dumps((seed, static_seed)), "seeding")
+            seed = pickle.loads(reply[i])
+        return seed
+
+    def close(self) -> None:
+        """Stops and joins every worker; calling it twice is harmless."""
+        finalizer = self.__dict__.get("_finalizer")
+        if finalizer is not None:
+            finalizer()
+        super().close()
+
+
+__all__ = ["ParallelEnv"]

@@ -1,0 +1,6 @@
+"""Torch-native environments: batched, device-resident versions of classic control tasks."""
+
+from rl_envs.native.cartpole import CartPoleEnv
+from rl_envs.native.pendulum import PendulumEnv
+
+__all__ = ["CartPoleEnv", "PendulumEnv"]
