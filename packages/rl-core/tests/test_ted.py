@@ -122,7 +122,10 @@ def test_step_mdp_without_next_is_a_clear_error():
 
 
 def test_step_mdp_bad_key_type():
-    with pytest.raises(TypeError, match=r"reward_keys must hold str or tuple-of-str keys, got 3"):
+    with pytest.raises(
+        TypeError,
+        match=r"step_mdp: reward_keys must be a key or a list of keys \(str or tuple of str\), got 3",
+    ):
         step_mdp(_transition(), reward_keys=[3])
 
 

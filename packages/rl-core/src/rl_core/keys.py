@@ -26,9 +26,47 @@ team, ``"reward"`` of shape ``[*B, 1]``); an env may provide both, in which case
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeAlias
 
+from tensordict import unravel_key
+
 NestedKey: TypeAlias = str | tuple[str, ...]
+
+
+def as_key_list(keys: NestedKey | Sequence[NestedKey] | None, where: str) -> list[NestedKey]:
+    """One key or a sequence of keys as a list of unravelled keys.
+
+    A tuple of strings is one nested key (tensordict's convention); a list holds several keys.
+
+    Args:
+        keys: ``None`` (no key), a key, or a sequence of keys.
+        where: what to name in the error, e.g. ``"step_mdp: reward_keys"``.
+
+    Raises:
+        TypeError: an entry is neither a str nor a tuple of str.
+
+    Examples:
+        >>> from rl_core.keys import as_key_list
+        >>> as_key_list(("agents", "reward"), "example")
+        [('agents', 'reward')]
+        >>> as_key_list(["reward", ("agents", ("reward",))], "example")
+        ['reward', ('agents', 'reward')]
+    """
+    if keys is None:
+        return []
+    if isinstance(keys, str) or (type(keys) is tuple and all(isinstance(k, str) for k in keys)):
+        keys = [keys]
+    out = []
+    for key in keys:
+        try:
+            out.append(unravel_key(key))
+        except Exception as err:
+            raise TypeError(
+                f"{where} must be a key or a list of keys (str or tuple of str), got {key!r}."
+            ) from err
+    return out
+
 
 # The transition layout.
 OBSERVATION = "observation"
@@ -70,6 +108,7 @@ AGENTS = "agents"
 
 __all__ = [
     "NestedKey",
+    "as_key_list",
     "OBSERVATION",
     "PIXELS",
     "ACTION",

@@ -12,9 +12,9 @@ from functools import lru_cache
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase, unravel_key
+from tensordict import TensorDict, TensorDictBase
 
-from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey
+from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
 
 # An exclusion tree: name -> True (drop this entry) or a nested tree (recurse into it).
 _Tree = dict[str, Any]
@@ -25,17 +25,7 @@ class _KeyList(tuple):
 
 
 def _as_key_tuple(keys: NestedKey | Sequence[NestedKey], argument: str) -> tuple[NestedKey, ...]:
-    if isinstance(keys, str) or (type(keys) is tuple and all(isinstance(k, str) for k in keys)):
-        keys = [keys]
-    out = []
-    for key in keys:
-        try:
-            out.append(unravel_key(key))
-        except Exception as err:
-            raise TypeError(
-                f"step_mdp: {argument} must hold str or tuple-of-str keys, got {key!r}."
-            ) from err
-    return tuple(out)
+    return tuple(as_key_list(keys, f"step_mdp: {argument}"))
 
 
 def _hashable(keys: Any) -> Any:

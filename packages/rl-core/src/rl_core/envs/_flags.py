@@ -8,6 +8,19 @@ from tensordict import TensorDict, TensorDictBase
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 
 
+def carried_root_tensors(previous: TensorDict) -> dict[str, torch.Tensor] | None:
+    """The root entries of ``previous`` a reset carries over (all but ``"next"`` and
+    ``"_reset"``), or None when one of them is not a plain tensor (use the generic path)."""
+    source = {}
+    for name, value in previous._tensordict.items():
+        if name in (NEXT, RESET):
+            continue
+        if type(value) is not torch.Tensor:
+            return None
+        source[name] = value
+    return source
+
+
 def _entries(td: TensorDictBase) -> dict | set:
     return td._tensordict if type(td) is TensorDict else set(td.keys())
 
@@ -140,13 +153,9 @@ def _merge_flat(
         or previous.device != fresh.device
     ):
         return None
-    source = {}
-    for name, value in previous._tensordict.items():
-        if name in (NEXT, RESET):
-            continue
-        if type(value) is not torch.Tensor:
-            return None
-        source[name] = value
+    source = carried_root_tensors(previous)
+    if source is None:
+        return None
     mask = masks[()]
     views = {mask.ndim: mask}  # the mask reshaped for each value rank, made once per rank
     for name, value in fresh._tensordict.items():

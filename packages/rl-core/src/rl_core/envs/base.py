@@ -11,7 +11,12 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core.envs import _specs
-from rl_core.envs._flags import complete_done_flags, merge_partial_reset, reset_masks
+from rl_core.envs._flags import (
+    carried_root_tensors,
+    complete_done_flags,
+    merge_partial_reset,
+    reset_masks,
+)
 from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import (
     ACTION,
@@ -75,13 +80,9 @@ def _carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBa
         or previous.device != fresh.device
     ):
         return None
-    source = {}
-    for name, value in previous._tensordict.items():
-        if name in (NEXT, RESET):
-            continue
-        if type(value) is not torch.Tensor:
-            return None
-        source[name] = value
+    source = carried_root_tensors(previous)
+    if source is None:
+        return None
     for name, value in fresh._tensordict.items():
         if type(value) is not torch.Tensor:
             return None

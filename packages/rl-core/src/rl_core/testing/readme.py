@@ -1,7 +1,7 @@
 """Runs the ``## Example`` block of a package README and checks what it prints.
 
-Each ``print(...)`` line of the example may end with a comment giving the expected output
-(``print(x)  # torch.Size([4, 100])``); the printed line must equal it.
+Each ``print(...)`` call of the example sits on one line ending with a comment giving the
+expected output (``print(x)  # torch.Size([4, 100])``); the printed line must equal it.
 """
 
 from __future__ import annotations
@@ -33,15 +33,26 @@ def run_readme_example(readme: Path) -> list[str]:
     """Executes the example; returns its printed lines after checking the expected ones.
 
     Raises:
+        ValueError: a ``print`` call has no expected-output comment on its line.
         AssertionError: a printed line differs from the comment on its ``print`` call.
     """
     code = readme_example(readme)
-    expected = [m.group(1) for line in code.splitlines() if (m := _EXPECTED.match(line))]
+    expected = []
+    for line in code.splitlines():
+        if not line.lstrip().startswith("print("):
+            continue
+        match = _EXPECTED.match(line)
+        if match is None:
+            raise ValueError(
+                f"{readme}: expected each print call on one line ending with '# <expected "
+                f"output>', got {line.strip()!r}. Shorten the line (the formatter splits long ones)."
+            )
+        expected.append(match.group(1))
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(code, str(readme), "exec"), {"__name__": "__readme__"})
     printed = out.getvalue().splitlines()
-    if expected and printed != expected:
+    if printed != expected:
         raise AssertionError(
             f"{readme}: the example printed {printed}, the README says {expected}."
         )

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
-from tensordict import TensorDictBase, unravel_key
+from tensordict import TensorDictBase
 from torch import nn
 
-from rl_core.keys import NestedKey
+from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
 if TYPE_CHECKING:
@@ -18,20 +18,7 @@ if TYPE_CHECKING:
 
 
 def _as_keys(keys: NestedKey | Sequence[NestedKey] | None, where: str, arg: str) -> list[NestedKey]:
-    if keys is None:
-        return []
-    if isinstance(keys, str) or (isinstance(keys, tuple) and all(isinstance(k, str) for k in keys)):
-        keys = [keys]
-    out = []
-    for key in keys:
-        try:
-            out.append(unravel_key(key))
-        except Exception as err:
-            raise TypeError(
-                f"{where}: {arg} must be a key or a list of keys (str or tuple of str), "
-                f"got {key!r}."
-            ) from err
-    return out
+    return as_key_list(keys, f"{where}: {arg}")
 
 
 class Transform(nn.Module):
