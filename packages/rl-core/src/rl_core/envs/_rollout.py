@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core.envs.base import _fast_get, any_set
+from rl_core.envs._fast import _fast_get, any_set
 from rl_core.keys import DONE, NEXT, TRUNCATED
 from rl_core.ted import _step_mdp_planned
 
