@@ -36,6 +36,14 @@ def _per_element(flag: torch.Tensor, batch_dims: int, value: torch.Tensor) -> to
     return flag.reshape(*batch, *([1] * (value.ndim - batch_dims)))
 
 
+def _anneal_(
+    value: torch.Tensor, start: torch.Tensor, end: torch.Tensor, frames: int, num_steps: int
+) -> None:
+    """Moves ``value`` linearly from ``start`` towards ``end`` by ``frames`` of ``num_steps``."""
+    delta = (start - end) * frames / num_steps
+    value.copy_((value - delta).clamp(torch.minimum(start, end), torch.maximum(start, end)))
+
+
 class EGreedyModule(TensorDictModuleBase):
     """Replaces the action by a random one from the spec with probability ``eps``.
 
@@ -104,10 +112,7 @@ class EGreedyModule(TensorDictModuleBase):
 
     def step(self, frames: int = 1) -> None:
         """Moves ``eps`` towards ``eps_end`` by ``frames`` annealing steps."""
-        delta = (self.eps_init - self.eps_end) * frames / self.annealing_num_steps
-        low = torch.minimum(self.eps_init, self.eps_end)
-        high = torch.maximum(self.eps_init, self.eps_end)
-        self.eps.copy_((self.eps - delta).clamp(low, high))
+        _anneal_(self.eps, self.eps_init, self.eps_end, frames, self.annealing_num_steps)
 
     @dispatch(auto_batch_size=False)
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -191,10 +196,7 @@ class AdditiveGaussianModule(TensorDictModuleBase):
 
     def step(self, frames: int = 1) -> None:
         """Moves ``sigma`` towards ``sigma_end`` by ``frames`` annealing steps."""
-        delta = (self.sigma_init - self.sigma_end) * frames / self.annealing_num_steps
-        low = torch.minimum(self.sigma_init, self.sigma_end)
-        high = torch.maximum(self.sigma_init, self.sigma_end)
-        self.sigma.copy_((self.sigma - delta).clamp(low, high))
+        _anneal_(self.sigma, self.sigma_init, self.sigma_end, frames, self.annealing_num_steps)
 
     @dispatch(auto_batch_size=False)
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -134,3 +134,14 @@ def _check_index_args(
             f"per action along the last dim, batch dims as the index), got "
             f"{_fmt_shape(values.shape)}."
         )
+
+
+def _masked_out_failure(value: torch.Tensor, mask: torch.Tensor | None) -> str | None:
+    """The ``is_in`` failure of a one-hot ``value`` selecting an action its mask forbids."""
+    if mask is None:
+        return None
+    bad = (value.bool() & ~mask).any(-1)
+    if bool(bad.any()):
+        at = tuple(int(i) for i in bad.nonzero()[0])
+        return f"selects a masked-out action at batch index {at}"
+    return None

@@ -9,7 +9,13 @@ import torch
 from torch.nn.functional import one_hot
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size, _fmt_shape
-from rl_core.specs._discrete import _check_index_args, _check_int, _check_mask, _sample_masked
+from rl_core.specs._discrete import (
+    _check_index_args,
+    _check_int,
+    _check_mask,
+    _masked_out_failure,
+    _sample_masked,
+)
 from rl_core.specs._leaf import _fmt_values, _LeafSpec
 
 
@@ -127,12 +133,7 @@ class OneHot(_LeafSpec):
                 f"is not one-hot: the vector at batch index {at} has {int(count[at])} ones, "
                 f"expected exactly 1"
             )
-        if self.mask is not None:
-            bad = (value.bool() & ~self.mask).any(-1)
-            if bool(bad.any()):
-                at = tuple(int(i) for i in bad.nonzero()[0])
-                return f"selects a masked-out action at batch index {at}"
-        return None
+        return _masked_out_failure(value, self.mask)
 
     def project(self, value: Any) -> torch.Tensor:
         """Maps ``value`` to the one-hot vector of its argmax (among valid choices).
