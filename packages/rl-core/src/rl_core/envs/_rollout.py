@@ -9,6 +9,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from rl_core.envs._fast import _fast_get, any_set
+from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import DONE, NEXT, TRUNCATED
 from rl_core.ted import _step_mdp_planned
 
@@ -199,7 +200,8 @@ def rollout(
         env: the environment.
         max_steps: the most steps to take (>= 1).
         policy: reads the root TensorDict and writes the action(s); ``None`` takes random
-            actions from the action spec.
+            actions from the action spec (through the env's ``_random_rollout`` when it has
+            one: a loop without a TensorDict per step).
         callback: called as ``callback(env, transition)`` after each step.
         auto_reset: reset the env first; else ``tensordict`` is the starting point.
         auto_cast_to_device: move data to the policy's device (its first parameter's) before
@@ -233,6 +235,17 @@ def rollout(
     else:
         td = tensordict
     if policy is None:
+        if callback is None and not SWITCH.enabled:
+            out = env._random_rollout(
+                td,
+                max_steps,
+                break_when_any_done=break_when_any_done,
+                break_when_all_done=break_when_all_done,
+            )
+            if out is not None:
+                if set_truncated:
+                    _mark_last_truncated(env, out)
+                return out
         policy = env.rand_action
     policy_device = _policy_device(policy) if auto_cast_to_device else None
     env_device = env.device

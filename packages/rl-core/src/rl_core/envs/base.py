@@ -522,6 +522,28 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """A step with a random action."""
         return self.step(self.rand_action(tensordict))
 
+    def _random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """The trajectory of ``rollout`` with random actions, or ``None`` to run the generic loop.
+
+        ``rollout`` calls this when it has no policy and no callback (and spec checks are
+        off), with ``start``, the root TensorDict it would feed the policy. An env that can
+        take many random steps without a TensorDict per step (a gymnasium env, a pool of
+        workers) overrides it and must return what the generic loop returns: the same
+        entries, shapes, dtypes, resets and stopping rules, with actions drawn uniformly from
+        ``action_spec`` (possibly many at once, so in another order of the torch RNG), and
+        leave the env where the generic loop would (finished sub-envs reset unless the
+        rollout broke on them). :func:`rl_core.testing.check_random_rollout` verifies this by
+        replaying the actions through the generic loop. The base class has no such loop.
+        """
+        return None
+
     def rollout(
         self,
         max_steps: int,

@@ -168,6 +168,62 @@ def _seeded_rollout(make_env: EnvFactory, seed: int, steps: int) -> TensorDictBa
         env.close()
 
 
+def check_random_rollout(make_env: EnvFactory, *, steps: int = 100) -> None:
+    """A rollout without a policy equals the generic loop fed the same actions.
+
+    Envs may override ``_random_rollout`` with a faster loop; its trajectory (with and without
+    ``break_when_any_done``) must match, entry by entry, a rollout from the same seed whose
+    policy replays its actions.
+    """
+    for break_when_any_done in (False, True):
+        env = make_env()
+        try:
+            env.set_seed(3)
+            fast = env.rollout(steps, break_when_any_done=break_when_any_done)
+        finally:
+            env.close()
+        replay = _replay(fast.select(*env.action_keys), len(env.batch_size))
+        env = make_env()
+        try:
+            env.set_seed(3)
+            slow = env.rollout(steps, replay, break_when_any_done=break_when_any_done)
+        finally:
+            env.close()
+        where = f"check_random_rollout (break_when_any_done={break_when_any_done})"
+        if fast.batch_size != slow.batch_size:
+            raise ConformanceError(
+                f"{where}: the rollout without a policy has batch size {tuple(fast.batch_size)}, "
+                f"the generic loop replaying its actions {tuple(slow.batch_size)}."
+            )
+        fast_keys = set(fast.keys(include_nested=True, leaves_only=True))
+        slow_keys = set(slow.keys(include_nested=True, leaves_only=True))
+        if fast_keys != slow_keys:
+            raise ConformanceError(
+                f"{where}: the rollout without a policy has the entries {sorted(map(str, fast_keys))}, "
+                f"the generic loop {sorted(map(str, slow_keys))}."
+            )
+        for key in fast_keys:
+            if not _same(fast.get(key), slow.get(key)):
+                raise ConformanceError(
+                    f"{where}: {key!r} differs between the rollout without a policy and the "
+                    f"generic loop replaying its actions; _random_rollout must give what the "
+                    f"generic loop gives."
+                )
+
+
+def _replay(actions: TensorDictBase, time_dim: int) -> Callable[[TensorDictBase], TensorDictBase]:
+    """A policy writing the actions of ``actions`` (time along ``time_dim``), one step per call."""
+    taken = 0
+
+    def replay(td: TensorDictBase) -> TensorDictBase:
+        nonlocal taken
+        index = (slice(None),) * time_dim + (taken,)
+        taken += 1
+        return td.update(actions[index])
+
+    return replay
+
+
 def check_partial_reset(
     make_env: EnvFactory, *, steps: int = 3, deterministic_steps: bool = True
 ) -> None:
@@ -280,6 +336,7 @@ REQUIRED_CHECKS: dict[str, Callable[[EnvFactory], None]] = {
 }
 OPTIONAL_CHECKS: dict[str, Callable[[EnvFactory], None]] = {
     "seeding": check_seeding,
+    "random_rollout": check_random_rollout,
     "partial_reset": check_partial_reset,
 }
 
@@ -302,7 +359,7 @@ def run_env_conformance(
     probe.close()
     ran = []
     for name, check in {**REQUIRED_CHECKS, **OPTIONAL_CHECKS}.items():
-        if name in skip or (name == "seeding" and not seedable):
+        if name in skip or (name in ("seeding", "random_rollout") and not seedable):
             continue
         if name == "partial_reset" and not batched:
             continue
@@ -356,6 +413,13 @@ class EnvConformanceSuite:
             pytest.skip("the env declares seedable = False")
         check_seeding(self.make_env)
 
+    def test_random_rollout(self) -> None:
+        import pytest
+
+        if not (self.seedable and self.deterministic_steps):
+            pytest.skip("replaying actions needs a seedable env with deterministic steps")
+        check_random_rollout(self.make_env)
+
     def test_partial_reset(self) -> None:
         import pytest
 
@@ -376,6 +440,7 @@ __all__ = [
     "check_device",
     "check_done_flags",
     "check_partial_reset",
+    "check_random_rollout",
     "check_reset",
     "check_rollout_shapes",
     "check_seeding",

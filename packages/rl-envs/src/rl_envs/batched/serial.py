@@ -215,6 +215,25 @@ class SerialEnv(BatchedEnvBase):
         next_root.update(self._to_self(rows_td))
         return tensordict, next_root
 
+    def _random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """Vectorized gymnasium sub-envs take random rollouts in the group's gymnasium loop."""
+        if self._group is None:
+            return None
+        out = self._group._random_rollout(
+            self._to_sub_td(start),
+            max_steps,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+        )
+        return None if out is None else self._to_self(out)
+
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         if self._group is not None:
             sub = None if tensordict is None else self._to_sub_td(tensordict)

@@ -21,6 +21,7 @@ from rl_envs.libs._gym_make import (
     import_gymnasium,
     register_namespace,
 )
+from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
 from rl_envs.libs._gym_rows import StepRows, block_observation
 from rl_envs.libs._gym_specs import gym_space_to_spec
 from rl_envs.libs._gym_vector import (
@@ -396,6 +397,33 @@ class GymWrapper(EnvBase):
             td = self._read_info(info, td)
         target = self._target_device
         return td if target is None else td.to(target, non_blocking=True)
+
+    def _random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
+        if (
+            self._info_readers
+            or type(self)._step is not GymWrapper._step
+            or type(self)._reset is not GymWrapper._reset
+        ):
+            return None
+        plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
+        if plan is None:
+            return None
+        return random_rollout(
+            self,
+            plan,
+            start,
+            max_steps,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+        )
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:

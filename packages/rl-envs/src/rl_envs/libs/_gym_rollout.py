@@ -1,0 +1,280 @@
+"""GymWrapper's rollout with random actions: a gymnasium loop that writes into numpy blocks.
+
+``EnvBase.rollout`` without a policy hands the loop to ``_random_rollout``. For a gymnasium env
+whose observation is one array and whose action is one array (or index), the loop needs no
+TensorDict and no torch call per step: actions are drawn from the action spec ``CHUNK`` steps
+at a time and encoded for gymnasium in one call, each step writes its observation, reward and
+flags into rows of numpy blocks, and the trajectory TensorDict is built once at the end. The
+result is what the generic loop gives for the same actions (``check_random_rollout`` in the
+conformance kit replays them to verify it): the same entries, the same resets (finished
+sub-envs reset through ``reset_mask``, the final observation kept under ``"next"``), the same
+stopping rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, REWARD, TERMINATED, TRUNCATED
+from rl_core.specs import Composite, TensorSpec
+from rl_envs.libs._gym_codecs import Encoder, make_encoder
+
+if TYPE_CHECKING:
+    from rl_envs.libs.gym import GymWrapper
+
+# Actions drawn (and encoded) at once.
+CHUNK = 256
+
+
+class RandomRolloutPlan(NamedTuple):
+    """What the loop needs from a wrapper, built once."""
+
+    key: str  # the observation entry
+    shape: tuple[int, ...]  # one sub-env's observation shape
+    dtype: np.dtype
+    actions: TensorSpec  # the action spec with a leading dim of CHUNK
+    encode: Encoder  # CHUNK actions -> an array whose rows gymnasium takes
+
+
+def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
+    """The plan of the fast loop for ``wrapper``, or None where the generic loop must run.
+
+    Applies to wrappers whose only observation entry is one ``Box`` or ``MultiBinary`` array
+    (no pixels, no ``Dict`` observation, no info entries), whose action is one ``Box``, ``Discrete``,
+    ``MultiDiscrete`` or ``MultiBinary`` space, on the CPU, in any autoreset mode but
+    ``SAME_STEP``.
+    """
+    from gymnasium import spaces
+
+    if (
+        wrapper._from_pixels
+        or wrapper._same_step is not None
+        or wrapper._target_device is not None
+        or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
+        or list(wrapper.observation_spec.keys()) != [OBSERVATION]
+    ):
+        return None
+    batch = tuple(wrapper.batch_size)
+    observation = wrapper.observation_spec[OBSERVATION]
+    shape = tuple(observation.shape[len(batch) :])
+    dtype = np.dtype(wrapper._space("observation_space").dtype)
+    spec = wrapper.action_spec
+    space = wrapper._space("action_space")
+    if isinstance(spec, Composite) or not isinstance(
+        space, spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary
+    ):
+        return None
+    actions = spec.expand(CHUNK, *spec.shape)
+    encode = make_encoder(space, actions, (CHUNK, *batch))
+    return RandomRolloutPlan(OBSERVATION, shape, dtype, actions, encode)
+
+
+def random_rollout(
+    wrapper: GymWrapper,
+    plan: RandomRolloutPlan,
+    start: TensorDictBase,
+    max_steps: int,
+    *,
+    break_when_any_done: bool,
+    break_when_all_done: bool,
+) -> TensorDictBase | None:
+    """The trajectory of ``wrapper.rollout(max_steps)`` with random actions from ``start``.
+
+    Returns None (run the generic loop) when ``start`` holds anything but the observation and
+    the done flags, as a reset gives them.
+    """
+    batch = tuple(wrapper.batch_size)
+    first = _start_entries(start, plan.key, batch)
+    if first is None:
+        return None
+    obs = np.empty((max_steps + 1, *batch, *plan.shape), dtype=plan.dtype)
+    reward = np.zeros((max_steps, *batch), dtype=np.float32)
+    terminated = np.zeros((max_steps, *batch), dtype=np.bool_)
+    truncated = np.zeros((max_steps, *batch), dtype=np.bool_)
+    obs[0] = first[0]
+    loop = _vector_loop if batch else _single_loop
+    sampled, finals, steps = loop(
+        wrapper._env,
+        plan,
+        obs,
+        reward,
+        terminated,
+        truncated,
+        break_when_any_done=break_when_any_done,
+        break_when_all_done=break_when_all_done,
+    )
+    # The row after a step holds the next root: the observation, or the reset observation of
+    # sub-envs that finished; their final observations go back into the "next" entries.
+    next_obs = obs[1 : steps + 1].copy()
+    for t, rows, final in finals:
+        if rows is None:
+            next_obs[t] = final
+        else:
+            next_obs[t][rows] = final
+    return _trajectory(
+        wrapper,
+        plan.key,
+        steps,
+        root_obs=obs[:steps],
+        next_obs=next_obs,
+        first_flags=first[1],
+        action=torch.cat(sampled)[:steps],
+        reward=reward[:steps],
+        terminated=terminated[:steps],
+        truncated=truncated[:steps],
+    )
+
+
+def _start_entries(
+    start: TensorDictBase, key: str, batch: tuple[int, ...]
+) -> tuple[np.ndarray, tuple[torch.Tensor, ...]] | None:
+    """The start observation (numpy) and done flags, or None if ``start`` holds more."""
+    if type(start) is not TensorDict or tuple(start.batch_size) != batch:
+        return None
+    entries = start._tensordict
+    if len(entries) != 4:
+        return None
+    try:
+        values = [entries[name] for name in (key, DONE, TERMINATED, TRUNCATED)]
+    except KeyError:
+        return None
+    if any(type(value) is not torch.Tensor or not value.is_cpu for value in values):
+        return None
+    return values[0].numpy(), tuple(values[1:])
+
+
+def _single_loop(
+    env: Any,
+    plan: RandomRolloutPlan,
+    obs: np.ndarray,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    *,
+    break_when_any_done: bool,
+    break_when_all_done: bool,
+) -> tuple[list[torch.Tensor], list[tuple[int, None, np.ndarray]], int]:
+    step, reset = env.step, env.reset
+    sample, encode = plan.actions.rand, plan.encode
+    sampled: list[torch.Tensor] = []
+    finals: list[tuple[int, None, np.ndarray]] = []
+    actions: Any = ()
+    i = CHUNK
+    max_steps = len(reward)
+    for t in range(max_steps):
+        if i == CHUNK:
+            chunk = sample()
+            sampled.append(chunk)
+            actions, i = encode(chunk), 0
+        observation, r, term, trunc, _ = step(actions[i])
+        i += 1
+        reward[t] = r
+        obs[t + 1] = observation
+        if term or trunc:
+            terminated[t], truncated[t] = term, trunc
+            finals.append((t, None, obs[t + 1].copy()))
+            if break_when_any_done:
+                return sampled, finals, t + 1
+            obs[t + 1] = reset()[0]
+            if break_when_all_done:
+                return sampled, finals, t + 1
+    return sampled, finals, max_steps
+
+
+def _vector_loop(
+    env: Any,
+    plan: RandomRolloutPlan,
+    obs: np.ndarray,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+    *,
+    break_when_any_done: bool,
+    break_when_all_done: bool,
+) -> tuple[list[torch.Tensor], list[tuple[int, np.ndarray, np.ndarray]], int]:
+    step, reset = env.step, env.reset
+    sample, encode = plan.actions.rand, plan.encode
+    sampled: list[torch.Tensor] = []
+    finals: list[tuple[int, np.ndarray, np.ndarray]] = []
+    actions: Any = ()
+    i = CHUNK
+    max_steps = len(reward)
+    ever_done = np.zeros(reward.shape[1:], dtype=np.bool_)
+    for t in range(max_steps):
+        if i == CHUNK:
+            chunk = sample()
+            sampled.append(chunk)
+            actions, i = encode(chunk), 0
+        observation, r, term, trunc, _ = step(actions[i])
+        i += 1
+        reward[t] = r
+        terminated[t] = term
+        truncated[t] = trunc
+        obs[t + 1] = observation
+        done = terminated[t] | truncated[t]
+        if done.any():
+            finals.append((t, done, obs[t + 1][done]))
+            if break_when_any_done:
+                return sampled, finals, t + 1
+            obs[t + 1] = reset(options={"reset_mask": done})[0]
+            if break_when_all_done:
+                ever_done |= done
+                if ever_done.all():
+                    return sampled, finals, t + 1
+    return sampled, finals, max_steps
+
+
+def _trajectory(
+    wrapper: GymWrapper,
+    key: str,
+    steps: int,
+    *,
+    root_obs: np.ndarray,
+    next_obs: np.ndarray,
+    first_flags: tuple[torch.Tensor, ...],
+    action: torch.Tensor,
+    reward: np.ndarray,
+    terminated: np.ndarray,
+    truncated: np.ndarray,
+) -> TensorDict:
+    """The ``[*batch, steps]`` TensorDict of the generic loop from time-major blocks."""
+    batch_ndim = len(wrapper.batch_size)
+
+    def batch_first(value: np.ndarray | torch.Tensor) -> torch.Tensor:
+        value = torch.from_numpy(value) if isinstance(value, np.ndarray) else value
+        return value.movedim(0, batch_ndim).contiguous() if batch_ndim else value
+
+    flag_shape = (steps, *wrapper.batch_size, 1)
+    # The root flags: those of the start, then False (after a step that did not finish, or
+    # after a reset).
+    root_flags = {}
+    for name, first in zip((DONE, TERMINATED, TRUNCATED), first_flags):
+        flags = torch.zeros(flag_shape, dtype=torch.bool)
+        flags[0] = first
+        root_flags[name] = batch_first(flags)
+    terminated_t = torch.from_numpy(terminated).unsqueeze(-1)
+    truncated_t = torch.from_numpy(truncated).unsqueeze(-1)
+    size = (*wrapper.batch_size, steps)
+    next_td = TensorDict(
+        {
+            key: batch_first(next_obs),
+            REWARD: batch_first(torch.from_numpy(reward).unsqueeze(-1)),
+            DONE: batch_first(terminated_t | truncated_t),
+            TERMINATED: batch_first(terminated_t),
+            TRUNCATED: batch_first(truncated_t),
+        },
+        batch_size=size,
+        device=wrapper._cpu_device,
+    )
+    return TensorDict(
+        {key: batch_first(root_obs), ACTION: batch_first(action), **root_flags, NEXT: next_td},
+        batch_size=size,
+        device=wrapper._cpu_device,
+    )
+
+
+__all__ = ["CHUNK", "RandomRolloutPlan", "plan_random_rollout", "random_rollout"]
