@@ -128,3 +128,59 @@ def test_random_policy_by_default():
     traj = env.rollout(50)
     assert env.action_spec.is_in(traj["action"][:, 0])
     assert 0 < traj["action"].float().mean() < 1
+
+
+class _LoopEnv(CountingEnv):
+    """A CountingEnv whose random rollouts run a loop of its own (the generic one, recorded)."""
+
+    def __init__(self, *, corrupt=False, **kwargs):
+        super().__init__(**kwargs)
+        self.corrupt = corrupt
+        self.calls = []
+
+    def _random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
+        self.calls.append((max_steps, break_when_any_done, break_when_all_done))
+        from rl_core.envs._rollout import rollout
+
+        # The generic loop with an explicit random policy, so this hook is not re-entered.
+        out = rollout(
+            self,
+            max_steps,
+            self.rand_action,
+            auto_reset=False,
+            tensordict=start,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+        )
+        if self.corrupt:
+            out["next", "reward"] += 1
+        return out
+
+
+def test_rollout_without_policy_uses_the_env_loop():
+    env = _LoopEnv(max_count=100)
+    traj = env.rollout(7, break_when_any_done=False, set_truncated=True)
+    assert env.calls == [(7, False, False)]
+    assert traj.batch_size == (7,)
+    # set_truncated still applies to what the hook returned.
+    assert bool(traj["next", "truncated"][-1])
+    assert bool(traj["next", "done"][-1])
+
+
+def test_policy_callback_or_spec_checks_bypass_the_env_loop():
+    from rl_core.envs import set_spec_checks
+
+    env = _LoopEnv(max_count=3)
+    env.rollout(4, env.rand_action)
+    env.rollout(4, callback=lambda env, td: None)
+    with set_spec_checks(True):
+        env.rollout(4)
+    assert env.calls == []
+
+
+def test_check_random_rollout_catches_a_loop_that_differs():
+    from rl_core.testing import ConformanceError, check_random_rollout
+
+    check_random_rollout(lambda: _LoopEnv(max_count=3, batch_size=[2]))
+    with pytest.raises(ConformanceError, match=r"\('next', 'reward'\) differs"):
+        check_random_rollout(lambda: _LoopEnv(max_count=3, corrupt=True))

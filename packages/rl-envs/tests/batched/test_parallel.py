@@ -389,13 +389,55 @@ def test_gym_vector_envs_in_workers_match_serial_env():
     serial = SerialEnv(2, _gym_cartpole, create_env_kwargs={"num_envs": 3})
     try:
         assert parallel.batch_size == (2, 3)
+        torch.manual_seed(0)
+        actions = [parallel.rand_action() for _ in range(40)]
         trajectories = []
         for env in (parallel, serial):
             env.set_seed(0)
-            torch.manual_seed(0)
-            trajectories.append(env.rollout(40, break_when_any_done=False))
+            replay = iter(actions)
+
+            def policy(td, replay=replay):
+                return td.update(next(replay))
+
+            trajectories.append(env.rollout(40, policy, break_when_any_done=False))
         a, b = trajectories
         assert a["next", "done"].any()
         assert (a == b).all()
     finally:
         parallel.close()
+
+
+def test_random_rollout_runs_in_the_workers_with_their_own_random_streams():
+    env = ParallelEnv(2, CountingEnv, create_env_kwargs={"max_count": 5})
+    try:
+        env.set_seed(0)
+        first = env.rollout(30, break_when_any_done=False)
+        assert first.batch_size == (2, 30)
+        assert env._stale_roots
+        # Each worker draws its own actions (forked workers do not share the parent's stream).
+        assert not torch.equal(first["action"][0], first["action"][1])
+        env.set_seed(0)
+        assert (env.rollout(30, break_when_any_done=False) == first).all()
+    finally:
+        env.close()
+
+
+def test_steps_and_partial_resets_after_a_worker_rollout_start_from_the_callers_root():
+    env = ParallelEnv(2, CountingEnv, create_env_kwargs={"max_count": 100})
+    try:
+        env.set_seed(0)
+        traj = env.rollout(4, break_when_any_done=False)
+        root = traj[:, -1].get("next").select("observation", "done", "terminated", "truncated")
+        root.set("observation", torch.tensor([[50.0], [60.0]]))
+        stepped = env.step(root.clone().set("action", torch.ones(2, 1, dtype=torch.int64)))
+        assert not env._stale_roots
+        # CountingEnv is stateless: the count comes from the root the caller passed.
+        assert stepped.get(("next", "observation")).flatten().tolist() == [51.0, 61.0]
+        traj = env.rollout(3, break_when_any_done=False)
+        td = traj[:, -1].exclude("next").clone()
+        td.set("_reset", torch.tensor([[True], [False]]))
+        out = env.reset(td)
+        assert out["observation"][1].item() == td["observation"][1].item()
+        assert not env._stale_roots
+    finally:
+        env.close()

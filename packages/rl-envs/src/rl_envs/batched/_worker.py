@@ -11,7 +11,12 @@ names the command, the rest is a pickled argument where there is one.
   ``RESET_DONE``.
 - ``RESET``: argument ``(partial, masks, kwargs)``; with ``partial``, the ``"_reset"`` masks
   are ``masks`` or, when that is ``None``, in the shared mask buffer. Writes the reset output to the shared reset buffer.
-- ``SEED``: argument ``(seed, static_seed)``; replies with the next seed.
+- ``ROLLOUT``: argument ``(start, steps)``; a rollout with random actions of ``steps`` steps
+  from the root ``start`` (finished sub-envs reset), replied pickled. The worker's root is then
+  unknown: the parent sends one (``ROOT``) before the next step or partial reset.
+- ``ROOT``: argument the root TensorDict the next step starts from.
+- ``SEED``: argument ``(seed, static_seed)``; seeds the env and this process's torch RNG (the
+  random actions of ``ROLLOUT`` come from it); replies with the next seed.
 - ``CLOSE``: closes the env and ends the process.
 
 Replies: ``OK`` (plus a pickled payload where there is one) or ``ERROR`` with a pickled
@@ -41,6 +46,8 @@ STEP = b"s"
 STEP_AND_RESET = b"m"
 RESET = b"r"
 SEED = b"e"
+ROLLOUT = b"o"
+ROOT = b"t"
 CLOSE = b"c"
 OK = b"k"
 ERROR = b"x"
@@ -167,8 +174,22 @@ class _Worker:
             self.root = self.env.reset(**kwargs)
         return self._emit("reset_outputs", self.root)
 
+    def rollout(self, payload: bytes) -> bytes:
+        start, steps = pickle.loads(payload)
+        self.root = None
+        traj = self.env.rollout(
+            steps, auto_reset=False, tensordict=start, break_when_any_done=False
+        )
+        return pickle.dumps(traj)
+
+    def set_root(self, payload: bytes) -> bytes:
+        self.root = pickle.loads(payload)
+        return b""
+
     def seed(self, payload: bytes) -> bytes:
         seed, static_seed = pickle.loads(payload)
+        if seed is not None:
+            torch.manual_seed(seed)
         return pickle.dumps(self.env.set_seed(seed, static_seed=static_seed))
 
 
@@ -180,9 +201,12 @@ def worker_main(
     paths: dict[str, list[Path]],
     reference: EnvMetadata,
     num_sub_threads: int,
+    torch_seed: int,
 ) -> None:
     """Entry point of a worker process."""
     torch.set_num_threads(num_sub_threads)
+    # Forked workers share the parent's RNG state: each gets its own stream.
+    torch.manual_seed(torch_seed)
     _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
     try:
@@ -203,6 +227,8 @@ def worker_main(
         STEP: worker.step,
         STEP_AND_RESET: worker.step_and_reset,
         RESET: worker.reset,
+        ROLLOUT: worker.rollout,
+        ROOT: worker.set_root,
         SEED: worker.seed,
     }
     while True:

@@ -138,6 +138,8 @@ class ParallelEnv(BatchedEnvBase):
             timeout=timeout,
             _fused_reset=False,
             _pending_reset=None,
+            # After a rollout run inside the workers, the next root comes from the caller.
+            _stale_roots=False,
         )
         paths = {name: self._paths(name) for name in _BUFFERS}
         self.__dict__["_builders"] = {name: TreeBuilder(p) for name, p in paths.items()}
@@ -189,14 +191,16 @@ class ParallelEnv(BatchedEnvBase):
         context: Any,
     ) -> None:
         pool = WorkerPool(context, self.timeout)
+        # Seeds of the workers' torch RNGs, drawn here so that they follow torch.manual_seed.
+        seeds = torch.randint(0, 2**62, (len(factories),)).tolist()
         self.__dict__["_pool"] = pool
         # The finalizer holds the pool, not the env: collecting the env stops the workers.
         self.__dict__["_finalizer"] = weakref.finalize(self, pool.close)
         try:
             pool.start(
                 [
-                    (factory, shared, paths, self.meta_data, self.num_sub_threads)
-                    for factory in factories
+                    (factory, shared, paths, self.meta_data, self.num_sub_threads, seed)
+                    for factory, seed in zip(factories, seeds)
                 ]
             )
             self._send(range(self.num_workers), None, "building its env")
@@ -244,8 +248,43 @@ class ParallelEnv(BatchedEnvBase):
         selected = tensordict.select(*paths, strict=False).to("cpu")
         return [command + pickle.dumps(selected[i]) for i in range(self.num_workers)]
 
+    def _send_roots(self, tensordict: TensorDictBase) -> None:
+        """Gives every worker its row of ``tensordict`` as the root to step from."""
+        roots = tensordict.select(*self._paths("reset_outputs"), strict=False).to("cpu")
+        messages = [_worker.ROOT + pickle.dumps(roots[i]) for i in range(self.num_workers)]
+        self._send(range(self.num_workers), messages, "taking the next root")
+        self.__dict__["_stale_roots"] = False
+
     # ------------------------------------------------------------------ contract
+    def _random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """Without a stopping rule across workers, each worker rolls its env out by itself.
+
+        Every worker runs ``rollout`` with random actions (its own torch RNG, seeded with its
+        env seed by ``set_seed``) from its row of ``start`` and sends the trajectory back: one
+        round trip instead of one per step. Not used with ``break_when_any_done``,
+        ``break_when_all_done`` or a ``timeout`` (a long rollout would exceed it).
+        """
+        if break_when_any_done or break_when_all_done or self.timeout is not None:
+            return None
+        rows = start.to("cpu")
+        messages = [
+            _worker.ROLLOUT + pickle.dumps((rows[i], max_steps)) for i in range(self.num_workers)
+        ]
+        self.__dict__["_stale_roots"] = True
+        replies = self._send(range(self.num_workers), messages, "rolling out")
+        out = torch.stack([pickle.loads(replies[i]) for i in range(self.num_workers)], 0)
+        return out.to(self.device) if self.device is not None else out
+
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if self._stale_roots:
+            self._send_roots(tensordict)
         fused = self._fused_reset
         command = _worker.STEP_AND_RESET if fused else _worker.STEP
         replies = self._send(
@@ -316,8 +355,11 @@ class ParallelEnv(BatchedEnvBase):
         if rows is None or bool(rows.all()):
             message = _worker.RESET + pickle.dumps((False, None, kwargs))
             replies = self._send(range(n), message, "resetting")
+            self.__dict__["_stale_roots"] = False
             return self._read("reset_outputs", replies)
         targets = rows.nonzero().flatten().tolist()
+        if self._stale_roots:
+            self._send_roots(tensordict)
         if self._shared is not None:
             for leaf, mask in zip(self._leaves["masks"], masks):
                 leaf.copy_(mask if mask is not None else torch.zeros_like(leaf))

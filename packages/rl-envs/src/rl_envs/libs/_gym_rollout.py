@@ -220,7 +220,8 @@ def _vector_loop(
             finals.append((t, done, obs[t + 1][done]))
             if break_when_any_done:
                 return sampled, finals, t + 1
-            obs[t + 1] = reset(options={"reset_mask": done})[0]
+            # Only the rows reset: in NEXT_STEP mode the others are stale in reset's output.
+            obs[t + 1][done] = reset(options={"reset_mask": done})[0][done]
             if break_when_all_done:
                 ever_done |= done
                 if ever_done.all():
