@@ -9,6 +9,11 @@ resets (``break_when_any_done=False``) against ``gymnasium.vector.SyncVectorEnv`
 - ``ParallelEnv(2, GymEnv("CartPole-v1", num_envs=4))``: the same with gymnasium vector envs
 - the torch-native ``CartPoleEnv(batch_size=[1024])``: env-steps per second, vs SyncVectorEnv
 
+Each batched case is measured twice: without a policy (random actions: the env's own loop,
+``EnvBase._random_rollout``, runs it: a gymnasium loop, or for ParallelEnv one rollout inside
+each worker) and with a policy that writes a fixed action (the step-by-step loop that every
+policy takes: one TensorDict per step, and for ParallelEnv one round trip to the workers).
+
 Times are wall-clock (``time.perf_counter``: worker processes work while the parent waits),
 best of ``--repeats`` runs. The machine is shared: compare ratios from the same run.
 
@@ -51,13 +56,24 @@ def sync_vector_env_run(steps: int) -> tuple[Callable[[], None], Callable[[], No
     return run, envs.close
 
 
-def rollout_run(env, steps: int) -> Callable[[], None]:
+def rollout_run(env, steps: int, policy=None) -> Callable[[], None]:
     env.set_seed(0)
 
     def run() -> None:
-        env.rollout(steps, break_when_any_done=False)
+        env.rollout(steps, policy, break_when_any_done=False)
 
     return run
+
+
+def fixed_action_policy(env) -> Callable:
+    """A policy writing one fixed (random) action: the rollout takes the step-by-step loop
+    that any policy takes, instead of the env's own loop for random actions."""
+    action = env.action_spec.rand()
+
+    def policy(td):
+        return td.set("action", action)
+
+    return policy
 
 
 def gym_cartpole(num_envs: int = 0):
@@ -101,11 +117,16 @@ def main() -> None:
             # Re-measure the reference next to each case: the machine's load drifts.
             ref = min(ref, best_of(repeats, reference))
             elapsed = best_of(repeats, rollout_run(env, steps))
+            with_policy = best_of(repeats, rollout_run(env, steps, fixed_action_policy(env)))
         finally:
             env.close()
         print(
             f"{name:<38}{elapsed / steps * 1e6:8.1f} µs/step  "
             f"{8 * steps / elapsed:>12,.0f} env-steps/s  ratio {elapsed / ref:5.2f}x"
+        )
+        print(
+            f"{'  with a policy (step by step)':<38}{with_policy / steps * 1e6:8.1f} µs/step  "
+            f"{8 * steps / with_policy:>12,.0f} env-steps/s  ratio {with_policy / ref:5.2f}x"
         )
 
     native = CartPoleEnv(batch_size=[1024])

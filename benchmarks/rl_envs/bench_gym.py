@@ -9,8 +9,10 @@ of this process with ``time.process_time``, so other work on the machine disturb
    ``gymnasium.vector.SyncVectorEnv`` of 8 CartPoles (default NEXT_STEP autoreset) stepped
    2 500 times with ``action_space.sample()``: 20 000 env-steps each.
 
-A third line repeats (1) with a policy that writes a fixed action instead of sampling one from
-the action spec, to show what the random policy itself costs.
+Without a policy, ``rollout`` hands the loop to the env (``EnvBase._random_rollout``): for
+GymEnv, a gymnasium loop writing into numpy blocks. The third line repeats (1) with a policy
+that writes a fixed action: the step-by-step loop that any policy takes (one TensorDict per
+step).
 
 Run: ``uv run python benchmarks/rl_envs/bench_gym.py``
 """
@@ -54,7 +56,7 @@ def wrapped_single(steps: int) -> float:
 
 
 def wrapped_single_fixed_action(steps: int) -> float:
-    """The single-env rollout with a policy that writes a fixed action: what sampling costs."""
+    """The single-env rollout with a policy that writes a fixed action (step by step)."""
     env = GymEnv("CartPole-v1")
     env.set_seed(0)
     action = torch.tensor([True, False])
@@ -109,7 +111,7 @@ def main() -> None:
     )
     compare("CartPole-v1, single env", raw_single, wrapped_single)
     compare(f"CartPole-v1, {NUM_ENVS} envs (sync)", raw_vector, wrapped_vector)
-    print("where the time goes:")
+    print("with a policy (the step-by-step loop):")
     compare("  single env, fixed action", raw_single, wrapped_single_fixed_action)
 
 
