@@ -13,6 +13,7 @@ stopping rules.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -96,10 +97,10 @@ def random_rollout(
     terminated = np.zeros((max_steps, *batch), dtype=np.bool_)
     truncated = np.zeros((max_steps, *batch), dtype=np.bool_)
     obs[0] = first[0]
-    loop = _vector_loop if batch else _single_loop
-    sampled, finals, steps = loop(
+    sampled: list[torch.Tensor] = []
+    finals, steps = _loop(
         wrapper._env,
-        plan,
+        _actions(plan, sampled),
         obs,
         reward,
         terminated,
@@ -111,10 +112,7 @@ def random_rollout(
     # sub-envs that finished; their final observations go back into the "next" entries.
     next_obs = obs[1 : steps + 1].copy()
     for t, rows, final in finals:
-        if rows is None:
-            next_obs[t] = final
-        else:
-            next_obs[t][rows] = final
+        next_obs[t][rows] = final
     return _trajectory(
         wrapper,
         plan.key,
@@ -147,9 +145,17 @@ def _start_entries(
     return values[0].numpy(), tuple(values[1:])
 
 
-def _single_loop(
+def _actions(plan: RandomRolloutPlan, sampled: list[torch.Tensor]) -> Iterator[Any]:
+    """Encoded random actions, one per step, drawn ``CHUNK`` at a time (kept in ``sampled``)."""
+    while True:
+        chunk = plan.actions.rand()
+        sampled.append(chunk)
+        yield from plan.encode(chunk)
+
+
+def _loop(
     env: Any,
-    plan: RandomRolloutPlan,
+    actions: Iterator[Any],
     obs: np.ndarray,
     reward: np.ndarray,
     terminated: np.ndarray,
@@ -157,76 +163,40 @@ def _single_loop(
     *,
     break_when_any_done: bool,
     break_when_all_done: bool,
-) -> tuple[list[torch.Tensor], list[tuple[int, None, np.ndarray]], int]:
+) -> tuple[list[tuple[int, Any, np.ndarray]], int]:
+    """Steps ``env`` into the blocks; returns ``(t, finished rows, final observations)`` per
+    step at which sub-envs finished, and the number of steps taken."""
     step, reset = env.step, env.reset
-    sample, encode = plan.actions.rand, plan.encode
-    sampled: list[torch.Tensor] = []
-    finals: list[tuple[int, None, np.ndarray]] = []
-    actions: Any = ()
-    i = CHUNK
-    max_steps = len(reward)
-    for t in range(max_steps):
-        if i == CHUNK:
-            chunk = sample()
-            sampled.append(chunk)
-            actions, i = encode(chunk), 0
-        observation, r, term, trunc, _ = step(actions[i])
-        i += 1
-        reward[t] = r
-        obs[t + 1] = observation
-        if term or trunc:
-            terminated[t], truncated[t] = term, trunc
-            finals.append((t, None, obs[t + 1].copy()))
-            if break_when_any_done:
-                return sampled, finals, t + 1
-            obs[t + 1] = reset()[0]
-            if break_when_all_done:
-                return sampled, finals, t + 1
-    return sampled, finals, max_steps
-
-
-def _vector_loop(
-    env: Any,
-    plan: RandomRolloutPlan,
-    obs: np.ndarray,
-    reward: np.ndarray,
-    terminated: np.ndarray,
-    truncated: np.ndarray,
-    *,
-    break_when_any_done: bool,
-    break_when_all_done: bool,
-) -> tuple[list[torch.Tensor], list[tuple[int, np.ndarray, np.ndarray]], int]:
-    step, reset = env.step, env.reset
-    sample, encode = plan.actions.rand, plan.encode
-    sampled: list[torch.Tensor] = []
-    finals: list[tuple[int, np.ndarray, np.ndarray]] = []
-    actions: Any = ()
-    i = CHUNK
-    max_steps = len(reward)
+    vector = terminated.ndim > 1
+    finals: list[tuple[int, Any, np.ndarray]] = []
     ever_done = np.zeros(reward.shape[1:], dtype=np.bool_)
-    for t in range(max_steps):
-        if i == CHUNK:
-            chunk = sample()
-            sampled.append(chunk)
-            actions, i = encode(chunk), 0
-        observation, r, term, trunc, _ = step(actions[i])
-        i += 1
+    max_steps = len(reward)
+    for t, action in zip(range(max_steps), actions):
+        observation, r, term, trunc, _ = step(action)
         reward[t] = r
         terminated[t] = term
         truncated[t] = trunc
         obs[t + 1] = observation
-        done = terminated[t] | truncated[t]
-        if done.any():
-            finals.append((t, done, obs[t + 1][done]))
-            if break_when_any_done:
-                return sampled, finals, t + 1
+        if vector:
+            done = terminated[t] | truncated[t]
+            if not done.any():
+                continue
+        elif term or trunc:
+            done = np.True_
+        else:
+            continue
+        finals.append((t, done, obs[t + 1][done]))
+        if break_when_any_done:
+            return finals, t + 1
+        if vector:
             # Only the rows reset: in NEXT_STEP mode the others are stale in reset's output.
             obs[t + 1][done] = reset(options={"reset_mask": done})[0][done]
-            if break_when_all_done:
-                ever_done |= done
-                if ever_done.all():
-                    return sampled, finals, t + 1
-    return sampled, finals, max_steps
+        else:
+            obs[t + 1] = reset()[0]
+        ever_done |= done
+        if break_when_all_done and ever_done.all():
+            return finals, t + 1
+    return finals, max_steps
 
 
 def _trajectory(
