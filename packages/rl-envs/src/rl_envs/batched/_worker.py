@@ -38,9 +38,11 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
-from rl_envs.batched._common import EnvMetadata, Path, get_leaf
+from rl_envs.batched._common import EnvMetadata, Path, TreeBuilder, get_leaf
+from rl_envs.batched._worker_gym import GymDirectStep
 
 STEP = b"s"
 STEP_AND_RESET = b"m"
@@ -87,7 +89,11 @@ def write_leaves(
 
 
 class _Worker:
-    """The worker-side state: the env, the last root it produced and its buffer views."""
+    """The worker-side state: the env, the last root it produced and its buffer views.
+
+    After a step of the direct gymnasium path the root is not built: it is the worker's row of
+    the shared step (or reset) buffer, copied into a TensorDict only when a command needs it.
+    """
 
     def __init__(
         self,
@@ -99,19 +105,54 @@ class _Worker:
         self.index = index
         self.env = env
         self.paths = paths
-        self.root: TensorDictBase | None = None
+        self._root: TensorDictBase | None = None
+        # The shared buffer whose row holds the root, when the direct path left it there.
+        self._root_row: str | None = None
         self.where = f"ParallelEnv worker {index} ({type(env).__name__})"
         self.views = (
             {name: shared.leaves(name, index) for name in shared.buffers}
             if shared is not None
             else None
         )
+        self.direct = (
+            GymDirectStep.build(env, paths, self.views) if self.views is not None else None
+        )
+        self.root_builder = TreeBuilder(paths["reset_outputs"])
         self.done_paths = [path for path in paths["step_outputs"] if path[-1] == DONE]
         self.mdp_kwargs = {
             "reward_keys": list(env.reward_keys),
             "done_keys": list(env.done_keys),
             "action_keys": list(env.action_keys),
         }
+
+    @property
+    def root(self) -> TensorDictBase | None:
+        """The root the next step starts from (built from a shared row where it lies there)."""
+        row = self._root_row
+        if row is not None:
+            by_path = dict(zip(self.paths[row], self.views[row]))
+            values = [by_path[path].clone() for path in self.paths["reset_outputs"]]
+            env = self.env
+            self._root = self.root_builder.build(values, env.batch_size, env.device)
+            self._root_row = None
+        return self._root
+
+    @root.setter
+    def root(self, value: TensorDictBase | None) -> None:
+        self._root, self._root_row = value, None
+
+    def _direct(self, payload: bytes) -> GymDirectStep | None:
+        """The direct path, where it applies to this step (the parent sent the action)."""
+        direct = self.direct
+        if (
+            direct is None
+            or payload != b"\x01"
+            or (self._root is None and self._root_row is None)
+            or SWITCH.enabled
+            or not direct.usable()
+        ):
+            return None
+        return direct
 
     # -- inputs and outputs ---------------------------------------------------------------
     def _take_inputs(self, payload: bytes) -> TensorDictBase:
@@ -144,12 +185,23 @@ class _Worker:
 
     # -- commands ---------------------------------------------------------------------------
     def step(self, payload: bytes) -> bytes:
+        direct = self._direct(payload)
+        if direct is not None:
+            direct.step(reset=False)
+            self._root, self._root_row = None, "step_outputs"
+            return b""
         root = self.env.step(self._take_inputs(payload))
         reply = self._emit("step_outputs", root.get(NEXT))
         self.root = step_mdp(root, **self.mdp_kwargs)
         return reply
 
     def step_and_reset(self, payload: bytes) -> bytes:
+        direct = self._direct(payload)
+        if direct is not None:
+            finished = direct.step(reset=True)
+            self._root = None
+            self._root_row = "reset_outputs" if finished else "step_outputs"
+            return RESET_DONE if finished else b""
         root, next_root = self.env.step_and_maybe_reset(self._take_inputs(payload))
         nxt = root.get(NEXT)
         reply = self._emit("step_outputs", nxt)
