@@ -6,9 +6,9 @@ names the command, the rest is a pickled argument where there is one.
 - ``STEP``: the inputs (actions, states) are in the shared input buffer, with one byte per
   entry in the message saying whether the parent wrote it (or the inputs are pickled in the
   message); the worker steps and writes the ``"next"`` entries to the shared step buffer.
-- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done; when there are
-  any, writes the next root (observations, done flags) to the shared reset buffer and replies
-  ``RESET_DONE``.
+- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done and writes the next
+  root (observations, done flags) to the shared reset buffer; replies ``RESET_DONE`` when a
+  sub-env was reset. Through the pipes, the next root is sent only then.
 - ``RESET``: argument ``(partial, masks, kwargs)``; with ``partial``, the ``"_reset"`` masks
   are ``masks`` or, when that is ``None``, in the shared mask buffer. Writes the reset output to the shared reset buffer.
 - ``ROLLOUT``: argument ``(start, steps)``; a rollout with random actions of ``steps`` steps
@@ -41,7 +41,7 @@ from rl_core.envs import EnvBase
 from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
-from rl_envs.batched._common import EnvMetadata, Path, TreeBuilder, get_leaf
+from rl_envs.batched._common import EnvMetadata, Path, SharedBuffers, TreeBuilder, get_leaf
 from rl_envs.batched._worker_gym import GymDirectStep
 
 STEP = b"s"
@@ -53,25 +53,8 @@ ROOT = b"t"
 CLOSE = b"c"
 OK = b"k"
 ERROR = b"x"
-# In the reply to STEP_AND_RESET (after OK): some sub-env finished and its reset outputs are
-# in the shared reset buffer.
+# In the reply to STEP_AND_RESET (after OK): some sub-env finished and was reset.
 RESET_DONE = b"1"
-
-
-class SharedBuffers:
-    """The shared-memory TensorDicts of one ParallelEnv, as leaf lists for fast copies.
-
-    Each buffer has batch ``[num_workers, *sub_batch]``; ``view(i)`` gives worker ``i`` its row.
-    """
-
-    def __init__(self, buffers: dict[str, TensorDict], paths: dict[str, list[Path]]) -> None:
-        self.buffers = buffers
-        self.paths = paths
-
-    def leaves(self, name: str, index: int | None = None) -> list[torch.Tensor]:
-        td = self.buffers[name]
-        leaves = [get_leaf(td, path) for path in self.paths[name]]
-        return leaves if index is None else [leaf[index] for leaf in leaves]
 
 
 def write_leaves(
@@ -110,7 +93,7 @@ class _Worker:
         self._root_row: str | None = None
         self.where = f"ParallelEnv worker {index} ({type(env).__name__})"
         self.views = (
-            {name: shared.leaves(name, index) for name in shared.buffers}
+            {name: shared.leaves(name, index) for name in shared.blocks}
             if shared is not None
             else None
         )
@@ -206,11 +189,14 @@ class _Worker:
         nxt = root.get(NEXT)
         reply = self._emit("step_outputs", nxt)
         self.root = next_root
-        # The reset outputs travel only when a sub-env finished (and was reset).
         finished = any(bool(get_leaf(nxt, path).any()) for path in self.done_paths)
-        second = self._emit("reset_outputs", next_root) if finished else None
         if self.views is not None:
+            # The whole next root goes to the reset buffer: when any worker reset a sub-env,
+            # the parent takes every worker's row from there in one copy.
+            self._emit("reset_outputs", next_root)
             return RESET_DONE if finished else b""
+        # Through the pipes, the reset outputs travel only when a sub-env finished.
+        second = self._emit("reset_outputs", next_root) if finished else None
         return pickle.dumps((reply, second))
 
     def reset(self, payload: bytes) -> bytes:

@@ -130,8 +130,11 @@ class GymDirectStep:
     def step(self, *, reset: bool) -> bool:
         """Steps with the action in the shared input row; with ``reset``, resets finished envs.
 
+        With ``reset``, the next root (reset observations where a sub-env finished) is written
+        to the reset row.
+
         Returns:
-            Whether a sub-env finished and was reset (its next root is then in the reset row).
+            Whether a sub-env finished and was reset.
         """
         env = self.env
         obs, reward, terminated, truncated, _ = env.step(self.encode(self.action.clone()))
@@ -140,9 +143,13 @@ class GymDirectStep:
         self.terminated[...] = terminated
         self.truncated[...] = truncated
         done = np.logical_or(self.terminated, self.truncated, out=self.done)
-        if not reset or not done.any():
+        if not reset:
             return False
-        if self.vector:
+        # The next root goes to the reset row, whether or not a sub-env finished.
+        finished = bool(done.any())
+        if not finished:
+            self.reset_obs[...] = self.obs
+        elif self.vector:
             mask = done.copy()
             fresh = env.reset(seed=None, options={"reset_mask": mask})[0]
             self.reset_obs[...] = self.obs
@@ -151,7 +158,7 @@ class GymDirectStep:
             self.reset_obs[...] = env.reset(seed=None, options=None)[0]
         for flags in self.reset_flags:
             flags[...] = False
-        return True
+        return finished
 
 
 __all__ = ["GymDirectStep", "gym_wrapper_of"]

@@ -15,9 +15,15 @@ from rl_core.envs import EnvBase
 from rl_core.keys import DONE
 from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
-from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
+from rl_envs.batched._common import (
+    Path,
+    RowCopies,
+    SharedBuffers,
+    TreeBuilder,
+    as_env_factories,
+    get_leaf,
+)
 from rl_envs.batched._pool import WorkerPool, default_start_method
-from rl_envs.batched._worker import SharedBuffers
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
@@ -161,9 +167,9 @@ class ParallelEnv(BatchedEnvBase):
         raise KeyError(f"ParallelEnv: no spec for {path}.")
 
     def _allocate(self, paths: dict[str, list[Path]]) -> SharedBuffers:
-        """Zero-filled CPU buffers of batch ``[n, *sub_batch]``, moved to shared memory."""
+        """Zero-filled CPU buffers of batch ``[n, *sub_batch]`` in shared memory."""
         n = self.num_workers
-        buffers = {}
+        templates = {}
         for name, leaf_paths in paths.items():
             values = []
             for path in leaf_paths:
@@ -179,9 +185,15 @@ class ParallelEnv(BatchedEnvBase):
                             f"(spec {type(spec).__name__}), which cannot live in shared memory. "
                             f"Pass shared_memory=False to send such entries through the pipes."
                         )
-                values.append(value.expand(n, *value.shape).clone().share_memory_())
-            buffers[name] = self._builders[name].build(values, self.batch_size, None)
-        return SharedBuffers(buffers, paths)
+                values.append(value.expand(n, *value.shape))
+            templates[name] = values
+        shared = SharedBuffers(templates, paths)
+        # Outputs are copied out of the shared blocks in one numpy copy per step.
+        self.__dict__["_copies"] = {
+            name: RowCopies(shared.blocks[name], shared.layouts[name])
+            for name in ("step_outputs", "reset_outputs")
+        }
+        return shared
 
     def _start(
         self,
@@ -225,11 +237,10 @@ class ParallelEnv(BatchedEnvBase):
         """A fresh TensorDict of the outputs ``name`` of every worker, on ``self.device``."""
         device = self.device
         if self._shared is not None:
-            leaves = self._leaves[name]
             if device is not None and device.type != "cpu":
-                values = [leaf.to(device, copy=True) for leaf in leaves]
+                values = [leaf.to(device, copy=True) for leaf in self._leaves[name]]
             else:
-                values = [leaf.clone() for leaf in leaves]
+                values = self._copies[name].take()
             return self._builders[name].build(values, self.batch_size, device)
         rows = [pickle.loads(replies[i]) for i in range(self.num_workers)]
         out = torch.stack(rows, 0)
@@ -327,19 +338,29 @@ class ParallelEnv(BatchedEnvBase):
     def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
         """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
 
-        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` when
-        these are in the shared reset buffer.
+        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` with
+        shared memory, where every worker wrote its whole next root to the reset buffer: the
+        buffer is then taken whole, in one copy.
         """
         paths = self._paths("reset_outputs")
-        leaves = self._leaves["reset_outputs"] if self._shared is not None else None
         entries = next_root._tensordict if type(next_root) is TensorDict else None
+        values: Any = None
+        if self._shared is not None:
+            device = self.device
+            if device is not None and device.type != "cpu":
+                values = [leaf.to(device, copy=True) for leaf in self._leaves["reset_outputs"]]
+            else:
+                values = self._copies["reset_outputs"].take()
         for k, path in enumerate(paths):
             current = get_leaf(next_root, path)
             if current is None:
                 continue
-            value = current.clone()
-            for i, fresh in pending.items():
-                value[i] = leaves[k][i] if fresh is None else fresh.get(path)
+            if values is not None:
+                value = values[k]
+            else:
+                value = current.clone()
+                for i, fresh in pending.items():
+                    value[i] = fresh.get(path)
             if entries is not None and len(path) == 1:
                 entries[path[0]] = value
             else:
