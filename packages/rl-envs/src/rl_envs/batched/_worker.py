@@ -41,7 +41,14 @@ from rl_core.envs import EnvBase
 from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
-from rl_envs.batched._common import EnvMetadata, Path, SharedBuffers, TreeBuilder, get_leaf
+from rl_envs.batched._common import (
+    EnvMetadata,
+    Path,
+    SharedBuffers,
+    TreeBuilder,
+    get_leaf,
+    read_frame,
+)
 from rl_envs.batched._worker_gym import GymDirectStep
 
 STEP = b"s"
@@ -247,6 +254,7 @@ def worker_main(
     torch.manual_seed(torch_seed)
     _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
+    fd = conn.fileno()
     try:
         env = create_env_fn()
         difference = reference.difference(EnvMetadata.from_env(env))
@@ -273,7 +281,7 @@ def worker_main(
         if not wait():
             break  # the parent process is gone
         try:
-            message = conn.recv_bytes()
+            message = read_frame(fd)
         except (EOFError, OSError):
             break
         command, payload = message[:1], message[1:]

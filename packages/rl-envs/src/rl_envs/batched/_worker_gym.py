@@ -75,7 +75,8 @@ class GymDirectStep:
         self.vector = bool(wrapper.batch_size)
         batch = tuple(wrapper.batch_size)
         self.encode = make_encoder(wrapper._space("action_space"), wrapper.action_spec, batch)
-        self.action = leaves["sent"][(ACTION,)]
+        # numpy throughout: a torch call between two gymnasium steps is slow (cold code).
+        self.action = leaves["sent"][(ACTION,)].numpy()
         step, reset = leaves["step_outputs"], leaves["reset_outputs"]
         # numpy views of the rows; reward and flags without their trailing singleton dim.
         self.obs = step[(OBSERVATION,)].numpy()
@@ -137,7 +138,7 @@ class GymDirectStep:
             Whether a sub-env finished and was reset.
         """
         env = self.env
-        obs, reward, terminated, truncated, _ = env.step(self.encode(self.action.clone()))
+        obs, reward, terminated, truncated, _ = env.step(self.encode(self.action.copy()))
         self.obs[...] = obs
         self.reward[...] = reward
         self.terminated[...] = terminated
@@ -145,11 +146,12 @@ class GymDirectStep:
         done = np.logical_or(self.terminated, self.truncated, out=self.done)
         if not reset:
             return False
-        # The next root goes to the reset row, whether or not a sub-env finished.
-        finished = bool(done.any())
-        if not finished:
+        # The next root goes to the reset row, whether or not a sub-env finished. Its done
+        # flags are all False: those of sub-envs that did not finish, or of fresh episodes.
+        if not done.any():
             self.reset_obs[...] = self.obs
-        elif self.vector:
+            return False
+        if self.vector:
             mask = done.copy()
             fresh = env.reset(seed=None, options={"reset_mask": mask})[0]
             self.reset_obs[...] = self.obs
@@ -158,7 +160,7 @@ class GymDirectStep:
             self.reset_obs[...] = env.reset(seed=None, options=None)[0]
         for flags in self.reset_flags:
             flags[...] = False
-        return finished
+        return True
 
 
 __all__ = ["GymDirectStep", "gym_wrapper_of"]
