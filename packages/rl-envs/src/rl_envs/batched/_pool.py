@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import pickle
 import select
+import struct
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,10 +18,15 @@ import torch
 from rl_envs.batched import _worker
 from rl_envs.batched._common import read_frame
 
-# Once one worker has replied, the others are polled without sleeping for up to this long:
-# the CPU the first one left is free, and a reply to a process that is not asleep needs no
-# wake-up.
-SPIN_SECONDS = 50e-6
+# Waiting for replies, this process first polls the pipes without sleeping for up to
+# WAIT_SPIN_SECONDS (yielding its CPU to any other runnable process each time), and for at
+# least SPIN_AFTER_REPLY_SECONDS after each reply, before it blocks. A message to a process
+# that is not asleep needs no wake-up, which on virtual machines costs tens of microseconds.
+WAIT_SPIN_SECONDS = 500e-6
+SPIN_AFTER_REPLY_SECONDS = 50e-6
+# Pipes read as file descriptors and watched with poll (Linux, macOS); elsewhere through
+# multiprocessing.connection.
+_POSIX_PIPES = os.name == "posix" and hasattr(select, "poll")
 
 # Builtin exception types a worker's error is raised as in the parent; others: RuntimeError.
 REMOTE_ERRORS: dict[str, type[Exception]] = {
@@ -84,7 +91,8 @@ class WorkerPool:
             self.conns.append(parent_end)
             self.fds[parent_end.fileno()] = (i, True)
             self.fds[process.sentinel] = (i, False)
-        self.poller = self._poller(range(len(self.processes)))
+        if _POSIX_PIPES:
+            self.poller = self._poller(range(len(self.processes)))
 
     def _poller(self, indices: Iterable[int]) -> Any:
         """A ``select.poll`` object watching the pipes and process ends of ``indices``."""
@@ -110,10 +118,17 @@ class WorkerPool:
         if self.closed:
             raise RuntimeError(f"ParallelEnv: the env is closed; cannot go on {what}.")
         indices = list(indices)
+        single = isinstance(messages, bytes)
+        small = single and len(messages) <= 4096 and _POSIX_PIPES
+        if small:
+            # A small message goes out framed as Connection.send_bytes frames it, in one write.
+            frame = struct.pack("!i", len(messages)) + messages
         for k, i in enumerate(indices if messages is not None else ()):
-            message = messages if isinstance(messages, bytes) else messages[k]
             try:
-                self.conns[i].send_bytes(message)
+                if small:
+                    os.write(self.conns[i].fileno(), frame)
+                else:
+                    self.conns[i].send_bytes(messages if single else messages[k])
             except (BrokenPipeError, ConnectionError, OSError):
                 self._fail(i, what)
         replies = self._receive(indices, what)
@@ -131,13 +146,17 @@ class WorkerPool:
         """The next message of each worker in ``indices``, in the order they come."""
         timeout = self.timeout
         deadline = None if timeout is None else time.monotonic() + timeout
+        if not _POSIX_PIPES:
+            return {i: self._receive_one(i, what, deadline) for i in indices}
         pending = set(indices)
         poller = self.poller if len(pending) == len(self.conns) else self._poller(pending)
         fds, replies = self.fds, {}
-        spin_until = 0.0
+        clock, yield_cpu = time.perf_counter, os.sched_yield
+        spin_until = clock() + WAIT_SPIN_SECONDS
         while pending:
-            events = poller.poll(0) if replies else ()
-            while not events and time.perf_counter() < spin_until:
+            events = poller.poll(0)
+            while not events and clock() < spin_until:
+                yield_cpu()
                 events = poller.poll(0)
             if not events:
                 wait_ms = None
@@ -157,10 +176,24 @@ class WorkerPool:
                 except (EOFError, OSError):
                     self._fail(i, what)
                 pending.discard(i)
-            if not replies:
-                continue
-            spin_until = time.perf_counter() + SPIN_SECONDS
+                spin_until = max(spin_until, clock() + SPIN_AFTER_REPLY_SECONDS)
         return replies
+
+    def _receive_one(self, index: int, what: str, deadline: float | None) -> bytes:
+        """The next message of worker ``index`` through ``multiprocessing.connection``."""
+        conn, process = self.conns[index], self.processes[index]
+        try:
+            if deadline is not None:
+                remaining = max(deadline - time.monotonic(), 0.0)
+                ready = multiprocessing.connection.wait([conn, process.sentinel], remaining)
+                if not ready:
+                    self._time_out(index, what)
+                if conn not in ready and not conn.poll():
+                    self._fail(index, what)
+            return conn.recv_bytes()
+        except (EOFError, ConnectionError):
+            self._fail(index, what)
+            raise  # unreachable: _fail raises
 
     def _has_data(self, index: int) -> bool:
         return bool(select.select([self.conns[index].fileno()], [], [], 0)[0])

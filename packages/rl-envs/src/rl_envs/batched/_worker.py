@@ -31,6 +31,7 @@ import multiprocessing.connection
 import os
 import pickle
 import select
+import time
 import traceback
 from typing import Any
 
@@ -62,6 +63,10 @@ OK = b"k"
 ERROR = b"x"
 # In the reply to STEP_AND_RESET (after OK): some sub-env finished and was reset.
 RESET_DONE = b"1"
+# After a reply, a worker polls its pipe without sleeping for up to this long (yielding its
+# CPU to any other runnable process each time) before it blocks: the next command of a
+# rollout usually comes sooner, and a command to a worker that is not asleep needs no wake-up.
+WORKER_SPIN_SECONDS = 300e-6
 
 
 def write_leaves(
@@ -254,7 +259,13 @@ def worker_main(
     torch.manual_seed(torch_seed)
     _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
-    fd = conn.fileno()
+    if os.name == "posix":
+        fd = conn.fileno()
+
+        def receive() -> bytes:
+            return read_frame(fd)
+    else:
+        receive = conn.recv_bytes
     try:
         env = create_env_fn()
         difference = reference.difference(EnvMetadata.from_env(env))
@@ -281,7 +292,7 @@ def worker_main(
         if not wait():
             break  # the parent process is gone
         try:
-            message = read_frame(fd)
+            message = receive()
         except (EOFError, OSError):
             break
         command, payload = message[:1], message[1:]
@@ -322,7 +333,13 @@ def _waiter(conn: Any, parent: Any) -> Any:
         fd = conn.fileno()
 
         def wait_poll() -> bool:
-            events = poller.poll()
+            events = poller.poll(0)
+            until = time.perf_counter() + WORKER_SPIN_SECONDS
+            while not events and time.perf_counter() < until:
+                os.sched_yield()
+                events = poller.poll(0)
+            if not events:
+                events = poller.poll()
             return any(ready_fd == fd for ready_fd, _ in events)
 
         return wait_poll

@@ -13,7 +13,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
-from rl_core.ted import step_mdp
+from rl_core.ted import _step_mdp_planned
 from rl_envs.batched import _worker
 from rl_envs.batched._common import (
     Path,
@@ -328,7 +328,10 @@ class ParallelEnv(BatchedEnvBase):
             tensordict = self.step(tensordict)
         finally:
             self.__dict__["_fused_reset"] = False
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        plan = self._cache.get("step_mdp_plan")
+        if plan is None:
+            plan = self._step_mdp_plan()
+        next_root = _step_mdp_planned(tensordict, plan)
         pending = self._pending_reset
         self.__dict__["_pending_reset"] = None
         if pending:
