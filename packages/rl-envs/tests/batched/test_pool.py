@@ -1,37 +1,9 @@
-import multiprocessing
-import os
-
 import pytest
 import torch
 from tensordict import TensorDict
 
 from rl_core.testing import CountingEnv
 from rl_envs.batched import ParallelEnv, _pool, _worker
-from rl_envs.batched._common import read_frame
-
-posix_only = pytest.mark.skipif(os.name != "posix", reason="pipes read as file descriptors")
-
-
-@posix_only
-@pytest.mark.parametrize("size", [0, 10, 70_000, 1_000_000])
-def test_read_frame_reads_what_send_bytes_sent(size):
-    reader, writer = multiprocessing.Pipe(duplex=False)
-    payload = os.urandom(size)
-    if size > 60_000:
-        # A pipe holds 64 KiB: a large message needs a reader at the same time.
-        process = multiprocessing.get_context("fork").Process(
-            target=writer.send_bytes, args=(payload,)
-        )
-        process.start()
-        assert read_frame(reader.fileno()) == payload
-        process.join()
-    else:
-        writer.send_bytes(payload)
-        assert read_frame(reader.fileno()) == payload
-    writer.close()
-    with pytest.raises(EOFError):
-        read_frame(reader.fileno())
-    reader.close()
 
 
 def _rollout(env):

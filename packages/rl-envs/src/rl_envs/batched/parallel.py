@@ -36,10 +36,13 @@ class ParallelEnv(BatchedEnvBase):
     env first, through :attr:`EnvCreator.meta_data`, to read the specs). Data moves through
     shared-memory buffers allocated once: each step the parent writes the actions (and state
     entries) in place, sends each worker a one-byte command over a pipe, the workers step and
-    write their outputs in place, and the parent copies the outputs out. ``step_and_maybe_reset``
-    (used by ``rollout`` and collectors) resets finished sub-envs inside the workers in the
-    same round trip. Workers hold their own observations: the parent sends only the entries
-    of ``action_spec`` and ``state_spec``.
+    write their outputs in place, and the parent copies the outputs out (one copy per buffer).
+    ``step_and_maybe_reset`` (used by ``rollout`` and collectors) resets finished sub-envs
+    inside the workers in the same round trip. Workers hold their own observations: the
+    parent sends only the entries of ``action_spec`` and ``state_spec``. A worker whose env is
+    a ``GymEnv``/``GymWrapper`` (or a ``SerialEnv`` of them) with one array observation and
+    one action steps gymnasium straight from and into the shared buffers, without
+    TensorDicts; the outputs are the same.
 
     Start method: ``"fork"`` (the default on Linux while CUDA is not initialised in this
     process) starts workers in milliseconds; each worker limits torch to ``num_sub_threads``
@@ -58,7 +61,11 @@ class ParallelEnv(BatchedEnvBase):
     behind; it also runs when the env is garbage-collected.
 
     Scheduling: on Linux, workers run under the ``SCHED_BATCH`` policy, so that waking one
-    does not preempt the parent before it has woken the others.
+    does not preempt the parent before it has woken the others. Waiting for a message, each
+    process first polls without sleeping for a few hundred microseconds (a worker after its
+    reply, the parent for the replies), yielding its CPU to any other runnable process, and
+    then blocks: in a rollout the next message usually comes within that time, and a message
+    to a process that is awake needs no wake-up (tens of microseconds on virtual machines).
 
     Args:
         num_workers: the number of worker processes (one env each).
