@@ -166,6 +166,9 @@ class WorkerPool:
                 if not events and deadline is not None and time.monotonic() >= deadline:
                     self._time_out(min(pending), what)
             ready = {fds[fd] for fd, _ in events}
+            if any(i not in pending for i, _ in ready):
+                # A worker that already replied (and died since) would keep poll from waiting.
+                poller = self._poller(pending)
             for i, is_pipe in sorted(ready):
                 if i not in pending or (not is_pipe and (i, True) in ready):
                     continue
