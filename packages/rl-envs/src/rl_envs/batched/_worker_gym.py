@@ -97,12 +97,13 @@ class GymDirectStep:
             paths: the entry paths of each shared buffer.
             leaves: the worker's rows of each shared buffer, in the order of ``paths``.
         """
+        wrapper = gym_wrapper_of(env)
+        if wrapper is None:
+            return None
         from gymnasium import spaces
 
-        wrapper = gym_wrapper_of(env)
         if (
-            wrapper is None
-            or wrapper._from_pixels
+            wrapper._from_pixels
             or wrapper._same_step is not None
             or wrapper._target_device is not None
             or wrapper._info_readers
