@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
+import os
 import pickle
+import select
+import struct
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -13,6 +16,17 @@ from typing import Any
 import torch
 
 from rl_envs.batched import _worker
+from rl_envs.batched._common import read_frame
+
+# Waiting for replies, this process first polls the pipes without sleeping for up to
+# WAIT_SPIN_SECONDS (yielding its CPU to any other runnable process each time), and for at
+# least SPIN_AFTER_REPLY_SECONDS after each reply, before it blocks. A message to a process
+# that is not asleep needs no wake-up, which on virtual machines costs tens of microseconds.
+WAIT_SPIN_SECONDS = 500e-6
+SPIN_AFTER_REPLY_SECONDS = 50e-6
+# Pipes read as file descriptors and watched with poll (Linux, macOS); elsewhere through
+# multiprocessing.connection.
+_POSIX_PIPES = os.name == "posix" and hasattr(select, "poll")
 
 # Builtin exception types a worker's error is raised as in the parent; others: RuntimeError.
 REMOTE_ERRORS: dict[str, type[Exception]] = {
@@ -56,6 +70,9 @@ class WorkerPool:
         self.closed = False
         # Seconds given to the workers to stop by themselves; 0 once one is known to be stuck.
         self.grace = 5.0
+        # Pipe and process-end file descriptors -> (worker index, is the pipe).
+        self.fds: dict[int, tuple[int, bool]] = {}
+        self.poller: Any = None
 
     def start(self, args: Sequence[tuple[Any, ...]]) -> None:
         """Starts worker ``i`` as ``worker_main(i, its pipe end, *args[i])``."""
@@ -72,6 +89,18 @@ class WorkerPool:
             child_end.close()
             self.processes.append(process)
             self.conns.append(parent_end)
+            self.fds[parent_end.fileno()] = (i, True)
+            self.fds[process.sentinel] = (i, False)
+        if _POSIX_PIPES:
+            self.poller = self._poller(range(len(self.processes)))
+
+    def _poller(self, indices: Iterable[int]) -> Any:
+        """A ``select.poll`` object watching the pipes and process ends of ``indices``."""
+        poller = select.poll()
+        for i in indices:
+            poller.register(self.conns[i].fileno(), select.POLLIN)
+            poller.register(self.processes[i].sentinel, select.POLLIN)
+        return poller
 
     def exchange(
         self, indices: Iterable[int], messages: bytes | list[bytes] | None, what: str
@@ -89,42 +118,97 @@ class WorkerPool:
         if self.closed:
             raise RuntimeError(f"ParallelEnv: the env is closed; cannot go on {what}.")
         indices = list(indices)
+        single = isinstance(messages, bytes)
+        small = single and len(messages) <= 4096 and _POSIX_PIPES
+        if small:
+            # A small message goes out framed as Connection.send_bytes frames it, in one write.
+            frame = struct.pack("!i", len(messages)) + messages
         for k, i in enumerate(indices if messages is not None else ()):
-            message = messages if isinstance(messages, bytes) else messages[k]
             try:
-                self.conns[i].send_bytes(message)
+                if small:
+                    os.write(self.conns[i].fileno(), frame)
+                else:
+                    self.conns[i].send_bytes(messages if single else messages[k])
             except (BrokenPipeError, ConnectionError, OSError):
                 self._fail(i, what)
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        replies = {i: self._receive(i, what, deadline) for i in indices}
-        for i, reply in replies.items():
+        replies = self._receive(indices, what)
+        for i in indices:
+            reply = replies[i]
             if reply[:1] == _worker.ERROR:
                 name, message, trace = pickle.loads(reply[1:])
                 raise REMOTE_ERRORS.get(name, RuntimeError)(
                     f"ParallelEnv: worker {i} raised {name} while {what}: {message}\n"
                     f"--- worker {i} traceback ---\n{trace}"
                 )
-        return {i: reply[1:] for i, reply in replies.items()}
+        return {i: replies[i][1:] for i in indices}
 
-    def _receive(self, index: int, what: str, deadline: float | None) -> bytes:
+    def _receive(self, indices: list[int], what: str) -> dict[int, bytes]:
+        """The next message of each worker in ``indices``, in the order they come."""
+        timeout = self.timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        if not _POSIX_PIPES:
+            return {i: self._receive_one(i, what, deadline) for i in indices}
+        pending = set(indices)
+        poller = self.poller if len(pending) == len(self.conns) else self._poller(pending)
+        fds, replies = self.fds, {}
+        clock, yield_cpu = time.perf_counter, os.sched_yield
+        spin_until = clock() + WAIT_SPIN_SECONDS
+        while pending:
+            events = poller.poll(0)
+            while not events and clock() < spin_until:
+                yield_cpu()
+                events = poller.poll(0)
+            if not events:
+                wait_ms = None
+                if deadline is not None:
+                    wait_ms = max(int((deadline - time.monotonic()) * 1000) + 1, 0)
+                events = poller.poll(wait_ms)
+                if not events and deadline is not None and time.monotonic() >= deadline:
+                    self._time_out(min(pending), what)
+            ready = {fds[fd] for fd, _ in events}
+            if any(i not in pending for i, _ in ready):
+                # A worker that already replied (and died since) would keep poll from waiting.
+                poller = self._poller(pending)
+            for i, is_pipe in sorted(ready):
+                if i not in pending or (not is_pipe and (i, True) in ready):
+                    continue
+                if not is_pipe and not self._has_data(i):
+                    self._fail(i, what)
+                try:
+                    replies[i] = read_frame(self.conns[i].fileno())
+                except (EOFError, OSError):
+                    self._fail(i, what)
+                pending.discard(i)
+                spin_until = max(spin_until, clock() + SPIN_AFTER_REPLY_SECONDS)
+        return replies
+
+    def _receive_one(self, index: int, what: str, deadline: float | None) -> bytes:
+        """The next message of worker ``index`` through ``multiprocessing.connection``."""
         conn, process = self.conns[index], self.processes[index]
         try:
             if deadline is not None:
                 remaining = max(deadline - time.monotonic(), 0.0)
                 ready = multiprocessing.connection.wait([conn, process.sentinel], remaining)
                 if not ready:
-                    self.grace = 0.0
-                    self.close()
-                    raise TimeoutError(
-                        f"ParallelEnv: worker {index} (pid {process.pid}) did not answer within "
-                        f"{self.timeout} s while {what}. The env is closed."
-                    )
+                    self._time_out(index, what)
                 if conn not in ready and not conn.poll():
                     self._fail(index, what)
             return conn.recv_bytes()
         except (EOFError, ConnectionError):
             self._fail(index, what)
             raise  # unreachable: _fail raises
+
+    def _has_data(self, index: int) -> bool:
+        return bool(select.select([self.conns[index].fileno()], [], [], 0)[0])
+
+    def _time_out(self, index: int, what: str) -> None:
+        process = self.processes[index]
+        self.grace = 0.0
+        self.close()
+        raise TimeoutError(
+            f"ParallelEnv: worker {index} (pid {process.pid}) did not answer within "
+            f"{self.timeout} s while {what}. The env is closed."
+        )
 
     def _fail(self, index: int, what: str) -> None:
         process = self.processes[index]

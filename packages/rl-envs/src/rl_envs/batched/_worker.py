@@ -6,9 +6,9 @@ names the command, the rest is a pickled argument where there is one.
 - ``STEP``: the inputs (actions, states) are in the shared input buffer, with one byte per
   entry in the message saying whether the parent wrote it (or the inputs are pickled in the
   message); the worker steps and writes the ``"next"`` entries to the shared step buffer.
-- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done; when there are
-  any, writes the next root (observations, done flags) to the shared reset buffer and replies
-  ``RESET_DONE``.
+- ``STEP_AND_RESET``: as ``STEP``, then resets the sub-envs that are done and writes the next
+  root (observations, done flags) to the shared reset buffer; replies ``RESET_DONE`` when a
+  sub-env was reset. Through the pipes, the next root is sent only then.
 - ``RESET``: argument ``(partial, masks, kwargs)``; with ``partial``, the ``"_reset"`` masks
   are ``masks`` or, when that is ``None``, in the shared mask buffer. Writes the reset output to the shared reset buffer.
 - ``ROLLOUT``: argument ``(start, steps)``; a rollout with random actions of ``steps`` steps
@@ -31,6 +31,7 @@ import multiprocessing.connection
 import os
 import pickle
 import select
+import time
 import traceback
 from typing import Any
 
@@ -38,9 +39,18 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.envs._spec_checks import SWITCH
 from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
-from rl_envs.batched._common import EnvMetadata, Path, get_leaf
+from rl_envs.batched._common import (
+    EnvMetadata,
+    Path,
+    SharedBuffers,
+    TreeBuilder,
+    get_leaf,
+    read_frame,
+)
+from rl_envs.batched._worker_gym import GymDirectStep
 
 STEP = b"s"
 STEP_AND_RESET = b"m"
@@ -51,25 +61,12 @@ ROOT = b"t"
 CLOSE = b"c"
 OK = b"k"
 ERROR = b"x"
-# In the reply to STEP_AND_RESET (after OK): some sub-env finished and its reset outputs are
-# in the shared reset buffer.
+# In the reply to STEP_AND_RESET (after OK): some sub-env finished and was reset.
 RESET_DONE = b"1"
-
-
-class SharedBuffers:
-    """The shared-memory TensorDicts of one ParallelEnv, as leaf lists for fast copies.
-
-    Each buffer has batch ``[num_workers, *sub_batch]``; ``view(i)`` gives worker ``i`` its row.
-    """
-
-    def __init__(self, buffers: dict[str, TensorDict], paths: dict[str, list[Path]]) -> None:
-        self.buffers = buffers
-        self.paths = paths
-
-    def leaves(self, name: str, index: int | None = None) -> list[torch.Tensor]:
-        td = self.buffers[name]
-        leaves = [get_leaf(td, path) for path in self.paths[name]]
-        return leaves if index is None else [leaf[index] for leaf in leaves]
+# After a reply, a worker polls its pipe without sleeping for up to this long (yielding its
+# CPU to any other runnable process each time) before it blocks: the next command of a
+# rollout usually comes sooner, and a command to a worker that is not asleep needs no wake-up.
+WORKER_SPIN_SECONDS = 300e-6
 
 
 def write_leaves(
@@ -87,7 +84,11 @@ def write_leaves(
 
 
 class _Worker:
-    """The worker-side state: the env, the last root it produced and its buffer views."""
+    """The worker-side state: the env, the last root it produced and its buffer views.
+
+    After a step of the direct gymnasium path the root is not built: it is the worker's row of
+    the shared step (or reset) buffer, copied into a TensorDict only when a command needs it.
+    """
 
     def __init__(
         self,
@@ -99,19 +100,54 @@ class _Worker:
         self.index = index
         self.env = env
         self.paths = paths
-        self.root: TensorDictBase | None = None
+        self._root: TensorDictBase | None = None
+        # The shared buffer whose row holds the root, when the direct path left it there.
+        self._root_row: str | None = None
         self.where = f"ParallelEnv worker {index} ({type(env).__name__})"
         self.views = (
-            {name: shared.leaves(name, index) for name in shared.buffers}
+            {name: shared.leaves(name, index) for name in shared.blocks}
             if shared is not None
             else None
         )
+        self.direct = (
+            GymDirectStep.build(env, paths, self.views) if self.views is not None else None
+        )
+        self.root_builder = TreeBuilder(paths["reset_outputs"])
         self.done_paths = [path for path in paths["step_outputs"] if path[-1] == DONE]
         self.mdp_kwargs = {
             "reward_keys": list(env.reward_keys),
             "done_keys": list(env.done_keys),
             "action_keys": list(env.action_keys),
         }
+
+    @property
+    def root(self) -> TensorDictBase | None:
+        """The root the next step starts from (built from a shared row where it lies there)."""
+        row = self._root_row
+        if row is not None:
+            by_path = dict(zip(self.paths[row], self.views[row]))
+            values = [by_path[path].clone() for path in self.paths["reset_outputs"]]
+            env = self.env
+            self._root = self.root_builder.build(values, env.batch_size, env.device)
+            self._root_row = None
+        return self._root
+
+    @root.setter
+    def root(self, value: TensorDictBase | None) -> None:
+        self._root, self._root_row = value, None
+
+    def _direct(self, payload: bytes) -> GymDirectStep | None:
+        """The direct path, where it applies to this step (the parent sent the action)."""
+        direct = self.direct
+        if (
+            direct is None
+            or payload != b"\x01"
+            or (self._root is None and self._root_row is None)
+            or SWITCH.enabled
+            or not direct.usable()
+        ):
+            return None
+        return direct
 
     # -- inputs and outputs ---------------------------------------------------------------
     def _take_inputs(self, payload: bytes) -> TensorDictBase:
@@ -144,21 +180,35 @@ class _Worker:
 
     # -- commands ---------------------------------------------------------------------------
     def step(self, payload: bytes) -> bytes:
+        direct = self._direct(payload)
+        if direct is not None:
+            direct.step(reset=False)
+            self._root, self._root_row = None, "step_outputs"
+            return b""
         root = self.env.step(self._take_inputs(payload))
         reply = self._emit("step_outputs", root.get(NEXT))
         self.root = step_mdp(root, **self.mdp_kwargs)
         return reply
 
     def step_and_reset(self, payload: bytes) -> bytes:
+        direct = self._direct(payload)
+        if direct is not None:
+            finished = direct.step(reset=True)
+            self._root = None
+            self._root_row = "reset_outputs" if finished else "step_outputs"
+            return RESET_DONE if finished else b""
         root, next_root = self.env.step_and_maybe_reset(self._take_inputs(payload))
         nxt = root.get(NEXT)
         reply = self._emit("step_outputs", nxt)
         self.root = next_root
-        # The reset outputs travel only when a sub-env finished (and was reset).
         finished = any(bool(get_leaf(nxt, path).any()) for path in self.done_paths)
-        second = self._emit("reset_outputs", next_root) if finished else None
         if self.views is not None:
+            # The whole next root goes to the reset buffer: when any worker reset a sub-env,
+            # the parent takes every worker's row from there in one copy.
+            self._emit("reset_outputs", next_root)
             return RESET_DONE if finished else b""
+        # Through the pipes, the reset outputs travel only when a sub-env finished.
+        second = self._emit("reset_outputs", next_root) if finished else None
         return pickle.dumps((reply, second))
 
     def reset(self, payload: bytes) -> bytes:
@@ -209,6 +259,13 @@ def worker_main(
     torch.manual_seed(torch_seed)
     _batch_scheduling()
     wait = _waiter(conn, multiprocessing.parent_process())
+    if os.name == "posix":
+        fd = conn.fileno()
+
+        def receive() -> bytes:
+            return read_frame(fd)
+    else:
+        receive = conn.recv_bytes
     try:
         env = create_env_fn()
         difference = reference.difference(EnvMetadata.from_env(env))
@@ -235,7 +292,7 @@ def worker_main(
         if not wait():
             break  # the parent process is gone
         try:
-            message = conn.recv_bytes()
+            message = receive()
         except (EOFError, OSError):
             break
         command, payload = message[:1], message[1:]
@@ -276,7 +333,13 @@ def _waiter(conn: Any, parent: Any) -> Any:
         fd = conn.fileno()
 
         def wait_poll() -> bool:
-            events = poller.poll()
+            events = poller.poll(0)
+            until = time.perf_counter() + WORKER_SPIN_SECONDS
+            while not events and time.perf_counter() < until:
+                os.sched_yield()
+                events = poller.poll(0)
+            if not events:
+                events = poller.poll()
             return any(ready_fd == fd for ready_fd, _ in events)
 
         return wait_poll

@@ -13,11 +13,17 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
-from rl_core.ted import step_mdp
+from rl_core.ted import _step_mdp_planned
 from rl_envs.batched import _worker
-from rl_envs.batched._common import Path, TreeBuilder, as_env_factories, get_leaf
+from rl_envs.batched._common import (
+    Path,
+    RowCopies,
+    SharedBuffers,
+    TreeBuilder,
+    as_env_factories,
+    get_leaf,
+)
 from rl_envs.batched._pool import WorkerPool, default_start_method
-from rl_envs.batched._worker import SharedBuffers
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
@@ -30,10 +36,13 @@ class ParallelEnv(BatchedEnvBase):
     env first, through :attr:`EnvCreator.meta_data`, to read the specs). Data moves through
     shared-memory buffers allocated once: each step the parent writes the actions (and state
     entries) in place, sends each worker a one-byte command over a pipe, the workers step and
-    write their outputs in place, and the parent copies the outputs out. ``step_and_maybe_reset``
-    (used by ``rollout`` and collectors) resets finished sub-envs inside the workers in the
-    same round trip. Workers hold their own observations: the parent sends only the entries
-    of ``action_spec`` and ``state_spec``.
+    write their outputs in place, and the parent copies the outputs out (one copy per buffer).
+    ``step_and_maybe_reset`` (used by ``rollout`` and collectors) resets finished sub-envs
+    inside the workers in the same round trip. Workers hold their own observations: the
+    parent sends only the entries of ``action_spec`` and ``state_spec``. A worker whose env is
+    a ``GymEnv``/``GymWrapper`` (or a ``SerialEnv`` of them) with one array observation and
+    one action steps gymnasium straight from and into the shared buffers, without
+    TensorDicts; the outputs are the same.
 
     Start method: ``"fork"`` (the default on Linux while CUDA is not initialised in this
     process) starts workers in milliseconds; each worker limits torch to ``num_sub_threads``
@@ -52,7 +61,11 @@ class ParallelEnv(BatchedEnvBase):
     behind; it also runs when the env is garbage-collected.
 
     Scheduling: on Linux, workers run under the ``SCHED_BATCH`` policy, so that waking one
-    does not preempt the parent before it has woken the others.
+    does not preempt the parent before it has woken the others. Waiting for a message, each
+    process first polls without sleeping for a few hundred microseconds (a worker after its
+    reply, the parent for the replies), yielding its CPU to any other runnable process, and
+    then blocks: in a rollout the next message usually comes within that time, and a message
+    to a process that is awake needs no wake-up (tens of microseconds on virtual machines).
 
     Args:
         num_workers: the number of worker processes (one env each).
@@ -161,9 +174,9 @@ class ParallelEnv(BatchedEnvBase):
         raise KeyError(f"ParallelEnv: no spec for {path}.")
 
     def _allocate(self, paths: dict[str, list[Path]]) -> SharedBuffers:
-        """Zero-filled CPU buffers of batch ``[n, *sub_batch]``, moved to shared memory."""
+        """Zero-filled CPU buffers of batch ``[n, *sub_batch]`` in shared memory."""
         n = self.num_workers
-        buffers = {}
+        templates = {}
         for name, leaf_paths in paths.items():
             values = []
             for path in leaf_paths:
@@ -179,9 +192,15 @@ class ParallelEnv(BatchedEnvBase):
                             f"(spec {type(spec).__name__}), which cannot live in shared memory. "
                             f"Pass shared_memory=False to send such entries through the pipes."
                         )
-                values.append(value.expand(n, *value.shape).clone().share_memory_())
-            buffers[name] = self._builders[name].build(values, self.batch_size, None)
-        return SharedBuffers(buffers, paths)
+                values.append(value.expand(n, *value.shape))
+            templates[name] = values
+        shared = SharedBuffers(templates, paths)
+        # Outputs are copied out of the shared blocks in one numpy copy per step.
+        self.__dict__["_copies"] = {
+            name: RowCopies(shared.blocks[name], shared.layouts[name])
+            for name in ("step_outputs", "reset_outputs")
+        }
+        return shared
 
     def _start(
         self,
@@ -225,11 +244,10 @@ class ParallelEnv(BatchedEnvBase):
         """A fresh TensorDict of the outputs ``name`` of every worker, on ``self.device``."""
         device = self.device
         if self._shared is not None:
-            leaves = self._leaves[name]
             if device is not None and device.type != "cpu":
-                values = [leaf.to(device, copy=True) for leaf in leaves]
+                values = [leaf.to(device, copy=True) for leaf in self._leaves[name]]
             else:
-                values = [leaf.clone() for leaf in leaves]
+                values = self._copies[name].take()
             return self._builders[name].build(values, self.batch_size, device)
         rows = [pickle.loads(replies[i]) for i in range(self.num_workers)]
         out = torch.stack(rows, 0)
@@ -317,7 +335,10 @@ class ParallelEnv(BatchedEnvBase):
             tensordict = self.step(tensordict)
         finally:
             self.__dict__["_fused_reset"] = False
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        plan = self._cache.get("step_mdp_plan")
+        if plan is None:
+            plan = self._step_mdp_plan()
+        next_root = _step_mdp_planned(tensordict, plan)
         pending = self._pending_reset
         self.__dict__["_pending_reset"] = None
         if pending:
@@ -327,19 +348,29 @@ class ParallelEnv(BatchedEnvBase):
     def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
         """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
 
-        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` when
-        these are in the shared reset buffer.
+        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` with
+        shared memory, where every worker wrote its whole next root to the reset buffer: the
+        buffer is then taken whole, in one copy.
         """
         paths = self._paths("reset_outputs")
-        leaves = self._leaves["reset_outputs"] if self._shared is not None else None
         entries = next_root._tensordict if type(next_root) is TensorDict else None
+        values: Any = None
+        if self._shared is not None:
+            device = self.device
+            if device is not None and device.type != "cpu":
+                values = [leaf.to(device, copy=True) for leaf in self._leaves["reset_outputs"]]
+            else:
+                values = self._copies["reset_outputs"].take()
         for k, path in enumerate(paths):
             current = get_leaf(next_root, path)
             if current is None:
                 continue
-            value = current.clone()
-            for i, fresh in pending.items():
-                value[i] = leaves[k][i] if fresh is None else fresh.get(path)
+            if values is not None:
+                value = values[k]
+            else:
+                value = current.clone()
+                for i, fresh in pending.items():
+                    value[i] = fresh.get(path)
             if entries is not None and len(path) == 1:
                 entries[path[0]] = value
             else:
