@@ -38,8 +38,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import EnvBase
-from rl_core.envs._spec_checks import SWITCH
+from rl_core.envs import EnvBase, spec_checks_enabled
 from rl_core.keys import DONE, NEXT
 from rl_core.ted import step_mdp
 from rl_envs.batched._common import (
@@ -143,7 +142,7 @@ class _Worker:
             direct is None
             or payload != b"\x01"
             or (self._root is None and self._root_row is None)
-            or SWITCH.enabled
+            or spec_checks_enabled()
             or not direct.usable()
         ):
             return None

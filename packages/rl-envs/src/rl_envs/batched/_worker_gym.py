@@ -19,7 +19,6 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
-from rl_core.specs import Composite
 
 _STEP_ENTRIES = {(OBSERVATION,), (REWARD,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
@@ -100,16 +99,10 @@ class GymDirectStep:
         wrapper = gym_wrapper_of(env)
         if wrapper is None:
             return None
-        from gymnasium import spaces
+        from rl_envs.libs._gym_rollout import numpy_loop_applies
 
         if (
-            wrapper._from_pixels
-            or wrapper._same_step is not None
-            or wrapper._target_device is not None
-            or wrapper._info_readers
-            or list(wrapper.observation_spec.keys()) != [OBSERVATION]
-            or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
-            or isinstance(wrapper.action_spec, Composite)
+            not numpy_loop_applies(wrapper)
             or paths["sent"] != [(ACTION,)]
             or set(paths["step_outputs"]) != _STEP_ENTRIES
             or set(paths["reset_outputs"]) != _RESET_ENTRIES

@@ -13,7 +13,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
-from rl_core.ted import _step_mdp_planned
+from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
 from rl_envs.batched._common import (
     Path,
@@ -335,10 +335,7 @@ class ParallelEnv(BatchedEnvBase):
             tensordict = self.step(tensordict)
         finally:
             self.__dict__["_fused_reset"] = False
-        plan = self._cache.get("step_mdp_plan")
-        if plan is None:
-            plan = self._step_mdp_plan()
-        next_root = _step_mdp_planned(tensordict, plan)
+        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
         pending = self._pending_reset
         self.__dict__["_pending_reset"] = None
         if pending:

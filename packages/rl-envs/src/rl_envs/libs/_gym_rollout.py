@@ -41,36 +41,42 @@ class RandomRolloutPlan(NamedTuple):
     encode: Encoder  # CHUNK actions -> an array whose rows gymnasium takes
 
 
-def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
-    """The plan of the fast loop for ``wrapper``, or None where the generic loop must run.
+def numpy_loop_applies(wrapper: GymWrapper) -> bool:
+    """Whether ``wrapper``'s steps are plain arrays that a loop can move without TensorDicts.
 
-    Applies to wrappers whose only observation entry is one ``Box`` or ``MultiBinary`` array
-    (no pixels, no ``Dict`` observation, no info entries), whose action is one ``Box``, ``Discrete``,
-    ``MultiDiscrete`` or ``MultiBinary`` space, on the CPU, in any autoreset mode but
-    ``SAME_STEP``.
+    True for wrappers whose only observation entry is one ``Box`` or ``MultiBinary`` array
+    (no pixels, no ``Dict`` observation, no info entries) and whose action is one ``Box``,
+    ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` space, on the CPU, in any autoreset
+    mode but ``SAME_STEP``.
     """
     from gymnasium import spaces
 
-    if (
+    return not (
         wrapper._from_pixels
         or wrapper._same_step is not None
         or wrapper._target_device is not None
+        or wrapper._info_readers
         or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
         or list(wrapper.observation_spec.keys()) != [OBSERVATION]
-    ):
+        or isinstance(wrapper.action_spec, Composite)
+        or not isinstance(
+            wrapper._space("action_space"),
+            spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
+        )
+    )
+
+
+def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
+    """The plan of the fast loop for ``wrapper``, or None where the generic loop must run
+    (see :func:`numpy_loop_applies`)."""
+    if not numpy_loop_applies(wrapper):
         return None
     batch = tuple(wrapper.batch_size)
-    observation = wrapper.observation_spec[OBSERVATION]
-    shape = tuple(observation.shape[len(batch) :])
+    shape = tuple(wrapper.observation_spec[OBSERVATION].shape[len(batch) :])
     dtype = np.dtype(wrapper._space("observation_space").dtype)
     spec = wrapper.action_spec
-    space = wrapper._space("action_space")
-    if isinstance(spec, Composite) or not isinstance(
-        space, spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary
-    ):
-        return None
     actions = spec.expand(CHUNK, *spec.shape)
-    encode = make_encoder(space, actions, (CHUNK, *batch))
+    encode = make_encoder(wrapper._space("action_space"), actions, (CHUNK, *batch))
     return RandomRolloutPlan(OBSERVATION, shape, dtype, actions, encode)
 
 
@@ -248,4 +254,10 @@ def _trajectory(
     )
 
 
-__all__ = ["CHUNK", "RandomRolloutPlan", "plan_random_rollout", "random_rollout"]
+__all__ = [
+    "CHUNK",
+    "RandomRolloutPlan",
+    "numpy_loop_applies",
+    "plan_random_rollout",
+    "random_rollout",
+]

@@ -413,6 +413,7 @@ class GymWrapper(EnvBase):
             or type(self)._reset is not GymWrapper._reset
         ):
             return None
+        # Info readers are checked above: they can be added after the plan is cached.
         plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
         if plan is None:
             return None
