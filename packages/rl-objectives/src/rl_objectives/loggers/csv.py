@@ -109,9 +109,9 @@ class CSVLogger(Logger):
         check_name(owner, name)
         value = as_float(owner, name, value)
         step = self._next_step("scalar", name, check_step(owner, step))
-        self._append_rows(self.experiment / "scalars" / f"{name}.csv", "step,value", [
-            f"{step},{value!r}"
-        ])
+        self._append_rows(
+            self.experiment / "scalars" / f"{name}.csv", "step,value", [f"{step},{value!r}"]
+        )
 
     def log_video(
         self, name: str, video: torch.Tensor, step: int | None = None, **kwargs: Any

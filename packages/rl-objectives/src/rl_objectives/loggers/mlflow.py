@@ -70,7 +70,9 @@ class MLFlowLogger(Logger):
         try:
             from mlflow.tracking import MlflowClient
         except ImportError as err:
-            raise ImportError('MLFlowLogger needs mlflow: pip install "rl-objectives[mlflow]".') from err
+            raise ImportError(
+                'MLFlowLogger needs mlflow: pip install "rl-objectives[mlflow]".'
+            ) from err
         self.client = MlflowClient(tracking_uri=self.log_dir)
         experiment = self.client.get_experiment_by_name(self.exp_name)
         experiment_id = (

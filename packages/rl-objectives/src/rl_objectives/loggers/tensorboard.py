@@ -22,6 +22,7 @@ from rl_objectives.loggers._utils import (
 )
 from rl_objectives.loggers.common import Logger
 
+
 class TensorboardLogger(Logger):
     """Writes scalars, videos, hyperparameters and histograms to TensorBoard event files.
 
@@ -89,7 +90,9 @@ class TensorboardLogger(Logger):
         frames = video_frames(owner, video)
         step = check_step(owner, step)
         with tempfile.TemporaryDirectory() as tmp:
-            path = write_gif(owner, frames, Path(tmp) / "video.gif", kwargs.get("fps", self.video_fps))
+            path = write_gif(
+                owner, frames, Path(tmp) / "video.gif", kwargs.get("fps", self.video_fps)
+            )
             encoded = path.read_bytes()
         _, height, width, channels = frames.shape
         image = Summary.Image(
@@ -123,7 +126,10 @@ class TensorboardLogger(Logger):
         check_name(owner, name)
         flat = histogram_data(owner, data)
         self.experiment.add_histogram(
-            name, flat.numpy(), global_step=check_step(owner, step), bins=kwargs.get("bins", "tensorflow")
+            name,
+            flat.numpy(),
+            global_step=check_step(owner, step),
+            bins=kwargs.get("bins", "tensorflow"),
         )
 
     def close(self) -> None:

@@ -54,6 +54,4 @@ def get_logger(logger_type: str, logger_name: str, experiment_name: str, **kwarg
 
         uri = Path(os.path.abspath(logger_name)).as_uri()
         return MLFlowLogger(experiment_name, tracking_uri=uri, **kwargs)
-    raise ValueError(
-        f"get_logger: logger_type must be one of {LOGGER_KINDS}, got {logger_type!r}."
-    )
+    raise ValueError(f"get_logger: logger_type must be one of {LOGGER_KINDS}, got {logger_type!r}.")

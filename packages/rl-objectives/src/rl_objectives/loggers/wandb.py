@@ -76,7 +76,9 @@ class WandbLogger(Logger):
         try:
             import wandb
         except ImportError as err:
-            raise ImportError('WandbLogger needs wandb: pip install "rl-objectives[wandb]".') from err
+            raise ImportError(
+                'WandbLogger needs wandb: pip install "rl-objectives[wandb]".'
+            ) from err
         Path(self.log_dir).mkdir(parents=True, exist_ok=True)
         kwargs = {"reinit": "create_new", **self._init_kwargs}
         if self.offline:
