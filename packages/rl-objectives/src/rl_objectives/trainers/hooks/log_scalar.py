@@ -75,7 +75,7 @@ class LogScalar(TrainerHookBase):
         if values is None:
             raise KeyError(
                 f"LogScalar: the batch has no entry {self.key!r}; it has "
-                f"{sorted(map(str, batch.keys(include_nested=True, leaves_only=True)))}."
+                f"{sorted(batch.keys(include_nested=True, leaves_only=True), key=str)}."
             )
         mask = valid_mask(batch)
         if mask is not None:
