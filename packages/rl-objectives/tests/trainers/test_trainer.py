@@ -172,7 +172,7 @@ def build_full(tiny, tmp_path, total_frames, seed):
     trainer, _, loss, optimizer = make_trainer(
         tiny, total_frames, optim_steps=3, seed=seed, save_trainer_file=tmp_path / "trainer.pt"
     )
-    ReplayBufferTrainer(tiny.Buffer(), batch_size=8).register(trainer)
+    ReplayBufferTrainer(tiny.Buffer(), batch_size=8, flatten_tensordicts=True).register(trainer)
     TargetNetUpdaterHook(HardUpdate(loss, value_network_update_interval=4)).register(trainer)
     CountFramesLog().register(trainer)
     return trainer, loss, optimizer

@@ -31,3 +31,37 @@ def count_frames(batch: TensorDictBase) -> int:
         )
     mask = valid_mask(batch)
     return int(mask.sum().item()) if mask is not None else batch.numel()
+
+
+def sum_loss_terms(
+    owner: str, losses: TensorDictBase
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Returns the sum of the ``loss*`` entries and every scalar entry, detached, to log.
+
+    Raises:
+        TypeError: ``losses`` is not a TensorDict.
+        ValueError: no entry starts with ``"loss"``, or a ``loss*`` entry is not a scalar.
+    """
+    if not isinstance(losses, TensorDictBase):
+        raise TypeError(
+            f"Trainer: {owner} must return a TensorDict of loss terms, got {type(losses).__name__}."
+        )
+    names = [name for name in losses.keys() if isinstance(name, str) and name.startswith("loss")]
+    if not names:
+        raise ValueError(
+            f"Trainer: {owner} returned no entry whose name starts with 'loss' (got "
+            f"{sorted(losses.keys())}); the trainer minimises the sum of those entries."
+        )
+    for name in names:
+        if losses.get(name).numel() != 1:
+            raise ValueError(
+                f"Trainer: loss term {name!r} of {owner} must be a scalar, got shape "
+                f"{tuple(losses.get(name).shape)}. Reduce it in the loss (reduction='mean')."
+            )
+    total = sum(losses.get(name).reshape(()) for name in names)
+    logged = {
+        name: value.detach().reshape(()).float()
+        for name, value in losses.items()
+        if isinstance(name, str) and isinstance(value, torch.Tensor) and value.numel() == 1
+    }
+    return total, logged

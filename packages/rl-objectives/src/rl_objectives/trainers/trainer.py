@@ -12,8 +12,9 @@ from tensordict import TensorDictBase
 from torch import nn
 from tqdm.auto import tqdm
 
+from rl_objectives.loggers._utils import as_float
 from rl_objectives.loggers.common import Logger
-from rl_objectives.trainers._utils import check_positive_int, count_frames
+from rl_objectives.trainers._utils import check_positive_int, count_frames, sum_loss_terms
 
 #: The hook points of :meth:`Trainer.register_op`, in the order a batch meets them.
 HOOK_POINTS = (
@@ -62,7 +63,7 @@ class Trainer:
     The collector is any iterable of TensorDicts. :meth:`state_dict` holds the whole training
     state: frame and step counts, the loss module, the optimizer, the hooks registered with
     :meth:`register_module`, the collector's ``state_dict()`` when it has one, and torch's
-    random state. A trainer built the same way that loads it (:meth:`load_from_file`) goes on
+    random state (CPU, and CUDA when in use). A trainer built the same way that loads it (:meth:`load_from_file`) goes on
     where the saved one stopped.
 
     Args:
@@ -74,7 +75,8 @@ class Trainer:
 
     Keyword Args:
         logger: where scalars go; ``None`` logs nothing (the progress bar still shows them).
-        optim_steps_per_batch: optimisation steps per collected batch. Defaults to 1.
+        optim_steps_per_batch: optimisation steps per collected batch; 0 collects without
+            training. Defaults to 1.
         clip_grad_norm: with ``clip_norm``, clip the gradients' total norm (``True``) or each
             gradient's values (``False``). Defaults to ``True``.
         clip_norm: the clipping threshold; ``None`` (default) clips nothing.
@@ -265,7 +267,7 @@ class Trainer:
 
     def _log(self, *, log_pbar: bool = False, **values: Any) -> None:
         for name, value in values.items():
-            value = float(value.item() if isinstance(value, torch.Tensor) else value)
+            value = as_float("Trainer", name, value)
             self.latest_logs[name] = value
             self.latest_log_frames[name] = self.collected_frames
             if log_pbar:
@@ -326,34 +328,9 @@ class Trainer:
         self._log(optim_steps=self.optim_count, **means)
 
     def _optimizer_step(self, losses: TensorDictBase) -> dict[str, torch.Tensor]:
-        owner = type(self.loss_module).__name__
-        if not isinstance(losses, TensorDictBase):
-            raise TypeError(
-                f"Trainer: {owner} must return a TensorDict of loss terms, got "
-                f"{type(losses).__name__}."
-            )
-        names = [
-            name for name in losses.keys() if isinstance(name, str) and name.startswith("loss")
-        ]
-        if not names:
-            raise ValueError(
-                f"Trainer: {owner} returned no entry whose name starts with 'loss' (got "
-                f"{sorted(losses.keys())}); the trainer minimises the sum of those entries."
-            )
-        for name in names:
-            if losses.get(name).numel() != 1:
-                raise ValueError(
-                    f"Trainer: loss term {name!r} of {owner} must be a scalar, got shape "
-                    f"{tuple(losses.get(name).shape)}. Reduce it in the loss (reduction='mean')."
-                )
-        total = sum(losses.get(name).reshape(()) for name in names)
+        total, logged = sum_loss_terms(type(self.loss_module).__name__, losses)
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
-        logged = {
-            name: value.detach().reshape(()).float()
-            for name, value in losses.items()
-            if isinstance(name, str) and isinstance(value, torch.Tensor) and value.numel() == 1
-        }
         if self.clip_norm is not None:
             params = [p for group in self.optimizer.param_groups for p in group["params"]]
             if self.clip_grad_norm:
@@ -379,6 +356,8 @@ class Trainer:
             "hooks": {name: module.state_dict() for name, module in self._modules.items()},
             "torch_rng_state": torch.get_rng_state(),
         }
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["cuda_rng_states"] = torch.cuda.get_rng_state_all()
         if hasattr(self.collector, "state_dict"):
             state["collector"] = self.collector.state_dict()
         return state
@@ -420,6 +399,8 @@ class Trainer:
             self.collector.load_state_dict(state_dict["collector"])
         if "torch_rng_state" in state_dict:
             torch.set_rng_state(state_dict["torch_rng_state"])
+        if "cuda_rng_states" in state_dict and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state_dict["cuda_rng_states"])
 
     def save_trainer(self, force_save: bool = False) -> None:
         """Writes :meth:`state_dict` to ``save_trainer_file`` if due (or ``force_save``).

@@ -10,9 +10,9 @@ def test_reductions_and_mask():
     batch = TensorDict(
         {("next", "reward"): torch.tensor([1.0, 2.0, 100.0]), ("collector", "mask"): mask}, [3]
     )
-    assert LogScalar()(batch)["r_training"] == 1.5
+    assert LogScalar()(batch)["next_reward"] == 1.5
     assert LogScalar(reduction="max", include_std=False)(batch) == {
-        "r_training": 2.0,
+        "next_reward": 2.0,
         "log_pbar": False,
     }
     out = LogScalar(("next", "reward"), "ret", reduction="sum", log_pbar=True)(batch)

@@ -23,7 +23,7 @@ class PrioritizedBuffer:
 
 def test_extends_with_valid_steps_samples_and_updates_priorities():
     buffer = PrioritizedBuffer()
-    hook = ReplayBufferTrainer(buffer)
+    hook = ReplayBufferTrainer(buffer, flatten_tensordicts=True)
     mask = torch.tensor([[True, False, True], [False, False, True]])
     batch = TensorDict({"x": torch.arange(6.0).reshape(2, 3), ("collector", "mask"): mask}, [2, 3])
     hook.extend(batch)
@@ -32,7 +32,7 @@ def test_extends_with_valid_steps_samples_and_updates_priorities():
     assert sample.batch_size == torch.Size([4])
     hook.update_priority(sample)
     assert buffer.priority_updates == [sample]
-    ReplayBufferTrainer(buffer, flatten_tensordicts=False).extend(batch)
+    ReplayBufferTrainer(buffer).extend(batch)
     assert buffer.extended[1].batch_size == torch.Size([2, 3])
 
 
@@ -49,7 +49,7 @@ def test_trainer_trains_on_buffer_samples_and_saves_the_buffer(tiny):
         progress_bar=False,
     )
     sizes = []
-    ReplayBufferTrainer(buffer, batch_size=5).register(trainer)
+    ReplayBufferTrainer(buffer, batch_size=5, flatten_tensordicts=True).register(trainer)
     trainer.register_op("post_loss", lambda batch: sizes.append(batch.batch_size))
     trainer.train()
     assert len(buffer.storage) == 48

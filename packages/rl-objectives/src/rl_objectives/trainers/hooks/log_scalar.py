@@ -22,8 +22,8 @@ class LogScalar(TrainerHookBase):
 
     Args:
         key: the entry to reduce. Defaults to ``("next", "reward")``.
-        logname: the logged name. Defaults to ``"r_training"`` for the default key, else the
-            key joined with ``"_"``.
+        logname: the logged name. Defaults to the key, its parts joined with ``"_"``
+            (``"next_reward"``).
 
     Keyword Args:
         log_pbar: show the value on the progress bar. Defaults to ``False``.
@@ -38,7 +38,7 @@ class LogScalar(TrainerHookBase):
         >>> from tensordict import TensorDict
         >>> from rl_objectives.trainers import LogScalar
         >>> batch = TensorDict(next=TensorDict(reward=torch.tensor([[1.0], [3.0]]), batch_size=[2]), batch_size=[2])
-        >>> out = LogScalar()(batch)
+        >>> out = LogScalar(("next", "reward"), "r_training")(batch)
         >>> print(out["r_training"], round(out["r_training_std"], 4), out["log_pbar"])
         2.0 1.4142 False
     """
@@ -57,8 +57,7 @@ class LogScalar(TrainerHookBase):
                 f"LogScalar: reduction must be one of {_REDUCTIONS}, got {reduction!r}."
             )
         if logname is None:
-            default = key == (NEXT, REWARD)
-            logname = "r_training" if default else "_".join((key,) if isinstance(key, str) else key)
+            logname = "_".join((key,) if isinstance(key, str) else key)
         self.key = key
         self.logname = logname
         self.log_pbar = log_pbar

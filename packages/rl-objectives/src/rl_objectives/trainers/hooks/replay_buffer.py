@@ -31,7 +31,8 @@ class ReplayBufferTrainer(TrainerHookBase):
 
     Keyword Args:
         flatten_tensordicts: store the batch as a flat list of steps (the valid ones only,
-            if the batch has a ``("collector", "mask")``). Defaults to ``True``.
+            if the batch has a ``("collector", "mask")``). Defaults to ``False``: the batch
+            goes to ``extend`` as it is (its first dimension indexes the stored items).
         device: move samples there. Defaults to leaving them where the buffer puts them.
 
     Raises:
@@ -44,7 +45,7 @@ class ReplayBufferTrainer(TrainerHookBase):
         replay_buffer: Any,
         batch_size: int | None = None,
         *,
-        flatten_tensordicts: bool = True,
+        flatten_tensordicts: bool = False,
         device: torch.device | str | None = None,
     ) -> None:
         for method in ("extend", "sample"):
