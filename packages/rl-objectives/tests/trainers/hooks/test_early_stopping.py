@@ -47,3 +47,5 @@ def test_bad_arguments():
         EarlyStopping("r", patience=1, mode="up")
     with pytest.raises(ValueError, match="patience must be a positive int, got 0"):
         EarlyStopping("r", patience=0)
+    with pytest.raises(RuntimeError, match=r"attach it with early_stopping\.register\(trainer\)"):
+        EarlyStopping("r", patience=1)()

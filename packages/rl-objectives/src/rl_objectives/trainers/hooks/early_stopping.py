@@ -87,6 +87,11 @@ class EarlyStopping(TrainerHookBase):
     def __call__(self, batch: Any = None) -> None:
         """Checks the monitored value if it was logged in this batch; stops the trainer if due."""
         trainer = self._trainer
+        if trainer is None:
+            raise RuntimeError(
+                "EarlyStopping: the hook reads the trainer's logged values; attach it with "
+                "early_stopping.register(trainer) before training."
+            )
         frame = trainer.latest_log_frames.get(self.monitor)
         if frame is None or frame != trainer.collected_frames:
             return
