@@ -28,6 +28,11 @@ def api_check() -> ModuleType:
     return load_tool("api_check")
 
 
+@pytest.fixture(scope="session")
+def release_tool() -> ModuleType:
+    return load_tool("release")
+
+
 @pytest.fixture
 def demo_workspace(tmp_path: Path) -> Path:
     """A one-package workspace (rl-demo 0.1.0) with a public name re-exported from a private module."""
