@@ -33,6 +33,11 @@ def release_tool() -> ModuleType:
     return load_tool("release")
 
 
+@pytest.fixture(scope="session")
+def check_wheels() -> ModuleType:
+    return load_tool("check_wheels")
+
+
 @pytest.fixture
 def demo_workspace(tmp_path: Path) -> Path:
     """A one-package workspace (rl-demo 0.1.0) with a public name re-exported from a private module."""
@@ -50,7 +55,8 @@ def demo_workspace(tmp_path: Path) -> Path:
         "# Changelog: rl-demo\n\n## Unreleased\n\n### Added\n- `scale` and `Buffer`.\n"
     )
     (src / "__init__.py").write_text(
-        '"""Demo."""\n\nfrom rl_demo._impl import Buffer, scale\n\n__all__ = ["Buffer", "scale"]\n'
+        '"""Demo."""\n\nfrom importlib.metadata import version\n\nfrom rl_demo._impl import Buffer, scale\n\n'
+        '__version__ = version("rl-demo")\n__all__ = ["Buffer", "scale"]\n'
     )
     (src / "_impl.py").write_text(
         "class Buffer:\n"
