@@ -12,13 +12,9 @@ from rl_core.compat import (
     IncompatibleVersionError,
     check_dependency,
     check_installed,
-    check_rl_core,
     check_version,
     declared_range,
 )
-
-SIBLINGS = ("rl-envs", "rl-buffers", "rl-collectors", "rl-objectives", "rl-llm", "rl-kernels")
-
 
 def test_in_range_is_silent():
     with warnings.catch_warnings():
@@ -60,12 +56,6 @@ def test_declared_range_reads_installed_metadata():
     assert declared_range("not-a-package-here", "torch") is None
     # an extra's requirement is not a requirement of the plain install
     assert declared_range("rl-envs", "gymnasium") is None
-
-
-def test_every_sibling_declares_an_rl_core_range_that_holds():
-    for dist in SIBLINGS:
-        assert declared_range(dist, "rl-core") is not None, dist
-        check_rl_core(dist)
 
 
 def test_check_dependency_and_installed_pass_for_this_environment():
