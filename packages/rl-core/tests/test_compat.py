@@ -16,6 +16,7 @@ from rl_core.compat import (
     declared_range,
 )
 
+
 def test_in_range_is_silent():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
