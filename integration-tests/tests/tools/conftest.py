@@ -38,6 +38,11 @@ def check_wheels() -> ModuleType:
     return load_tool("check_wheels")
 
 
+@pytest.fixture(scope="session")
+def migrate() -> ModuleType:
+    return load_tool("migrate_torchrl")
+
+
 @pytest.fixture
 def demo_workspace(tmp_path: Path) -> Path:
     """A one-package workspace (rl-demo 0.1.0) with a public name re-exported from a private module."""
