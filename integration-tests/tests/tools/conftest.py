@@ -43,6 +43,11 @@ def migrate() -> ModuleType:
     return load_tool("migrate_torchrl")
 
 
+@pytest.fixture(scope="session")
+def lowest_env() -> ModuleType:
+    return load_tool("lowest_env")
+
+
 @pytest.fixture
 def demo_workspace(tmp_path: Path) -> Path:
     """A one-package workspace (rl-demo 0.1.0) with a public name re-exported from a private module."""
