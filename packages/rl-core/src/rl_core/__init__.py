@@ -6,9 +6,15 @@ the ``LossModule`` base and the op schemas live in :mod:`rl_core.modules`,
 :mod:`rl_core.objectives` and :mod:`rl_core.ops`.
 """
 
+# ruff: noqa: E402  (the version guard runs before the imports it protects)
 from importlib.metadata import version as _version
 
-from rl_core import keys, modules, objectives, ops, testing
+from rl_core.compat import check_installed as _check_installed
+
+# First: an out-of-range torch or tensordict fails here, by name, not in some import below.
+_check_installed("rl-core", "torch", "tensordict")
+
+from rl_core import compat, keys, modules, objectives, ops, testing
 from rl_core.envs import (
     EnvBase,
     RandomPolicy,
@@ -52,6 +58,7 @@ __version__ = _version("rl-core")
 __all__ = [
     "__version__",
     # subpackages
+    "compat",
     "keys",
     "modules",
     "objectives",

@@ -4,6 +4,11 @@ Wrappers of gymnasium and PettingZoo (imported only when a wrapper is built), to
 batched envs, and the serial and multi-process batched envs.
 """
 
+# ruff: noqa: E402  (the rl-core version guard runs before the imports it protects)
+from rl_core.compat import check_rl_core
+
+check_rl_core("rl-envs")  # first: an rl-core outside the declared range fails here, by name
+
 from importlib.metadata import version as _version
 
 from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv, SerialEnv

@@ -1,0 +1,155 @@
+"""Builds every package's wheel and installs each one alone into a fresh virtual environment.
+
+What a user gets from ``pip install rl-buffers`` is the wheel, not the workspace: a module
+left out of the wheel, a dependency missing from its metadata, or an import of a sibling
+passes every workspace test and fails there. For each package this script:
+
+1. builds the wheels of all packages (``uv build --all-packages``) into one folder;
+2. creates a fresh virtual environment and installs that package's wheel with the rl-core
+   wheel (siblings need it) and their third-party dependencies from the index, nothing else;
+3. runs the package's smoke check there (:data:`SMOKE`): import, version, no sibling loaded,
+   and one call of its public API.
+
+Usage::
+
+    uv run python tools/check_wheels.py                 # every package (what CI runs)
+    uv run python tools/check_wheels.py rl-core rl-envs --dist dist
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import api_check
+
+SIBLINGS = ("rl_envs", "rl_buffers", "rl_collectors", "rl_objectives", "rl_llm", "rl_kernels")
+
+# One smoke check per package, run in its own environment. Each prints one line. The common
+# prologue (import, version, no sibling loaded) is added by `smoke_code`.
+SMOKE = {
+    "rl-core": (
+        "from rl_core import Bounded, step_mdp\n"
+        "from tensordict import TensorDict\n"
+        "spec = Bounded(-1.0, 1.0, shape=(3,))\n"
+        "x = spec.rand()\n"
+        "assert spec.is_in(x)\n"
+        "td = TensorDict({'next': {'observation': x}}, batch_size=[])\n"
+        "print('rl_core ok', tuple(step_mdp(td)['observation'].shape))\n"
+    ),
+    "rl-envs": (
+        "from rl_envs import CartPoleEnv\n"
+        "td = CartPoleEnv(batch_size=[4]).rollout(5, break_when_any_done=False)\n"
+        "print('rl_envs ok', tuple(td.batch_size))\n"
+    ),
+    "rl-buffers": "print('rl_buffers ok')\n",
+    "rl-collectors": "print('rl_collectors ok')\n",
+    "rl-objectives": "print('rl_objectives ok')\n",
+    "rl-llm": "print('rl_llm ok')\n",
+    "rl-kernels": "print('rl_kernels ok')\n",
+}
+
+
+def smoke_code(package: api_check.Package) -> str:
+    """The code run in ``package``'s environment: the common checks, then its own snippet."""
+    prologue = (
+        "import sys\n"
+        f"import {package.import_name}\n"
+        f"assert {package.import_name}.__version__ == {package.version!r}, {package.import_name}.__version__\n"
+        f"loaded = {{m.split('.')[0] for m in sys.modules}} & set({SIBLINGS!r})\n"
+        f"assert loaded <= {{{package.import_name!r}}}, f'sibling packages loaded: {{loaded}}'\n"
+    )
+    return prologue + SMOKE.get(package.dist, f"print({package.import_name!r}, 'ok')\n")
+
+
+def build_all(root: Path, dist: Path) -> None:
+    """Builds every workspace package's wheel (and sdist) into ``dist``."""
+    subprocess.run(["uv", "build", "--all-packages", "--out-dir", str(dist)], cwd=root, check=True)
+
+
+def wheel_of(package: api_check.Package, dist: Path) -> Path:
+    name = f"{package.import_name}-{package.version}-"
+    wheels = [p for p in dist.glob("*.whl") if p.name.startswith(name)]
+    if len(wheels) != 1:
+        raise SystemExit(
+            f"check_wheels: expected one {name}*.whl in {dist}, found {[w.name for w in wheels]}."
+        )
+    return wheels[0]
+
+
+def check_one(package: api_check.Package, wheels: set[Path], work: Path) -> str:
+    """Installs ``wheels`` alone in a fresh venv, runs ``package``'s smoke check; returns its output.
+
+    Raises:
+        RuntimeError: the smoke check failed (its traceback is in the message).
+        subprocess.CalledProcessError: the environment could not be created or installed.
+    """
+    venv = work / f"venv-{package.dist}"
+    python = venv / "bin" / "python"
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run(
+        ["uv", "pip", "install", "-q", "--python", str(python), *map(str, sorted(wheels))],
+        check=True,
+    )
+    # Outside the repository, so that nothing imports the sources instead of the wheel.
+    result = subprocess.run(
+        [str(python), "-c", smoke_code(package)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(
+            f"{package.dist}: the wheel's smoke check failed:\n{result.stderr[-3000:]}"
+        )
+    return result.stdout.strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("packages", nargs="*", help="distribution names; default: every package")
+    parser.add_argument("--root", type=Path, default=api_check.ROOT)
+    parser.add_argument("--dist", type=Path, help="wheels already built here (default: build them)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    args = parser.parse_args(argv)
+    root = args.root.resolve()
+    packages = [
+        api_check.find_package(root, d) for d in args.packages
+    ] or api_check.workspace_packages(root)
+    core = api_check.find_package(root, "rl-core")
+    with tempfile.TemporaryDirectory(prefix="rl-wheels-") as tmp:
+        work = Path(tmp)
+        dist = args.dist.resolve() if args.dist else work / "dist"
+        if args.dist is None:
+            build_all(root, dist)
+        start = time.perf_counter()
+        failures = []
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {
+                p.dist: pool.submit(check_one, p, {wheel_of(core, dist), wheel_of(p, dist)}, work)
+                for p in packages
+            }
+            for name, future in futures.items():
+                try:
+                    print(f"{name}: {future.result()}")
+                except (RuntimeError, subprocess.CalledProcessError) as err:
+                    failures.append(f"{name}: {err}")
+        print(
+            f"wheels: {len(packages) - len(failures)}/{len(packages)} installed alone and passed "
+            f"their smoke check in {time.perf_counter() - start:.0f} s"
+        )
+    for failure in failures:
+        print(failure, file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
