@@ -22,7 +22,7 @@ Usage::
 
     python tools/migrate_torchrl.py path/to/code [more paths]   # rewrites in place
     python tools/migrate_torchrl.py --check path/to/code        # exit 1 if a file would change
-    python tools/migrate_torchrl.py --table                     # MIGRATING.md's import table
+    python tools/migrate_torchrl.py --update-migrating          # MIGRATING.md's table from the map
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MAP_PATH = Path(__file__).resolve().with_name("torchrl_map.toml")
+MIGRATING_PATH = Path(__file__).resolve().parents[1] / "MIGRATING.md"
+TABLE_MARKERS = ("<!-- import-map:start -->\n", "\n<!-- import-map:end -->")
 
 
 @dataclass(frozen=True)
@@ -182,30 +184,34 @@ PACKAGES = (
 
 
 def public_names(packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
-    """Every public name each installed package exports: ``__all__``, through exported modules.
+    """Every public name the installed packages export: the ``__all__`` of each public module.
+
+    A public module is the package or any module under it with no ``_``-prefixed part in its
+    dotted path (``rl_objectives.trainers``, ``rl_core.modules.mlp``), whether or not the
+    package re-exports it. Module objects and ``__version__`` are not names to place.
 
     Returns:
-        ``{module path: names}`` for the package and each module its ``__all__`` exports
-        (``rl_core.modules`` ...); module objects and ``__version__`` are not names to place.
+        ``{module path: names}``.
     """
     import importlib
+    import pkgutil
     import types
 
     found: dict[str, set[str]] = {}
-
-    def walk(module: types.ModuleType) -> None:
-        if module.__name__ in found:
-            return
-        found[module.__name__] = set()
-        for name in getattr(module, "__all__", ()):
-            value = getattr(module, name)
-            if isinstance(value, types.ModuleType):
-                walk(value)
-            elif name != "__version__":
-                found[module.__name__].add(name)
-
     for package in packages:
-        walk(importlib.import_module(package))
+        root = importlib.import_module(package)
+        modules = [root.__name__]
+        for info in pkgutil.walk_packages(root.__path__, f"{root.__name__}."):
+            if not any(part.startswith("_") for part in info.name.split(".")):
+                modules.append(info.name)
+        for name in modules:
+            module = importlib.import_module(name)
+            exported = getattr(module, "__all__", ())
+            found[name] = {
+                n
+                for n in exported
+                if n != "__version__" and not isinstance(getattr(module, n), types.ModuleType)
+            }
     return found
 
 
@@ -215,6 +221,17 @@ def unplaced_names(import_map: ImportMap, exported: dict[str, set[str]]) -> list
     return sorted(
         f"{module}.{name}" for module, names in exported.items() for name in names - placed
     )
+
+
+def update_migrating(import_map: ImportMap, path: Path = MIGRATING_PATH) -> bool:
+    """Writes the map's table between MIGRATING.md's markers; returns whether it changed."""
+    text = path.read_text()
+    start, end = TABLE_MARKERS
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    updated = f"{head}{start}{import_map.markdown_table()}{end}{tail}"
+    path.write_text(updated)
+    return updated != text
 
 
 def iter_python_files(paths: list[Path]) -> list[Path]:
@@ -236,11 +253,17 @@ def main(argv: list[str] | None = None) -> int:
         "--check", action="store_true", help="change nothing; exit 1 if a file would change"
     )
     parser.add_argument("--table", action="store_true", help="print MIGRATING.md's import table")
+    parser.add_argument(
+        "--update-migrating", action="store_true", help="write the table into MIGRATING.md"
+    )
     parser.add_argument("--map", type=Path, default=MAP_PATH, help="the import map (TOML)")
     args = parser.parse_args(argv)
     import_map = ImportMap.load(args.map)
     if args.table:
         print(import_map.markdown_table())
+        return 0
+    if args.update_migrating:
+        print("MIGRATING.md", "updated" if update_migrating(import_map) else "already up to date")
         return 0
     would_change = 0
     for file in iter_python_files(args.paths):

@@ -47,7 +47,7 @@ def test_migrating_md_shows_the_map(import_map):
     assert match, "MIGRATING.md lost its import-map markers"
     assert match.group(1) == import_map.markdown_table(), (
         "MIGRATING.md's import table is stale: regenerate it with "
-        "`uv run python tools/migrate_torchrl.py --table`"
+        "`uv run python tools/migrate_torchrl.py --update-migrating`"
     )
 
 
