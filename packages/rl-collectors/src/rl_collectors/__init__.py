@@ -1,7 +1,21 @@
-"""Data collectors that run rl-core policies in rl-core environments."""
+"""Data collectors that run rl-core policies in rl-core environments.
+
+``SyncDataCollector`` (alias ``Collector``) collects in this process;
+``MultiSyncDataCollector``, ``MultiaSyncDataCollector`` and ``aSyncDataCollector`` run
+collectors in worker processes; ``RayCollector`` runs them as Ray actors (extra
+``rl-collectors[ray]``, imported only when one is built).
+"""
 
 from importlib.metadata import version as _version
 
+from rl_collectors.sync import Collector, SyncDataCollector
+from rl_collectors.utils import split_trajectories
+
 __version__ = _version("rl-collectors")
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "Collector",
+    "SyncDataCollector",
+    "split_trajectories",
+]
