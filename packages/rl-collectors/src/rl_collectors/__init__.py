@@ -8,6 +8,9 @@ collectors in worker processes; ``RayCollector`` runs them as Ray actors (extra
 
 from importlib.metadata import version as _version
 
+from rl_collectors.async_collector import aSyncDataCollector
+from rl_collectors.multi_async import MultiaSyncDataCollector
+from rl_collectors.multi_sync import MultiSyncDataCollector
 from rl_collectors.sync import Collector, SyncDataCollector
 from rl_collectors.utils import split_trajectories
 
@@ -17,5 +20,8 @@ __all__ = [
     "__version__",
     "Collector",
     "SyncDataCollector",
+    "MultiSyncDataCollector",
+    "MultiaSyncDataCollector",
+    "aSyncDataCollector",
     "split_trajectories",
 ]
