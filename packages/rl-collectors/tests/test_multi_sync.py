@@ -54,7 +54,8 @@ def test_batches_gather_every_worker():
     assert collector._frames == 48
     ids = torch.cat([b["collector", "traj_ids"] for b in batches], -1)
     # Unique across workers: worker w's ids are w mod 2.
-    assert (ids[0] % 2 == 0).all() and (ids[1] % 2 == 1).all()
+    assert (ids[0] % 2 == 0).all()
+    assert (ids[1] % 2 == 1).all()
     assert (batches[0]["collector", "policy_version"] == 0).all()
     collector.shutdown()
     assert_all_exited(collector)
@@ -79,8 +80,8 @@ def test_weights_reach_every_worker():
 def test_a_worker_error_surfaces_with_its_traceback():
     failing = partial(FailingEnv, batch_size=[2])
     collector = MultiSyncDataCollector([make, failing], None, frames_per_batch=8)
+    collector.next()  # two steps per worker: the third fails in the next batch
     with pytest.raises(RuntimeError, match=r"worker 1 \(pid \d+\) failed:(.|\n)*third step fails"):
-        collector.next()  # two steps per worker
         collector.next()
     assert_all_exited(collector)
 
@@ -91,7 +92,7 @@ def test_a_killed_worker_raises_instead_of_hanging():
     os.kill(collector._procs[0].pid, signal.SIGKILL)
     collector._procs[0].join(5)
     start = time.monotonic()
-    with pytest.raises(RuntimeError, match="worker 0 .* died with exit code -9"):
+    with pytest.raises(RuntimeError, match=r"worker 0 .* died with exit code -9"):
         collector.next()
     assert time.monotonic() - start < 15
     assert_all_exited(collector)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing
 import sys
@@ -342,7 +343,5 @@ class MultiCollectorBase:
     def __del__(self) -> None:
         if sys.is_finalizing():
             return
-        try:
+        with contextlib.suppress(Exception):
             self.shutdown()
-        except Exception:
-            pass

@@ -9,6 +9,7 @@ the next one. Any exception is answered ``("error", traceback text)`` and ends t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import traceback
@@ -112,7 +113,5 @@ def worker_main(
     except (EOFError, BrokenPipeError, ConnectionResetError):
         return  # the parent closed its end
     except BaseException:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             conn.send(("error", traceback.format_exc()))
-        except (OSError, ValueError):
-            pass
