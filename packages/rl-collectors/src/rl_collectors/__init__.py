@@ -9,6 +9,7 @@ collectors in worker processes; ``RayCollector`` runs them as Ray actors (extra
 from importlib.metadata import version as _version
 
 from rl_collectors.async_collector import aSyncDataCollector
+from rl_collectors.distributed import RayCollector
 from rl_collectors.multi_async import MultiaSyncDataCollector
 from rl_collectors.multi_sync import MultiSyncDataCollector
 from rl_collectors.sync import Collector, SyncDataCollector
@@ -23,5 +24,6 @@ __all__ = [
     "MultiSyncDataCollector",
     "MultiaSyncDataCollector",
     "aSyncDataCollector",
+    "RayCollector",
     "split_trajectories",
 ]
