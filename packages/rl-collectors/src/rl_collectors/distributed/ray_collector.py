@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -228,10 +229,9 @@ class RayCollector:
             return
         self._closed = True
         ray = self._ray
-        try:
+        # An actor that died already has nothing left to close.
+        with contextlib.suppress(Exception):
             ray.get([actor.shutdown.remote() for actor in self._actors], timeout=30)
-        except Exception:  # an actor that died already: nothing left to close
-            pass
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
