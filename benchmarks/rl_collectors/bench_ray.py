@@ -25,12 +25,12 @@ import time
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
-import ray  # noqa: E402
-import torch  # noqa: E402
+import ray
+import torch
 
-from rl_collectors import RayCollector, SyncDataCollector  # noqa: E402
-from rl_core.modules import MLP, QValueActor  # noqa: E402
-from rl_envs import GymEnv  # noqa: E402
+from rl_collectors import RayCollector, SyncDataCollector
+from rl_core.modules import MLP, QValueActor
+from rl_envs import GymEnv
 
 FRAMES = 50_000
 FRAMES_PER_BATCH = 1_008
