@@ -275,11 +275,20 @@ def test_update_policy_weights_changes_the_output():
     assert collector.next()["action"].sum() == 0
 
 
-def test_postproc_and_compile_flags():
+def test_postproc_and_compile_policy():
     collector = SyncDataCollector(
         make_env(), None, frames_per_batch=6, postproc=lambda td: td.set("tag", torch.ones(3, 2))
     )
     assert collector.next()["tag"].shape == (3, 2)
+    env = make_env()
+    env.set_seed(0)
+    expected = SyncDataCollector(env, Linear(), frames_per_batch=6).next()
+    env.set_seed(0)
+    compiled = SyncDataCollector(
+        env, Linear(), frames_per_batch=6, compile_policy={"backend": "eager"}
+    )
+    assert compiled._call is not compiled.policy
+    assert (compiled.next() == expected).all()
 
 
 def test_split_trajectories_utility_matches_the_collector_output():
