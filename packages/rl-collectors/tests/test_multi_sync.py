@@ -141,10 +141,25 @@ def test_bad_arguments():
     collector.shutdown()
 
 
-def test_spawn_start_method():
+def test_spawn_start_method_shares_weights():
+    # Under spawn everything is pickled: torch and rl-core objects only (the test module is
+    # not importable in the child).
+    layer = nn.Linear(1, 1)
+    nn.init.zeros_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    policy = TensorDictModule(layer, in_keys=["observation"], out_keys=["action"])
     collector = MultiSyncDataCollector(
-        [make], None, frames_per_batch=4, total_frames=8, mp_start_method="spawn"
+        [make], policy, frames_per_batch=4, total_frames=8, mp_start_method="spawn"
     )
-    assert [b.batch_size for b in collector] == [torch.Size([1, 2, 2])] * 2
+    batches = []
+    for batch in collector:
+        batches.append(batch)
+        with torch.no_grad():
+            layer.bias.fill_(1.0)
+        collector.update_policy_weights_()
+    assert [b.batch_size for b in batches] == [torch.Size([1, 2, 2])] * 2
+    assert (batches[0]["action"] == 0).all()
+    assert (batches[1]["action"] == 1).all()
+    assert (batches[1]["collector", "policy_version"] == 1).all()
     collector.shutdown()
     assert_all_exited(collector)
