@@ -85,6 +85,20 @@ def test_a_step_with_another_structure_keeps_every_entry():
     assert batch.get(("next", "observation")).shape == (3, 5, 1)
 
 
+def test_a_step_with_a_renamed_entry_keeps_every_entry():
+    calls = {"n": 0}
+
+    def policy(td):
+        calls["n"] += 1
+        td.set("action", torch.ones(3, 1, dtype=torch.int64))
+        td.set("b" if calls["n"] == 4 else "a", torch.full((3,), float(calls["n"])))
+        return td
+
+    batch = SyncDataCollector(make_env(), policy, frames_per_batch=15, trust_policy=True).next()
+    assert batch[:, 3].get("b").tolist() == [4.0, 4.0, 4.0]
+    assert batch[:, 4].get("a").tolist() == [5.0, 5.0, 5.0]
+
+
 def test_frame_counts_are_exact():
     collector = Collector(make_env(), None, frames_per_batch=6, total_frames=25)
     sizes = [batch.numel() for batch in collector]

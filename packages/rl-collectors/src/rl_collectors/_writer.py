@@ -10,17 +10,15 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 CHUNK = 32
 
 
-def _structure(td: TensorDictBase) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]] | None:
-    """``(leaf paths, sub-TensorDict paths)`` of a TensorDict of tensors; None otherwise."""
+def _structure(td: TensorDictBase) -> list[tuple[str, ...]] | None:
+    """The leaf paths of a (nested) TensorDict of tensors; None for anything else."""
     leaves: list[tuple[str, ...]] = []
-    levels: list[tuple[str, ...]] = [()]
 
     def visit(node: TensorDictBase, prefix: tuple[str, ...]) -> bool:
         if not isinstance(node, TensorDict):
             return False
         for name, value in node.items():
             if isinstance(value, TensorDictBase):
-                levels.append((*prefix, name))
                 if not visit(value, (*prefix, name)):
                     return False
             elif isinstance(value, torch.Tensor) and not value.is_nested:
@@ -29,7 +27,7 @@ def _structure(td: TensorDictBase) -> tuple[list[tuple[str, ...]], list[tuple[st
                 return False
         return True
 
-    return (leaves, levels) if visit(td, ()) else None
+    return leaves if visit(td, ()) else None
 
 
 class BatchWriter:
@@ -52,7 +50,7 @@ class BatchWriter:
         self.device = device
         self.buffer: TensorDictBase | None = None
         self.leaves: list[tuple[str, ...]] = []
-        self.levels: list[tuple[tuple[str, ...], int]] = []
+        self.keys: list[str | tuple[str, ...]] = []
         self.targets: list[torch.Tensor] = []
         self.pending: list[TensorDictBase] = []
         self.written = 0
@@ -62,11 +60,9 @@ class BatchWriter:
         structure = _structure(first)
         if structure is None or first.is_locked:
             return False
-        self.leaves, level_paths = structure
-        self.levels = [
-            (path, len(first.get(path).keys()) if path else len(first.keys()))
-            for path in level_paths
-        ]
+        self.leaves = structure
+        # The keys ``items(True, True)`` gives: a str at the root, a tuple below.
+        self.keys = [path[0] if len(path) == 1 else path for path in self.leaves]
         batch = tuple(first.batch_size)
         device = self.device if self.device is not None else first.device
         self.buffer = first.apply(
@@ -99,28 +95,21 @@ class BatchWriter:
         if len(self.pending) == CHUNK:
             self._flush()
 
-    def _same_structure(self, td: TensorDictBase) -> bool:
-        try:
-            for path, size in self.levels:
-                node = td.get(path) if path else td
-                if not isinstance(node, TensorDict) or len(node.keys()) != size:
-                    return False
-        except KeyError:
-            return False
-        return True
-
     def _flush(self) -> None:
         pending, self.pending = self.pending, []
         if not pending:
             return
-        if not all(self._same_structure(td) for td in pending):
+        # One walk per transition gives its leaves; a leaf more or less than the first
+        # transition's (or one missing) means another structure.
+        steps = [dict(td.items(True, True)) for td in pending]
+        if any(len(leaves) != len(self.keys) for leaves in steps):
             self._switch_to_fallback(pending)
             return
         dim = len(self.buffer.batch_size) - 1
         start, n = self.written, len(pending)
         try:
-            for path, target in zip(self.leaves, self.targets):
-                column = [td.get(path) for td in pending]
+            for key, target in zip(self.keys, self.targets):
+                column = [leaves[key] for leaves in steps]
                 view = target.narrow(dim, start, n)
                 if column[0].device == target.device:
                     torch.stack(column, dim, out=view)
