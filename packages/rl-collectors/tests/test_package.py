@@ -11,3 +11,12 @@ def test_version_is_the_pyproject_version():
 
 def test_import_loads_no_sibling_package():
     check_import_loads_no_sibling("rl_collectors")
+
+
+def test_import_does_not_load_ray():
+    import subprocess
+    import sys
+
+    code = "import sys, rl_collectors; print('ray' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,242 @@
+"""RayCollector: collectors as Ray actors, weights broadcast through Ray's object store."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_collectors._common import check_positive_int, check_total_frames, load_weights
+from rl_collectors.sync import SyncDataCollector
+from rl_collectors.utils import TRAJ_IDS
+from rl_core import EnvBase
+
+POLICY_VERSION = ("collector", "policy_version")
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError as err:
+        raise ImportError('RayCollector needs ray: pip install "rl-collectors[ray]"') from err
+    return ray
+
+
+class _CollectorActor:
+    """Runs in a Ray actor: one collector, its batches and its weight updates."""
+
+    def __init__(
+        self, collector_class: type, create_env_fn: Any, policy: Any, kwargs: dict
+    ) -> None:
+        torch.set_num_threads(1)
+        self.collector = collector_class(create_env_fn, policy, **kwargs)
+        self.version = 0
+
+    def next_batch(self) -> tuple[TensorDictBase, int]:
+        return self.collector.next(), self.version
+
+    def update_weights(self, weights: TensorDictBase, version: int) -> int:
+        self.collector.update_policy_weights_(weights)
+        self.version = version
+        return version
+
+    def set_seed(self, seed: int, static_seed: bool) -> int:
+        return self.collector.set_seed(seed, static_seed=static_seed)
+
+    def shutdown(self) -> None:
+        self.collector.shutdown()
+
+
+class RayCollector:
+    """Runs ``num_collectors`` collectors as Ray actors and yields their batches.
+
+    Each actor builds ``collector_class(create_env_fn, policy, **collector_kwargs)`` and
+    produces batches with its ``next()``. With ``sync=True`` every iteration asks each actor
+    for one batch and yields them stacked along a new first dim (``frames_per_batch`` is
+    split among the actors); with ``sync=False`` actors collect continuously and each batch
+    is yielded as it arrives (``frames_per_batch`` per batch). ``update_policy_weights_()``
+    puts the policy's weights in Ray's object store once and every actor loads them; each
+    frame carries the version of the weights that produced it in ``("collector",
+    "policy_version")``. Ray is started with ``ray.init(**ray_init_config)`` unless it is
+    already running in this process (pass ``{"address": ...}`` to join a cluster); errors in
+    an actor surface as Ray's exceptions with the remote traceback.
+
+    Args:
+        create_env_fn: an env factory, or a list of them (one per collector).
+        policy: as in ``SyncDataCollector`` (sent to each actor).
+        frames_per_batch: frames per yielded batch (see ``sync``).
+        total_frames: stop after this many frames; ``-1`` never.
+        num_collectors: the number of actors; defaults to the length of the factory list, or 1.
+        collector_class: the collector each actor runs. Defaults to ``SyncDataCollector``.
+        collector_kwargs: keyword arguments of the collector (a dict, or one per collector).
+        remote_configs: Ray actor options (``num_cpus``, ``memory``...), a dict or one per
+            collector. Defaults to ``{"num_cpus": 1}``.
+        sync: gather one batch from every actor per iteration, or yield as they come.
+        ray_init_config: keyword arguments of ``ray.init`` when Ray is not running yet.
+
+    Raises:
+        ImportError: ray is not installed.
+        ValueError: bad counts, or lists whose length is not ``num_collectors``.
+    """
+
+    def __init__(
+        self,
+        create_env_fn: Callable[[], EnvBase] | Sequence[Callable[[], EnvBase]],
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        *,
+        frames_per_batch: int,
+        total_frames: int = -1,
+        num_collectors: int | None = None,
+        collector_class: type = SyncDataCollector,
+        collector_kwargs: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        remote_configs: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        sync: bool = True,
+        ray_init_config: dict[str, Any] | None = None,
+    ) -> None:
+        where = type(self).__name__
+        self._actors: list[Any] = []
+        self._closed = True
+        factories = list(create_env_fn) if isinstance(create_env_fn, Sequence) else None
+        n = num_collectors if num_collectors is not None else len(factories or [None])
+        check_positive_int(where, "num_collectors", n)
+        factories = factories or [create_env_fn] * n
+        kwargs_list = self._per_collector(where, "collector_kwargs", collector_kwargs, n, {})
+        configs = self._per_collector(where, "remote_configs", remote_configs, n, {"num_cpus": 1})
+        if len(factories) != n:
+            raise ValueError(
+                f"{where}: expected {n} env factories (num_collectors), got {len(factories)}."
+            )
+        check_positive_int(where, "frames_per_batch", frames_per_batch)
+        self.total_frames = check_total_frames(where, total_frames)
+        if sync and frames_per_batch % n:
+            raise ValueError(
+                f"{where}: with sync=True, expected frames_per_batch as a multiple of the {n} "
+                f"collectors, got {frames_per_batch}."
+            )
+        ray = _import_ray()
+        self._ray = ray
+        self._owns_ray = not ray.is_initialized()
+        if self._owns_ray:
+            ray.init(**(ray_init_config or {}))
+        self.num_collectors = n
+        self.frames_per_batch = frames_per_batch
+        self.sync = sync
+        self.policy = policy
+        self.policy_version = 0
+        self._frames = 0
+        self._iterator: Iterator | None = None
+        worker_frames = frames_per_batch // n if sync else frames_per_batch
+        remote = ray.remote(_CollectorActor)
+        for factory, kwargs, config in zip(factories, kwargs_list, configs):
+            kwargs = {**kwargs, "frames_per_batch": worker_frames, "total_frames": -1}
+            actor = remote.options(**config).remote(collector_class, factory, policy, kwargs)
+            self._actors.append(actor)
+        self._closed = False
+
+    @staticmethod
+    def _per_collector(where: str, name: str, value: Any, n: int, default: dict) -> list[dict]:
+        if value is None:
+            return [dict(default) for _ in range(n)]
+        if isinstance(value, dict):
+            return [dict(value) for _ in range(n)]
+        values = list(value)
+        if len(values) != n:
+            raise ValueError(
+                f"{where}: expected {name} as a dict or a list of {n} dicts (num_collectors), "
+                f"got a list of {len(values)}."
+            )
+        return values
+
+    def _label(self, batch: TensorDictBase, version: int, index: int) -> TensorDictBase:
+        batch.set(POLICY_VERSION, torch.full(batch.batch_size, version, dtype=torch.int64))
+        ids = batch.get(TRAJ_IDS, None)
+        if ids is not None:
+            batch.set(TRAJ_IDS, ids * self.num_collectors + index)
+        return batch
+
+    def _wanted(self, in_flight: int) -> bool:
+        frames = self._frames + in_flight * self.frames_per_batch
+        return self.total_frames < 0 or frames < self.total_frames
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        ray = self._ray
+        if self.sync:
+            while self._wanted(0):
+                self._check_open("__iter__")
+                results = ray.get([actor.next_batch.remote() for actor in self._actors])
+                parts = [self._label(b, v, i) for i, (b, v) in enumerate(results)]
+                self._frames += self.frames_per_batch
+                yield torch.stack(parts, 0)
+            return
+        pending = {}
+        for i, actor in enumerate(self._actors):
+            if self._wanted(len(pending)):
+                pending[actor.next_batch.remote()] = i
+        while pending:
+            self._check_open("__iter__")
+            (ref,), _ = ray.wait(list(pending), num_returns=1)
+            i = pending.pop(ref)
+            batch, version = ray.get(ref)
+            self._frames += self.frames_per_batch
+            if self._wanted(len(pending)):
+                pending[self._actors[i].next_batch.remote()] = i
+            yield self._label(batch, version, i)
+
+    def next(self) -> TensorDictBase:
+        """The next batch of the collector's own iterator (``StopIteration`` at the end)."""
+        self._check_open("next")
+        if self._iterator is None:
+            self._iterator = iter(self)
+        return next(self._iterator)
+
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__}.{what}: the collector was shut down.")
+
+    def update_policy_weights_(self, weights: Any = None) -> None:
+        """Broadcasts the policy's weights to every actor through the object store (one
+        ``ray.put``) and waits until each has loaded them.
+
+        Args:
+            weights: ``None`` sends the weights of the policy passed at construction; a
+                TensorDict or state dict is loaded into that policy first.
+        """
+        self._check_open("update_policy_weights_")
+        where = f"{type(self).__name__}.update_policy_weights_"
+        if not isinstance(self.policy, nn.Module):
+            raise RuntimeError(f"{where}: the policy has no weights to send.")
+        if weights is not None:
+            load_weights(where, self.policy, weights)
+        self.policy_version += 1
+        ref = self._ray.put(TensorDict.from_module(self.policy).data.cpu())
+        calls = [actor.update_weights.remote(ref, self.policy_version) for actor in self._actors]
+        self._ray.get(calls)
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        """Seeds actor ``i``'s collector with the seed the previous one returned."""
+        for actor in self._actors:
+            next_seed = self._ray.get(actor.set_seed.remote(seed, static_seed))
+            seed = seed if static_seed else next_seed
+        return seed
+
+    def shutdown(self) -> None:
+        """Stops the actors, and Ray itself if this collector started it; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        ray = self._ray
+        # An actor that died already has nothing left to close.
+        with contextlib.suppress(Exception):
+            ray.get([actor.shutdown.remote() for actor in self._actors], timeout=30)
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []
+        if self._owns_ray:
+            ray.shutdown()
+
+
+__all__ = ["RayCollector"]

@@ -1,0 +1,102 @@
+import os
+import shutil
+import tempfile
+from functools import partial
+
+import pytest
+import torch
+from tensordict.nn import TensorDictModule
+from torch import nn
+
+from rl_collectors import RayCollector, SyncDataCollector
+from rl_core.testing import CountingEnv
+
+pytestmark = pytest.mark.ray
+
+make = partial(CountingEnv, max_count=100, batch_size=[2])
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One real local Ray instance on loopback for the module, in a fresh temp dir."""
+    ray = pytest.importorskip("ray")
+    saved = {name: os.environ.get(name) for name in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    temp_dir = tempfile.mkdtemp(prefix="rlc-ray-")
+    ray.init(
+        address="local",
+        num_cpus=2,
+        _node_ip_address="127.0.0.1",
+        _temp_dir=temp_dir,
+        include_dashboard=False,
+        object_store_memory=100 * 1024**2,
+        log_to_driver=False,
+    )
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def linear_policy():
+    """action = bias (weight 0): CountingEnv adds it to the count, so outputs show weights."""
+    layer = nn.Linear(1, 1)
+    nn.init.zeros_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return TensorDictModule(layer, in_keys=["observation"], out_keys=["action"])
+
+
+def test_sync_end_to_end_with_weight_broadcast(ray_cluster):
+    policy = linear_policy()
+    collector = RayCollector(
+        make,
+        policy,
+        frames_per_batch=8,
+        total_frames=24,
+        num_collectors=2,
+        collector_class=SyncDataCollector,
+        collector_kwargs={"track_traj_ids": True},
+    )
+    batches = []
+    for batch in collector:
+        batches.append(batch)
+        if len(batches) == 1:
+            with torch.no_grad():
+                policy.module.bias.fill_(1.0)
+            collector.update_policy_weights_()
+    assert [b.batch_size for b in batches] == [torch.Size([2, 2, 2])] * 3
+    assert (batches[0]["action"] == 0).all()
+    assert (batches[0]["collector", "policy_version"] == 0).all()
+    for batch in batches[1:]:  # every actor runs the new weights
+        assert (batch["action"] == 1).all()
+        assert (batch["collector", "policy_version"] == 1).all()
+    ids = batches[0]["collector", "traj_ids"]
+    assert (ids[0] % 2 == 0).all()
+    assert (ids[1] % 2 == 1).all()
+    collector.shutdown()
+    assert ray_cluster.is_initialized()  # the collector did not own Ray
+
+
+def test_async_yields_as_batches_arrive(ray_cluster):
+    collector = RayCollector([make, make], None, frames_per_batch=6, total_frames=30, sync=False)
+    batches = list(collector)
+    assert len(batches) == 5
+    assert all(b.batch_size == torch.Size([2, 3]) for b in batches)
+    assert collector.set_seed(3) == 5
+    collector.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        collector.next()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="multiple of the 2 collectors"):
+        RayCollector([make, make], None, frames_per_batch=7)
+    with pytest.raises(ValueError, match="a list of 2 dicts"):
+        RayCollector(make, None, frames_per_batch=8, num_collectors=2, remote_configs=[{}])

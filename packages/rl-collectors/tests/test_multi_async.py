@@ -1,0 +1,67 @@
+from functools import partial
+
+import pytest
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
+from torch import nn
+
+from rl_collectors import MultiaSyncDataCollector
+from rl_core.testing import CountingEnv
+
+make = partial(CountingEnv, max_count=4, batch_size=[2])
+
+
+class Threshold(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(1))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return (obs * 0 + self.bias > 0.5).long()
+
+
+class FailingEnv(CountingEnv):
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        raise OSError("FailingEnv: cannot reset")
+
+
+def test_frames_and_versions():
+    collector = MultiaSyncDataCollector(
+        [make, make], None, frames_per_batch=8, total_frames=40, track_traj_ids=True
+    )
+    batches = list(collector)
+    assert len(batches) == 5
+    assert all(b.batch_size == torch.Size([2, 4]) for b in batches)
+    assert collector._frames == 40
+    assert all((b["collector", "policy_version"] == 0).all() for b in batches)
+    collector.shutdown()
+    assert not any(p.is_alive() for p in collector._procs)
+
+
+def test_weights_reach_every_worker():
+    policy = TensorDictModule(Threshold(), in_keys=["observation"], out_keys=["action"])
+    collector = MultiaSyncDataCollector([make, make], policy, frames_per_batch=8)
+    with torch.no_grad():
+        policy.module.bias.fill_(1.0)
+    collector.update_policy_weights_()
+    seen = {}
+    for _ in range(8):
+        batch = collector.next()
+        version = int(batch["collector", "policy_version"][0, 0])
+        # The version says which weights produced the batch, and the output agrees.
+        assert bool(batch["action"].all()) == (version == 1)
+        seen.setdefault(version, 0)
+        seen[version] += 1
+    assert seen.get(1, 0) >= 2  # both workers moved on to the new weights
+    collector.shutdown()
+
+
+def test_a_failing_worker_raises():
+    collector = MultiaSyncDataCollector(
+        [make, partial(FailingEnv, batch_size=[2])], None, frames_per_batch=8
+    )
+    # The failing worker dies at its first reset; the other one may deliver batches first.
+    with pytest.raises(RuntimeError, match=r"worker 1(.|\n)*cannot reset"):
+        list(zip(range(4), collector))
+    assert not any(p.is_alive() for p in collector._procs)
