@@ -131,7 +131,7 @@ class LazyMemmapStorage(TensorStorage):
                 self._data, filename=str(path / "data.memmap"), existsok=True
             )
         else:
-            self._data.memmap(prefix=path, existsok=True)
+            self._data.memmap(prefix=path, copy_existing=True, existsok=True)
         meta = json.loads((self.scratch_dir / _META).read_text())
         atomic_write_json(meta, path / _META)
 

@@ -51,7 +51,9 @@ class ListStorage(Storage):
                 f"ListStorage.set: expected {len(positions)} items for {len(positions)} indices, "
                 f"got {got}. Pass a sequence with one item per index."
             )
-        for position, item in zip(positions, data):
+        # In position order (stable: a repeated position keeps its last item), so that a
+        # wrapped write into an empty list fills it without gaps.
+        for position, item in sorted(zip(positions, data), key=lambda pair: pair[0]):
             self._put(position, item)
 
     def _put(self, position: int, item: Any) -> None:
