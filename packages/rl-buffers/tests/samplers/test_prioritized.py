@@ -44,7 +44,7 @@ def test_new_items_get_max_priority():
 
 
 def test_reduction_of_extra_dims_and_scalar():
-    storage, sampler = setup(torch.ones(4), alpha=1.0)
+    _storage, sampler = setup(torch.ones(4), alpha=1.0)
     sampler.update_priority(torch.tensor([0, 1]), torch.tensor([[1.0, 3.0], [2.0, 0.5]]))
     assert sampler._leaves(2).tolist() == pytest.approx([3.0, 2.0])
     sampler.update_priority(torch.tensor([2, 3]), 7.0)
@@ -55,7 +55,7 @@ def test_bad_input():
     storage, sampler = setup(torch.ones(4))
     with pytest.raises(ValueError, match="expected priorities >= 0"):
         sampler.update_priority(torch.tensor([0]), torch.tensor([-1.0]))
-    with pytest.raises(ValueError, match="expected priorities >= 0.*nan"):
+    with pytest.raises(ValueError, match=r"expected priorities >= 0.*nan"):
         sampler.update_priority(torch.tensor([0]), torch.tensor([float("nan")]))
     with pytest.raises(IndexError, match=r"expected indices in \[0, 64\)"):
         sampler.update_priority(torch.tensor([64]), torch.tensor([1.0]))
@@ -71,7 +71,7 @@ def test_bad_input():
 
 
 def test_state_round_trip_and_empty():
-    storage, sampler = setup(torch.tensor([1.0, 2.0]))
+    _storage, sampler = setup(torch.tensor([1.0, 2.0]))
     other = PrioritizedSampler(64, 0.7, 0.5)
     other.load_state_dict(sampler.state_dict())
     assert torch.equal(other._tree, sampler._tree)

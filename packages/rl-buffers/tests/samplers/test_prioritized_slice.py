@@ -40,7 +40,7 @@ def test_start_distribution_follows_item_priorities(chi_square):
 
 
 def test_non_strict_short_trajectories():
-    storage, sampler, ids = setup([5, 2], torch.ones(7), slice_len=3, strict_length=False)
+    storage, sampler, _ids = setup([5, 2], torch.ones(7), slice_len=3, strict_length=False)
     index, info = sampler.sample(storage, 3 * 100)
     assert 200 < index.numel() < 300
     assert info[("next", "truncated")].sum() == 100
@@ -54,7 +54,7 @@ def test_dominant_short_trajectory_raises():
 
 
 def test_state_round_trip():
-    storage, sampler, _ = setup([5, 4], torch.arange(9.0))
+    _storage, sampler, _ = setup([5, 4], torch.arange(9.0))
     other = PrioritizedSliceSampler(64, 1.0, 1.0, slice_len=3, traj_key="episode")
     other.load_state_dict(sampler.state_dict())
     assert torch.equal(other.priorities._tree, sampler.priorities._tree)

@@ -32,12 +32,13 @@ def test_slices_stay_inside_one_trajectory(keys):
     assert (step.diff(dim=1) == 1).all()  # consecutive items of the trajectory
     assert set(episode[:, 0].tolist()) <= {0, 1, 2, 4}  # episode 3 is too short
     truncated = info[("next", "truncated")].view(50, 3)
-    assert truncated[:, -1].all() and not truncated[:, :-1].any()
+    assert truncated[:, -1].all()
+    assert not truncated[:, :-1].any()
 
 
 def test_trajectories_and_starts_are_uniform(chi_square):
     lengths = [3, 8, 5]
-    storage, data = filled(lengths)
+    storage, _data = filled(lengths)
     index, _ = SliceSampler(slice_len=3, traj_key="episode").sample(storage, 3 * 6000)
     starts = index.view(-1, 3)[:, 0]
     counts = torch.bincount(starts, minlength=16)

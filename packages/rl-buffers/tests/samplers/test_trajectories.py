@@ -17,7 +17,8 @@ def test_wrapped_storage_in_write_order():
     # rows 5-6 the head of trajectory 7.
     ids = torch.tensor([7, 7, 5, 5, 5, 7, 7])
     trajs = find_trajectories(ids, is_end_flag=False, oldest=2, where="t")
-    assert trajs.start.tolist() == [0, 3] and trajs.length.tolist() == [3, 4]
+    assert trajs.start.tolist() == [0, 3]
+    assert trajs.length.tolist() == [3, 4]
     positions = trajs.physical(slice_positions(trajs.start[1:], 4))
     assert positions.tolist() == [5, 6, 0, 1]
     assert trajs.logical(positions).tolist() == [3, 4, 5, 6]

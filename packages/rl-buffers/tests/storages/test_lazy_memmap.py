@@ -29,7 +29,7 @@ def test_files_live_in_scratch_dir_and_reload(tmp_path):
 
 def test_existsok(tmp_path):
     LazyMemmapStorage(10, scratch_dir=tmp_path).set(torch.arange(2), batch(2))
-    with pytest.raises(FileExistsError, match="already holds a storage. Pass existsok=True"):
+    with pytest.raises(FileExistsError, match=r"already holds a storage\. Pass existsok=True"):
         LazyMemmapStorage(10, scratch_dir=tmp_path).set(torch.arange(2), batch(2))
     storage = LazyMemmapStorage(10, scratch_dir=tmp_path, existsok=True)
     storage.set(torch.arange(1), batch(1, start=7))
@@ -42,7 +42,8 @@ def test_dumps_elsewhere_and_loads_copy(tmp_path):
     storage.dumps(tmp_path / "b")
     other = LazyMemmapStorage(10, scratch_dir=tmp_path / "c")
     other.loads(tmp_path / "b")
-    assert len(other) == 3 and other.scratch_dir == tmp_path / "c"
+    assert len(other) == 3
+    assert other.scratch_dir == tmp_path / "c"
     assert other.get(torch.arange(3))["step"].tolist() == [0, 1, 2]
 
 

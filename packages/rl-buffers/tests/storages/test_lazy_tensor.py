@@ -17,9 +17,11 @@ def batch(n, start=0):
 
 def test_allocates_from_first_batch():
     storage = LazyTensorStorage(10)
-    assert len(storage) == 0 and not storage.initialized
+    assert len(storage) == 0
+    assert not storage.initialized
     storage.set(torch.arange(4), batch(4))
-    assert storage.initialized and len(storage) == 4
+    assert storage.initialized
+    assert len(storage) == 4
     assert storage._data.batch_size == torch.Size([10])
     assert storage.get(torch.tensor([3]))["obs"].tolist() == [[3.0, 3.0, 3.0]]
 
@@ -54,12 +56,14 @@ def test_ndim_two_rows_and_flat_items():
     data = TensorDict({"x": torch.arange(6).view(2, 3)}, [2, 3])
     storage.set(torch.arange(2), data)
     assert storage._data.batch_size == torch.Size([4, 3])
-    assert len(storage) == 6 and storage.num_rows == 2
+    assert len(storage) == 6
+    assert storage.num_rows == 2
     flat = torch.tensor([0, 4, 5])
     assert storage.get(flat)["x"].tolist() == [0, 4, 5]
     multi = storage.unravel(flat)
     assert [m.tolist() for m in multi] == [[0, 1, 1], [0, 1, 2]]
-    assert storage.ravel(torch.stack(multi, -1)).tolist() == [0, 4, 5]
+    assert storage.ravel(multi).tolist() == [0, 4, 5]
+    assert storage.ravel(flat).tolist() == [0, 4, 5]
     with pytest.raises(ValueError, match=r"batch dims \[\*, 3\] \(ndim=2\), got \(2, 4\)"):
         storage.set(torch.arange(2), TensorDict({"x": torch.zeros(2, 4, dtype=torch.long)}, [2, 4]))
     with pytest.raises(ValueError, match="holds no row of 20 items"):

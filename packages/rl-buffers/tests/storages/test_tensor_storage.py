@@ -18,7 +18,8 @@ def make(n=6):
 def test_existing_data_is_full_and_fast_read_matches_indexing():
     data = make()
     storage = TensorStorage(data)
-    assert len(storage) == 6 and storage.max_size == 6
+    assert len(storage) == 6
+    assert storage.max_size == 6
     index = torch.tensor([5, 0, 5, 3])
     # The leaf-plan read is an optimisation of TensorDict indexing: same result.
     assert (storage.get(index) == data[index]).all()

@@ -15,7 +15,8 @@ def test_index_written_into_data_and_storage():
     assert td2["index"].tolist() == [2, 0]
     assert storage.get(torch.arange(3))["index"].tolist() == [0, 1, 2]
     one = TensorDict({"x": torch.tensor(9)}, [])
-    assert writer.add(one) == 1 and int(one["index"]) == 1
+    assert writer.add(one) == 1
+    assert int(one["index"]) == 1
 
 
 def test_ndim_two_index_is_flat_items():

@@ -92,6 +92,6 @@ class TensorDictReplayBuffer(ReplayBuffer):
         index = data.get("index")
         priority = data.get(self.priority_key)
         if index.dim() == 2 and getattr(self._storage, "ndim", 1) > 1:
-            index = self._storage.ravel(index)
-            priority = priority.reshape(index.shape[0], -1)
+            index = tuple(index.unbind(-1))  # [B, ndim] storage indices
+            priority = priority.reshape(index[0].shape[0], -1)
         self.update_priority(index, priority)

@@ -45,7 +45,7 @@ class ListStorage(Storage):
         if isinstance(index, slice):
             index = range(*index.indices(self.max_size))
         positions = index.tolist() if isinstance(index, Tensor) else list(index)
-        if not isinstance(data, Sequence | Tensor) or len(data) != len(positions):
+        if not hasattr(data, "__len__") or len(data) != len(positions):
             got = len(data) if hasattr(data, "__len__") else type(data).__name__
             raise ValueError(
                 f"ListStorage.set: expected {len(positions)} items for {len(positions)} indices, "
@@ -53,8 +53,9 @@ class ListStorage(Storage):
             )
         # In position order (stable: a repeated position keeps its last item), so that a
         # wrapped write into an empty list fills it without gaps.
-        for position, item in sorted(zip(positions, data), key=lambda pair: pair[0]):
-            self._put(position, item)
+        order = sorted(range(len(positions)), key=positions.__getitem__)
+        for i in order:
+            self._put(positions[i], data[i])
 
     def _put(self, position: int, item: Any) -> None:
         if not 0 <= position < self.max_size:

@@ -209,14 +209,14 @@ class TensorStorage(Storage):
         return torch.unravel_index(flat, self._tree.shape)
 
     def ravel(self, index: Any) -> Tensor:
-        if self.ndim == 1 or self._tree is None:
+        """Flat item numbers of ``index``: a tuple of per-dim tensors (as :meth:`unravel`
+        returns for ``ndim > 1``) is raveled, a tensor is taken as flat item numbers."""
+        if not isinstance(index, tuple) or self._tree is None:
             return torch.as_tensor(index, dtype=torch.long).reshape(-1)
-        if isinstance(index, Tensor) and index.dim() == 2 and index.shape[-1] == self.ndim:
-            index = index.unbind(-1)
-        strides = [*torch.tensor(self._tree.shape).flip(0).cumprod(0).flip(0).tolist()[1:], 1]
+        shape = self._tree.shape
         flat = torch.zeros_like(torch.as_tensor(index[0]), dtype=torch.long)
-        for part, stride in zip(index, strides):
-            flat = flat + torch.as_tensor(part, dtype=torch.long) * stride
+        for dim, part in enumerate(index):
+            flat = flat * shape[dim] + torch.as_tensor(part, dtype=torch.long)
         return flat.reshape(-1)
 
     # ---------------------------------------------------------------- state
