@@ -140,7 +140,8 @@ class ReplayBuffer:
 
     # ---------------------------------------------------------------- writes
     def _before_write(self, data: Any) -> Any:
-        if len(self._transform) and self._transform.has_inverse:
+        transforms = self._transform.transforms
+        if transforms and self._transform.has_inverse:
             data = self._transform.inv(data)
         return data
 
@@ -160,13 +161,14 @@ class ReplayBuffer:
         data = self._before_write(data)
         with self._lock:
             rows = self._writer.extend(data)
+            if self._storage.ndim == 1:
+                self._sampler.extend(rows)
+                return rows
             index = self._items_of_rows(rows, data)
             self._sampler.extend(index.reshape(-1))
         return index
 
     def _items_of_rows(self, rows: Tensor, data: Any) -> Tensor:
-        if getattr(self._storage, "ndim", 1) == 1:
-            return rows
         inner = tuple(data.shape[1 : self._storage.ndim])
         width = 1
         for size in inner:

@@ -17,6 +17,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 NestedKey = str | tuple[str, ...]
+INDEX_KEY = "index"
 
 
 class LeafTree:
@@ -38,11 +39,26 @@ class LeafTree:
             self.leaves: list[tuple[NestedKey, Tensor]] = [((), self.root)]
         else:
             self.root = _build(data, ndim)
-            self.leaves = [
-                (key if isinstance(key, tuple) else (key,), _plain(value))
-                for key, value in data.items(include_nested=True, leaves_only=True)
-            ]
+            self.leaves = list(_walk(self.root, ()))
         self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
+        # Written batches may carry the buffer's "index" entry on top of the stored keys
+        # (the round-robin TensorDict writer sets it); it is not stored unless the storage
+        # was allocated with it.
+        self.loose_index = (INDEX_KEY,) not in self.leaf_shapes
+
+    def values_of(self, data: Tensor | TensorDictBase) -> list[Tensor] | None:
+        """The leaves of ``data`` in the order of :attr:`leaves`, or None if its keys or
+        per-item shapes differ from the storage's (then :func:`check_match` says how)."""
+        if self.is_tensor:
+            if not isinstance(data, Tensor) or data.shape[1:] != self.root.shape[1:]:
+                return None
+            return [data]
+        if not isinstance(data, TensorDictBase) or data.batch_size[1 : self.ndim] != self.shape[1:]:
+            return None
+        out: list[Tensor] = []
+        if not _collect(self.root, data, out, self.loose_index):
+            return None
+        return out
 
     def get_rows(self, index: Tensor) -> Tensor | TensorDictBase:
         """Items at a 1-D index into the first dimension (``ndim == 1``) or flat-unravelled."""
@@ -78,6 +94,35 @@ def _build(td: TensorDictBase, ndim: int) -> list[tuple[str, Any]]:
                 f"at key {key!r}. Store non-tensor data in a ListStorage."
             )
     return tree
+
+
+def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
+    """``(key, leaf)`` pairs in tree order (the order :func:`_collect` fills)."""
+    for key, node in tree:
+        if isinstance(node, list):
+            yield from _walk(node, (*prefix, key))
+        else:
+            yield (*prefix, key), node
+
+
+def _collect(
+    tree: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
+) -> bool:
+    entries = dict(data.items())
+    if loose_index:
+        entries.pop(INDEX_KEY, None)
+    if len(entries) != len(tree):
+        return False
+    for key, node in tree:
+        value = entries.get(key)
+        if isinstance(node, list):
+            if not isinstance(value, TensorDictBase) or not _collect(node, value, out):
+                return False
+        elif not isinstance(value, Tensor) or value.shape[1:] != node.shape[1:]:
+            return False
+        else:
+            out.append(value)
+    return True
 
 
 def _gather(tree: list[tuple[str, Any]], index: Tensor, batch: torch.Size) -> TensorDict:
@@ -128,6 +173,8 @@ def check_match(
     data_shapes = {}
     for key, value in data.items(include_nested=True, leaves_only=True):
         key = key if isinstance(key, tuple) else (key,)
+        if key == (INDEX_KEY,) and key not in leaf_shapes:
+            continue
         data_shapes[key] = tuple(value.shape[ndim:])
     missing = [k for k in leaf_shapes if k not in data_shapes]
     extra = [k for k in data_shapes if k not in leaf_shapes]

@@ -59,6 +59,8 @@ class TensorStorage(Storage):
         self._data: Tensor | TensorDictBase | None = None
         self._tree: LeafTree | None = None
         self._len_rows = 0
+        self._rows = 0
+        self._persistent = type(self)._written is not TensorStorage._written
         if storage is None:
             if max_size is None:
                 raise ValueError(f"{name}: expected storage or max_size, got neither.")
@@ -93,6 +95,7 @@ class TensorStorage(Storage):
 
     def _adopt(self, data: Tensor | TensorDictBase, *, len_rows: int) -> None:
         self._data = data
+        self._rows = data.shape[0]
         self._tree = LeafTree(data, self.ndim)
         self._len_rows = len_rows
         if self.device is None:
@@ -106,7 +109,7 @@ class TensorStorage(Storage):
 
     def rows_for(self, data: Any) -> int:
         if self._data is not None:
-            return self._data.shape[0]
+            return self._rows
         inner = math.prod(_batch_shape(data)[1 : self.ndim])
         rows = self.max_size // max(inner, 1)
         if rows < 1:
@@ -146,23 +149,26 @@ class TensorStorage(Storage):
                 )
             self._adopt(self._allocate(data, self.rows_for(data)), len_rows=0)
         tree = self._tree
-        check_match(where, tree.leaf_shapes, data, self.ndim, tree.shape[1:])
-        if isinstance(index, Tensor):
+        values = tree.values_of(data)
+        if values is None:
+            check_match(where, tree.leaf_shapes, data, self.ndim, tree.shape[1:])
+            raise ValueError(
+                f"{where}: the data does not match the storage's layout "
+                f"({tree.leaf_shapes}); got {data}."
+            )
+        if type(index) is slice:
+            stop = index.indices(self._rows)[1]
+            for (_, leaf), value in zip(tree.leaves, values):
+                leaf[index] = value  # copies across devices and dtypes as needed
+        else:
             index = index.to(tree.device)
             stop = int(index.max()) + 1 if index.numel() else 0
-        else:
-            stop = index.indices(tree.shape[0])[1]
-        is_td = not tree.is_tensor
-        for key, leaf in tree.leaves:
-            value = data.get(key) if is_td else data
-            if value.device != leaf.device:
-                value = value.to(leaf.device, non_blocking=True)
-            if isinstance(index, slice):
-                leaf[index] = value
-            else:
-                leaf.index_copy_(0, index, value.to(leaf.dtype))
-        self._len_rows = max(self._len_rows, stop)
-        self._written(stop)
+            for (_, leaf), value in zip(tree.leaves, values):
+                leaf.index_copy_(0, index, value.to(leaf.device, leaf.dtype, non_blocking=True))
+        if stop > self._len_rows:
+            self._len_rows = stop
+        if self._persistent:
+            self._written(stop)
 
     def _written(self, stop: int) -> None:
         """Hook run after each write (persistent storages record their length here)."""

@@ -15,6 +15,10 @@ __all__ = ["RoundRobinWriter"]
 
 def batch_len(data: Any) -> int:
     """Items in a batch: the first dim of a tensor or TensorDict, ``len`` of a sequence."""
+    if isinstance(data, TensorDictBase):
+        batch = data.batch_size
+        if batch:
+            return batch[0]
     if isinstance(data, Tensor | TensorDictBase):
         if not data.shape:
             raise ValueError(

@@ -17,11 +17,13 @@ INDEX_KEY = "index"
 
 
 class TensorDictRoundRobinWriter(RoundRobinWriter):
-    """A :class:`RoundRobinWriter` that writes each item's storage index under ``"index"``.
+    """A :class:`RoundRobinWriter` that tells each written TensorDict where its items went.
 
-    The ``"index"`` entry is set in the TensorDict passed to ``add``/``extend`` (the
-    caller's object is updated, so ``buffer.update_tensordict_priority(td)`` works right
-    after ``buffer.extend(td)``) and stored with the item.
+    After ``add``/``extend``, the TensorDict passed in holds each item's storage index
+    under ``"index"`` (the caller's object is updated, so
+    ``buffer.update_tensordict_priority(td)`` works right after ``buffer.extend(td)``).
+    The storage keeps the items without that entry: a sampled batch gets its ``"index"``
+    from the sampler, so storing it would only add a read per sample.
 
     Examples:
         >>> import torch
@@ -31,27 +33,36 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
         >>> writer.register_storage(LazyTensorStorage(4))
         >>> td = TensorDict({"obs": torch.zeros(3, 2)}, [3])
         >>> _ = writer.extend(td)
-        >>> td["index"].tolist()
-        [0, 1, 2]
+        >>> td["index"].tolist(), writer.storage.column("obs").shape
+        ([0, 1, 2], torch.Size([3, 2]))
     """
 
     def add(self, data: Any) -> int:
-        if isinstance(data, TensorDictBase):
-            rows = self.storage.rows_for(data.unsqueeze(0))
-            row = self._cursor % rows
-            data.set(
-                INDEX_KEY, _item_index(self.storage, data.unsqueeze(0), torch.tensor([row]))[0]
-            )
-        return super().add(data)
+        if not isinstance(data, TensorDictBase):
+            return super().add(data)
+        row = super().add(_without_index(data, self.storage))
+        data.set(INDEX_KEY, _item_index(self.storage, data.unsqueeze(0), torch.tensor([row]))[0])
+        return row
 
     def extend(self, data: Any) -> Tensor:
-        if isinstance(data, TensorDictBase):
-            n = data.shape[0] if data.shape else 0
-            rows = self.storage.rows_for(data)
-            start = self._cursor % rows
-            planned = torch.arange(start, start + n) % rows
-            data.set(INDEX_KEY, _item_index(self.storage, data, planned))
-        return super().extend(data)
+        if not isinstance(data, TensorDictBase):
+            return super().extend(data)
+        rows = super().extend(_without_index(data, self.storage))
+        if rows.numel() == data.shape[0]:
+            data.set(INDEX_KEY, _item_index(self.storage, data, rows))
+        else:  # a batch larger than the storage: only its last items were kept
+            index = torch.full(data.shape[: getattr(self.storage, "ndim", 1)], -1)
+            index[data.shape[0] - rows.numel() :] = _item_index(self.storage, data, rows)
+            data.set(INDEX_KEY, index)
+        return rows
+
+
+def _without_index(data: TensorDictBase, storage: Any) -> TensorDictBase:
+    # Tensor storages skip a top-level "index" once allocated; the batch that allocates
+    # them (and every ListStorage item) must not hold it.
+    if getattr(storage, "initialized", False) or INDEX_KEY not in data.keys():
+        return data
+    return data.exclude(INDEX_KEY)
 
 
 def _item_index(storage: Any, data: TensorDictBase, rows: Tensor) -> Tensor:
