@@ -60,21 +60,22 @@ def transitions(n: int) -> TensorDict:
     )
 
 
-def per_call_us(fn: Callable[[], object], calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e6
-
-
 def best_of(rounds: int, calls: int, **fns: Callable[[], object]) -> dict[str, float]:
+    """Per-call microseconds of each function: the best block of ``calls`` calls.
+
+    The functions take turns block by block (``rounds`` blocks each), so a burst of load
+    from other processes hits them alike; the best block is the least disturbed estimate.
+    """
     for fn in fns.values():
         for _ in range(20):
             fn()
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(rounds):
         for name, fn in fns.items():
-            best[name] = min(best[name], per_call_us(fn, calls))
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - start) / calls * 1e6)
     return best
 
 
@@ -99,7 +100,7 @@ def bench_sample_extend(items: int, rounds: int) -> None:
 
         times = best_of(
             rounds,
-            300,
+            50,
             reference=reference_sample,
             lazy=buffer.sample,
             memmap=memmap.sample,
@@ -127,7 +128,7 @@ def bench_sample_extend(items: int, rounds: int) -> None:
     target = TensorDictReplayBuffer(storage=LazyTensorStorage(items))
     target.extend(transitions(BATCH))  # allocate
 
-    times = best_of(rounds, 300, reference=reference_extend, buffer=lambda: target.extend(chunk))
+    times = best_of(rounds, 50, reference=reference_extend, buffer=lambda: target.extend(chunk))
     ref = times["reference"]
     print(f"extend({BATCH}), us/call:")
     print(f"  reference slice copies           {ref:8.1f}")
@@ -158,7 +159,7 @@ def bench_prioritized(items: int, rounds: int) -> None:
         np.minimum(index, items - 1, out=index)
         priorities[index] = rng.random(BATCH) ** 0.7
 
-    times = best_of(max(rounds // 4, 3), 100, buffer=step, numpy=numpy_cumsum_step)
+    times = best_of(max(rounds // 10, 3), 20, buffer=step, numpy=numpy_cumsum_step)
     print(f"prioritized sample({BATCH}) + update_priority({BATCH}) over {items} items:")
     print(f"  TensorDictPrioritizedReplayBuffer {1e6 / times['buffer']:8.0f} it/s (target >= 5000)")
     print(f"  numpy cumsum each step            {1e6 / times['numpy']:8.0f} it/s")
@@ -175,8 +176,8 @@ def bench_slice(rounds: int) -> None:
         )
         buffer.extend(data)
         times = best_of(
-            max(rounds // 4, 3),
-            30,
+            max(rounds // 10, 3),
+            10,
             index=lambda sampler=sampler, buffer=buffer: sampler.sample(buffer.storage, 32 * 64),
             sample=buffer.sample,
         )
@@ -190,7 +191,7 @@ def bench_slice(rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

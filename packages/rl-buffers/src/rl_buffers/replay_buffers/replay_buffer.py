@@ -91,6 +91,7 @@ class ReplayBuffer:
             )
         self._pin_memory = pin_memory
         self._transform = Compose()
+        self._transforms = self._transform.transforms  # the ModuleList Compose edits in place
         if transform is not None:
             self.append_transform(transform)
         self._lock = threading.RLock()
@@ -140,8 +141,7 @@ class ReplayBuffer:
 
     # ---------------------------------------------------------------- writes
     def _before_write(self, data: Any) -> Any:
-        transforms = self._transform.transforms
-        if transforms and self._transform.has_inverse:
+        if len(self._transforms) and self._transform.has_inverse:
             data = self._transform.inv(data)
         return data
 
@@ -189,16 +189,19 @@ class ReplayBuffer:
         with self._lock:
             check_not_empty(f"{type(self).__name__}.sample", self._storage)
             index, info = self._sampler.sample(self._storage, batch_size)
-            data = self._storage.get(index)
             info["index"] = self._storage.unravel(index)
+            data = self._read(index, info)
         return data, info
+
+    def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
+        return self._storage.get(index)
 
     def _sample_batch(self, batch_size: int | None = None) -> tuple[Any, dict[str, Any]]:
         data, info = self._sample_index(batch_size or self._batch_size)
         if self._collate_fn is not None:
             data = self._collate_fn(data)
         data = self._postprocess(data, info)
-        if len(self._transform):
+        if len(self._transforms):
             data = self._transform(data)
         if self._pin_memory:
             data = data.pin_memory()

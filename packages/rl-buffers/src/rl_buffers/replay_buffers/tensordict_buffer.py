@@ -10,6 +10,7 @@ from torch import Tensor
 
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.samplers.sampler import Sampler
+from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
 
@@ -65,10 +66,32 @@ class TensorDictReplayBuffer(ReplayBuffer):
             self.update_priority(index, data.get(self.priority_key))
         return index
 
+    def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
+        storage = self._storage
+        if (
+            isinstance(storage, TensorStorage)
+            and storage.ndim == 1
+            and index.dim() == 1
+            and not storage._tree.is_tensor
+        ):
+            # The info entries go into the batch in its constructor (one TensorDict build).
+            extra = {
+                key: value
+                for key, value in info.items()
+                if type(key) is str and isinstance(value, Tensor) and value.shape[:1] == index.shape
+            }
+            data = storage.get(index, extra=extra)
+            info["_written"] = extra
+            return data
+        return storage.get(index)
+
     def _postprocess(self, data: Any, info: dict[str, Any]) -> Any:
+        written = info.pop("_written", {})
         if not isinstance(data, TensorDictBase):
             return data
         for key, value in info.items():
+            if key in written:
+                continue
             if isinstance(value, tuple):
                 value = torch.stack(value, -1)
             if isinstance(value, Tensor) and value.shape[:1] == data.shape[:1]:

@@ -41,6 +41,9 @@ class LeafTree:
             self.root = _build(data, ndim)
             self.leaves = list(_walk(self.root, ()))
         self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
+        if self.device is None and self.leaves:
+            self.device = self.leaves[0][1].device
+        self.on_cpu = all(t.device.type == "cpu" for _, t in self.leaves)
         # Written batches may carry the buffer's "index" entry on top of the stored keys
         # (the round-robin TensorDict writer sets it); it is not stored unless the storage
         # was allocated with it.
@@ -60,13 +63,19 @@ class LeafTree:
             return None
         return out
 
-    def get_rows(self, index: Tensor) -> Tensor | TensorDictBase:
-        """Items at a 1-D index into the first dimension (``ndim == 1``) or flat-unravelled."""
+    def get_rows(
+        self, index: Tensor, extra: dict[str, Tensor] | None = None
+    ) -> Tensor | TensorDictBase:
+        """Items at a 1-D index into the first dimension (``ndim == 1``) or flat-unravelled.
+
+        ``extra`` entries (TensorDict storages, ``ndim == 1``) are added to the result's
+        root, in the same constructor call.
+        """
         if self.ndim == 1:
             batch = torch.Size(index.shape)
             if self.is_tensor:
                 return self.root.index_select(0, index)
-            return _gather(self.root, index, batch)
+            return _gather(self.root, index, batch, extra)
         multi = torch.unravel_index(index, self.shape)
         if self.is_tensor:
             return self.root[multi]
@@ -125,8 +134,10 @@ def _collect(
     return True
 
 
-def _gather(tree: list[tuple[str, Any]], index: Tensor, batch: torch.Size) -> TensorDict:
-    out = {}
+def _gather(
+    tree: list[tuple[str, Any]], index: Tensor, batch: torch.Size, extra: dict | None = None
+) -> TensorDict:
+    out = {} if extra is None else dict(extra)
     for key, value in tree:
         if isinstance(value, list):
             out[key] = _gather(value, index, batch)

@@ -173,7 +173,11 @@ class TensorStorage(Storage):
     def _written(self, stop: int) -> None:
         """Hook run after each write (persistent storages record their length here)."""
 
-    def get(self, index: int | Tensor) -> Tensor | TensorDictBase:
+    def get(
+        self, index: int | Tensor, *, extra: dict[str, Tensor] | None = None
+    ) -> Tensor | TensorDictBase:
+        """Reads items; ``extra`` (string keys, 1-D index, TensorDict items) is added to the
+        result's root entries."""
         tree = self._tree
         if tree is None:
             raise RuntimeError(
@@ -184,7 +188,13 @@ class TensorStorage(Storage):
         if index.dim() != 1:
             out = tree.get_rows(index.reshape(-1))
             return out.reshape(*index.shape, *out.shape[1:])
-        return tree.get_rows(index.to(tree.device))
+        if extra is not None and (tree.is_tensor or self.ndim != 1):
+            raise ValueError(
+                f"{type(self).__name__}.get: extra entries need TensorDict items and ndim=1."
+            )
+        if not tree.on_cpu:
+            index = index.to(tree.device)
+        return tree.get_rows(index, extra)
 
     def column(self, key: str | tuple[str, ...]) -> Tensor:
         """Entry ``key`` of the stored items, in storage order (``ndim == 1`` storages).
