@@ -70,13 +70,16 @@ def find_trajectories(
         column = column.reshape(n)
     if oldest:
         column = torch.roll(column, -oldest)
-    ends = torch.empty(n, dtype=torch.bool, device=column.device)
     if is_end_flag:
-        ends.copy_(column.bool())
+        # Read the flags in place (no copy of the column); the newest item always ends one.
+        last = column.nonzero().squeeze(-1)
+        if last.numel() == 0 or int(last[-1]) != n - 1:
+            last = torch.cat([last, torch.tensor([n - 1], device=last.device)])
     else:
+        ends = torch.empty(n, dtype=torch.bool, device=column.device)
         torch.ne(column[1:], column[:-1], out=ends[:-1])
-    ends[-1] = True
-    last = ends.nonzero().squeeze(-1)
+        ends[-1] = True
+        last = ends.nonzero().squeeze(-1)
     start = torch.zeros_like(last)
     start[1:] = last[:-1] + 1
     return Trajectories(start=start, length=last - start + 1, oldest=oldest, n=n)
