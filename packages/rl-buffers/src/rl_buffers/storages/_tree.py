@@ -40,6 +40,7 @@ class LeafTree:
         else:
             self.root = _build(data, ndim)
             self.leaves = list(_walk(self.root, ()))
+            self._plan = _Level(self.root)
         self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
         if self.device is None and self.leaves:
             self.device = self.leaves[0][1].device
@@ -75,7 +76,7 @@ class LeafTree:
             batch = torch.Size(index.shape)
             if self.is_tensor:
                 return self.root.index_select(0, index)
-            return _gather(self.root, index, batch, extra)
+            return self._plan.gather(index, batch, extra)
         multi = torch.unravel_index(index, self.shape)
         if self.is_tensor:
             return self.root[multi]
@@ -134,16 +135,23 @@ def _collect(
     return True
 
 
-def _gather(
-    tree: list[tuple[str, Any]], index: Tensor, batch: torch.Size, extra: dict | None = None
-) -> TensorDict:
-    out = {} if extra is None else dict(extra)
-    for key, value in tree:
-        if isinstance(value, list):
-            out[key] = _gather(value, index, batch)
-        else:
-            out[key] = value.index_select(0, index)
-    return TensorDict(out, batch_size=batch, device=None)
+class _Level:
+    """One TensorDict level of the read plan: its tensor leaves and its sub-levels."""
+
+    __slots__ = ("keys", "subs", "tensors")
+
+    def __init__(self, tree: list[tuple[str, Any]]) -> None:
+        self.keys = [key for key, node in tree if not isinstance(node, list)]
+        self.tensors = [node for _, node in tree if not isinstance(node, list)]
+        self.subs = [(key, _Level(node)) for key, node in tree if isinstance(node, list)]
+
+    def gather(self, index: Tensor, batch: torch.Size, extra: dict | None = None) -> TensorDict:
+        out = {key: tensor.index_select(0, index) for key, tensor in zip(self.keys, self.tensors)}
+        for key, sub in self.subs:
+            out[key] = sub.gather(index, batch)
+        if extra:
+            out.update(extra)
+        return TensorDict(out, batch_size=batch)
 
 
 def _gather_multi(tree: list[tuple[str, Any]], multi: tuple[Tensor, ...], batch: torch.Size):
