@@ -88,3 +88,14 @@ def test_directory_of_memory_mapped_data(tmp_path):
     assert len(buffer) == 12
     batch = buffer.sample()
     assert torch.equal(batch["observation"][:, 0], batch["index"].float())
+
+
+def test_add_one_row_of_a_two_dim_storage():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(8, ndim=2), sampler=PrioritizedSampler(8, 1.0, 1.0)
+    )
+    buffer.extend(TensorDict({"x": torch.zeros(1, 4)}, [1, 4]))
+    buffer.update_priority(torch.arange(4), torch.zeros(4))
+    buffer.add(TensorDict({"x": torch.ones(4)}, [4]))  # row 1: items 4-7 at max priority
+    assert len(buffer) == 8
+    assert set(buffer.sample(64)["x"].tolist()) == {1.0}

@@ -115,3 +115,13 @@ def test_killed_writer_keeps_every_returned_item(tmp_path):
     assert len(restored) == 50
     assert restored.storage.get(torch.arange(50))["step"].tolist() == list(range(50))
     assert restored.writer.state_dict()["cursor"] == 50
+
+
+def test_loads_without_scratch_dir_copies_and_leaves_the_source_alone(tmp_path):
+    source = LazyMemmapStorage(10, scratch_dir=tmp_path / "a")
+    source.set(torch.arange(3), batch(3))
+    copy = LazyMemmapStorage(10)
+    copy.loads(tmp_path / "a")
+    assert copy.scratch_dir != tmp_path / "a"
+    copy.set(torch.arange(1), batch(1, start=50))
+    assert LazyMemmapStorage.load(tmp_path / "a").get(torch.arange(1))["step"].tolist() == [0]

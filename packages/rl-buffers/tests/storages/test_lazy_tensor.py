@@ -75,3 +75,15 @@ def test_device_and_dtype_kept():
     storage.set(torch.arange(2), TensorDict({"a": torch.zeros(2, dtype=torch.float64)}, [2]))
     assert storage.get(torch.tensor([0]))["a"].dtype == torch.float64
     assert storage.device == torch.device("cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_storage_samples_on_device():
+    from rl_buffers import TensorDictReplayBuffer
+
+    buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(100, device="cuda"), batch_size=8)
+    buffer.extend(batch(20))  # CPU data, moved to the storage's device
+    sample = buffer.sample()
+    assert sample["obs"].device.type == "cuda"
+    assert torch.equal(sample["obs"][:, 0].cpu(), sample["index"].float().cpu())

@@ -152,7 +152,10 @@ class ReplayBuffer:
             row = self._writer.add(data)
             if isinstance(row, Tensor):
                 row = int(row)
-            if row >= 0:
+            if row >= 0 and self._storage.ndim > 1:
+                items = self._items_of_rows(torch.tensor([row]), data.unsqueeze(0))
+                self._sampler.extend(items.reshape(-1))
+            elif row >= 0:
                 self._sampler.add(row)
         return row
 

@@ -136,10 +136,16 @@ class LazyMemmapStorage(TensorStorage):
         atomic_write_json(meta, path / _META)
 
     def loads(self, path: str | Path) -> None:
-        """Reads a storage saved by :meth:`dumps` (or a scratch dir) into this one."""
+        """Reads a storage saved by :meth:`dumps` (or a scratch dir) into this one.
+
+        The data is copied into this storage's own files, unless ``path`` is its
+        ``scratch_dir`` (then the files are reopened in place).
+        """
         data, meta = _read(path)
-        if self._data is None and (
-            self.scratch_dir is None or self.scratch_dir.resolve() == Path(path).resolve()
+        if (
+            self._data is None
+            and self.scratch_dir is not None
+            and self.scratch_dir.resolve() == Path(path).resolve()
         ):
             self.scratch_dir = Path(path)
             self.ndim = meta["ndim"]
