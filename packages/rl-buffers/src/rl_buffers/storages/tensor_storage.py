@@ -131,6 +131,23 @@ class TensorStorage(Storage):
         return self._len_rows * math.prod(self._tree.shape[1:])
 
     def set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
+        tree = self._tree
+        if tree is not None and type(index) is slice:
+            # The common case (a batch written at consecutive rows of an allocated storage):
+            # the leaves are collected and checked once, then copied.
+            values = tree.values_of(data)
+            if values is not None:
+                stop = index.indices(self._rows)[1]
+                for (_, leaf), value in zip(tree.leaves, values):
+                    leaf[index] = value  # copies across devices and dtypes as needed
+                if stop > self._len_rows:
+                    self._len_rows = stop
+                if self._persistent:
+                    self._written(stop)
+                return
+        self._set(index, data)
+
+    def _set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
         where = f"{type(self).__name__}.set"
         if not isinstance(data, Tensor | TensorDictBase):
             raise TypeError(

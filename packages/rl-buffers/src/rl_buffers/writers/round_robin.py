@@ -56,7 +56,7 @@ class RoundRobinWriter(Writer):
         return index
 
     def extend(self, data: Any) -> Tensor:
-        storage = self.storage
+        storage = self._storage if self._storage is not None else self.storage
         n = batch_len(data)
         rows = storage.rows_for(data)
         start = self._cursor % rows

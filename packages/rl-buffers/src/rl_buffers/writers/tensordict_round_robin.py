@@ -47,8 +47,11 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
     def extend(self, data: Any) -> Tensor:
         if not isinstance(data, TensorDictBase):
             return super().extend(data)
-        rows = super().extend(_without_index(data, self.storage))
-        if rows.numel() == data.shape[0]:
+        storage = self._storage if self._storage is not None else self.storage
+        rows = super().extend(_without_index(data, storage))
+        if storage.ndim == 1 and rows.shape[0] == data.batch_size[0]:
+            data.set(INDEX_KEY, rows)
+        elif rows.numel() == data.shape[0]:
             data.set(INDEX_KEY, _item_index(self.storage, data, rows))
         else:  # a batch larger than the storage: only its last items were kept
             index = torch.full(data.shape[: getattr(self.storage, "ndim", 1)], -1)
