@@ -125,3 +125,12 @@ def test_loads_without_scratch_dir_copies_and_leaves_the_source_alone(tmp_path):
     assert copy.scratch_dir != tmp_path / "a"
     copy.set(torch.arange(1), batch(1, start=50))
     assert LazyMemmapStorage.load(tmp_path / "a").get(torch.arange(1))["step"].tolist() == [0]
+
+
+def test_reopened_wrapped_storage_keeps_the_write_position(tmp_path):
+    buffer = TensorDictReplayBuffer(storage=LazyMemmapStorage(4, scratch_dir=tmp_path))
+    buffer.extend(batch(6))  # wraps: the next write goes to row 2
+    reopened = LazyMemmapStorage.load(tmp_path)
+    assert reopened.next_row == 2
+    again = TensorDictReplayBuffer(storage=reopened)
+    assert again.extend(batch(1, start=9)).tolist() == [2]

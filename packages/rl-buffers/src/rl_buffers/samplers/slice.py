@@ -91,21 +91,16 @@ class SliceSampler(Sampler):
         self.cache_values = cache_values
         self.truncated_key = truncated_key
         self._cache: Trajectories | None = None
-        self._next = 0
 
     # ---------------------------------------------------------------- writes
     def extend(self, index: Tensor) -> None:
-        if index.numel():
-            self._next = int(index.reshape(-1)[-1]) + 1
         self._cache = None
 
     def add(self, index: int) -> None:
-        self._next = int(index) + 1
         self._cache = None
 
     def _empty(self) -> None:
         self._cache = None
-        self._next = 0
 
     # ---------------------------------------------------------------- trajectories
     def _shape(self, batch_size: int) -> tuple[int, int]:
@@ -145,7 +140,8 @@ class SliceSampler(Sampler):
                 key, is_end = _DEFAULT_END_KEY, True
         column = column_of(key)
         n = column.shape[0]
-        oldest = self._next % n if n == storage.max_size else 0
+        # Once full, the oldest item sits at the writer's next row.
+        oldest = storage.next_row % n if n == storage.max_size else 0
         trajs = find_trajectories(column, is_end_flag=is_end, oldest=oldest, where=where)
         if self.cache_values:
             self._cache = trajs
@@ -196,10 +192,9 @@ class SliceSampler(Sampler):
         return index, {self.truncated_key: truncated.reshape(-1, 1)}
 
     def state_dict(self) -> dict[str, Any]:
-        return {"next": self._next}
+        return {}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self._next = int(state_dict["next"])
         self._cache = None
 
     def __repr__(self) -> str:

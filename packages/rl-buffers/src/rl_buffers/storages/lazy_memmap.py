@@ -102,19 +102,11 @@ class LazyMemmapStorage(TensorStorage):
                 "max_size": self.max_size,
                 "ndim": self.ndim,
                 "len_rows": self._len_rows,
-                "next_row": stop % self._data.shape[0],
+                "next_row": self._next_row,
                 "is_tensor": isinstance(self._data, Tensor),
             },
             self.scratch_dir / _META,
         )
-
-    @property
-    def next_row(self) -> int:
-        """The row after the last write (where a round-robin writer goes on)."""
-        meta = self.scratch_dir / _META if self.scratch_dir is not None else None
-        if meta is None or not meta.exists():
-            return 0
-        return json.loads(meta.read_text())["next_row"]
 
     # ---------------------------------------------------------------- disk
     def dumps(self, path: str | Path) -> None:
@@ -151,12 +143,14 @@ class LazyMemmapStorage(TensorStorage):
             self.ndim = meta["ndim"]
             self.max_size = meta["max_size"]
             self._adopt(data, len_rows=meta["len_rows"])
+            self._next_row = meta["next_row"]
             return
         if self._data is None:
             self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
         self._copy_in(data)
         self._len_rows = meta["len_rows"]
-        self._written(meta["next_row"])
+        self._next_row = meta["next_row"]
+        self._written(self._len_rows)
 
     @classmethod
     def load(cls, path: str | Path) -> LazyMemmapStorage:

@@ -60,6 +60,7 @@ class TensorStorage(Storage):
         self._tree: LeafTree | None = None
         self._len_rows = 0
         self._rows = 0
+        self._next_row = 0
         self._persistent = type(self)._written is not TensorStorage._written
         if storage is None:
             if max_size is None:
@@ -124,6 +125,11 @@ class TensorStorage(Storage):
     def num_rows(self) -> int:
         return self._len_rows
 
+    @property
+    def next_row(self) -> int:
+        """The row after the last one written (where a round-robin writer goes on)."""
+        return self._next_row
+
     # ---------------------------------------------------------------- read and write
     def __len__(self) -> int:
         if self._tree is None:
@@ -140,6 +146,7 @@ class TensorStorage(Storage):
                 stop = index.indices(self._rows)[1]
                 for (_, leaf), value in zip(tree.leaves, values):
                     leaf[index] = value  # copies across devices and dtypes as needed
+                self._next_row = stop % self._rows
                 if stop > self._len_rows:
                     self._len_rows = stop
                 if self._persistent:
@@ -175,11 +182,14 @@ class TensorStorage(Storage):
             )
         if type(index) is slice:
             stop = index.indices(self._rows)[1]
+            self._next_row = stop % self._rows
             for (_, leaf), value in zip(tree.leaves, values):
                 leaf[index] = value  # copies across devices and dtypes as needed
         else:
             index = index.to(tree.device)
             stop = int(index.max()) + 1 if index.numel() else 0
+            if index.numel():
+                self._next_row = (int(index[-1]) + 1) % self._rows
             for (_, leaf), value in zip(tree.leaves, values):
                 leaf.index_copy_(0, index, value.to(leaf.device, leaf.dtype, non_blocking=True))
         if stop > self._len_rows:
@@ -257,6 +267,7 @@ class TensorStorage(Storage):
         return {
             "data": self._data,
             "len_rows": self._len_rows,
+            "next_row": self._next_row,
             "max_size": self.max_size,
             "ndim": self.ndim,
         }
@@ -272,6 +283,7 @@ class TensorStorage(Storage):
             self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
         self._copy_in(data)
         self._len_rows = state_dict["len_rows"]
+        self._next_row = state_dict.get("next_row", self._len_rows % self._rows)
 
     def _copy_in(self, data: Tensor | TensorDictBase) -> None:
         if self._data.shape[: self.ndim] != data.shape[: self.ndim]:
@@ -290,6 +302,7 @@ class TensorStorage(Storage):
 
     def _empty(self) -> None:
         self._len_rows = 0
+        self._next_row = 0
         if self._data is not None:
             self._written(0)
 
