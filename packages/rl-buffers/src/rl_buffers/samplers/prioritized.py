@@ -66,6 +66,7 @@ class PrioritizedSampler(Sampler):
         max_capacity: int,
         alpha: float,
         beta: float,
+        *,
         eps: float = 1e-8,
         dtype: torch.dtype = torch.float,
         reduction: str = "max",
