@@ -49,9 +49,33 @@ SMOKE = {
         "td = CartPoleEnv(batch_size=[4]).rollout(5, break_when_any_done=False)\n"
         "print('rl_envs ok', tuple(td.batch_size))\n"
     ),
-    "rl-buffers": "print('rl_buffers ok')\n",
-    "rl-collectors": "print('rl_collectors ok')\n",
-    "rl-objectives": "print('rl_objectives ok')\n",
+    "rl-buffers": (
+        "import torch\n"
+        "from tensordict import TensorDict\n"
+        "from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer\n"
+        "buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=8)\n"
+        "buffer.extend(TensorDict({'observation': torch.randn(50, 3)}, batch_size=[50]))\n"
+        "print('rl_buffers ok', len(buffer), tuple(buffer.sample()['observation'].shape))\n"
+    ),
+    "rl-collectors": (
+        "import torch\n"
+        "from tensordict.nn import TensorDictModule\n"
+        "from rl_collectors import SyncDataCollector\n"
+        "from rl_core.testing import CountingEnv\n"
+        "policy = TensorDictModule(lambda o: torch.ones_like(o, dtype=torch.int64), "
+        "in_keys=['observation'], out_keys=['action'])\n"
+        "collector = SyncDataCollector(lambda: CountingEnv(batch_size=[2]), policy, "
+        "frames_per_batch=8, total_frames=16)\n"
+        "print('rl_collectors ok', [tuple(b.batch_size) for b in collector])\n"
+        "collector.shutdown()\n"
+    ),
+    "rl-objectives": (
+        "from rl_objectives.loggers import CSVLogger\n"
+        "import tempfile\n"
+        "logger = CSVLogger('smoke', log_dir=tempfile.mkdtemp())\n"
+        "logger.log_scalar('loss', 1.0, step=0)\n"
+        "print('rl_objectives ok')\n"
+    ),
     "rl-llm": "print('rl_llm ok')\n",
     "rl-kernels": "print('rl_kernels ok')\n",
 }
