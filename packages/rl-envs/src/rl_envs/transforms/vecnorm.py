@@ -38,8 +38,8 @@ class VecNorm(Transform):
     The statistics are buffers (``state_dict``/``load_state_dict`` round trip). To share
     them between ``ParallelEnv`` workers, build them once in shared memory with
     :meth:`build_td_for_shared_vecnorm` and pass them as ``shared_td`` to the VecNorm of
-    every worker; updates from several processes are not locked, so a concurrent update
-    can occasionally be lost (the statistics stay consistent up to that).
+    every worker, with one ``lock`` shared by all of them (without it, two updates at the same
+    moment can lose one).
 
     Args:
         in_keys: entries to normalise. Defaults to ``["observation"]``.
@@ -47,6 +47,8 @@ class VecNorm(Transform):
         decay: the decay of the running sums, in ``(0, 1]``.
         eps: the smallest variance used.
         shared_td: a TensorDict of statistics to use (and update) instead of own ones.
+        lock: a lock (e.g. ``multiprocessing.Lock()``) held while the statistics are updated,
+            so that workers sharing them lose no update.
 
     Examples:
         >>> import torch
@@ -67,6 +69,7 @@ class VecNorm(Transform):
         decay: float = 0.9999,
         eps: float = 1e-4,
         shared_td: TensorDictBase | None = None,
+        lock: Any = None,
     ) -> None:
         super().__init__(in_keys=OBSERVATION if in_keys is None else in_keys, out_keys=out_keys)
         if not 0.0 < decay <= 1.0:
@@ -74,6 +77,7 @@ class VecNorm(Transform):
         self.decay = decay
         self.eps = eps
         self.frozen = False
+        self.__dict__["lock"] = lock
         for key in self.in_keys:
             for stat in _STATS:
                 value = None
@@ -165,7 +169,11 @@ class VecNorm(Transform):
             if not self.frozen:
                 self._ensure_stats(in_key, value.shape[batch_ndim:], value.device)
                 weight = reset_weight(weight_source, value, batch_ndim)
-                self._update(in_key, value, weight)
+                if self.lock is None:
+                    self._update(in_key, value, weight)
+                else:
+                    with self.lock:
+                        self._update(in_key, value, weight)
             data.set(out_key, self._normalize(in_key, value))
         return data
 
@@ -197,7 +205,12 @@ class VecNorm(Transform):
 
     def frozen_copy(self) -> VecNorm:
         """A frozen copy with its own (copied) statistics, for an evaluation env."""
-        out = self.clone()
+        lock = self.lock
+        self.__dict__["lock"] = None
+        try:
+            out = self.clone()
+        finally:
+            self.__dict__["lock"] = lock
         out.frozen = True
         return out
 
