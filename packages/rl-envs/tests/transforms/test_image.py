@@ -62,7 +62,7 @@ def test_errors(cartpole, pong):
     with pytest.raises(TypeError, match="ToTensorImage: expected uint8 images under 'observation'"):
         env.reset()
     env = TransformedEnv(cartpole, Resize(8, in_keys=OBS))
-    with pytest.raises(ValueError, match="Resize: expected images .* Missing pixels"):
+    with pytest.raises(ValueError, match=r"Resize: expected images .* Missing pixels"):
         env.reset()
     env = TransformedEnv(pong, GrayScale(in_keys=OBS))
     with pytest.raises(ValueError, match="GrayScale: expected 3 channels"):
