@@ -1,7 +1,8 @@
 """Environments that speak the rl-core TensorDict contract.
 
 Wrappers of gymnasium and PettingZoo (imported only when a wrapper is built), torch-native
-batched envs, and the serial and multi-process batched envs.
+batched envs, the serial and multi-process batched envs, and the transform catalogue
+(:mod:`rl_envs.transforms`).
 """
 
 from importlib.metadata import version as _version
@@ -20,6 +21,30 @@ from rl_envs.libs import (
     spec_to_gym_space,
 )
 from rl_envs.native import CartPoleEnv, PendulumEnv
+from rl_envs.transforms import (
+    ActionMask,
+    ActionScaling,
+    CatFrames,
+    CatTensors,
+    CenterCrop,
+    ClipTransform,
+    DTypeCastTransform,
+    FlattenObservation,
+    FrameSkipTransform,
+    GrayScale,
+    NoopResetEnv,
+    ObservationNorm,
+    PermuteTransform,
+    Resize,
+    RewardClipping,
+    RewardScaling,
+    SignTransform,
+    SqueezeTransform,
+    TensorDictPrimer,
+    ToTensorImage,
+    UnsqueezeTransform,
+    VecNorm,
+)
 
 __version__ = _version("rl-envs")
 
@@ -46,4 +71,27 @@ __all__ = [
     "EnvMetadata",
     "ParallelEnv",
     "SerialEnv",
+    # transforms
+    "ObservationNorm",
+    "VecNorm",
+    "CatTensors",
+    "CatFrames",
+    "UnsqueezeTransform",
+    "SqueezeTransform",
+    "FlattenObservation",
+    "PermuteTransform",
+    "ClipTransform",
+    "SignTransform",
+    "DTypeCastTransform",
+    "TensorDictPrimer",
+    "ToTensorImage",
+    "Resize",
+    "CenterCrop",
+    "GrayScale",
+    "RewardScaling",
+    "RewardClipping",
+    "ActionScaling",
+    "ActionMask",
+    "FrameSkipTransform",
+    "NoopResetEnv",
 ]
