@@ -69,28 +69,44 @@ class ObservationNorm(Transform):
         """Whether loc and scale are set."""
         return self.loc is not None and self.scale is not None
 
-    def _params(self, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if not self.initialized:
+    def _affine(self, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(weight, bias)`` with ``output = value * weight + bias``, on ``value``'s device.
+
+        Computed once per (loc, scale, device) so that a step costs one fused op.
+        """
+        loc, scale = self.loc, self.scale
+        if loc is None or scale is None:
             raise RuntimeError(
                 "ObservationNorm: loc and scale are not set; pass them to the constructor, "
                 "call init_stats(num_iter) or load a state_dict first."
             )
-        loc, scale = self.loc, self.scale
-        if loc.device != value.device:
-            loc, scale = loc.to(value.device), scale.to(value.device)
-        return loc, scale
+        cached = self.__dict__.get("_affine_cache")
+        if (
+            cached is not None
+            and cached[0] is loc
+            and cached[1] is scale
+            and cached[2] == loc._version
+            and cached[3] == scale._version
+            and cached[4].device == value.device
+        ):
+            return cached[4], cached[5]
+        if self.standard_normal:
+            weight, bias = 1.0 / scale, -loc / scale
+        else:
+            weight, bias = scale, loc
+        weight, bias = weight.to(value.device), bias.to(value.device)
+        self.__dict__["_affine_cache"] = (loc, scale, loc._version, scale._version, weight, bias)
+        return weight, bias
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        loc, scale = self._params(value)
-        if self.standard_normal:
-            return (value - loc) / scale
-        return value * scale + loc
+        weight, bias = self._affine(value)
+        if not value.dtype.is_floating_point:
+            value = value.to(weight.dtype)
+        return torch.addcmul(bias, value, weight)
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        loc, scale = self._params(value)
-        if self.standard_normal:
-            return value * scale + loc
-        return (value - loc) / scale
+        weight, bias = self._affine(value)
+        return (value - bias) / weight
 
     # ------------------------------------------------------------------ statistics
     @torch.no_grad()
