@@ -22,6 +22,7 @@ from rl_envs.libs import (
 )
 from rl_envs.native import CartPoleEnv, PendulumEnv
 from rl_envs.transforms import (
+    ActionDiscretizer,
     ActionMask,
     ActionScaling,
     CatFrames,
@@ -29,6 +30,7 @@ from rl_envs.transforms import (
     CenterCrop,
     ClipTransform,
     DTypeCastTransform,
+    FlattenAction,
     FlattenObservation,
     FrameSkipTransform,
     GrayScale,
@@ -36,12 +38,15 @@ from rl_envs.transforms import (
     ObservationNorm,
     PermuteTransform,
     Resize,
+    Reward2GoTransform,
     RewardClipping,
     RewardScaling,
     SignTransform,
     SqueezeTransform,
     TensorDictPrimer,
+    TimeMaxPool,
     ToTensorImage,
+    TrajCounter,
     UnsqueezeTransform,
     VecNorm,
 )
@@ -90,8 +95,13 @@ __all__ = [
     "GrayScale",
     "RewardScaling",
     "RewardClipping",
+    "Reward2GoTransform",
+    "TrajCounter",
     "ActionScaling",
     "ActionMask",
+    "ActionDiscretizer",
+    "FlattenAction",
     "FrameSkipTransform",
     "NoopResetEnv",
+    "TimeMaxPool",
 ]

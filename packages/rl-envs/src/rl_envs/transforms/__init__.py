@@ -7,6 +7,7 @@ specs) and on plain TensorDicts such as replay-buffer samples. The machinery (``
 live in rl-core.
 """
 
+from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
@@ -18,12 +19,15 @@ from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.primer import TensorDictPrimer
 from rl_envs.transforms.reward import RewardClipping, RewardScaling
+from rl_envs.transforms.reward2go import Reward2GoTransform
 from rl_envs.transforms.shape import (
     FlattenObservation,
     PermuteTransform,
     SqueezeTransform,
     UnsqueezeTransform,
 )
+from rl_envs.transforms.time_max_pool import TimeMaxPool
+from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.vecnorm import VecNorm
 
 __all__ = [
@@ -48,10 +52,15 @@ __all__ = [
     # rewards
     "RewardScaling",
     "RewardClipping",
+    "Reward2GoTransform",
+    "TrajCounter",
     # actions
     "ActionScaling",
     "ActionMask",
+    "ActionDiscretizer",
+    "FlattenAction",
     "FrameSkipTransform",
     # episodes
     "NoopResetEnv",
+    "TimeMaxPool",
 ]

@@ -169,3 +169,42 @@ def parent_input(transform: Transform, tensordict: TensorDictBase) -> TensorDict
         for later in reversed(list(container.transforms)[index + 1 :]):
             inner = later._inv_call(inner)
     return inner
+
+
+def episode_windows(
+    tensordict: TensorDictBase, n: int, done_key: NestedKey, where: str
+) -> tuple[int, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """For a trajectory (last batch dim = time), the indices of the ``n`` steps ending at each
+    step, oldest first, clamped to the step's episode start; with a mask of the indices that
+    lie inside the episode. An episode starts at index 0 and after each step with
+    ``done_key`` set.
+
+    Returns:
+        ``(time_dim, [(index, valid), ...])``, each shaped like the batch.
+    """
+    if tensordict.batch_dims == 0:
+        raise ValueError(
+            f"{where}: a TensorDict outside an env needs a time dim (its last batch dim); got "
+            f"batch size ()."
+        )
+    shape = tensordict.batch_size
+    time_dim = len(shape) - 1
+    length = shape[time_dim]
+    start = torch.zeros(shape, dtype=torch.bool, device=tensordict.device)
+    start.select(time_dim, 0).fill_(True)
+    done = tensordict.get(done_key, None)
+    if done is not None:
+        done = done.reshape(*shape, -1).any(-1)
+        start.narrow(time_dim, 1, length - 1).copy_(done.narrow(time_dim, 0, length - 1))
+    steps = torch.arange(length, device=start.device).expand_as(start)
+    first = torch.where(start, steps, torch.zeros_like(steps)).cummax(time_dim).values
+    windows = []
+    for back in range(n - 1, -1, -1):
+        windows.append((torch.maximum(steps - back, first), steps - back >= first))
+    return time_dim, windows
+
+
+def gather_steps(values: torch.Tensor, index: torch.Tensor, time_dim: int) -> torch.Tensor:
+    """``values`` (batch dims first) taken at the time ``index`` of each batch element."""
+    extra = values.ndim - index.ndim
+    return values.gather(time_dim, index.reshape(*index.shape, *([1] * extra)).expand_as(values))

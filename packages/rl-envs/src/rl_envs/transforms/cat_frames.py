@@ -9,7 +9,13 @@ from tensordict import TensorDictBase
 
 from rl_core import Composite, TensorSpec, Transform
 from rl_core.keys import DONE, NEXT, NestedKey
-from rl_envs.transforms._common import bounds, check_negative_dim, continuous_like
+from rl_envs.transforms._common import (
+    bounds,
+    check_negative_dim,
+    continuous_like,
+    episode_windows,
+    gather_steps,
+)
 
 _PADDINGS = ("same", "constant")
 
@@ -104,43 +110,19 @@ class CatFrames(Transform):
         return next_tensordict
 
     # ------------------------------------------------------------------ trajectory path
-    def _episode_start(self, tensordict: TensorDictBase, length: int) -> torch.Tensor:
-        done = tensordict.get(self.done_key, None)
-        time_dim = tensordict.batch_dims - 1
-        shape = tensordict.batch_size
-        start = torch.zeros(shape, dtype=torch.bool, device=tensordict.device)
-        start.select(time_dim, 0).fill_(True)
-        if done is not None:
-            done = done.reshape(*shape, -1).any(-1)
-            start.narrow(time_dim, 1, length - 1).copy_(done.narrow(time_dim, 0, length - 1))
-        return start
-
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        if tensordict.batch_dims == 0:
-            raise ValueError(
-                "CatFrames: a TensorDict outside an env needs a time dim (its last batch dim); "
-                "got batch size ()."
-            )
-        time_dim = tensordict.batch_dims - 1
-        length = tensordict.batch_size[time_dim]
-        start = self._episode_start(tensordict, length)
-        steps = torch.arange(length, device=start.device).expand_as(start)
-        first = torch.where(start, steps, torch.zeros_like(steps)).cummax(time_dim).values
+        time_dim, windows = episode_windows(tensordict, self.N, self.done_key, "CatFrames")
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             frames = tensordict.get(in_key, None)
             if frames is None:
                 continue
-            event = frames.shape[tensordict.batch_dims :]
             stack = []
-            for back in range(self.N - 1, -1, -1):
-                index = torch.maximum(steps - back, first)
-                gathered = frames.gather(
-                    time_dim, index.reshape(*index.shape, *([1] * len(event))).expand_as(frames)
-                )
+            for back, (index, valid) in zip(range(self.N - 1, -1, -1), windows):
+                gathered = gather_steps(frames, index, time_dim)
                 if self.padding == "constant" and back:
-                    valid = (steps - back >= first).reshape(*index.shape, *([1] * len(event)))
+                    mask = valid.reshape(*valid.shape, *([1] * (frames.ndim - valid.ndim)))
                     gathered = torch.where(
-                        valid, gathered, torch.full_like(gathered, self.padding_value)
+                        mask, gathered, torch.full_like(gathered, self.padding_value)
                     )
                 stack.append(gathered)
             stacked = torch.cat(stack, self.dim)

@@ -33,7 +33,7 @@ class ObservationNorm(Transform):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> t = ObservationNorm(loc=1.0, scale=2.0, standard_normal=True)
-        >>> t(TensorDict(observation=torch.tensor([3.0, 5.0]))["observation"]).tolist()
+        >>> t(TensorDict(observation=torch.tensor([3.0, 5.0])))["observation"].tolist()
         [1.0, 2.0]
     """
 
