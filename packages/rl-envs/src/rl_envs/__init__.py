@@ -37,6 +37,7 @@ from rl_envs.transforms import (
     NoopResetEnv,
     ObservationNorm,
     PermuteTransform,
+    PixelRenderTransform,
     Resize,
     Reward2GoTransform,
     RewardClipping,
@@ -49,6 +50,7 @@ from rl_envs.transforms import (
     TrajCounter,
     UnsqueezeTransform,
     VecNorm,
+    VideoRecorder,
 )
 
 __version__ = _version("rl-envs")
@@ -104,4 +106,6 @@ __all__ = [
     "FrameSkipTransform",
     "NoopResetEnv",
     "TimeMaxPool",
+    "VideoRecorder",
+    "PixelRenderTransform",
 ]

@@ -18,6 +18,7 @@ from rl_envs.transforms.image import CenterCrop, GrayScale, Resize, ToTensorImag
 from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.primer import TensorDictPrimer
+from rl_envs.transforms.recording import PixelRenderTransform, VideoRecorder
 from rl_envs.transforms.reward import RewardClipping, RewardScaling
 from rl_envs.transforms.reward2go import Reward2GoTransform
 from rl_envs.transforms.shape import (
@@ -63,4 +64,7 @@ __all__ = [
     # episodes
     "NoopResetEnv",
     "TimeMaxPool",
+    # recording
+    "VideoRecorder",
+    "PixelRenderTransform",
 ]
