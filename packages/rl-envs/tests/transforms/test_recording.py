@@ -74,7 +74,7 @@ def test_buffer_batch_frames(tmp_path):
 
 @pytest.mark.filterwarnings("ignore:.*render method without specifying any render mode")
 def test_errors(cartpole):
-    with pytest.raises(TypeError, match="VideoRecorder: the logger .* has no log_video"):
+    with pytest.raises(TypeError, match=r"VideoRecorder: the logger .* has no log_video"):
         VideoRecorder(logger=object())
     env = TransformedEnv(cartpole, VideoRecorder())
     with pytest.raises(KeyError, match="VideoRecorder: the env shows no 'pixels' frames"):
