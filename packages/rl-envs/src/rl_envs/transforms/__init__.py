@@ -13,6 +13,7 @@ from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
 from rl_envs.transforms.dtype_cast import DTypeCastTransform
+from rl_envs.transforms.end_of_life import EndOfLifeTransform
 from rl_envs.transforms.frame_skip import FrameSkipTransform
 from rl_envs.transforms.image import CenterCrop, GrayScale, Resize, ToTensorImage
 from rl_envs.transforms.noop_reset import NoopResetEnv
@@ -63,6 +64,7 @@ __all__ = [
     "FrameSkipTransform",
     # episodes
     "NoopResetEnv",
+    "EndOfLifeTransform",
     "TimeMaxPool",
     # recording
     "VideoRecorder",
