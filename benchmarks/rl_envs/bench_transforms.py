@@ -49,6 +49,10 @@ def cartpole_transformed() -> EnvBase:
     return TransformedEnv(GymEnv("CartPole-v1"), Compose(norm, RewardSum(), StepCounter()))
 
 
+def cartpole_empty() -> EnvBase:
+    return TransformedEnv(GymEnv("CartPole-v1"), Compose())
+
+
 def pong() -> EnvBase:
     return GymEnv("ALE/Pong-v5", frameskip=4, repeat_action_probability=0.0)
 
@@ -98,6 +102,8 @@ def main() -> None:
     ref = best(cartpole, CARTPOLE_STEPS, policy=True)
     ours = best(cartpole_transformed, CARTPOLE_STEPS, policy=True)
     line("CartPole + (ObservationNorm, RewardSum, StepCounter), policy", ref, ours)
+    empty = best(cartpole_empty, CARTPOLE_STEPS, policy=True)
+    line("CartPole + empty Compose (TransformedEnv alone), policy", ref, empty)
     ref = best(pong, PONG_STEPS, policy=True)
     ours = best(pong_transformed, PONG_STEPS, policy=True)
     line("Pong + Atari pipeline, policy", ref, ours)
