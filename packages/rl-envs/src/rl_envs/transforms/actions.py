@@ -90,6 +90,10 @@ class ActionMask(Transform):
     Raises:
         KeyError: (on the specs) the env has no such mask observation or action.
         TypeError: (on the specs) the action spec has no mask (not Categorical or OneHot).
+
+    Examples:
+        >>> ActionMask().in_keys
+        ['action', 'action_mask']
     """
 
     def __init__(self, action_key: NestedKey = ACTION, mask_key: NestedKey = ACTION_MASK) -> None:

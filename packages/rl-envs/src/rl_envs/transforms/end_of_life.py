@@ -25,6 +25,10 @@ class EndOfLifeTransform(Transform):
 
     Raises:
         KeyError: (on the specs) the env shows no lives.
+
+    Examples:
+        >>> EndOfLifeTransform().out_keys
+        ['end-of-life']
     """
 
     def __init__(self, eol_key: NestedKey = "end-of-life", lives_key: NestedKey = "lives") -> None:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tensordict import TensorDictBase
 
-from rl_core import Transform
+from rl_core import Transform, step_mdp
 from rl_core.keys import DONE, NEXT, REWARD, NestedKey
 from rl_envs.transforms._common import parent_input
 
@@ -26,6 +26,15 @@ class FrameSkipTransform(Transform):
     Raises:
         ValueError: ``frame_skip`` < 1.
         RuntimeError: a step outside an env.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core import TransformedEnv
+        >>> from rl_core.testing import CountingEnv
+        >>> env = TransformedEnv(CountingEnv(max_count=100), FrameSkipTransform(3))
+        >>> td = env.step(env.reset().set("action", torch.ones(1, dtype=torch.int64)))
+        >>> td["next", "observation"].item(), td["next", "reward"].item()
+        (3.0, 3.0)
     """
 
     def __init__(
@@ -43,11 +52,21 @@ class FrameSkipTransform(Transform):
         if parent is None:
             raise RuntimeError("FrameSkipTransform: a step outside an env.")
         totals = [next_tensordict.get(key) for key in self.in_keys]
-        inner = parent_input(self, tensordict)
+        # The next input is the step's next state with the same action, so that envs whose
+        # state lives in the TensorDict move on too.
+        stepped = parent_input(self, tensordict).set(NEXT, next_tensordict)
         for _ in range(self.frame_skip - 1):
             if bool(next_tensordict.get(DONE).any()):
                 break
-            next_tensordict = parent.step(inner.exclude(NEXT)).get(NEXT)
+            root = step_mdp(
+                stepped,
+                exclude_action=False,
+                reward_keys=parent.reward_keys,
+                done_keys=parent.done_keys,
+                action_keys=parent.action_keys,
+            )
+            stepped = parent.step(root)
+            next_tensordict = stepped.get(NEXT)
             totals = [t + next_tensordict.get(k) for t, k in zip(totals, self.in_keys)]
         for key, total in zip(self.in_keys, totals):
             next_tensordict.set(key, total)

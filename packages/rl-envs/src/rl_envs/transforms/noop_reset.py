@@ -25,6 +25,13 @@ class NoopResetEnv(Transform):
         ValueError: ``noops`` < 1.
         RuntimeError: (on reset) the env below is batched, or episodes keep ending during
             the steps.
+
+    Examples:
+        >>> from rl_core import TransformedEnv
+        >>> from rl_core.testing import CountingEnv
+        >>> env = TransformedEnv(CountingEnv(max_count=100), NoopResetEnv(4, random=False))
+        >>> env.reset()["observation"].item() <= 4
+        True
     """
 
     _MAX_TRIALS = 10

@@ -44,6 +44,17 @@ class VideoRecorder(Transform):
     Raises:
         ValueError: ``skip`` < 1.
         KeyError: (on the specs) the env shows no such frames.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> class Logger:
+        ...     def log_video(self, name, video, step=None):
+        ...         print(name, tuple(video.shape), video.dtype)
+        >>> recorder = VideoRecorder(Logger(), tag="demo")
+        >>> _ = recorder(TensorDict(pixels=torch.rand(5, 3, 8, 8), batch_size=[5]))
+        >>> recorder.dump()
+        demo (1, 5, 3, 8, 8) torch.uint8
     """
 
     def __init__(
