@@ -15,7 +15,7 @@ def test_flags_lost_lives_in_breakout():
     check_env_specs(env)
     # Always FIRE and never move: each served ball is missed and a life is lost.
     fire = torch.tensor([0, 1, 0, 0])
-    traj = env.rollout(150, lambda td: td.set("action", fire), break_when_any_done=False)
+    traj = env.rollout(40, lambda td: td.set("action", fire), break_when_any_done=False)
     lost = traj["next", "lives"] < traj["lives"]
     assert lost.any()
     assert torch.equal(traj["next", "end-of-life"].squeeze(-1), lost)

@@ -60,3 +60,26 @@ def test_errors_name_the_transform_and_the_key(cartpole):
         env.reset()
     with pytest.raises(ValueError, match="cat_dim=1"):
         env.transform.init_stats(5, cat_dim=1)
+
+
+def test_stats_estimated_once_serve_parallel_env_workers(cartpole):
+    from rl_envs import GymEnv, ParallelEnv
+
+    norm = ObservationNorm(standard_normal=True)
+    TransformedEnv(cartpole, norm).transform.init_stats(50)
+
+    def make():
+        return TransformedEnv(GymEnv("CartPole-v1"), norm.clone())
+
+    env = ParallelEnv(2, make)
+    try:
+        env.set_seed(0)
+        check_env_specs(env)
+        raw = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+        raw.set_seed(0)
+        expected = (raw.reset()["observation"] - norm.loc) / norm.scale
+        raw.close()
+        env.set_seed(0)
+        assert torch.allclose(env.reset()["observation"], expected, atol=1e-5)
+    finally:
+        env.close()

@@ -1,5 +1,6 @@
 """Transforms composed as training scripts use them, on batched envs."""
 
+import pytest
 import torch
 
 from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
@@ -51,6 +52,7 @@ def test_atari_pipeline_in_parallel_env_workers(pong):
         env.close()
 
 
+@pytest.mark.slow
 def test_atari_pipeline_on_the_parent_of_a_parallel_env(pong):
     base = ParallelEnv(2, lambda: GymEnv("ALE/Pong-v5", frameskip=4, repeat_action_probability=0.0))
     env = TransformedEnv(base, _atari_pipeline(noops=False))

@@ -32,6 +32,7 @@ def test_gif_of_pong_frames(pong, tmp_path):
     assert recorder.dump() is None  # nothing left
 
 
+@pytest.mark.slow
 def test_logger_gets_float_frames_of_a_batched_env():
     pytest.importorskip("ale_py")
     logger = ListLogger()
