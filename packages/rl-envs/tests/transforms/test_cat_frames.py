@@ -86,3 +86,19 @@ def test_errors(cartpole):
         env.reset()
     with pytest.raises(ValueError, match="CatFrames: a TensorDict outside an env needs a time dim"):
         CatFrames(2, -1, in_keys=["x"])(TensorDict(x=torch.zeros(3)))
+
+
+def test_partial_reset_restarts_only_the_reset_sub_env():
+    env = TransformedEnv(
+        SerialEnv(2, lambda: GymEnv("Pendulum-v1")), CatFrames(3, -1, in_keys=["observation"])
+    )
+    td = env.reset()
+    for _ in range(3):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
+    td["_reset"] = torch.tensor([[True], [False]])
+    before = td["observation"].clone()
+    out = env.reset(td)
+    frames = out["observation"].reshape(2, 3, 3)
+    assert torch.equal(frames[0], frames[0, :1].expand(3, 3))
+    assert torch.equal(out["observation"][1], before[1])
+    assert not torch.equal(frames[1], frames[1, :1].expand(3, 3))

@@ -65,3 +65,42 @@ def test_atari_pipeline_on_the_parent_of_a_parallel_env(pong):
         assert torch.equal(restart, restart[:, :1].expand_as(restart))
     finally:
         env.close()
+
+
+def test_generic_transforms_on_a_pixel_env(pong):
+    from rl_core import Unbounded
+    from rl_envs.transforms import (
+        CatTensors,
+        ClipTransform,
+        DTypeCastTransform,
+        FlattenObservation,
+        FrameSkipTransform,
+        RewardScaling,
+        SignTransform,
+        TensorDictPrimer,
+        TrajCounter,
+        VecNorm,
+    )
+
+    env = TransformedEnv(
+        pong,
+        Compose(
+            FrameSkipTransform(2),
+            DTypeCastTransform(torch.float32, torch.float64, in_keys=["reward"]),
+            ToTensorImage(in_keys=OBS),
+            Resize(21, 21, in_keys=OBS),
+            VecNorm(in_keys=OBS),
+            ClipTransform(OBS, low=-3.0, high=3.0),
+            FlattenObservation(-3, -1, in_keys=OBS),
+            CatTensors(OBS, "vector"),
+            RewardScaling(0.0, 0.5),
+            SignTransform(["reward"]),
+            TensorDictPrimer(hidden=Unbounded(shape=(4,))),
+            TrajCounter(),
+        ),
+    )
+    check_env_specs(env)
+    traj = env.rollout(4)
+    assert traj["vector"].shape == (4, 3 * 21 * 21)
+    assert traj["next", "reward"].dtype == torch.float64
+    assert traj["vector"].abs().max() <= 3.0
