@@ -145,6 +145,36 @@ def test_transformed_env_passes_check_env_specs_and_partial_resets():
     assert torch.equal(out["observation"][1:], before["observation"][1:])
 
 
+class Repeat(Transform):
+    """Shows the observation repeated `n` times along its last dim (a shape change in place)."""
+
+    def __init__(self, n):
+        super().__init__(in_keys=["observation"])
+        self.n = n
+
+    def _apply_transform(self, value):
+        return value.repeat_interleave(self.n, -1)
+
+    def transform_observation_spec(self, spec):
+        old = spec["observation"]
+        spec["observation"] = Unbounded(
+            shape=(*old.shape[:-1], old.shape[-1] * self.n), dtype=old.dtype
+        )
+        return spec
+
+
+def test_partial_reset_with_an_in_place_shape_change():
+    # The base env must not be handed the transformed entries (other shapes) to merge.
+    env = TransformedEnv(CountingEnv(max_count=100, batch_size=[3]), Repeat(4))
+    td = env.reset()
+    td["observation"] = torch.arange(1.0, 13.0).reshape(3, 4)
+    td["_reset"] = torch.tensor([[True], [False], [True]])
+    out = env.reset(td)
+    assert out["observation"].shape == (3, 4)
+    assert out["observation"][[0, 2]].eq(0).all()
+    assert out["observation"][1].tolist() == [5.0, 6.0, 7.0, 8.0]
+
+
 def test_transforms_run_on_plain_tensordicts():
     t = Compose(Scale(3.0), Scale(2.0, in_keys=("other",)))
     td = t(TensorDict(observation=torch.ones(4, 1), other=torch.ones(4, 1), batch_size=[4]))

@@ -1,7 +1,8 @@
 """Environments that speak the rl-core TensorDict contract.
 
 Wrappers of gymnasium and PettingZoo (imported only when a wrapper is built), torch-native
-batched envs, and the serial and multi-process batched envs.
+batched envs, the serial and multi-process batched envs, and the transform catalogue
+(:mod:`rl_envs.transforms`).
 """
 
 # ruff: noqa: E402  (the rl-core version guard runs before the imports it protects)
@@ -25,6 +26,38 @@ from rl_envs.libs import (
     spec_to_gym_space,
 )
 from rl_envs.native import CartPoleEnv, PendulumEnv
+from rl_envs.transforms import (
+    ActionDiscretizer,
+    ActionMask,
+    ActionScaling,
+    CatFrames,
+    CatTensors,
+    CenterCrop,
+    ClipTransform,
+    DTypeCastTransform,
+    EndOfLifeTransform,
+    FlattenAction,
+    FlattenObservation,
+    FrameSkipTransform,
+    GrayScale,
+    NoopResetEnv,
+    ObservationNorm,
+    PermuteTransform,
+    PixelRenderTransform,
+    Resize,
+    Reward2GoTransform,
+    RewardClipping,
+    RewardScaling,
+    SignTransform,
+    SqueezeTransform,
+    TensorDictPrimer,
+    TimeMaxPool,
+    ToTensorImage,
+    TrajCounter,
+    UnsqueezeTransform,
+    VecNorm,
+    VideoRecorder,
+)
 
 __version__ = _version("rl-envs")
 
@@ -51,4 +84,35 @@ __all__ = [
     "EnvMetadata",
     "ParallelEnv",
     "SerialEnv",
+    # transforms
+    "ObservationNorm",
+    "VecNorm",
+    "CatTensors",
+    "CatFrames",
+    "UnsqueezeTransform",
+    "SqueezeTransform",
+    "FlattenObservation",
+    "PermuteTransform",
+    "ClipTransform",
+    "SignTransform",
+    "DTypeCastTransform",
+    "TensorDictPrimer",
+    "ToTensorImage",
+    "Resize",
+    "CenterCrop",
+    "GrayScale",
+    "RewardScaling",
+    "RewardClipping",
+    "Reward2GoTransform",
+    "TrajCounter",
+    "ActionScaling",
+    "ActionMask",
+    "ActionDiscretizer",
+    "FlattenAction",
+    "FrameSkipTransform",
+    "NoopResetEnv",
+    "EndOfLifeTransform",
+    "TimeMaxPool",
+    "VideoRecorder",
+    "PixelRenderTransform",
 ]

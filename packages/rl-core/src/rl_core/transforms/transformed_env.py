@@ -117,8 +117,20 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        tensordict_reset = self.base_env.reset(tensordict, **kwargs)
+        # The base env gets only what it reads (its reset masks and state entries): the other
+        # entries of ``tensordict`` may be transformed ones (other shapes, dtypes), and this
+        # env's own ``reset`` merges them back for the sub-envs that are not reset.
+        inner = (
+            None
+            if tensordict is None
+            else tensordict.select(*self._base_reset_keys(), strict=False)
+        )
+        tensordict_reset = self.base_env.reset(inner, **kwargs)
         return self.transform._reset(tensordict, tensordict_reset)
+
+    def _base_reset_keys(self) -> list:
+        base = self.base_env
+        return self._cached("base_reset_keys", lambda: [*base.reset_keys, *base.state_keys])
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         base = self.base_env

@@ -1,0 +1,116 @@
+"""The cost of transforms: transformed envs against the bare env, stepped the same way.
+
+Three comparisons, each a ratio measured in this process (best of ``REPEATS`` runs, CPU time
+of this process with ``time.process_time``):
+
+1. ``TransformedEnv(GymEnv("CartPole-v1"), Compose(ObservationNorm, RewardSum, StepCounter))``
+   against ``GymEnv("CartPole-v1")``, both stepped by ``rollout`` with a policy writing a
+   fixed action (the step-by-step loop every policy takes). Target: at most 1.5x.
+2. The Atari pipeline (``ToTensorImage``, ``GrayScale``, ``Resize(84, 84)``, ``CatFrames(4)``,
+   ``RewardClipping``, ``NoopResetEnv``, ``StepCounter``) on ``ALE/Pong-v5`` against the bare
+   Pong env, the same way: the cost per step is reported.
+3. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
+   (``_random_rollout``); a TransformedEnv has no such loop and goes step by step, so the
+   fast path is lost under transforms. The ratio says how much.
+
+Run: ``uv run python benchmarks/rl_envs/bench_transforms.py``
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+
+from rl_core import Compose, EnvBase, RewardSum, StepCounter, TransformedEnv
+from rl_envs import (
+    CatFrames,
+    GrayScale,
+    GymEnv,
+    NoopResetEnv,
+    ObservationNorm,
+    Resize,
+    RewardClipping,
+    ToTensorImage,
+)
+
+CARTPOLE_STEPS = 5_000
+PONG_STEPS = 400
+REPEATS = 5
+
+
+def cartpole() -> EnvBase:
+    return GymEnv("CartPole-v1")
+
+
+def cartpole_transformed() -> EnvBase:
+    norm = ObservationNorm(loc=torch.zeros(4), scale=torch.ones(4), standard_normal=True)
+    return TransformedEnv(GymEnv("CartPole-v1"), Compose(norm, RewardSum(), StepCounter()))
+
+
+def cartpole_empty() -> EnvBase:
+    return TransformedEnv(GymEnv("CartPole-v1"), Compose())
+
+
+def pong() -> EnvBase:
+    return GymEnv("ALE/Pong-v5", frameskip=4, repeat_action_probability=0.0)
+
+
+def pong_transformed() -> EnvBase:
+    obs = ["observation"]
+    return TransformedEnv(
+        pong(),
+        Compose(
+            NoopResetEnv(30),
+            ToTensorImage(in_keys=obs),
+            GrayScale(in_keys=obs),
+            Resize(84, 84, in_keys=obs),
+            CatFrames(4, -3, in_keys=obs),
+            RewardClipping(-1.0, 1.0),
+            StepCounter(),
+        ),
+    )
+
+
+def timed(make: Callable[[], EnvBase], steps: int, *, policy: bool) -> float:
+    env = make()
+    env.set_seed(0)
+    action = env.action_spec.zero()
+    fn = (lambda td: td.set("action", action)) if policy else None
+    env.rollout(10, fn, break_when_any_done=False)  # warm-up: specs, caches
+    start = time.process_time()
+    env.rollout(steps, fn, break_when_any_done=False)
+    elapsed = time.process_time() - start
+    env.close()
+    return elapsed / steps
+
+
+def best(make: Callable[[], EnvBase], steps: int, *, policy: bool) -> float:
+    return min(timed(make, steps, policy=policy) for _ in range(REPEATS))
+
+
+def line(name: str, ref: float, ours: float) -> None:
+    print(
+        f"{name:<58} reference {ref * 1e6:8.1f} us/step   ours {ours * 1e6:8.1f} us/step"
+        f"   ratio {ours / ref:5.2f}x"
+    )
+
+
+def main() -> None:
+    torch.set_num_threads(1)
+    ref = best(cartpole, CARTPOLE_STEPS, policy=True)
+    ours = best(cartpole_transformed, CARTPOLE_STEPS, policy=True)
+    line("CartPole + (ObservationNorm, RewardSum, StepCounter), policy", ref, ours)
+    empty = best(cartpole_empty, CARTPOLE_STEPS, policy=True)
+    line("CartPole + empty Compose (TransformedEnv alone), policy", ref, empty)
+    ref = best(pong, PONG_STEPS, policy=True)
+    ours = best(pong_transformed, PONG_STEPS, policy=True)
+    line("Pong + Atari pipeline, policy", ref, ours)
+    ref = best(cartpole, CARTPOLE_STEPS, policy=False)
+    ours = best(cartpole_transformed, CARTPOLE_STEPS, policy=False)
+    line("CartPole + (ObservationNorm, RewardSum, StepCounter), no policy", ref, ours)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,225 @@
+"""ObservationNorm: an affine map of observations with fixed (or estimated) loc and scale."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from rl_core import TensorSpec, Transform
+from rl_core.keys import OBSERVATION, NestedKey
+from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
+
+
+class ObservationNorm(Transform):
+    """Normalises entries with a fixed affine map.
+
+    With ``standard_normal=True`` the output is ``(x - loc) / scale``; otherwise it is
+    ``x * scale + loc``. ``loc`` and ``scale`` are buffers (saved by ``state_dict``); when they
+    are not given, :meth:`init_stats` estimates them from random rollouts of the env below.
+
+    Args:
+        loc: a tensor broadcastable to the entries (or a float), or ``None`` to estimate it.
+        scale: same, for the scale.
+        in_keys: entries to normalise. Defaults to ``["observation"]``.
+        out_keys: where to write them; default ``in_keys``.
+        in_keys_inv: entries the env reads that the policy writes normalised (inverse path).
+        out_keys_inv: the keys the policy writes; default ``in_keys_inv``.
+        standard_normal: see above.
+        eps: the smallest scale :meth:`init_stats` gives.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> t = ObservationNorm(loc=1.0, scale=2.0, standard_normal=True)
+        >>> t(TensorDict(observation=torch.tensor([3.0, 5.0])))["observation"].tolist()
+        [1.0, 2.0]
+    """
+
+    def __init__(
+        self,
+        loc: torch.Tensor | float | None = None,
+        scale: torch.Tensor | float | None = None,
+        in_keys: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys: NestedKey | Sequence[NestedKey] | None = None,
+        in_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        *,
+        standard_normal: bool = False,
+        eps: float = 1e-6,
+    ) -> None:
+        super().__init__(
+            in_keys=OBSERVATION if in_keys is None else in_keys,
+            out_keys=out_keys,
+            in_keys_inv=in_keys_inv,
+            out_keys_inv=out_keys_inv,
+        )
+        if (loc is None) != (scale is None):
+            raise ValueError(
+                "ObservationNorm: give both loc and scale, or neither (then call init_stats)."
+            )
+        self.standard_normal = standard_normal
+        self.eps = eps
+        self.register_buffer("loc", None if loc is None else torch.as_tensor(loc).float())
+        self.register_buffer("scale", None if scale is None else torch.as_tensor(scale).float())
+
+    @property
+    def initialized(self) -> bool:
+        """Whether loc and scale are set."""
+        return self.loc is not None and self.scale is not None
+
+    def _affine(self, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(weight, bias)`` with ``output = value * weight + bias``, on ``value``'s device.
+
+        Computed once per (loc, scale, device) so that a step costs one fused op.
+        """
+        loc, scale = self.loc, self.scale
+        if loc is None or scale is None:
+            raise RuntimeError(
+                "ObservationNorm: loc and scale are not set; pass them to the constructor, "
+                "call init_stats(num_iter) or load a state_dict first."
+            )
+        cached = self.__dict__.get("_affine_cache")
+        if (
+            cached is not None
+            and cached[0] is loc
+            and cached[1] is scale
+            and cached[2] == loc._version
+            and cached[3] == scale._version
+            and cached[4].device == value.device
+        ):
+            return cached[4], cached[5]
+        if self.standard_normal:
+            weight, bias = 1.0 / scale, -loc / scale
+        else:
+            weight, bias = scale, loc
+        weight, bias = weight.to(value.device), bias.to(value.device)
+        self.__dict__["_affine_cache"] = (loc, scale, loc._version, scale._version, weight, bias)
+        return weight, bias
+
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        weight, bias = self._affine(value)
+        if not value.dtype.is_floating_point:
+            value = value.to(weight.dtype)
+        return torch.addcmul(bias, value, weight)
+
+    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        weight, bias = self._affine(value)
+        return (value - bias) / weight
+
+    # ------------------------------------------------------------------ statistics
+    @torch.no_grad()
+    def init_stats(
+        self,
+        num_iter: int,
+        reduce_dim: int | Sequence[int] = 0,
+        cat_dim: int | None = None,
+        key: NestedKey | None = None,
+        keep_dims: Sequence[int] | None = None,
+    ) -> None:
+        """Estimates loc and scale from ``num_iter`` random steps of the env below.
+
+        The values of ``key`` are gathered as one ``[N, *entry_shape]`` tensor (every batch
+        and time index of the rollout flattened into dim 0), then mean and std are taken over
+        ``reduce_dim``; dims listed in ``keep_dims`` stay as size-1 dims.
+
+        Args:
+            num_iter: number of env steps (the rollout does not stop on done).
+            reduce_dim: dim(s) of the gathered tensor to reduce; 0 gives per-feature stats.
+            cat_dim: accepted for TorchRL compatibility; only ``None`` or 0 (the gathered
+                tensor's sample dim) are meaningful here.
+            key: the entry to estimate from; default the only in_key.
+            keep_dims: reduced dims kept with size 1.
+
+        Raises:
+            RuntimeError: the transform sits in no env, or its stats are already set.
+            ValueError: several in_keys and no ``key``, or a ``cat_dim`` other than 0.
+        """
+        if self.initialized:
+            raise RuntimeError("ObservationNorm.init_stats: loc and scale are already set.")
+        if cat_dim not in (None, 0):
+            raise ValueError(
+                f"ObservationNorm.init_stats: samples are gathered along dim 0, got "
+                f"cat_dim={cat_dim}; use reduce_dim to choose the dims to reduce."
+            )
+        if key is None:
+            if len(self.in_keys) != 1:
+                raise ValueError(
+                    f"ObservationNorm.init_stats: several in_keys {self.in_keys}; pass key=."
+                )
+            key = self.in_keys[0]
+        env = self.parent
+        if env is None:
+            raise RuntimeError(
+                "ObservationNorm.init_stats: the transform is in no env; put it in a "
+                "TransformedEnv first (or pass loc and scale)."
+            )
+        traj = env.rollout(num_iter, break_when_any_done=False)
+        data = traj.get(key)
+        data = data.reshape(-1, *data.shape[len(env.batch_size) + 1 :]).float()
+        dims = (reduce_dim,) if isinstance(reduce_dim, int) else tuple(reduce_dim)
+        keep = set() if keep_dims is None else {d % data.ndim for d in keep_dims}
+        loc = data.mean(dims, keepdim=True)
+        scale = data.std(dims, keepdim=True).clamp_min(self.eps)
+        squeeze = [d % data.ndim for d in dims if d % data.ndim not in keep]
+        loc, scale = loc.squeeze(squeeze), scale.squeeze(squeeze)
+        if not self.standard_normal:
+            loc, scale = -loc / scale, 1.0 / scale
+        self.loc, self.scale = loc, scale
+        self._empty_env_cache()
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+        # Buffers that are still None are filled from the state dict (stats saved after
+        # init_stats load into a fresh transform).
+        for name in ("loc", "scale"):
+            if getattr(self, name) is None and prefix + name in state_dict:
+                setattr(self, name, state_dict[prefix + name].clone())
+        super()._load_from_state_dict(state_dict, prefix, *args)
+        self._empty_env_cache()
+
+    # ------------------------------------------------------------------ specs
+    def _map_spec(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
+        dtype = spec.dtype if spec.dtype.is_floating_point else torch.float32
+        found = bounds(spec)
+        if found is None or not self.initialized:
+            return continuous_like(spec, dtype=dtype)
+        low = self._apply_transform(found[0].float())
+        high = self._apply_transform(found[1].float())
+        return continuous_like(
+            spec, low=torch.minimum(low, high), high=torch.maximum(low, high), dtype=dtype
+        )
+
+    def transform_output_spec(self, output_spec):
+        return map_output_leaves(
+            output_spec, self.in_keys, self.out_keys, self._map_spec, "ObservationNorm"
+        )
+
+    def transform_input_spec(self, input_spec):
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            actions = input_spec["full_action_spec"]
+            if in_key not in actions.keys(include_nested=True, leaves_only=True):
+                raise KeyError(
+                    f"ObservationNorm: in_keys_inv entry {in_key!r} is not an action of the env."
+                )
+            spec = actions[in_key]
+            found = bounds(spec)
+            if found is not None and self.initialized:
+                # The policy writes in normalised space: the forward map of the env's bounds.
+                low = self._apply_transform(found[0].float())
+                high = self._apply_transform(found[1].float())
+                new = continuous_like(
+                    spec, low=torch.minimum(low, high), high=torch.maximum(low, high)
+                )
+            else:
+                new = continuous_like(spec)
+            if out_key != in_key:
+                del actions[in_key]
+            actions[out_key] = new
+        return input_spec
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, standard_normal={self.standard_normal}"
+
+
+__all__ = ["ObservationNorm"]

@@ -1,0 +1,85 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
+from rl_envs.transforms import ObservationNorm
+
+
+def test_init_stats_normalises_cartpole_observations(cartpole):
+    env = TransformedEnv(cartpole, ObservationNorm(standard_normal=True))
+    env.transform.init_stats(200)
+    assert env.transform.loc.shape == (4,)
+    check_env_specs(env)
+    traj = env.rollout(200, break_when_any_done=False)
+    obs = traj["observation"]
+    assert obs.mean(0).abs().max() < 0.6
+    assert (obs.std(0) - 1).abs().max() < 0.6
+
+
+def test_affine_form_matches_standard_form(pendulum):
+    env = TransformedEnv(pendulum, Compose(ObservationNorm(), RewardSum(), StepCounter(10)))
+    env.transform[0].init_stats(50)
+    check_env_specs(env)
+    t = env.transform[0]
+    x = torch.randn(5, 3)
+    assert torch.allclose(
+        x * t.scale + t.loc, t(TensorDict(observation=x, batch_size=[5]))["observation"]
+    )
+
+
+def test_state_dict_round_trip_into_a_fresh_transform(cartpole):
+    env = TransformedEnv(cartpole, ObservationNorm(standard_normal=True))
+    env.transform.init_stats(50)
+    fresh = ObservationNorm(standard_normal=True)
+    fresh.load_state_dict(env.transform.state_dict())
+    batch = TensorDict(observation=torch.randn(6, 4), batch_size=[6])
+    assert torch.equal(
+        fresh(batch.clone())["observation"], env.transform(batch.clone())["observation"]
+    )
+
+
+def test_bounded_specs_are_mapped_and_inverse_maps_actions(pendulum):
+    t = ObservationNorm(loc=0.0, scale=2.0, in_keys=["observation"], in_keys_inv=["action"])
+    env = TransformedEnv(pendulum, t)
+    assert env.action_spec.high.item() == pytest.approx(4.0)
+    assert env.observation_spec["observation"].high.tolist() == [2.0, 2.0, 16.0]
+    check_env_specs(env)
+    td = env.reset().set("action", torch.tensor([4.0]))
+    assert t.inv(td)["action"].item() == pytest.approx(2.0)
+
+
+def test_errors_name_the_transform_and_the_key(cartpole):
+    with pytest.raises(ValueError, match="ObservationNorm: give both loc and scale"):
+        ObservationNorm(loc=1.0)
+    env = TransformedEnv(cartpole, ObservationNorm(in_keys=["pixels"]))
+    with pytest.raises(KeyError, match="ObservationNorm: the key 'pixels' is not an observation"):
+        env.reset()
+    env = TransformedEnv(cartpole, ObservationNorm())
+    with pytest.raises(RuntimeError, match="ObservationNorm: loc and scale are not set"):
+        env.reset()
+    with pytest.raises(ValueError, match="cat_dim=1"):
+        env.transform.init_stats(5, cat_dim=1)
+
+
+def test_stats_estimated_once_serve_parallel_env_workers(cartpole):
+    from rl_envs import GymEnv, ParallelEnv
+
+    norm = ObservationNorm(standard_normal=True)
+    TransformedEnv(cartpole, norm).transform.init_stats(50)
+
+    def make():
+        return TransformedEnv(GymEnv("CartPole-v1"), norm.clone())
+
+    env = ParallelEnv(2, make)
+    try:
+        env.set_seed(0)
+        check_env_specs(env)
+        raw = ParallelEnv(2, lambda: GymEnv("CartPole-v1"))
+        raw.set_seed(0)
+        expected = (raw.reset()["observation"] - norm.loc) / norm.scale
+        raw.close()
+        env.set_seed(0)
+        assert torch.allclose(env.reset()["observation"], expected, atol=1e-5)
+    finally:
+        env.close()
