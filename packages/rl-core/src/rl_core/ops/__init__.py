@@ -48,6 +48,14 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
+How a kernel package is found: it declares an entry point in the group
+``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper here runs
+:func:`load_kernel_packages`, which imports it (see :mod:`rl_core.ops.kernel_packages`).
+Nothing is loaded at ``import rl_core``. A kernel package that fails to load gives one
+:class:`KernelLoadWarning` and the reference kernels stay in place. Code that calls
+``torch.ops.rl_core.*`` directly and never a wrapper calls :func:`load_kernel_packages`
+once itself.
+
 Examples:
     >>> import torch
     >>> import rl_core.ops
@@ -66,6 +74,11 @@ from rl_core.ops.advantage import (
     generalized_advantage_estimate,
     td0_return_estimate,
     td_lambda_return_estimate,
+)
+from rl_core.ops.kernel_packages import (
+    ENTRY_POINT_GROUP,
+    KernelLoadWarning,
+    load_kernel_packages,
 )
 from rl_core.ops.segment_tree import (
     make_min_tree,
@@ -96,4 +109,8 @@ __all__ = [
     "min_tree_min",
     # the reference kernels (test oracle)
     "reference",
+    # kernel packages (rl-kernels) found through entry points
+    "ENTRY_POINT_GROUP",
+    "KernelLoadWarning",
+    "load_kernel_packages",
 ]
