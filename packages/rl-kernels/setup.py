@@ -34,7 +34,7 @@ def _extension():
     import torch
 
     cpu = [str(p.relative_to(HERE)) for p in sorted((CSRC / "cpu").glob("*.cpp"))]
-    flags = {"cxx": ["-O3"]}
+    flags = {"cxx": ["-O3", "-g0"]}
     with_cuda = _with_cuda()
     INFO.write_text(
         json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda if with_cuda else None})

@@ -8,6 +8,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import torch
+
 from rl_core.ops import KernelLoadWarning
 
 _HERE = Path(__file__).resolve().parent

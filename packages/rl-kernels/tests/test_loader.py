@@ -1,0 +1,102 @@
+"""Loading the binary: the torch-version check, the fail-soft path and discovery by rl_core."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import rl_kernels
+
+PACKAGE = Path(rl_kernels.__file__).resolve().parent
+
+# Run in a fresh interpreter with a copy of rl_kernels first on sys.path: the ops are called
+# through rl_core only (no import of rl_kernels), so the entry point is what loads the copy.
+_PROBE = """
+import warnings, torch
+warnings.simplefilter("always")
+from rl_core import ops
+from rl_core.ops import reference
+x = torch.randn(5, 3, dtype=torch.float64)
+flags = torch.zeros(5, 3, dtype=torch.bool)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    adv, _ = ops.generalized_advantage_estimate(0.9, 0.9, x, x, x, flags, time_dim=0)
+    ops.generalized_advantage_estimate(0.9, 0.9, x, x, x, flags, time_dim=0)
+expected, _ = reference.generalized_advantage_estimate(0.9, 0.9, x, x, x, flags, flags)
+torch.testing.assert_close(adv, expected)
+import rl_kernels
+assert rl_kernels.__file__.startswith({copy!r}), rl_kernels.__file__
+ours = [w for w in caught if issubclass(w.category, ops.KernelLoadWarning)]
+print(len(ours))
+for w in ours:
+    print(str(w.message))
+print("CPU kernel:", torch._C._dispatch_has_kernel_for_dispatch_key(
+    "rl_core::generalized_advantage_estimate", "CPU"))
+print("loaded:", rl_kernels.loaded())
+"""
+
+
+def _run_copy(tmp_path: Path, edit) -> list[str]:
+    copy = tmp_path / "rl_kernels"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    edit(copy)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(copy=str(copy))],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    return out.stdout.strip().splitlines()
+
+
+def test_rl_core_loads_the_kernels_through_the_entry_point(tmp_path):
+    lines = _run_copy(tmp_path, lambda copy: None)
+    assert lines == ["0", "CPU kernel: True", "loaded: True"]
+
+
+def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(tmp_path):
+    def other_torch(copy):
+        info = json.loads((copy / "_build_info.json").read_text())
+        (copy / "_build_info.json").write_text(json.dumps({**info, "torch": "2.0.0"}))
+
+    lines = _run_copy(tmp_path, other_torch)
+    assert lines[0] == "1"
+    assert "rl_kernels was built against torch 2.0.0" in lines[1]
+    assert f"torch {torch.__version__} is running" in lines[1]
+    assert "reference kernels" in lines[1]
+    assert lines[2:] == ["CPU kernel: False", "loaded: False"]
+
+
+def test_a_broken_binary_warns_once_and_falls_back(tmp_path):
+    def corrupt(copy):
+        for binary in copy.glob("_C.*.so"):
+            binary.write_bytes(b"not a shared library")
+
+    lines = _run_copy(tmp_path, corrupt)
+    assert lines[0] == "1"
+    assert f"running torch {torch.__version__}" in lines[1]
+    assert "rl_kernels" in lines[1]
+    assert lines[2:] == ["CPU kernel: False", "loaded: False"]
+
+
+def test_load_state_of_this_process():
+    assert rl_kernels.loaded()
+    assert rl_kernels.load_error() is None
+    assert rl_kernels.built_torch_version() == torch.__version__
+    assert rl_kernels.devices()[0] == "cpu"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_kernels_are_built_where_a_gpu_is():
+    assert rl_kernels.devices() == ("cpu", "cuda")
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(
+        "rl_core::generalized_advantage_estimate", "CUDA"
+    )
