@@ -15,7 +15,9 @@ Prioritized replay: one iteration is sample(256) + update(256) over ``--items`` 
 not used): draw 256 uniforms times the total, prefix-sum search, importance weights from
 the leaf priorities and the min tree, then new priorities written into the sum tree and the
 min tree. The same iteration with rl_core's reference kernels called directly is the
-baseline. Figures are the best of ``--repeat`` timed runs (the machine may be shared).
+baseline. Figures are the best of ``--repeat`` timed runs; on CPU they are the thread's
+CPU time (one torch thread), which other processes on a shared machine inflate less than
+wall-clock time, on CUDA wall-clock time after a device sync.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ from rl_core.ops import reference
 
 
 def _best_seconds(fn: Callable[[], object], device: torch.device, repeat: int, inner: int) -> float:
+    # CPU: this thread's CPU time (time.thread_time), which a loaded machine's other
+    # processes do not inflate the way they inflate wall-clock time; the work is single-
+    # threaded (torch.set_num_threads(1)). CUDA: wall-clock time after a device sync.
+    clock = time.perf_counter if device.type == "cuda" else time.thread_time
+
     def sync() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -41,11 +48,11 @@ def _best_seconds(fn: Callable[[], object], device: torch.device, repeat: int, i
     sync()
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(inner):
             fn()
         sync()
-        best = min(best, (time.perf_counter() - start) / inner)
+        best = min(best, (clock() - start) / inner)
     return best
 
 
@@ -131,9 +138,8 @@ def bench_prioritized(device: torch.device, items: int, batch: int, repeat: int)
     def iteration(sum_tree, min_tree, find, update_sum, update_min):
         total = ops.sum_tree_total(sum_tree)
         index = find(sum_tree, torch.rand(batch, generator=gen, device=device) * total)
-        probability = sum_tree[capacity + index] / total
-        smallest = ops.min_tree_min(min_tree) / total
-        weight = (probability / smallest) ** -beta
+        # (p / total) / (p_min / total) == p / p_min: the totals cancel.
+        weight = (sum_tree[capacity + index] / ops.min_tree_min(min_tree)) ** -beta
         new_priority = torch.rand(batch, generator=gen, device=device) ** alpha
         update_sum(sum_tree, index, new_priority)
         update_min(min_tree, index, new_priority)

@@ -29,7 +29,8 @@ def _check_against_reference(name, args, device):
         assert g.device.type == device
         assert g.dtype == e.dtype
         assert g.shape == e.shape
-        assert g.is_contiguous()
+        # Outputs are laid out like torch.empty_like(reward), as the fake kernels say.
+        assert g.stride() == torch.empty_like(moved[-3]).stride()
         torch.testing.assert_close(g.cpu(), e)
 
 

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <tuple>
+#include <vector>
 
 #include "../checks.h"
+#include "../layout.h"
 
 namespace rl_kernels {
 namespace {
@@ -17,6 +19,31 @@ namespace {
 constexpr const char* kGae = "generalized_advantage_estimate";
 constexpr const char* kTdLambda = "td_lambda_return_estimate";
 constexpr const char* kVtrace = "vtrace_advantage_estimate";
+
+// Runs step(offset, running) for t = T-1 .. 0 over each of the N sequences, running being
+// the sequence's carry, started at init(j). Sequences go in blocks of kBlock that advance
+// together one time step at a time: the blocks' carries are independent chains the CPU
+// overlaps, and the block's memory stays in L1 whichever axis (time or sequence) is the
+// fast one.
+constexpr int64_t kBlock = 16;
+
+template <typename acc_t, typename Init, typename Step>
+void reverse_scan(int64_t steps, int64_t n, int64_t st, int64_t sn, Init init, Step step) {
+  if (steps == 0) return;
+  acc_t running[kBlock];
+  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
+    const int64_t width = std::min(kBlock, n - j0);
+    for (int64_t b = 0; b < width; ++b) running[b] = init(j0 + b);
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      const int64_t base = t * st + j0 * sn;
+      if (width == kBlock) {
+        for (int64_t b = 0; b < kBlock; ++b) step(base + b * sn, running[b]);
+      } else {
+        for (int64_t b = 0; b < width; ++b) step(base + b * sn, running[b]);
+      }
+    }
+  }
+}
 
 std::tuple<at::Tensor, at::Tensor> gae_cpu(double gamma, double lmbda,
                                            const at::Tensor& state_value,
@@ -28,15 +55,13 @@ std::tuple<at::Tensor, at::Tensor> gae_cpu(double gamma, double lmbda,
                       {"next_state_value", &next_state_value},
                       {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
-  const auto v = state_value.contiguous();
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto advantage = at::empty_like(r, at::MemoryFormat::Contiguous);
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
-  const int64_t steps = r.size(0);
-  const int64_t n = r.size(1);
+  const auto r = dense_layout(reward);
+  const auto v = strided_like(state_value, r);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto advantage = at::empty_like(r);
+  auto target = at::empty_like(r);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), kGae, [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const acc_t g = static_cast<acc_t>(gamma);
@@ -48,23 +73,18 @@ std::tuple<at::Tensor, at::Tensor> gae_cpu(double gamma, double lmbda,
     const bool* pt = term.const_data_ptr<bool>();
     scalar_t* pa = advantage.mutable_data_ptr<scalar_t>();
     scalar_t* py = target.mutable_data_ptr<scalar_t>();
-    std::vector<acc_t> running(static_cast<size_t>(n), acc_t(0));
-    acc_t* run = running.data();
-    for (int64_t t = steps - 1; t >= 0; --t) {
-      const int64_t row = t * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t k = row + j;
-        const acc_t value = static_cast<acc_t>(pv[k]);
-        const acc_t bootstrap = pt[k] ? acc_t(0) : g;
-        const acc_t decay = pd[k] ? acc_t(0) : gl;
-        const acc_t delta =
-            static_cast<acc_t>(pr[k]) + bootstrap * static_cast<acc_t>(pnv[k]) - value;
-        const acc_t a = delta + decay * run[j];
-        run[j] = a;
-        pa[k] = static_cast<scalar_t>(a);
-        py[k] = static_cast<scalar_t>(a + value);
-      }
-    }
+    reverse_scan<acc_t>(
+        r.size(0), r.size(1), r.stride(0), r.stride(1), [](int64_t) { return acc_t(0); },
+        [&](int64_t k, acc_t& running) {
+          const acc_t value = static_cast<acc_t>(pv[k]);
+          const acc_t bootstrap = pt[k] ? acc_t(0) : g;
+          const acc_t decay = pd[k] ? acc_t(0) : gl;
+          const acc_t delta =
+              static_cast<acc_t>(pr[k]) + bootstrap * static_cast<acc_t>(pnv[k]) - value;
+          running = delta + decay * running;
+          pa[k] = static_cast<scalar_t>(running);
+          py[k] = static_cast<scalar_t>(running + value);
+        });
   });
   return {advantage, target};
 }
@@ -74,14 +94,14 @@ at::Tensor td_lambda_cpu(double gamma, double lmbda, const at::Tensor& next_stat
                          const at::Tensor& terminated) {
   check_value_layout(kTdLambda, {{"next_state_value", &next_state_value}, {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
+  const auto r = dense_layout(reward);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto target = at::empty_like(r);
   const int64_t steps = r.size(0);
-  const int64_t n = r.size(1);
-  if (steps == 0 || n == 0) return target;
+  const int64_t st = r.stride(0);
+  const int64_t sn = r.stride(1);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), kTdLambda, [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const acc_t g = static_cast<acc_t>(gamma);
@@ -92,22 +112,17 @@ at::Tensor td_lambda_cpu(double gamma, double lmbda, const at::Tensor& next_stat
     const bool* pt = term.const_data_ptr<bool>();
     scalar_t* py = target.mutable_data_ptr<scalar_t>();
     // Seeded with the last bootstrap value: the last step is a plain TD(0) target.
-    std::vector<acc_t> running(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) running[j] = static_cast<acc_t>(pnv[(steps - 1) * n + j]);
-    acc_t* run = running.data();
-    for (int64_t t = steps - 1; t >= 0; --t) {
-      const int64_t row = t * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t k = row + j;
-        const acc_t bootstrap = pt[k] ? acc_t(0) : g;
-        const acc_t mix = pd[k] ? acc_t(0) : l;
-        const acc_t next = static_cast<acc_t>(pnv[k]);
-        const acc_t ret =
-            static_cast<acc_t>(pr[k]) + bootstrap * ((acc_t(1) - mix) * next + mix * run[j]);
-        run[j] = ret;
-        py[k] = static_cast<scalar_t>(ret);
-      }
-    }
+    reverse_scan<acc_t>(
+        steps, r.size(1), st, sn,
+        [&](int64_t j) { return static_cast<acc_t>(pnv[(steps - 1) * st + j * sn]); },
+        [&](int64_t k, acc_t& running) {
+          const acc_t bootstrap = pt[k] ? acc_t(0) : g;
+          const acc_t mix = pd[k] ? acc_t(0) : l;
+          const acc_t next = static_cast<acc_t>(pnv[k]);
+          running = static_cast<acc_t>(pr[k]) +
+                    bootstrap * ((acc_t(1) - mix) * next + mix * running);
+          py[k] = static_cast<scalar_t>(running);
+        });
   });
   return target;
 }
@@ -123,17 +138,15 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cpu(
                       {"next_state_value", &next_state_value},
                       {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
-  const auto lp = log_pi.contiguous();
-  const auto lm = log_mu.contiguous();
-  const auto v = state_value.contiguous();
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto advantage = at::empty_like(r, at::MemoryFormat::Contiguous);
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
-  const int64_t steps = r.size(0);
-  const int64_t n = r.size(1);
+  const auto r = dense_layout(reward);
+  const auto lp = strided_like(log_pi, r);
+  const auto lm = strided_like(log_mu, r);
+  const auto v = strided_like(state_value, r);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto advantage = at::empty_like(r);
+  auto target = at::empty_like(r);
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), kVtrace, [&] {
     using acc_t = at::opmath_type<scalar_t>;
     const acc_t g = static_cast<acc_t>(gamma);
@@ -148,37 +161,33 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cpu(
     const bool* pt = term.const_data_ptr<bool>();
     scalar_t* pa = advantage.mutable_data_ptr<scalar_t>();
     scalar_t* py = target.mutable_data_ptr<scalar_t>();
-    std::vector<acc_t> running(static_cast<size_t>(n), acc_t(0));
-    acc_t* run = running.data();
-    for (int64_t t = steps - 1; t >= 0; --t) {
-      const int64_t row = t * n;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t k = row + j;
-        const acc_t ratio =
-            std::exp(static_cast<acc_t>(plp[k]) - static_cast<acc_t>(plm[k]));
-        const acc_t rho = nan_min(ratio, rho_max);
-        const acc_t c = nan_min(ratio, c_max);
-        const acc_t not_done = pd[k] ? acc_t(0) : acc_t(1);
-        const acc_t bootstrap = pt[k] ? acc_t(0) : g;
-        const acc_t value = static_cast<acc_t>(pv[k]);
-        const acc_t next = static_cast<acc_t>(pnv[k]);
-        const acc_t rew = static_cast<acc_t>(pr[k]);
-        const acc_t next_correction = run[j] * not_done;
-        pa[k] = static_cast<scalar_t>(rho * (rew + bootstrap * (next + next_correction) - value));
-        const acc_t delta = rho * (rew + bootstrap * next - value);
-        const acc_t correction = delta + g * c * not_done * run[j];
-        run[j] = correction;
-        py[k] = static_cast<scalar_t>(value + correction);
-      }
-    }
+    // running is the correction d[t + 1] on entry and d[t] on exit.
+    reverse_scan<acc_t>(
+        r.size(0), r.size(1), r.stride(0), r.stride(1), [](int64_t) { return acc_t(0); },
+        [&](int64_t k, acc_t& running) {
+          const acc_t ratio = std::exp(static_cast<acc_t>(plp[k]) - static_cast<acc_t>(plm[k]));
+          const acc_t rho = nan_min(ratio, rho_max);
+          const acc_t c = nan_min(ratio, c_max);
+          const acc_t not_done = pd[k] ? acc_t(0) : acc_t(1);
+          const acc_t bootstrap = pt[k] ? acc_t(0) : g;
+          const acc_t value = static_cast<acc_t>(pv[k]);
+          const acc_t next = static_cast<acc_t>(pnv[k]);
+          const acc_t rew = static_cast<acc_t>(pr[k]);
+          pa[k] = static_cast<scalar_t>(
+              rho * (rew + bootstrap * (next + running * not_done) - value));
+          running = rho * (rew + bootstrap * next - value) + g * c * not_done * running;
+          py[k] = static_cast<scalar_t>(value + running);
+        });
   });
   return {advantage, target};
 }
 
 // Segment trees. Leaves live at [capacity, 2 * capacity); node i combines 2i and 2i + 1.
-// Updates run one leaf after the other, each refreshing its ancestors from their children,
-// so a repeated leaf keeps its last value and every node ends up equal to the combination
-// of its final children, as in the reference.
+// The leaves are written in order (a repeated leaf keeps its last value), then the
+// ancestors level by level: when a level is recomputed, every child below it is final, so
+// each node ends up equal to the combination of its final children, as in the reference.
+// Going level by level (rather than leaf by leaf up to the root) makes the memory accesses
+// of one level independent of one another, so their cache misses overlap.
 template <typename Combine>
 void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
                      const at::Tensor& value, Combine combine) {
@@ -191,14 +200,21 @@ void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
   check_leaf_range(op, *low, *high, capacity);
   const auto val = value.contiguous();
   at::Tensor work = tree.is_contiguous() ? tree : tree.contiguous();
+  std::vector<int64_t> nodes(static_cast<size_t>(count));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(), "rl_core_tree_update_", [&] {
     scalar_t* pt = work.mutable_data_ptr<scalar_t>();
     const scalar_t* pv = val.const_data_ptr<scalar_t>();
     for (int64_t k = 0; k < count; ++k) {
-      int64_t node = pi[k] + capacity;
-      pt[node] = pv[k];
-      for (node >>= 1; node >= 1; node >>= 1) {
+      nodes[k] = pi[k] + capacity;
+      pt[nodes[k]] = pv[k];
+      __builtin_prefetch(pt + (nodes[k] >> 1), 1);
+    }
+    for (int64_t level = capacity >> 1; level >= 1; level >>= 1) {
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t node = nodes[k] >> 1;
+        nodes[k] = node;
         pt[node] = combine(pt[2 * node], pt[2 * node + 1]);
+        __builtin_prefetch(pt + (node >> 1), 1);  // written at the next level
       }
     }
   });
@@ -215,6 +231,8 @@ void min_tree_update_cpu(at::Tensor& tree, const at::Tensor& index, const at::Te
                   [](auto a, auto b) { return nan_min(a, b); });
 }
 
+// One descent per query, all queries a level at a time: the loads of one level are
+// independent, so their cache misses overlap.
 at::Tensor sum_tree_find_prefixsum_cpu(const at::Tensor& tree, const at::Tensor& value) {
   const int64_t capacity = check_tree_layout("sum_tree_find_prefixsum", tree, nullptr, value);
   auto leaf = at::empty(value.sizes(), value.options().dtype(at::kLong));
@@ -222,25 +240,31 @@ at::Tensor sum_tree_find_prefixsum_cpu(const at::Tensor& tree, const at::Tensor&
   if (count == 0) return leaf;
   const auto t = tree.contiguous();
   const auto q = value.contiguous();
-  int64_t* out = leaf.mutable_data_ptr<int64_t>();
+  int64_t* node = leaf.mutable_data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, tree.scalar_type(), "sum_tree_find_prefixsum", [&] {
         const scalar_t* pt = t.const_data_ptr<scalar_t>();
         const scalar_t* pq = q.const_data_ptr<scalar_t>();
+        std::vector<scalar_t> remaining(pq, pq + count);
         for (int64_t k = 0; k < count; ++k) {
-          scalar_t remaining = pq[k];
-          // clamp(min=0), NaN kept.
-          if (remaining < scalar_t(0)) remaining = scalar_t(0);
-          int64_t node = 1;
-          while (node < capacity) {
-            const int64_t left = 2 * node;
-            const scalar_t left_sum = pt[left];
-            const bool go_right = remaining >= left_sum && pt[left + 1] > scalar_t(0);
-            if (go_right) remaining = remaining - left_sum;
-            node = left + (go_right ? 1 : 0);
-          }
-          out[k] = node - capacity;
+          // clamp(min=0); NaN stays NaN.
+          if (remaining[k] < scalar_t(0)) remaining[k] = scalar_t(0);
+          node[k] = 1;
         }
+        for (int64_t level = 1; level < capacity; level <<= 1) {
+          for (int64_t k = 0; k < count; ++k) {
+            const int64_t left = 2 * node[k];
+            const scalar_t left_sum = pt[left];
+            // Branch-free: the direction is random, a branch would mispredict half the time.
+            const bool go_right = (remaining[k] >= left_sum) & (pt[left + 1] > scalar_t(0));
+            remaining[k] = go_right ? scalar_t(remaining[k] - left_sum) : remaining[k];
+            node[k] = left + static_cast<int64_t>(go_right);
+            // The next level reads this node's children: start fetching them now, while
+            // the other queries of this level run.
+            __builtin_prefetch(pt + 2 * node[k]);
+          }
+        }
+        for (int64_t k = 0; k < count; ++k) node[k] -= capacity;
       });
   return leaf;
 }

@@ -1,6 +1,6 @@
 // CUDA kernels of the rl_core ops. Value ops: one thread per sequence (column of the
-// [T, N] layout), scanning time backwards, so reads of a time step are coalesced across
-// threads. Trees: the update runs in one block (levels separated by __syncthreads), the
+// [T, N] layout), scanning time backwards; reads of a time step are coalesced across
+// threads when the sequences are the fast axis. Trees: the update runs in one block (levels separated by __syncthreads), the
 // prefix-sum search one thread per query. Checks and formulas as in the CPU kernels.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "../checks.h"
+#include "../layout.h"
 
 namespace rl_kernels {
 namespace {
@@ -24,7 +25,7 @@ constexpr int64_t kPairwiseDedupMax = 4096;
 int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 
 template <typename scalar_t>
-__global__ void gae_kernel(int64_t steps, int64_t n, double gamma, double lmbda,
+__global__ void gae_kernel(int64_t steps, int64_t n, int64_t st, int64_t sn, double gamma, double lmbda,
                            const scalar_t* __restrict__ v, const scalar_t* __restrict__ nv,
                            const scalar_t* __restrict__ r, const bool* __restrict__ d,
                            const bool* __restrict__ term, scalar_t* __restrict__ adv,
@@ -36,7 +37,7 @@ __global__ void gae_kernel(int64_t steps, int64_t n, double gamma, double lmbda,
   const acc_t gl = static_cast<acc_t>(gamma * lmbda);
   acc_t run = 0;
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const int64_t k = t * n + j;
+    const int64_t k = t * st + j * sn;
     const acc_t value = static_cast<acc_t>(v[k]);
     const acc_t bootstrap = term[k] ? acc_t(0) : g;
     const acc_t decay = d[k] ? acc_t(0) : gl;
@@ -48,7 +49,7 @@ __global__ void gae_kernel(int64_t steps, int64_t n, double gamma, double lmbda,
 }
 
 template <typename scalar_t>
-__global__ void td_lambda_kernel(int64_t steps, int64_t n, double gamma, double lmbda,
+__global__ void td_lambda_kernel(int64_t steps, int64_t n, int64_t st, int64_t sn, double gamma, double lmbda,
                                  const scalar_t* __restrict__ nv, const scalar_t* __restrict__ r,
                                  const bool* __restrict__ d, const bool* __restrict__ term,
                                  scalar_t* __restrict__ out) {
@@ -57,9 +58,9 @@ __global__ void td_lambda_kernel(int64_t steps, int64_t n, double gamma, double 
   if (j >= n) return;
   const acc_t g = static_cast<acc_t>(gamma);
   const acc_t l = static_cast<acc_t>(lmbda);
-  acc_t run = static_cast<acc_t>(nv[(steps - 1) * n + j]);
+  acc_t run = static_cast<acc_t>(nv[(steps - 1) * st + j * sn]);
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const int64_t k = t * n + j;
+    const int64_t k = t * st + j * sn;
     const acc_t bootstrap = term[k] ? acc_t(0) : g;
     const acc_t mix = d[k] ? acc_t(0) : l;
     run = static_cast<acc_t>(r[k]) +
@@ -69,7 +70,7 @@ __global__ void td_lambda_kernel(int64_t steps, int64_t n, double gamma, double 
 }
 
 template <typename scalar_t>
-__global__ void vtrace_kernel(int64_t steps, int64_t n, double gamma, double rho_thresh,
+__global__ void vtrace_kernel(int64_t steps, int64_t n, int64_t st, int64_t sn, double gamma, double rho_thresh,
                               double c_thresh, const scalar_t* __restrict__ lp,
                               const scalar_t* __restrict__ lm, const scalar_t* __restrict__ v,
                               const scalar_t* __restrict__ nv, const scalar_t* __restrict__ r,
@@ -83,7 +84,7 @@ __global__ void vtrace_kernel(int64_t steps, int64_t n, double gamma, double rho
   const acc_t c_max = static_cast<acc_t>(c_thresh);
   acc_t run = 0;
   for (int64_t t = steps - 1; t >= 0; --t) {
-    const int64_t k = t * n + j;
+    const int64_t k = t * st + j * sn;
     const acc_t ratio = exp(static_cast<acc_t>(lp[k]) - static_cast<acc_t>(lm[k]));
     const acc_t rho = nan_min(ratio, rho_max);
     const acc_t c = nan_min(ratio, c_max);
@@ -110,20 +111,20 @@ std::tuple<at::Tensor, at::Tensor> gae_cuda(double gamma, double lmbda,
                       {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
   const c10::cuda::CUDAGuard guard(reward.device());
-  const auto v = state_value.contiguous();
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto advantage = at::empty_like(r, at::MemoryFormat::Contiguous);
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
+  const auto r = dense_layout(reward);
+  const auto v = strided_like(state_value, r);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto advantage = at::empty_like(r);
+  auto target = at::empty_like(r);
   const int64_t steps = r.size(0);
   const int64_t n = r.size(1);
   if (steps == 0 || n == 0) return {advantage, target};
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "rl_core_value_op", [&] {
     gae_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-        steps, n, gamma, lmbda, v.const_data_ptr<scalar_t>(), nv.const_data_ptr<scalar_t>(),
+        steps, n, r.stride(0), r.stride(1), gamma, lmbda, v.const_data_ptr<scalar_t>(), nv.const_data_ptr<scalar_t>(),
         r.const_data_ptr<scalar_t>(), d.const_data_ptr<bool>(), term.const_data_ptr<bool>(),
         advantage.mutable_data_ptr<scalar_t>(), target.mutable_data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -138,18 +139,18 @@ at::Tensor td_lambda_cuda(double gamma, double lmbda, const at::Tensor& next_sta
   check_value_layout(op, {{"next_state_value", &next_state_value}, {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
   const c10::cuda::CUDAGuard guard(reward.device());
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
+  const auto r = dense_layout(reward);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto target = at::empty_like(r);
   const int64_t steps = r.size(0);
   const int64_t n = r.size(1);
   if (steps == 0 || n == 0) return target;
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "rl_core_value_op", [&] {
     td_lambda_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-        steps, n, gamma, lmbda, nv.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(),
+        steps, n, r.stride(0), r.stride(1), gamma, lmbda, nv.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(),
         d.const_data_ptr<bool>(), term.const_data_ptr<bool>(),
         target.mutable_data_ptr<scalar_t>());
     C10_CUDA_KERNEL_LAUNCH_CHECK();
@@ -170,22 +171,22 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cuda(
                       {"reward", &reward}},
                      {{"done", &done}, {"terminated", &terminated}});
   const c10::cuda::CUDAGuard guard(reward.device());
-  const auto lp = log_pi.contiguous();
-  const auto lm = log_mu.contiguous();
-  const auto v = state_value.contiguous();
-  const auto nv = next_state_value.contiguous();
-  const auto r = reward.contiguous();
-  const auto d = done.contiguous();
-  const auto term = terminated.contiguous();
-  auto advantage = at::empty_like(r, at::MemoryFormat::Contiguous);
-  auto target = at::empty_like(r, at::MemoryFormat::Contiguous);
+  const auto r = dense_layout(reward);
+  const auto lp = strided_like(log_pi, r);
+  const auto lm = strided_like(log_mu, r);
+  const auto v = strided_like(state_value, r);
+  const auto nv = strided_like(next_state_value, r);
+  const auto d = strided_like(done, r);
+  const auto term = strided_like(terminated, r);
+  auto advantage = at::empty_like(r);
+  auto target = at::empty_like(r);
   const int64_t steps = r.size(0);
   const int64_t n = r.size(1);
   if (steps == 0 || n == 0) return {advantage, target};
   auto stream = c10::cuda::getCurrentCUDAStream();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, r.scalar_type(), "rl_core_value_op", [&] {
     vtrace_kernel<scalar_t><<<blocks_for(n), kThreads, 0, stream>>>(
-        steps, n, gamma, rho_thresh, c_thresh, lp.const_data_ptr<scalar_t>(),
+        steps, n, r.stride(0), r.stride(1), gamma, rho_thresh, c_thresh, lp.const_data_ptr<scalar_t>(),
         lm.const_data_ptr<scalar_t>(), v.const_data_ptr<scalar_t>(),
         nv.const_data_ptr<scalar_t>(), r.const_data_ptr<scalar_t>(), d.const_data_ptr<bool>(),
         term.const_data_ptr<bool>(), advantage.mutable_data_ptr<scalar_t>(),

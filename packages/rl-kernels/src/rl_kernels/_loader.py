@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import warnings
 from importlib.metadata import version
@@ -23,13 +24,15 @@ def _build_info() -> dict:
 
 
 def _binary() -> Path:
-    found = sorted(_HERE.glob("_C.*.so")) + sorted(_HERE.glob("_C.*.pyd"))
-    if not found:
-        raise RuntimeError(
-            f"rl_kernels: no compiled library (_C.*.so) in {_HERE}; reinstall rl-kernels "
-            f"with a C++ compiler available."
-        )
-    return found[0]
+    # The extension built for this interpreter (a tree may hold builds for several).
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = _HERE / f"_C{suffix}"
+        if path.is_file():
+            return path
+    raise RuntimeError(
+        f"rl_kernels: no compiled library _C{importlib.machinery.EXTENSION_SUFFIXES[0]} in "
+        f"{_HERE}; reinstall rl-kernels with a C++ compiler available."
+    )
 
 
 def load() -> bool:

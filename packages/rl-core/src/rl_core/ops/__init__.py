@@ -20,8 +20,10 @@ op (``torch.ops.rl_core.*``)       public wrapper
 :func:`min_tree_min` (``tree[1]``) are elementwise or trivial and need no op.
 
 Kernel layout (the contract a compiled kernel implements; schemas in
-``rl_core.ops._library.SCHEMAS``): value-op tensors are contiguous ``[T, N]`` with time
-first, floats in one dtype, ``done``/``terminated`` bool; trees are 1-D of size
+``rl_core.ops._library.SCHEMAS``): value-op tensors are ``[T, N]`` with time first (any
+strides: the wrappers pass views of the caller's tensors where they can, so time may be
+the fast axis; outputs are shaped and strided like ``torch.empty_like(reward)``, as the
+fake kernels say), floats in one dtype, ``done``/``terminated`` bool; trees are 1-D of size
 ``2 * capacity``. :mod:`rl_core.ops.reference` documents each kernel and is the oracle to
 test a compiled kernel against (same arguments as the op).
 

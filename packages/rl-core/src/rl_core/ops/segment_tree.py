@@ -260,9 +260,13 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         raise ValueError(
             f"{where}: expected value on {tree.device} like the tree, got {value.device}."
         )
-    flat = value.detach().to(tree.dtype).reshape(-1).contiguous()
+    # Each step only where needed: this runs once per sampled batch.
+    flat = value.detach() if value.requires_grad else value
+    flat = flat if flat.dtype == tree.dtype else flat.to(tree.dtype)
+    flat = flat if flat.dim() == 1 and flat.is_contiguous() else flat.reshape(-1).contiguous()
     ensure_kernel_packages()
-    return torch.ops.rl_core.sum_tree_find_prefixsum(tree, flat).reshape(value.shape)
+    found = torch.ops.rl_core.sum_tree_find_prefixsum(tree, flat)
+    return found if value.dim() == 1 else found.reshape(value.shape)
 
 
 def sum_tree_total(tree: Tensor) -> Tensor:
