@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ print("loaded:", rl_kernels.loaded())
 
 
 def _run_copy(tmp_path: Path, edit) -> list[str]:
+    python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     copy = tmp_path / "rl_kernels"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     edit(copy)
@@ -51,7 +53,7 @@ def _run_copy(tmp_path: Path, edit) -> list[str]:
         check=True,
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *python_path])},
     )
     return out.stdout.strip().splitlines()
 
