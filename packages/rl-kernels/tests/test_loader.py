@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import json
 import os
 import shutil
@@ -43,32 +44,53 @@ print("loaded:", rl_kernels.loaded())
 """
 
 
-def _run_copy(tmp_path: Path, edit) -> list[str]:
+def _keep(copy: Path) -> None:
+    pass
+
+
+def _other_torch(copy: Path) -> None:
+    info = json.loads((copy / "_build_info.json").read_text())
+    (copy / "_build_info.json").write_text(json.dumps({**info, "torch": "2.0.0"}))
+
+
+def _corrupt(copy: Path) -> None:
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        binary = copy / f"_C{suffix}"
+        if binary.is_file():
+            binary.write_bytes(b"not a shared library")
+
+
+@pytest.fixture(scope="module")
+def probes(tmp_path_factory) -> dict[str, list[str]]:
+    """The probe's output lines for each edited copy; the interpreters run side by side."""
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    copy = tmp_path / "rl_kernels"
-    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    edit(copy)
-    out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(copy=str(copy))],
-        check=True,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), *python_path])},
-    )
-    return out.stdout.strip().splitlines()
+    running = {}
+    for name, edit in {"keep": _keep, "other_torch": _other_torch, "corrupt": _corrupt}.items():
+        root = tmp_path_factory.mktemp(name)
+        copy = root / "rl_kernels"
+        shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+        edit(copy)
+        running[name] = subprocess.Popen(
+            [sys.executable, "-c", _PROBE.format(copy=str(copy))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), *python_path])},
+        )
+    results = {}
+    for name, process in running.items():
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        results[name] = out.strip().splitlines()
+    return results
 
 
-def test_rl_core_loads_the_kernels_through_the_entry_point(tmp_path):
-    lines = _run_copy(tmp_path, lambda copy: None)
-    assert lines == ["0", "CPU kernel: True", "loaded: True"]
+def test_rl_core_loads_the_kernels_through_the_entry_point(probes):
+    assert probes["keep"] == ["0", "CPU kernel: True", "loaded: True"]
 
 
-def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(tmp_path):
-    def other_torch(copy):
-        info = json.loads((copy / "_build_info.json").read_text())
-        (copy / "_build_info.json").write_text(json.dumps({**info, "torch": "2.0.0"}))
-
-    lines = _run_copy(tmp_path, other_torch)
+def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(probes):
+    lines = probes["other_torch"]
     assert lines[0] == "1"
     assert "rl_kernels was built against torch 2.0.0" in lines[1]
     assert f"torch {torch.__version__} is running" in lines[1]
@@ -76,12 +98,8 @@ def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(tmp_path)
     assert lines[2:] == ["CPU kernel: False", "loaded: False"]
 
 
-def test_a_broken_binary_warns_once_and_falls_back(tmp_path):
-    def corrupt(copy):
-        for binary in copy.glob("_C.*.so"):
-            binary.write_bytes(b"not a shared library")
-
-    lines = _run_copy(tmp_path, corrupt)
+def test_a_broken_binary_warns_once_and_falls_back(probes):
+    lines = probes["corrupt"]
     assert lines[0] == "1"
     assert f"running torch {torch.__version__}" in lines[1]
     assert "rl_kernels" in lines[1]
