@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -120,3 +121,20 @@ def test_cuda_kernels_are_built_where_a_gpu_is():
     assert torch._C._dispatch_has_kernel_for_dispatch_key(
         "rl_core::generalized_advantage_estimate", "CUDA"
     )
+
+
+def test_a_package_installed_without_its_binary_warns_once(monkeypatch, tmp_path):
+    from rl_core.ops import KernelLoadWarning
+    from rl_kernels import _loader
+
+    (tmp_path / "_build_info.json").write_text(json.dumps({"torch": torch.__version__}))
+    monkeypatch.setattr(_loader, "_HERE", tmp_path)
+    monkeypatch.setattr(_loader, "_STATE", {"loaded": False, "error": None, "info": None})
+    with pytest.warns(KernelLoadWarning, match=r"no compiled library _C.*reinstall rl-kernels"):
+        assert _loader.load() is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _loader.load() is False  # tried once: no second warning
+    assert not _loader.loaded()
+    assert "no compiled library" in _loader.load_error()
+    assert _loader.devices() == ()
