@@ -20,8 +20,10 @@ op (``torch.ops.rl_core.*``)       public wrapper
 :func:`min_tree_min` (``tree[1]``) are elementwise or trivial and need no op.
 
 Kernel layout (the contract a compiled kernel implements; schemas in
-``rl_core.ops._library.SCHEMAS``): value-op tensors are contiguous ``[T, N]`` with time
-first, floats in one dtype, ``done``/``terminated`` bool; trees are 1-D of size
+``rl_core.ops._library.SCHEMAS``): value-op tensors are ``[T, N]`` with time first (any
+strides: the wrappers pass views of the caller's tensors where they can, so time may be
+the fast axis; outputs are shaped and strided like ``torch.empty_like(reward)``, as the
+fake kernels say), floats in one dtype, ``done``/``terminated`` bool; trees are 1-D of size
 ``2 * capacity``. :mod:`rl_core.ops.reference` documents each kernel and is the oracle to
 test a compiled kernel against (same arguments as the op).
 
@@ -48,6 +50,14 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
+How a kernel package is found: it declares an entry point in the group
+``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper here runs
+:func:`load_kernel_packages`, which imports it (see :mod:`rl_core.ops.kernel_packages`).
+Nothing is loaded at ``import rl_core``. A kernel package that fails to load gives one
+:class:`KernelLoadWarning` and the reference kernels stay in place. Code that calls
+``torch.ops.rl_core.*`` directly and never a wrapper calls :func:`load_kernel_packages`
+once itself.
+
 Examples:
     >>> import torch
     >>> import rl_core.ops
@@ -66,6 +76,11 @@ from rl_core.ops.advantage import (
     generalized_advantage_estimate,
     td0_return_estimate,
     td_lambda_return_estimate,
+)
+from rl_core.ops.kernel_packages import (
+    ENTRY_POINT_GROUP,
+    KernelLoadWarning,
+    load_kernel_packages,
 )
 from rl_core.ops.segment_tree import (
     make_min_tree,
@@ -96,4 +111,8 @@ __all__ = [
     "min_tree_min",
     # the reference kernels (test oracle)
     "reference",
+    # kernel packages (rl-kernels) found through entry points
+    "ENTRY_POINT_GROUP",
+    "KernelLoadWarning",
+    "load_kernel_packages",
 ]

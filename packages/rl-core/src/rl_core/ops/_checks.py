@@ -49,7 +49,10 @@ def to_kernel_layout(
     masks: dict[str, Tensor],
     time_dim: int,
 ) -> tuple[list[Tensor], list[Tensor], Callable[[Tensor], Tensor]]:
-    """Checks the value-op inputs and moves them to the contiguous ``[T, N]`` layout.
+    """Checks the value-op inputs and moves them to the ``[T, N]`` kernel layout.
+
+    The ``[T, N]`` tensors are views of the inputs where a reshape allows it (no copy: a
+    ``[B, T, 1]`` input gives a ``[T, B]`` view with time as the fast axis), else copies.
 
     Args:
         where: the public function name, for error messages.
@@ -105,7 +108,9 @@ def to_kernel_layout(
     batch = math.prod(moved_shape[1:])
 
     def pack(tensor: Tensor) -> Tensor:
-        return tensor.movedim(time_dim, 0).reshape(steps, batch).contiguous()
+        # A view where possible: the kernels read any strides, and copying every input
+        # into a time-first block would cost more than the scan itself.
+        return tensor.movedim(time_dim, 0).reshape(steps, batch)
 
     def unpack(tensor: Tensor) -> Tensor:
         return tensor.reshape(moved_shape).movedim(0, time_dim)

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor
 
 from rl_core.ops import _checks, _library  # noqa: F401  (_library registers the ops)
+from rl_core.ops.kernel_packages import ensure_kernel_packages
 
 __all__ = [
     "generalized_advantage_estimate",
@@ -90,6 +91,7 @@ def generalized_advantage_estimate(
         {"done": done, "terminated": terminated},
         time_dim,
     )
+    ensure_kernel_packages()
     advantage, value_target = torch.ops.rl_core.generalized_advantage_estimate(
         gamma, lmbda, state_value, next_state_value, reward, done, terminated
     )
@@ -154,6 +156,7 @@ def td_lambda_return_estimate(
         {"done": done, "terminated": terminated},
         time_dim,
     )
+    ensure_kernel_packages()
     target = torch.ops.rl_core.td_lambda_return_estimate(
         gamma, lmbda, next_state_value, reward, done, terminated
     )

@@ -15,6 +15,7 @@ import torch
 from torch import Tensor
 
 from rl_core.ops import _library  # noqa: F401  (registers the ops)
+from rl_core.ops.kernel_packages import ensure_kernel_packages
 
 __all__ = [
     "segment_tree_capacity",
@@ -190,6 +191,7 @@ def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor | float) -> Tens
         ([3.0, 0.0, 2.0, 0.0], 5.0)
     """
     value = _check_update("sum_tree_update_", tree, index, value)
+    ensure_kernel_packages()
     torch.ops.rl_core.sum_tree_update_(tree, index.contiguous(), value)
     return tree
 
@@ -220,6 +222,7 @@ def min_tree_update_(tree: Tensor, index: Tensor, value: Tensor | float) -> Tens
         0.5
     """
     value = _check_update("min_tree_update_", tree, index, value)
+    ensure_kernel_packages()
     torch.ops.rl_core.min_tree_update_(tree, index.contiguous(), value)
     return tree
 
@@ -257,8 +260,13 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         raise ValueError(
             f"{where}: expected value on {tree.device} like the tree, got {value.device}."
         )
-    flat = value.detach().to(tree.dtype).reshape(-1).contiguous()
-    return torch.ops.rl_core.sum_tree_find_prefixsum(tree, flat).reshape(value.shape)
+    # Each step only where needed: this runs once per sampled batch.
+    flat = value.detach() if value.requires_grad else value
+    flat = flat if flat.dtype == tree.dtype else flat.to(tree.dtype)
+    flat = flat if flat.dim() == 1 and flat.is_contiguous() else flat.reshape(-1).contiguous()
+    ensure_kernel_packages()
+    found = torch.ops.rl_core.sum_tree_find_prefixsum(tree, flat)
+    return found if value.dim() == 1 else found.reshape(value.shape)
 
 
 def sum_tree_total(tree: Tensor) -> Tensor:

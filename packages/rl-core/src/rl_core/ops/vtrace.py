@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from rl_core.ops import _checks, _library  # noqa: F401  (_library registers the ops)
+from rl_core.ops.kernel_packages import ensure_kernel_packages
 
 __all__ = ["vtrace_advantage_estimate"]
 
@@ -99,6 +100,7 @@ def vtrace_advantage_estimate(
         time_dim,
     )
     log_pi, log_mu, state_value, next_state_value, reward = floats
+    ensure_kernel_packages()
     advantage, value_target = torch.ops.rl_core.vtrace_advantage_estimate(
         gamma,
         rho_thresh,

@@ -1,0 +1,118 @@
+// Argument checks shared by the CPU and CUDA kernels.
+//
+// A kernel registered for a backend key replaces rl_core's reference kernel together with
+// its Python-side layout checks, so each kernel checks the layout itself, with the same
+// messages as rl_core.ops._library (shapes printed as Python tuples, dtypes as torch.<name>).
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rl_kernels {
+
+inline std::string py_shape(at::IntArrayRef sizes) {
+  std::ostringstream out;
+  out << "(";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out << sizes[i];
+    if (i + 1 < sizes.size() || sizes.size() == 1) {
+      out << (sizes.size() == 1 ? "," : ", ");
+    }
+  }
+  out << ")";
+  return out.str();
+}
+
+inline std::string py_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return "torch.float32";
+    case at::kDouble: return "torch.float64";
+    case at::kHalf: return "torch.float16";
+    case at::kBFloat16: return "torch.bfloat16";
+    case at::kBool: return "torch.bool";
+    case at::kLong: return "torch.int64";
+    case at::kInt: return "torch.int32";
+    case at::kShort: return "torch.int16";
+    case at::kChar: return "torch.int8";
+    case at::kByte: return "torch.uint8";
+    default: return std::string("torch.") + c10::toString(type);
+  }
+}
+
+using NamedTensors = std::vector<std::pair<const char*, const at::Tensor*>>;
+
+// The [T, N] layout of a value op: floats share the first float's shape, device and
+// floating dtype; masks share its shape and device and are bool.
+inline void check_value_layout(const char* op, const NamedTensors& floats,
+                               const NamedTensors& masks) {
+  const char* first_name = floats.front().first;
+  const at::Tensor& first = *floats.front().second;
+  TORCH_CHECK(first.dim() == 2, "rl_core::", op, ": expected ", first_name,
+              " in the [T, N] layout (2-D), got shape ", py_shape(first.sizes()), ".");
+  auto check_shape_device = [&](const char* name, const at::Tensor& t) {
+    TORCH_CHECK(t.sizes() == first.sizes(), "rl_core::", op, ": expected ", name, " of shape ",
+                py_shape(first.sizes()), " like ", first_name, ", got ", py_shape(t.sizes()),
+                ".");
+    TORCH_CHECK(t.device() == first.device(), "rl_core::", op, ": expected ", name, " on ",
+                first.device().str(), ", got ", t.device().str(), ".");
+  };
+  for (const auto& named : floats) check_shape_device(named.first, *named.second);
+  for (const auto& named : masks) check_shape_device(named.first, *named.second);
+  for (const auto& named : floats) {
+    const at::Tensor& t = *named.second;
+    TORCH_CHECK(t.scalar_type() == first.scalar_type() && t.is_floating_point(), "rl_core::",
+                op, ": expected ", named.first, " of dtype ", py_dtype(first.scalar_type()),
+                ", got ", py_dtype(t.scalar_type()), ".");
+  }
+  for (const auto& named : masks) {
+    const at::Tensor& t = *named.second;
+    TORCH_CHECK(t.scalar_type() == at::kBool, "rl_core::", op, ": expected ", named.first,
+                " of dtype torch.bool, got ", py_dtype(t.scalar_type()), ".");
+  }
+}
+
+// A tree is 1-D of size 2 * capacity (a power of two); value is 1-D in the tree's dtype on
+// its device; index (when given) is int64 shaped like value on the tree's device.
+inline int64_t check_tree_layout(const char* op, const at::Tensor& tree,
+                                 const at::Tensor* index, const at::Tensor& value) {
+  const int64_t size = tree.dim() == 1 ? tree.size(0) : 0;
+  TORCH_CHECK(tree.dim() == 1 && size >= 2 && (size & (size - 1)) == 0, "rl_core::", op,
+              ": expected a 1-D tree of size 2 * capacity (a power of two), got shape ",
+              py_shape(tree.sizes()), ".");
+  TORCH_CHECK(value.dim() == 1 && value.scalar_type() == tree.scalar_type() &&
+                  value.device() == tree.device(),
+              "rl_core::", op, ": expected value 1-D ", py_dtype(tree.scalar_type()), " on ",
+              tree.device().str(), ", got shape ", py_shape(value.sizes()), " ",
+              py_dtype(value.scalar_type()), " on ", value.device().str(), ".");
+  if (index != nullptr) {
+    TORCH_CHECK(index->sizes() == value.sizes() && index->scalar_type() == at::kLong &&
+                    index->device() == tree.device(),
+                "rl_core::", op, ": expected index int64 of shape ", py_shape(value.sizes()),
+                " on ", tree.device().str(), ", got ", py_dtype(index->scalar_type()),
+                " of shape ", py_shape(index->sizes()), " on ", index->device().str(), ".");
+  }
+  TORCH_CHECK(tree.is_floating_point(), "rl_core::", op,
+              ": expected a floating-point tree, got ", py_dtype(tree.scalar_type()), ".");
+  return size / 2;
+}
+
+// Leaf indices in [0, capacity), with rl_core's message (a ValueError in Python).
+inline void check_leaf_range(const char* op, int64_t low, int64_t high, int64_t capacity) {
+  TORCH_CHECK_VALUE(low >= 0 && high < capacity, op, ": expected leaf indices in [0, ",
+                    capacity, "), got values in [", low, ", ", high,
+                    "]. Drop out-of-range indices or build a tree with a larger capacity.");
+}
+
+// torch.minimum: NaN wins.
+template <typename T>
+C10_HOST_DEVICE inline T nan_min(T a, T b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return b < a ? b : a;
+}
+
+}  // namespace rl_kernels
