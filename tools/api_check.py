@@ -28,55 +28,16 @@ import gzip
 import json
 import re
 import sys
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import griffe
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT_DIR = Path("tools") / "api"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _workspace import ROOT, Package, find_package, workspace_packages
+
 DECLARING_SECTIONS = ("Changed", "Removed", "Breaking")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@dataclass(frozen=True)
-class Package:
-    """A workspace package: distribution name, import name, version, where it lives."""
-
-    dist: str
-    import_name: str
-    version: str
-    directory: Path
-
-    @classmethod
-    def read(cls, directory: Path) -> Package:
-        project = tomllib.loads((directory / "pyproject.toml").read_text())["project"]
-        dist = project["name"]
-        return cls(dist, dist.replace("-", "_"), project["version"], directory)
-
-    def snapshot_path(self, root: Path) -> Path:
-        return root / SNAPSHOT_DIR / f"{self.dist}.json.gz"
-
-
-def workspace_packages(root: Path = ROOT) -> list[Package]:
-    """Every package under ``packages/`` (the published ones), sorted by name."""
-    return [
-        Package.read(d)
-        for d in sorted((root / "packages").iterdir())
-        if (d / "pyproject.toml").exists()
-    ]
-
-
-def find_package(root: Path, dist: str) -> Package:
-    for package in workspace_packages(root):
-        if package.dist == dist:
-            return package
-    names = ", ".join(p.dist for p in workspace_packages(root))
-    raise SystemExit(
-        f"api_check: no package named {dist!r} under {root / 'packages'}; known: {names}."
-    )
 
 
 def load_sources(package: Package) -> griffe.Module:

@@ -95,7 +95,8 @@ def smoke_code(package: api_check.Package) -> str:
 
 def build_all(root: Path, dist: Path) -> None:
     """Builds every workspace package's wheel (and sdist) into ``dist``."""
-    subprocess.run(["uv", "build", "--all-packages", "--out-dir", str(dist)], cwd=root, check=True)
+    for package in api_check.workspace_packages(root):
+        subprocess.run(package.build_command(dist), cwd=root, check=True)
 
 
 def wheel_of(package: api_check.Package, dist: Path) -> Path:

@@ -120,7 +120,7 @@ def release(
     if build:
         _run(["uv", "lock"], root)  # the lock records each member's version
         changed.append(root / "uv.lock")
-        _run(["uv", "build", "--package", dist, "--out-dir", "dist"], root)
+        _run(package.build_command(Path("dist")), root)
     if git:
         _run(["git", "add", *(str(p.relative_to(root)) for p in changed)], root)
         _run(["git", "commit", "-q", "-m", f"release {dist} {version}"], root)
