@@ -8,6 +8,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_llm._utils import as_strings
 from rl_llm.data import ChatHistory, History, LogProbs, Masks, Text, Tokens
 from rl_llm.keys import HISTORY, LOG_PROBS, MASKS, TEXT, TOKENS
 from rl_llm.modules._log_probs import (
@@ -114,7 +115,7 @@ class TransformersWrapper(nn.Module):
             )
         else:
             history = None
-            texts = _as_strings(self._require(td, (TEXT, "prompt")))
+            texts = as_strings(self._require(td, (TEXT, "prompt")))
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         device = self.model.device
         return enc["input_ids"].to(device), enc["attention_mask"].to(device).bool(), history
@@ -260,8 +261,8 @@ class TransformersWrapper(nn.Module):
                 assistant[i, width - len(row) :] = torch.as_tensor(mask, dtype=torch.bool)
             return full.to(device), attn.to(device), assistant.to(device)
         if self.input_mode == "text":
-            prompts = _as_strings(self._require(td, (TEXT, "prompt")))
-            responses = _as_strings(self._require(td, (TEXT, "response")))
+            prompts = as_strings(self._require(td, (TEXT, "prompt")))
+            responses = as_strings(self._require(td, (TEXT, "response")))
             tok = self.tokenizer
             p = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
             tok.padding_side = "right"
@@ -279,11 +280,3 @@ class TransformersWrapper(nn.Module):
             "TransformersWrapper(input_mode='tokens', generate=False): expected ('tokens', "
             "'prompt') and ('tokens', 'response') in the input TensorDict."
         )
-
-
-def _as_strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if hasattr(value, "tolist"):
-        return list(value.tolist())
-    return list(value)
