@@ -51,7 +51,8 @@ def test_step_rewards_tagged_answers_and_ends_the_dialog():
     torch.testing.assert_close(
         out["next", "reward"].squeeze(-1), torch.tensor([1.0, 0.0, 0.1, 1.0])
     )
-    assert out["next", "done"].all() and out["next", "terminated"].all()
+    assert out["next", "done"].all()
+    assert out["next", "terminated"].all()
     assert out["next", "history"].prompt.batch_size == (4, 3)
 
 

@@ -225,19 +225,39 @@ class TransformersWrapper(nn.Module):
         )
         return td
 
-    def log_probs_of(self, full: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def log_probs_of(
+        self,
+        full: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        return_entropy: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """``[B, L]`` log-probabilities of each token of ``full`` given the ones before it.
 
         Position 0 has no context and gets 0. Runs with gradients when they are enabled.
+
+        Args:
+            full: ``[B, L]`` token ids (left padding allowed).
+            attention_mask: ``[B, L]`` bool, True on real tokens.
+            return_entropy: also return the ``[B, L]`` entropy of the model's distribution at
+                each position (of the distribution the token was drawn from; 0 at position 0).
         """
-        logits = self.model(
-            input_ids=full,
-            attention_mask=attention_mask.long(),
-            position_ids=position_ids_from_mask(attention_mask),
-            use_cache=False,
-        ).logits
-        lp = gather_log_probs(logits[:, :-1].float(), full[:, 1:])
-        return torch.nn.functional.pad(lp, (1, 0))
+        logits = (
+            self.model(
+                input_ids=full,
+                attention_mask=attention_mask.long(),
+                position_ids=position_ids_from_mask(attention_mask),
+                use_cache=False,
+            )
+            .logits[:, :-1]
+            .float()
+        )
+        lp = torch.nn.functional.pad(gather_log_probs(logits, full[:, 1:]), (1, 0))
+        if not return_entropy:
+            return lp
+        log_p = logits.log_softmax(-1)
+        entropy = -(log_p.exp() * log_p).sum(-1)
+        return lp, torch.nn.functional.pad(entropy, (1, 0))
 
     def _tokenize_full(self, td: TensorDictBase) -> tuple[torch.Tensor, ...]:
         device = self.model.device
