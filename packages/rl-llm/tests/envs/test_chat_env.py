@@ -59,6 +59,6 @@ def test_bad_input_is_reported():
     with pytest.raises(KeyError, match="expected a 'query' entry"):
         env.reset()
     td = env.reset(TensorDict(query=["a", "b"], batch_size=[2]))
-    with pytest.raises(KeyError, match="expected .*'history', 'full'.* written by the policy"):
+    with pytest.raises(KeyError, match=r"expected .*'history', 'full'.* written by the policy"):
         env.step(td)
     assert torch.Size([2]) == env.batch_size

@@ -62,7 +62,7 @@ class GRPOLoss(LossModule):
       ``d = ref - new`` (the k3 estimator of KL(new || ref)), reading ``"ref_log_probs"``
       (``[B, T]``, e.g. written by :class:`~rl_llm.envs.KLRewardTransform`);
     - ``loss_entropy`` (if ``entropy_coeff``): ``-coeff * mean entropy``;
-    - diagnostics: ``clip_fraction``, ``kl_approx`` (mean of old − new), ``entropy``.
+    - diagnostics: ``clip_fraction``, ``kl_approx`` (mean of old - new), ``entropy``.
 
     Args:
         actor_network: the policy, with a ``log_probs_of(full, attention_mask)`` method.
