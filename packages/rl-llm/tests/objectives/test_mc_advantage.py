@@ -33,6 +33,16 @@ def test_matches_a_hand_written_reference():
         assert abs(out[idx].std().item() - 1) < 1e-4
 
 
+def test_a_prompt_drawn_twice_makes_two_groups():
+    batch = TensorDict(
+        query=["a", "a", "a", "a"],
+        next=TensorDict(reward=torch.tensor([[1.0], [3.0], [10.0], [20.0]]), batch_size=[4]),
+        batch_size=[4],
+    )
+    out = MCAdvantage(grpo_size=2, normalize_std=False)(batch)["advantage"].squeeze(-1)
+    assert out.tolist() == [-1.0, 1.0, -5.0, 5.0]
+
+
 def test_equal_rewards_give_zero_advantage():
     adv = group_advantages(torch.ones(4), torch.tensor([0, 0, 1, 1]))
     assert torch.equal(adv, torch.zeros(4))
@@ -44,7 +54,9 @@ def test_bad_input_is_reported():
         next=TensorDict(reward=torch.zeros(3, 1), batch_size=[3]),
         batch_size=[3],
     )
-    with pytest.raises(ValueError, match=r"expected 2 responses per prompt, got \{'b': 1\}"):
+    with pytest.raises(
+        ValueError, match=r"expected a multiple of 2 responses per prompt, got \{'b': 1\}"
+    ):
         MCAdvantage(grpo_size=2)(batch)
     with pytest.raises(ValueError, match="expected a 1-d batch of dialogs"):
         MCAdvantage(grpo_size=1)(batch.unsqueeze(0))

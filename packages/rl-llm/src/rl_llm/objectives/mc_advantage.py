@@ -52,20 +52,20 @@ def group_advantages(
 class MCAdvantage(Transform):
     """Writes group-relative advantages into a batch of finished dialogs (GRPO's baseline).
 
-    Responses to the same prompt (same ``prompt_key`` string) form a group; each one's
-    advantage is its reward minus the group mean, divided by the group's standard deviation.
+    Responses to the same prompt (same ``prompt_key`` string) form groups of ``grpo_size``, in
+    order of appearance; each one's advantage is its reward minus the group mean, divided by the group's standard deviation.
     Apply it to a collected batch (``advantage = MCAdvantage(grpo_size=4)(batch)``), or hand it
     to a collector as ``postproc``.
 
     Args:
-        grpo_size: the number of responses per prompt; every group must have this size.
+        grpo_size: the number of responses per group; each prompt has a multiple of it.
         prompt_key: the entry that identifies a prompt (one string per dialog).
         reward_key: the reward of each dialog, ``[N, 1]``.
         advantage_key: where the ``[N, 1]`` advantage is written.
         normalize_std: divide by the group standard deviation.
 
     Raises:
-        ValueError: a group has a size other than ``grpo_size``, or the batch is not 1-d.
+        ValueError: a prompt's count is not a multiple of ``grpo_size``, or the batch is not 1-d.
 
     Examples:
         >>> import torch
@@ -103,15 +103,22 @@ class MCAdvantage(Transform):
                 f"{tuple(tensordict.batch_size)}. Reshape it (e.g. td.reshape(-1))."
             )
         prompts = as_strings(tensordict.get(self.prompt_key))
-        index: dict[str, int] = {}
-        ids = torch.tensor([index.setdefault(p, len(index)) for p in prompts])
-        sizes = torch.bincount(ids)
-        if (sizes != self.grpo_size).any():
-            bad = {p: int(sizes[i]) for p, i in index.items() if sizes[i] != self.grpo_size}
+        # Responses to one prompt form groups of grpo_size in order of appearance (a batch
+        # may hold the same prompt drawn twice).
+        seen: dict[str, int] = {}
+        group_of: dict[tuple[str, int], int] = {}
+        ids_list = []
+        for p in prompts:
+            k = seen.get(p, 0)
+            seen[p] = k + 1
+            ids_list.append(group_of.setdefault((p, k // self.grpo_size), len(group_of)))
+        bad = {p: n for p, n in seen.items() if n % self.grpo_size}
+        if bad:
             raise ValueError(
-                f"MCAdvantage: expected {self.grpo_size} responses per prompt, got {bad}. "
-                f"Collect whole groups (DatasetChatEnv(repeats={self.grpo_size}))."
+                f"MCAdvantage: expected a multiple of {self.grpo_size} responses per prompt, got "
+                f"{bad}. Collect whole groups (DatasetChatEnv(repeats={self.grpo_size}))."
             )
+        ids = torch.tensor(ids_list)
         rewards = tensordict.get(self.reward_key).reshape(len(prompts), -1).sum(-1)
         adv = group_advantages(rewards.float(), ids, normalize_std=self.normalize_std)
         tensordict.set(self.advantage_key, adv.unsqueeze(-1))
