@@ -98,3 +98,20 @@ def test_bad_input_is_reported(tiny_model, tiny_tokenizer):
     policy = TransformersWrapper(tiny_model, tiny_tokenizer)
     with pytest.raises(KeyError, match=r"expected the entry .*history.*prompt"):
         policy(TensorDict(text={"prompt": ["x"]}, batch_size=[1]))
+
+
+def test_last_positions_fast_path_equals_the_full_computation(tiny_model, tiny_tokenizer):
+    torch.manual_seed(3)
+    gen = TransformersWrapper(
+        tiny_model, tiny_tokenizer, generate_kwargs={"max_new_tokens": 7, "do_sample": True}
+    )
+    out = gen(_prompt_td())
+    full, attn = out["tokens"].full, out["masks"].all_attention_mask
+    with torch.no_grad():
+        lp, ent = gen.log_probs_of(full, attn, return_entropy=True)
+        lp7, ent7 = gen.log_probs_of(full, attn, return_entropy=True, last=7)
+        lp_all = gen.log_probs_of(full, attn, last=full.shape[1])
+    assert lp7.shape == (3, 7)
+    torch.testing.assert_close(lp7, lp[:, -7:])
+    torch.testing.assert_close(ent7, ent[:, -7:])
+    torch.testing.assert_close(lp_all, lp)

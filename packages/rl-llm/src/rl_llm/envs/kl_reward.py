@@ -70,7 +70,7 @@ class KLRewardTransform(Transform):
         attn = tensordict.get((MASKS, "all_attention_mask"))
         width = response.shape[-1]
         mask = attn[:, -width:]
-        ref = self.ref_model.log_probs_of(full, attn)[:, -width:].masked_fill(~mask, 0.0)
+        ref = self.ref_model.log_probs_of(full, attn, last=width).masked_fill(~mask, 0.0)
         tensordict.set(REF_LOG_PROBS, ref)
         log_ratio = (tensordict.get((LOG_PROBS, "response")) - ref).masked_fill(~mask, 0.0)
         return log_ratio.sum(-1, keepdim=True)

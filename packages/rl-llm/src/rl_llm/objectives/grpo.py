@@ -65,7 +65,8 @@ class GRPOLoss(LossModule):
     - diagnostics: ``clip_fraction``, ``kl_approx`` (mean of old - new), ``entropy``.
 
     Args:
-        actor_network: the policy, with a ``log_probs_of(full, attention_mask)`` method.
+        actor_network: the policy, with a ``log_probs_of(full, attention_mask, *, last=...)``
+            method (:class:`~rl_llm.modules.TransformersWrapper`).
         clip_epsilon: the ratio clipping range.
         kl_to_ref_coeff: weight of the KL penalty to the reference model, or ``None``.
         entropy_coeff: weight of the entropy bonus.
@@ -141,11 +142,11 @@ class GRPOLoss(LossModule):
         mask = full_mask[:, -width:]
         full = torch.cat([prompt, response], -1)
         if self.entropy_coeff:
-            lp, entropy = self.actor_network.log_probs_of(full, attn, return_entropy=True)
-            entropy = entropy[:, -width:]
+            lp, entropy = self.actor_network.log_probs_of(
+                full, attn, return_entropy=True, last=width
+            )
         else:
-            lp, entropy = self.actor_network.log_probs_of(full, attn), None
-        lp = lp[:, -width:]
+            lp, entropy = self.actor_network.log_probs_of(full, attn, last=width), None
         loss, clip_fraction = grpo_objective(
             lp, old, advantage, mask, clip_epsilon=self.clip_epsilon, aggregation=self.aggregation
         )
