@@ -46,15 +46,15 @@ def test_loss_is_the_nll_of_assistant_tokens_only(tiny_model, tiny_tokenizer):
 
 def test_training_lowers_the_loss(tiny_model, tiny_tokenizer):
     loss_fn = SFTLoss(TransformersWrapper(tiny_model, tiny_tokenizer, generate=False))
-    opt = torch.optim.Adam(loss_fn.parameters(), lr=3e-3)
+    opt = torch.optim.Adam(loss_fn.parameters(), lr=1e-2)
     first = None
-    for _ in range(15):
+    for _ in range(6):
         value = loss_fn(_td())["loss_sft"]
         first = value.item() if first is None else first
         opt.zero_grad()
         value.backward()
         opt.step()
-    assert value.item() < first - 1.0
+    assert value.item() < first - 0.5
 
 
 def test_all_tokens_mode_counts_more_tokens(tiny_model, tiny_tokenizer):

@@ -38,11 +38,11 @@ class LLMCollector:
         >>> from rl_llm.modules import TransformersWrapper
         >>> from rl_llm.testing import build_tiny_chat_model
         >>> model, tokenizer = build_tiny_chat_model()
-        >>> env = GSM8KEnv(make_arithmetic_dataset(8), batch_size=(4,), repeats=2)
+        >>> env = GSM8KEnv(make_arithmetic_dataset(8), batch_size=(2,), repeats=2)
         >>> policy = TransformersWrapper(model, tokenizer, generate_kwargs={"max_new_tokens": 3})
-        >>> collector = LLMCollector(env, policy, dialog_turns_per_batch=8, total_dialog_turns=16)
+        >>> collector = LLMCollector(env, policy, dialog_turns_per_batch=4, total_dialog_turns=8)
         >>> [batch["next", "reward"].shape for batch in collector]
-        [torch.Size([8, 1]), torch.Size([8, 1])]
+        [torch.Size([4, 1]), torch.Size([4, 1])]
     """
 
     def __init__(
