@@ -66,7 +66,7 @@ def test_matches_a_hand_written_reference(tiny_model, tiny_tokenizer):
 def test_training_prefers_the_chosen_replies(tiny_model, tiny_tokenizer):
     ref = TransformersWrapper(copy.deepcopy(tiny_model), tiny_tokenizer, generate=False)
     loss_fn = DPOLoss(TransformersWrapper(tiny_model, tiny_tokenizer, generate=False), ref)
-    assert [n for n, _ in loss_fn.named_parameters()][0].startswith("actor_network.")
+    assert all(n.startswith("actor_network.") for n, _ in loss_fn.named_parameters())
     optim = torch.optim.Adam(loss_fn.parameters(), lr=1e-2)
     for _ in range(5):
         out = loss_fn(_td())
