@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 
@@ -24,9 +26,14 @@ def tiny_tokenizer(tiny_model_dir):
     return tokenizer
 
 
-@pytest.fixture
-def tiny_model(tiny_model_dir):
-    """A fresh copy of the tiny model (tests may train or edit it)."""
+@pytest.fixture(scope="session")
+def _tiny_model_loaded(tiny_model_dir):
     from transformers import AutoModelForCausalLM
 
     return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+@pytest.fixture
+def tiny_model(_tiny_model_loaded):
+    """A fresh copy of the tiny model (tests may train or edit it)."""
+    return copy.deepcopy(_tiny_model_loaded).eval()

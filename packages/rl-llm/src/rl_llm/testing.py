@@ -7,6 +7,7 @@ Qwen2 or Llama model from a config. It needs the ``transformers`` extra.
 
 from __future__ import annotations
 
+import functools
 import random
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,24 @@ def _corpus(n: int, seed: int) -> list[str]:
     return lines
 
 
+@functools.cache
+def _trained_bpe(family: str, vocab_size: int, seed: int) -> str:
+    """The trained BPE as JSON (training is deterministic; cached per process)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=_SPECIAL[family],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(_corpus(300, seed), trainer=trainer)
+    return tok.to_str()
+
+
 def build_tiny_tokenizer(*, family: str = "qwen2", vocab_size: int = 384, seed: int = 0) -> Any:
     """A byte-level BPE tokenizer trained on generated text, with its family's chat template.
 
@@ -84,20 +103,10 @@ def build_tiny_tokenizer(*, family: str = "qwen2", vocab_size: int = 384, seed: 
         raise ValueError(
             f"build_tiny_tokenizer: expected family 'qwen2' or 'llama', got {family!r}."
         )
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
-    special = _SPECIAL[family]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=special,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(_corpus(300, seed), trainer=trainer)
+    tok = Tokenizer.from_str(_trained_bpe(family, vocab_size, seed))
     if family == "qwen2":
         eos, pad, template = "<|im_end|>", "<|endoftext|>", "chatml_format"
     else:

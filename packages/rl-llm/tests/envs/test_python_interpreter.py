@@ -55,6 +55,8 @@ def test_cannot_read_outside_its_directory(tmp_path):
 
 @pytest.mark.parametrize("use_netns", [True, False])
 def test_cannot_connect_to_a_local_socket(use_netns):
+    if not use_netns and _sandbox.landlock_abi() < 4:
+        pytest.skip("Landlock ABI < 4 has no TCP rule: only the network namespace blocks TCP")
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()

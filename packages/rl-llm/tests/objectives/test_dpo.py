@@ -68,7 +68,7 @@ def test_training_prefers_the_chosen_replies(tiny_model, tiny_tokenizer):
     loss_fn = DPOLoss(TransformersWrapper(tiny_model, tiny_tokenizer, generate=False), ref)
     assert all(n.startswith("actor_network.") for n, _ in loss_fn.named_parameters())
     optim = torch.optim.Adam(loss_fn.parameters(), lr=1e-2)
-    for _ in range(5):
+    for _ in range(3):
         out = loss_fn(_td())
         optim.zero_grad()
         out["loss_dpo"].backward()

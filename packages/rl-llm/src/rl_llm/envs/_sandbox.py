@@ -130,13 +130,21 @@ def run_sandboxed(
     """Runs ``code`` in a fresh confined child (see the module docstring); never raises on its errors.
 
     Raises:
-        RuntimeError: the kernel has no Landlock (files could not be confined).
+        RuntimeError: the kernel has no Landlock (files could not be confined), or neither a
+            network namespace nor Landlock's TCP rule (ABI >= 4) is available (no network
+            confinement).
     """
     abi = landlock_abi()
     if abi < 1:
         raise RuntimeError(
             "PythonInterpreter: this kernel has no Landlock support (Linux >= 5.13 with "
             "landlock in the LSM list), so file access could not be confined; refusing to run."
+        )
+    netns = use_netns and netns_available()
+    if not netns and abi < 4:
+        raise RuntimeError(
+            f"PythonInterpreter: no network confinement here (unshare --net is not permitted "
+            f"and Landlock ABI {abi} < 4 has no TCP rule); refusing to run."
         )
     with tempfile.TemporaryDirectory(prefix="rl_llm_sandbox_") as workdir:
         Path(workdir, "main.py").write_text(code)
@@ -149,7 +157,7 @@ def run_sandboxed(
             "workdir": str(Path(workdir).resolve()),
         }
         cmd = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(cfg)]
-        if use_netns and netns_available():
+        if netns:
             cmd = ["unshare", "--net", "--map-root-user", *cmd]
         proc = subprocess.Popen(
             cmd,
