@@ -13,7 +13,6 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core import Transform, TransformedEnv
-from rl_llm._utils import as_strings
 from rl_llm.collectors import LLMCollector
 from rl_llm.envs import DatasetChatEnv
 from rl_llm.modules import TransformersWrapper
@@ -25,7 +24,7 @@ class DigitReward(Transform):
     """Reward = fraction of digit characters in the last reply; every dialog ends after it."""
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase):
-        replies = as_strings(next_tensordict["history"].prompt[..., -1].content)
+        replies = [str(r) for r in next_tensordict["history"].prompt[..., -1].content]
         scores = [sum(c.isdigit() for c in r) / max(len(r), 1) for r in replies]
         next_tensordict["reward"] = torch.tensor(scores).unsqueeze(-1)
         next_tensordict["done"] = torch.ones_like(next_tensordict["done"])

@@ -3,10 +3,13 @@
 Run: bash scripts/vllm-env.sh && .venvs/vllm/bin/python -m pytest -m vllm packages/rl-llm
 """
 
+import importlib.util
 import os
 
 import pytest
 
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vLLM is not installed (see scripts/vllm-env.sh)", allow_module_level=True)
 os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 vllm = pytest.importorskip("vllm")
