@@ -1,0 +1,14 @@
+"""Small private helpers shared by the modules of rl-llm."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def as_strings(value: Any) -> list[str]:
+    """A list of python strings from a str, a list, a NonTensorStack or a LinkedList."""
+    if isinstance(value, str):
+        return [value]
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    return [v if isinstance(v, str) else str(v) for v in value]

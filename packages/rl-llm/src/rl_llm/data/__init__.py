@@ -1,0 +1,21 @@
+"""Data structures of rl-llm: chat histories and the outputs of LLM policies."""
+
+from rl_llm.data._templates import add_chat_template, detect_chat_template
+from rl_llm.data.chat_history import ChatHistory
+from rl_llm.data.history import History, set_chat_template
+from rl_llm.data.log_probs import LogProbs
+from rl_llm.data.masks import Masks
+from rl_llm.data.text import Text
+from rl_llm.data.tokens import Tokens
+
+__all__ = [
+    "History",
+    "ChatHistory",
+    "Text",
+    "Tokens",
+    "Masks",
+    "LogProbs",
+    "add_chat_template",
+    "detect_chat_template",
+    "set_chat_template",
+]

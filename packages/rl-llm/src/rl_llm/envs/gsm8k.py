@@ -1,0 +1,119 @@
+"""GSM8KEnv: a math chat env whose reward checks an ``<answer>`` tag against the reference."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_llm._utils import as_strings
+from rl_llm.envs.dataset_chat_env import DatasetChatEnv
+from rl_llm.keys import ANSWER, HISTORY
+
+MATH_SYSTEM_PROMPT = (
+    "Solve the problem. Think briefly, then give the final number inside <answer></answer>."
+)
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def parse_answer(response: str) -> str | None:
+    """The content of the last ``<answer>...</answer>`` tag of ``response``, stripped, or None."""
+    found = _ANSWER.findall(response)
+    return found[-1].strip() if found else None
+
+
+def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) -> float:
+    """1 when the tagged answer equals the reference number, ``format_reward`` for a tag alone.
+
+    The reference may be a GSM8K solution: the number after its last ``####`` is used.
+
+    Examples:
+        >>> from rl_llm.envs.gsm8k import answer_reward
+        >>> answer_reward("so <answer>12</answer>", "12"), answer_reward("<answer>1</answer>", "2")
+        (1.0, 0.1)
+        >>> answer_reward("12", "3 + 9 = 12\\n#### 12")
+        0.0
+    """
+    reference = reference.split("####")[-1].strip()
+    answer = parse_answer(response)
+    if answer is None:
+        return 0.0
+    got, want = (
+        _NUMBER.findall(answer.replace(",", "")),
+        _NUMBER.findall(reference.replace(",", "")),
+    )
+    if got and want and float(got[-1]) == float(want[-1]):
+        return 1.0
+    return format_reward
+
+
+def make_arithmetic_dataset(n: int, *, max_operand: int = 9, seed: int = 0) -> list[dict[str, str]]:
+    """``n`` generated additions ``{"question": "What is 3+4?", "answer": "7"}``."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a, b = rng.randint(0, max_operand), rng.randint(0, max_operand)
+        out.append({"question": f"What is {a}+{b}?", "answer": str(a + b)})
+    return out
+
+
+class GSM8KEnv(DatasetChatEnv):
+    """A single-turn math env: the reward checks ``<answer>`` tags against the reference.
+
+    Items are dicts with ``"question"`` and ``"answer"`` (GSM8K's fields; the number after
+    ``####`` in a GSM8K solution is the reference). After the policy's reply, the reward is
+    :func:`answer_reward` of the reply and the dialog ends (``terminated``).
+
+    Args:
+        dataset: an iterable of ``{"question", "answer"}`` dicts (a list, a ``datasets.Dataset``).
+        batch_size: ``(B,)``, a multiple of ``repeats``.
+        repeats: dialogs per question (the GRPO group size).
+        system_prompt: defaults to an instruction to answer inside ``<answer>`` tags.
+        format_reward: the reward of a well-formed but wrong answer.
+        **kwargs: passed to :class:`DatasetChatEnv` (``shuffle``, ``seed``, ``tokenizer``).
+
+    Examples:
+        >>> from rl_llm.data import History
+        >>> from rl_llm.envs import GSM8KEnv
+        >>> env = GSM8KEnv([{"question": "What is 2+2?", "answer": "4"}], batch_size=(2,), repeats=2)
+        >>> td = env.reset()
+        >>> replies = ["<answer>4</answer>", "5"]
+        >>> td["history"].full = td["history"].prompt.append(History.from_chats(
+        ...     [[{"role": "assistant", "content": r}] for r in replies]))
+        >>> env.step(td)["next", "reward"].squeeze(-1).tolist()
+        [1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        dataset: Iterable[Any],
+        *,
+        batch_size: tuple[int, ...] | torch.Size = (1,),
+        repeats: int = 1,
+        system_prompt: str | None = MATH_SYSTEM_PROMPT,
+        format_reward: float = 0.1,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            dataset, batch_size=batch_size, repeats=repeats, system_prompt=system_prompt, **kwargs
+        )
+        if any(answer is None for _, answer in self.items):
+            raise ValueError(f"{type(self).__name__}: every item needs an 'answer'.")
+        self.format_reward = format_reward
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        out = super()._step(tensordict)
+        replies = as_strings(tensordict.get((HISTORY, "full"))[..., -1].content)
+        answers = as_strings(tensordict.get(ANSWER))
+        rewards = [
+            answer_reward(r, a, format_reward=self.format_reward) for r, a in zip(replies, answers)
+        ]
+        out.set("reward", torch.tensor(rewards).unsqueeze(-1))
+        out.set("terminated", torch.ones_like(out.get("terminated")))
+        out.set("done", torch.ones_like(out.get("done")))
+        return out

@@ -1,0 +1,105 @@
+"""PythonInterpreter: runs the model's Python code blocks in a sandbox, replies with the output."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+from tensordict import TensorDictBase
+
+from rl_core import Transform
+from rl_llm.envs import _sandbox
+from rl_llm.envs._tool_utils import append_tool_messages, last_replies
+
+_CODE = re.compile(r"```python\n(.*?)```", re.DOTALL)
+
+
+class PythonInterpreter(Transform):
+    """A ChatEnv transform that executes ```` ```python ```` blocks of the last reply in a sandbox.
+
+    After each step, the code blocks of every dialog's last message are joined and run in a
+    fresh subprocess; a ``tool`` message with its stdout and stderr (and a note when it was
+    killed) is appended to the next prompt. What the sandbox enforces, kernel-side (see
+    ``rl_llm.envs._sandbox``): a wall-clock time limit (process group killed) and
+    ``RLIMIT_CPU``; an address-space limit (``RLIMIT_AS``) and a file-size limit; Landlock
+    file rules that allow reading only the interpreter's installation and the system library
+    directories and writing only a fresh temporary directory; no network through a new network
+    namespace (``unshare --net``, when permitted) and Landlock's TCP bind/connect rule. The
+    child runs ``python -I -S`` (standard library only).
+
+    Args:
+        timeout: the wall-clock limit of one run, in seconds.
+        memory_mb: the address-space limit of the child.
+        max_output_chars: stdout and stderr are each cut to this length.
+        max_workers: dialogs whose code runs at the same time.
+
+    Raises:
+        RuntimeError: the kernel has no Landlock (file access could not be confined).
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> from rl_core import TransformedEnv
+        >>> from rl_llm.data import History
+        >>> from rl_llm.envs import ChatEnv, PythonInterpreter
+        >>> env = TransformedEnv(ChatEnv(batch_size=(1,)), PythonInterpreter())
+        >>> td = env.reset(TensorDict(query=["Compute 6*7"], batch_size=[1]))
+        >>> reply = "```python\\nprint(6 * 7)\\n```"
+        >>> td["history"].full = td["history"].prompt.append(
+        ...     History.from_chats([[{"role": "assistant", "content": reply}]]))
+        >>> print(env.step(td)["next", "history"].prompt[0, -1].content)
+        stdout:
+        42
+        <BLANKLINE>
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 5.0,
+        memory_mb: int = 256,
+        max_output_chars: int = 2000,
+        max_workers: int = 4,
+    ) -> None:
+        super().__init__()
+        if _sandbox.landlock_abi() < 1:
+            raise RuntimeError(
+                "PythonInterpreter: this kernel has no Landlock support, so file access could "
+                "not be confined; it needs Linux >= 5.13 with landlock enabled."
+            )
+        if timeout <= 0 or memory_mb <= 0:
+            raise ValueError(
+                f"PythonInterpreter: expected timeout > 0 and memory_mb > 0, got "
+                f"timeout={timeout}, memory_mb={memory_mb}."
+            )
+        self.timeout = timeout
+        self.memory_mb = memory_mb
+        self.max_output_chars = max_output_chars
+        self.max_workers = max_workers
+
+    @property
+    def network_namespace(self) -> bool:
+        """Whether runs get their own empty network namespace on this machine."""
+        return _sandbox.netns_available()
+
+    def run(self, code: str) -> str:
+        """Runs ``code`` in the sandbox; returns the tool message text."""
+        res = _sandbox.run_sandboxed(code, timeout=self.timeout, memory_mb=self.memory_mb)
+        n = self.max_output_chars
+        parts = []
+        if res.stdout:
+            parts.append("stdout:\n" + res.stdout[:n])
+        if res.stderr:
+            parts.append("stderr:\n" + res.stderr[-n:])
+        if res.timed_out:
+            parts.append(f"killed: time limit of {self.timeout} s reached")
+        elif res.returncode:
+            parts.append(f"exit code: {res.returncode}")
+        return "\n".join(parts) if parts else "(no output)"
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        history, replies = last_replies(next_tensordict, type(self).__name__)
+        codes = ["\n".join(_CODE.findall(r)) or None for r in replies]
+        with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
+            results = list(pool.map(lambda c: None if c is None else self.run(c), codes))
+        append_tool_messages(next_tensordict, history, results)
+        return next_tensordict

@@ -1,0 +1,7 @@
+"""LLM policies: transformers and vLLM models as TensorDict modules with one contract."""
+
+from rl_llm.modules.base import LLMWrapperBase
+from rl_llm.modules.transformers_wrapper import TransformersWrapper
+from rl_llm.modules.vllm_wrapper import vLLMWrapper
+
+__all__ = ["LLMWrapperBase", "TransformersWrapper", "vLLMWrapper"]
