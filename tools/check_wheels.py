@@ -76,8 +76,20 @@ SMOKE = {
         "logger.log_scalar('loss', 1.0, step=0)\n"
         "print('rl_objectives ok')\n"
     ),
-    "rl-llm": "print('rl_llm ok')\n",
-    "rl-kernels": "print('rl_kernels ok')\n",
+    "rl-llm": (
+        "from rl_llm import History\n"
+        "chat = [{'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'hello'}]\n"
+        "print('rl_llm ok', tuple(History.from_chats([chat]).batch_size))\n"
+    ),
+    "rl-kernels": (
+        "import torch\n"
+        "import rl_core.ops as ops\n"
+        "assert rl_kernels.loaded(), rl_kernels.load_error()\n"
+        "v = torch.zeros(2, 5, 1)\n"
+        "done = torch.zeros(2, 5, 1, dtype=torch.bool)\n"
+        "adv, _ = ops.generalized_advantage_estimate(0.9, 0.95, v, v, torch.ones(2, 5, 1), done)\n"
+        "print('rl_kernels ok', rl_kernels.devices(), tuple(adv.shape))\n"
+    ),
 }
 
 
