@@ -2,6 +2,32 @@
 
 from importlib.metadata import version as _version
 
+from rl_objectives import value
+from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.value import (
+    GAE,
+    MultiAgentGAE,
+    TD0Estimator,
+    TD1Estimator,
+    TDLambdaEstimator,
+    ValueEstimatorBase,
+    VTrace,
+)
+
 __version__ = _version("rl-objectives")
 
 __all__ = ["__version__"]
+
+# value estimation
+__all__ += [
+    "value",
+    "ValueEstimators",
+    "distance_loss",
+    "ValueEstimatorBase",
+    "TD0Estimator",
+    "TD1Estimator",
+    "TDLambdaEstimator",
+    "GAE",
+    "VTrace",
+    "MultiAgentGAE",
+]
