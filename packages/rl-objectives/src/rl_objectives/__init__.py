@@ -2,7 +2,14 @@
 
 from importlib.metadata import version as _version
 
-from rl_objectives import value
+from rl_objectives import losses, value
+from rl_objectives.losses import (
+    A2CLoss,
+    ClipPPOLoss,
+    KLPENPPOLoss,
+    PPOLoss,
+    ReinforceLoss,
+)
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
     GAE,
@@ -30,4 +37,14 @@ __all__ += [
     "GAE",
     "VTrace",
     "MultiAgentGAE",
+]
+
+# losses
+__all__ += [
+    "losses",
+    "PPOLoss",
+    "ClipPPOLoss",
+    "KLPENPPOLoss",
+    "A2CLoss",
+    "ReinforceLoss",
 ]

@@ -70,20 +70,3 @@ def distance_loss(
         f"distance_loss: unknown loss_function {loss_function!r}; expected 'l2', 'l1' or "
         f"'smooth_l1'."
     )
-
-
-def _reduce(value: Tensor, reduction: str, where: str) -> Tensor:
-    if reduction == "mean":
-        return value.mean()
-    if reduction == "sum":
-        return value.sum()
-    if reduction == "none":
-        return value
-    raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
-
-
-def _check_reduction(reduction: str | None, where: str) -> str:
-    reduction = "mean" if reduction is None else reduction
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"{where}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
-    return reduction

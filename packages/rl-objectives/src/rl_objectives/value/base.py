@@ -38,6 +38,38 @@ def expand_like(x: Tensor, like: Tensor, batch_dims: int) -> Tensor:
     return x.expand(like.shape)
 
 
+class BoundNetwork:
+    """A network converted by a loss, called with the loss's current parameters by default.
+
+    Losses give their estimators this instead of the parameter-free structure, so that
+    ``loss.value_estimator(td)`` works on its own while the loss can still pass detached or
+    target parameters explicitly.
+    """
+
+    def __init__(self, loss: nn.Module, name: str) -> None:
+        self._loss = loss
+        self._name = name
+
+    @property
+    def module(self) -> nn.Module:
+        return self._loss.__dict__[self._name]
+
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        return list(getattr(self.module, "in_keys", []))
+
+    def _params(self, params: TensorDictBase | None) -> TensorDictBase:
+        return getattr(self._loss, f"{self._name}_params") if params is None else params
+
+    def __call__(self, tensordict: TensorDictBase, params: TensorDictBase | None = None) -> Any:
+        with self._params(params).to_module(self.module):
+            return self.module(tensordict)
+
+    def get_dist(self, tensordict: TensorDictBase, params: TensorDictBase | None = None) -> Any:
+        with self._params(params).to_module(self.module):
+            return self.module.get_dist(tensordict)
+
+
 class ValueEstimatorBase(nn.Module, abc.ABC):
     """Reads a batch of trajectories and writes ``"advantage"`` and ``"value_target"``.
 
@@ -94,7 +126,9 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"{owner}: expected gamma in [0, 1], got {gamma}.")
         self.gamma = gamma
-        self.value_network = value_network
+        # Held outside _modules: the estimator does not own the network's parameters (a loss
+        # holds them and passes them in), so they stay out of its parameters()/state_dict().
+        self.__dict__["value_network"] = value_network
         self.differentiable = differentiable
         self.skip_existing = skip_existing
         self.shifted = shifted
@@ -153,7 +187,9 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
                 f"{type(self).__name__}: the data has no {self.tensor_keys.value!r} entry and "
                 f"the estimator has no value_network to compute it. Pass value_network=."
             )
-        if params is None:
+        if isinstance(self.value_network, BoundNetwork):
+            self.value_network(tensordict, params)
+        elif params is None:
             self.value_network(tensordict)
         else:
             with params.to_module(self.value_network):
@@ -166,18 +202,20 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         target_params: TensorDictBase | None = None,
         *,
         need_value: bool = True,
-    ) -> tuple[Tensor | None, Tensor]:
-        """Returns ``(value, next_value)``, calling the network where needed."""
+        need_next: bool = True,
+    ) -> tuple[Tensor | None, Tensor | None]:
+        """Returns ``(value, next_value)`` (``None`` where not needed), calling the network
+        where the entries are missing or ``skip_existing`` is off."""
         key = self.tensor_keys.value
         next_td = tensordict.get(K.NEXT)
         has_value = key in tensordict.keys(include_nested=True)
         has_next = key in next_td.keys(include_nested=True)
         run_value = need_value and not (self.skip_existing and has_value)
-        run_next = not (self.skip_existing and has_next)
+        run_next = need_next and not (self.skip_existing and has_next)
         if (run_value or run_next) and self.value_network is None and not (has_value or has_next):
             self._run(tensordict, None)  # raises the error
         if self.value_network is not None:
-            in_keys = list(getattr(self.value_network, "in_keys", []))
+            in_keys = list(getattr(self.value_network, "in_keys", []) or [])
             if self.shifted and run_value and run_next and target_params is None and in_keys:
                 both = torch.stack([tensordict.select(*in_keys), next_td.select(*in_keys)], 0)
                 self._run(both, params)
@@ -189,7 +227,7 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
                 if run_next:
                     self._run(next_td, params if target_params is None else target_params)
         value = tensordict.get(key) if need_value else None
-        return value, next_td.get(key)
+        return value, (next_td.get(key) if need_next else None)
 
     def _next_entries(self, tensordict: TensorDictBase, like: Tensor) -> tuple[Tensor, ...]:
         """``(reward, done, terminated)`` of ``"next"``, expanded to the shape of ``like``."""
@@ -236,7 +274,7 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         """
         with self._grad_context():
             target = self.value_estimate(tensordict, params=params, target_params=target_params)
-            value = tensordict.get(self.tensor_keys.value)
+            value, _ = self._state_values(tensordict, params, need_next=False)
             advantage = target - value
             if self.average_gae:
                 advantage = _standardise(advantage)

@@ -45,6 +45,6 @@ class TD0Estimator(ValueEstimatorBase):
         target_params: TensorDictBase | None = None,
     ) -> Tensor:
         """The one-step target, shaped like the state value."""
-        _, next_value = self._state_values(tensordict, params, target_params)
+        _, next_value = self._state_values(tensordict, params, target_params, need_value=False)
         reward, _, terminated = self._next_entries(tensordict, next_value)
         return functional.td0_return_estimate(self.gamma, next_value, reward, terminated)

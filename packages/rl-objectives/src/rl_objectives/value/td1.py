@@ -58,7 +58,7 @@ class TD1Estimator(ValueEstimatorBase):
         target_params: TensorDictBase | None = None,
     ) -> Tensor:
         """The TD(1) target, shaped like the state value."""
-        _, next_value = self._state_values(tensordict, params, target_params)
+        _, next_value = self._state_values(tensordict, params, target_params, need_value=False)
         reward, done, terminated = self._next_entries(tensordict, next_value)
         fn = (
             functional.vec_td1_return_estimate

@@ -72,7 +72,7 @@ class TDLambdaEstimator(ValueEstimatorBase):
         target_params: TensorDictBase | None = None,
     ) -> Tensor:
         """The lambda-return, shaped like the state value."""
-        _, next_value = self._state_values(tensordict, params, target_params)
+        _, next_value = self._state_values(tensordict, params, target_params, need_value=False)
         reward, done, terminated = self._next_entries(tensordict, next_value)
         fn = (
             functional.vec_td_lambda_return_estimate

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from rl_core import keys as K
 from rl_objectives.value import functional
-from rl_objectives.value.base import ValueEstimatorBase, expand_like
+from rl_objectives.value.base import BoundNetwork, ValueEstimatorBase, expand_like
 
 __all__ = ["VTrace"]
 
@@ -75,7 +75,7 @@ class VTrace(ValueEstimatorBase):
                 f"VTrace: actor_network must be a probabilistic actor with get_dist(), got "
                 f"{type(actor_network).__name__}."
             )
-        self.actor_network = actor_network
+        self.__dict__["actor_network"] = actor_network  # not owned: see ValueEstimatorBase
         self.rho_thresh = float(rho_thresh)
         self.c_thresh = float(c_thresh)
         self.action_key = action_key
@@ -84,7 +84,9 @@ class VTrace(ValueEstimatorBase):
         self, tensordict: TensorDictBase, like: Tensor, actor_params: TensorDictBase | None
     ) -> tuple[Tensor, Tensor]:
         with torch.no_grad():
-            if actor_params is None:
+            if isinstance(self.actor_network, BoundNetwork):
+                dist = self.actor_network.get_dist(tensordict, actor_params)
+            elif actor_params is None:
                 dist = self.actor_network.get_dist(tensordict)
             else:
                 with actor_params.to_module(self.actor_network):

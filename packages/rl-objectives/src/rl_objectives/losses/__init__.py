@@ -1,0 +1,15 @@
+"""The loss catalogue; every loss is also importable from :mod:`rl_objectives`."""
+
+from rl_objectives.losses.a2c import A2CLoss
+from rl_objectives.losses.clip_ppo import ClipPPOLoss
+from rl_objectives.losses.kl_ppo import KLPENPPOLoss
+from rl_objectives.losses.ppo import PPOLoss
+from rl_objectives.losses.reinforce import ReinforceLoss
+
+__all__ = [
+    "PPOLoss",
+    "ClipPPOLoss",
+    "KLPENPPOLoss",
+    "A2CLoss",
+    "ReinforceLoss",
+]

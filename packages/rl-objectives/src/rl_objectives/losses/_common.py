@@ -1,0 +1,109 @@
+"""Helpers shared by the losses (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensordict import TensorDictBase
+from torch import Tensor, nn
+
+from rl_core.objectives import LossModule
+from rl_objectives.utils import ValueEstimators
+from rl_objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
+
+DEFAULT_GAMMA = 0.99
+DEFAULT_LMBDA = 0.95
+
+
+def build_estimator(
+    loss: LossModule,
+    value_type: Any,
+    hyperparams: dict[str, Any],
+    value_network: nn.Module | None,
+    *,
+    actor_network: nn.Module | None = None,
+    allowed: tuple[ValueEstimators, ...] = tuple(ValueEstimators),
+) -> Any:
+    """Builds the estimator ``value_type`` for ``loss``; gamma defaults to ``loss.gamma``."""
+    owner = f"{type(loss).__name__}.make_value_estimator"
+    if isinstance(value_type, str):
+        try:
+            value_type = ValueEstimators[value_type]
+        except KeyError:
+            value_type = None
+    if value_type not in allowed:
+        raise ValueError(
+            f"{owner}: expected one of {[v.name for v in allowed]}, got {value_type!r}."
+        )
+    hp = dict(hyperparams)
+    gamma = hp.pop("gamma", getattr(loss, "gamma", None))
+    gamma = DEFAULT_GAMMA if gamma is None else gamma
+    if value_type is ValueEstimators.TD0:
+        return TD0Estimator(gamma, value_network, **hp)
+    if value_type is ValueEstimators.TD1:
+        return TD1Estimator(gamma, value_network, **hp)
+    if value_type is ValueEstimators.TDLambda:
+        return TDLambdaEstimator(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
+    if value_type is ValueEstimators.GAE:
+        return GAE(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
+    if actor_network is None:
+        raise ValueError(f"{owner}: V-trace needs an actor network; this loss has none.")
+    return VTrace(gamma, value_network, actor_network, **hp)
+
+
+def aggregate_log_prob(log_prob: Tensor, like: Tensor) -> Tensor:
+    """Sums per-dimension log-probs down to the shape of ``like`` without its feature dim."""
+    ndim = like.dim() - 1 if like.shape[-1:] == (1,) else like.dim()
+    while log_prob.dim() > ndim:
+        log_prob = log_prob.sum(-1)
+    return log_prob
+
+
+def squeeze_feature(x: Tensor) -> Tensor:
+    """Drops a trailing singleton feature dim (``[*B, 1]`` -> ``[*B]``)."""
+    return x.squeeze(-1) if x.shape[-1:] == (1,) else x
+
+
+def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
+    """The action distribution of the converted actor ``name`` (online parameters)."""
+    with loss.use_network(name) as actor:
+        return actor.get_dist(tensordict.copy())
+
+
+def entropy_of(dist: Any, samples: int) -> Tensor:
+    """The entropy, analytic where the distribution has one, else a Monte-Carlo estimate."""
+    try:
+        return dist.entropy()
+    except NotImplementedError:
+        x = dist.rsample((samples,)) if dist.has_rsample else dist.sample((samples,))
+        return -dist.log_prob(x).mean(0)
+
+
+def reduce(value: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return value.mean()
+    if reduction == "sum":
+        return value.sum()
+    return value
+
+
+def check_reduction(owner: str, reduction: str | None) -> str:
+    reduction = "mean" if reduction is None else reduction
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{owner}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
+    return reduction
+
+
+def check_loss_function(owner: str, name: str) -> str:
+    if name not in ("l1", "l2", "smooth_l1"):
+        raise ValueError(f"{owner}: loss function must be 'l1', 'l2' or 'smooth_l1', got {name!r}.")
+    return name
+
+
+def forward_estimator_keys(loss: LossModule, kwargs: dict[str, Any]) -> None:
+    """Passes the renamed keys that the loss's value estimator knows on to it."""
+    estimator = loss.value_estimator
+    if estimator is None:
+        return
+    known = set(type(estimator.tensor_keys).__dataclass_fields__)
+    estimator.set_keys(**{k: v for k, v in kwargs.items() if k in known})
