@@ -6,6 +6,8 @@ from rl_objectives import losses, value
 from rl_objectives.losses import (
     A2CLoss,
     ClipPPOLoss,
+    DDPGLoss,
+    DQNLoss,
     KLPENPPOLoss,
     PPOLoss,
     ReinforceLoss,
@@ -47,4 +49,6 @@ __all__ += [
     "KLPENPPOLoss",
     "A2CLoss",
     "ReinforceLoss",
+    "DQNLoss",
+    "DDPGLoss",
 ]

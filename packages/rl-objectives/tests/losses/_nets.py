@@ -59,3 +59,22 @@ def assert_same_grads(a, b, atol=1e-5):
             assert y is None or torch.all(y == 0)
             continue
         torch.testing.assert_close(x, y, atol=atol, rtol=1e-4)
+
+
+def offpolicy_batch(batch=(8,), action=None, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    done = torch.rand(*batch, 1, generator=g) < 0.3
+    td = TensorDict(
+        observation=torch.randn(*batch, OBS, generator=g),
+        next=TensorDict(
+            observation=torch.randn(*batch, OBS, generator=g),
+            reward=torch.randn(*batch, 1, generator=g),
+            done=done,
+            terminated=done & (torch.rand(*batch, 1, generator=g) < 0.5),
+            batch_size=batch,
+        ),
+        batch_size=batch,
+    )
+    if action is not None:
+        td["action"] = action
+    return td

@@ -2,6 +2,8 @@
 
 from rl_objectives.losses.a2c import A2CLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
+from rl_objectives.losses.ddpg import DDPGLoss
+from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
@@ -12,4 +14,6 @@ __all__ = [
     "KLPENPPOLoss",
     "A2CLoss",
     "ReinforceLoss",
+    "DQNLoss",
+    "DDPGLoss",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from tensordict import TensorDictBase
 from torch import Tensor, nn
 
@@ -107,3 +108,41 @@ def forward_estimator_keys(loss: LossModule, kwargs: dict[str, Any]) -> None:
         return
     known = set(type(estimator.tensor_keys).__dataclass_fields__)
     estimator.set_keys(**{k: v for k, v in kwargs.items() if k in known})
+
+
+def gather_action_value(action_value: Tensor, action: Tensor) -> Tensor:
+    """The value of the taken action, ``[*B, 1]``: one-hot (same shape) or index actions."""
+    if action.shape == action_value.shape:
+        return (action_value * action.to(action_value.dtype)).sum(-1, keepdim=True)
+    if action.is_floating_point() or action.dtype == torch.bool:
+        raise ValueError(
+            f"expected a one-hot action of shape {tuple(action_value.shape)} (the action "
+            f"values) or an integer index, got {action.dtype} of shape {tuple(action.shape)}."
+        )
+    index = action if action.dim() == action_value.dim() else action.unsqueeze(-1)
+    return action_value.gather(-1, index.long())
+
+
+def next_value_td(
+    tensordict: TensorDictBase, value_key: Any, next_value: Tensor, keys: Any
+) -> TensorDictBase:
+    """A ``[*B]`` TensorDict holding ``next/value`` plus the reward and done flags, for an
+    estimator built with ``skip_existing`` and no network."""
+    from tensordict import TensorDict
+
+    src = tensordict.get("next")
+    nxt = TensorDict({value_key: next_value}, batch_size=tensordict.batch_size)
+    for name in ("reward", "done", "terminated"):
+        key = getattr(keys, name)
+        entry = src.get(key, None)
+        if entry is None:
+            raise KeyError(f"expected an entry {('next', key)!r} in the data, found none.")
+        nxt.set(key, entry)
+    return TensorDict(next=nxt, batch_size=tensordict.batch_size)
+
+
+def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: Tensor) -> Tensor:
+    """The value target of ``loss.value_estimator`` from precomputed next-state values."""
+    value_key = loss.value_estimator.tensor_keys.value
+    td = next_value_td(tensordict, value_key, next_value, loss.value_estimator.tensor_keys)
+    return loss.value_estimator.value_estimate(td)
