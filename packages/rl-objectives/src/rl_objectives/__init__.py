@@ -11,6 +11,8 @@ from rl_objectives.losses import (
     KLPENPPOLoss,
     PPOLoss,
     ReinforceLoss,
+    SACLoss,
+    TD3Loss,
 )
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
@@ -51,4 +53,6 @@ __all__ += [
     "ReinforceLoss",
     "DQNLoss",
     "DDPGLoss",
+    "TD3Loss",
+    "SACLoss",
 ]

@@ -7,6 +7,8 @@ from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
+from rl_objectives.losses.sac import SACLoss
+from rl_objectives.losses.td3 import TD3Loss
 
 __all__ = [
     "PPOLoss",
@@ -16,4 +18,6 @@ __all__ = [
     "ReinforceLoss",
     "DQNLoss",
     "DDPGLoss",
+    "TD3Loss",
+    "SACLoss",
 ]

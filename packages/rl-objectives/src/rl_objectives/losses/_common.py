@@ -146,3 +146,31 @@ def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: T
     value_key = loss.value_estimator.tensor_keys.value
     td = next_value_td(tensordict, value_key, next_value, loss.value_estimator.tensor_keys)
     return loss.value_estimator.value_estimate(td)
+
+
+def action_bounds(owner: str, action_spec: Any, bounds: Any) -> tuple[Any, Any] | None:
+    """``(low, high)`` from a ``Bounded`` spec or an explicit pair; ``None`` if neither."""
+    if bounds is not None:
+        low, high = bounds
+        return torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+    if action_spec is None:
+        return None
+    low, high = getattr(action_spec, "low", None), getattr(action_spec, "high", None)
+    if low is None or high is None:
+        raise TypeError(
+            f"{owner}: action_spec must be a Bounded spec (with low and high), got "
+            f"{type(action_spec).__name__}. Pass bounds=(low, high) instead."
+        )
+    return low, high
+
+
+def sample_with_log_prob(dist: Any, like_batch_dims: int) -> tuple[Tensor, Tensor]:
+    """A reparameterised action and its log-prob summed to ``[*B]``."""
+    if hasattr(dist, "rsample_and_log_prob"):
+        action, log_prob = dist.rsample_and_log_prob()
+    else:
+        action = dist.rsample()
+        log_prob = dist.log_prob(action)
+    while log_prob.dim() > like_batch_dims:
+        log_prob = log_prob.sum(-1)
+    return action, log_prob
