@@ -87,7 +87,7 @@ def test_sac_v1_value_loss_and_target():
 
 def test_sac_errors():
     actor, _ = tanh_actor()
-    with pytest.raises(ValueError, match="SACLoss: expected alpha_init > 0, got 0.0"):
+    with pytest.raises(ValueError, match=r"SACLoss: expected alpha_init > 0, got 0\.0"):
         SACLoss(actor, q_critic(), alpha_init=0.0)
     with pytest.raises(TypeError, match="SACLoss: actor_network must be a probabilistic actor"):
         SACLoss(q_critic(), q_critic())

@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from rl_core.objectives import LossModule
 from rl_objectives.utils import ValueEstimators
 from rl_objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
+from rl_objectives.value.base import expand_like
 
 DEFAULT_GAMMA = 0.99
 DEFAULT_LMBDA = 0.95
@@ -67,8 +68,9 @@ def squeeze_feature(x: Tensor) -> Tensor:
 
 def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
     """The action distribution of the converted actor ``name`` (online parameters)."""
-    with loss.use_network(name) as actor:
-        return actor.get_dist(tensordict.copy())
+    params = getattr(loss, f"{name}_params")
+    with params.to_module(loss.__dict__[name], preserve_module_state=False):
+        return loss.__dict__[name].get_dist(tensordict.copy())
 
 
 def entropy_of(dist: Any, samples: int) -> Tensor:
@@ -143,6 +145,16 @@ def next_value_td(
 
 def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: Tensor) -> Tensor:
     """The value target of ``loss.value_estimator`` from precomputed next-state values."""
+    estimator = loss.value_estimator
+    if type(estimator) is TD0Estimator:
+        # Fast path: what TD0Estimator.value_estimate computes, without building its input.
+        keys = estimator.tensor_keys
+        src = tensordict.get("next")
+        batch_dims = tensordict.batch_dims
+        reward = expand_like(src.get(keys.reward), next_value, batch_dims)
+        terminated = expand_like(src.get(keys.terminated), next_value, batch_dims)
+        reward = reward.to(next_value.dtype)
+        return reward + estimator.gamma * (~terminated).to(reward.dtype) * next_value
     value_key = loss.value_estimator.tensor_keys.value
     td = next_value_td(tensordict, value_key, next_value, loss.value_estimator.tensor_keys)
     return loss.value_estimator.value_estimate(td)
@@ -174,3 +186,42 @@ def sample_with_log_prob(dist: Any, like_batch_dims: int) -> tuple[Tensor, Tenso
     while log_prob.dim() > like_batch_dims:
         log_prob = log_prob.sum(-1)
     return action, log_prob
+
+
+class DetachedParamsCache:
+    """Mixin for losses: ``self._detached(name)`` returns ``{name}_params`` detached, cached.
+
+    The detached tensors are views of the parameters (same storage), so optimizer steps and
+    ``load_state_dict`` show through; ``.to()``/``.float()``/... replace the parameters and
+    go through ``nn.Module._apply``, which drops the cache.
+    """
+
+    def _detached(self, name: str) -> TensorDictBase:
+        cache = self.__dict__.setdefault("_detached_cache", {})
+        params = cache.get(name)
+        if params is None:
+            params = cache[name] = getattr(self, f"{name}_params").detach()
+        return params
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self.__dict__.pop("_detached_cache", None)
+        return super()._apply(fn, *args, **kwargs)  # type: ignore[misc]
+
+
+def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> Tensor:
+    """``module(td.copy())[out_key]``, calling the wrapped network directly when that is the
+    same computation: a plain ``TensorDictModule``/``ValueOperator`` with one output calls its
+    network on the tensors at ``in_keys``, in order, and writes the result at ``out_key``."""
+    from tensordict.nn import TensorDictModule
+
+    from rl_core.modules import ValueOperator
+
+    if (
+        type(module) in (TensorDictModule, ValueOperator)
+        and len(module.out_keys) == 1
+        and module.out_keys[0] == out_key
+        and not module._forward_hooks
+        and not module._forward_pre_hooks
+    ):
+        return module.module(*[tensordict.get(key) for key in module.in_keys])
+    return module(tensordict.copy()).get(out_key)

@@ -10,6 +10,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_core.keys import NestedKey
+from rl_objectives.losses._common import read_output
 
 
 def _reset(module: nn.Module) -> None:
@@ -38,4 +39,4 @@ class QValueEnsemble(nn.Module):
         self.in_keys: list[Any] = list(getattr(qvalue_network, "in_keys", []))
 
     def forward(self, tensordict: TensorDictBase) -> torch.Tensor:
-        return torch.stack([net(tensordict.copy()).get(self.out_key) for net in self.nets])
+        return torch.stack([read_output(net, tensordict, self.out_key) for net in self.nets])

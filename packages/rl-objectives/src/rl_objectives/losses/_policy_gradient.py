@@ -19,7 +19,7 @@ from rl_objectives.value.base import BoundNetwork
 __all__: list[str] = []
 
 
-class _PolicyGradientLoss(LossModule):
+class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
     """Shared machinery of the on-policy losses (PPO family, A2C); see :class:`PPOLoss`."""
 
     @dataclass
@@ -96,7 +96,7 @@ class _PolicyGradientLoss(LossModule):
                     f"{type(self).__name__}: the data has no {keys.advantage!r} entry and the "
                     f"loss has no critic to compute it. Run a value estimator first."
                 )
-            params = self.critic_network_params.detach()
+            params = self._detached("critic_network")
             self.value_estimator(td, params=params, target_params=params)
             advantage = td.get(keys.advantage)
         if self.normalize_advantage and advantage.numel() > 1:
@@ -136,8 +136,8 @@ class _PolicyGradientLoss(LossModule):
                 f"{type(self).__name__}: expected the value target at {keys.value_target!r}."
             )
         old_value = td.get(keys.value, None)
-        with self.use_network("critic_network") as critic:
-            value = critic(td.copy()).get(keys.value)
+        with self.critic_network_params.to_module(self.critic_network, preserve_module_state=False):
+            value = self.critic_network(td.copy()).get(keys.value)
         error = distance_loss(target, value, self.loss_critic_type)
         if self.clip_value is not None:
             if old_value is None:

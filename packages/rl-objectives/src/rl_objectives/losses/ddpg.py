@@ -17,7 +17,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["DDPGLoss"]
 
 
-class DDPGLoss(LossModule):
+class DDPGLoss(C.DetachedParamsCache, LossModule):
     """DDPG: ``loss_actor = -mean(Q(s, mu(s)))`` and ``loss_value = d(Q(s, a), y)``.
 
     ``y = r + gamma * (1 - terminated) * Q_target(s', mu_target(s'))``. The actor loss does
@@ -98,11 +98,11 @@ class DDPGLoss(LossModule):
         C.forward_estimator_keys(self, kwargs)
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.value_network):
-            return self.value_network(td).get(self.tensor_keys.state_action_value)
+        with params.to_module(self.value_network, preserve_module_state=False):
+            return C.read_output(self.value_network, td, self.tensor_keys.state_action_value)
 
     def _act(self, td: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
-        with params.to_module(self.actor_network):
+        with params.to_module(self.actor_network, preserve_module_state=False):
             return self.actor_network(td)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -110,7 +110,7 @@ class DDPGLoss(LossModule):
         keys = self.tensor_keys
         # actor: Q(s, mu(s)) with the critic frozen
         actor_td = self._act(tensordict.copy(), self.actor_network_params)
-        q_actor = self._q(actor_td, self.value_network_params.detach())
+        q_actor = self._q(actor_td, self._detached("value_network"))
         loss_actor = -q_actor
         # critic
         pred = self._q(tensordict.copy(), self.value_network_params)
@@ -122,7 +122,7 @@ class DDPGLoss(LossModule):
             value_params = (
                 self.target_value_network_params if self.delay_value else self.value_network_params
             )
-            next_value = self._q(self._act(next_td, actor_params.detach()), value_params.detach())
+            next_value = self._q(self._act(next_td, actor_params), value_params)
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target, self.loss_function)
         with torch.no_grad():

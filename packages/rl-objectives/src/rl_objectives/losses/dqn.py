@@ -7,9 +7,11 @@ from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictSequential
 
 from rl_core import keys as K
 from rl_core.keys import NestedKey
+from rl_core.modules import QValueModule
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
 from rl_objectives.utils import ValueEstimators, distance_loss
@@ -17,7 +19,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["DQNLoss"]
 
 
-class DQNLoss(LossModule):
+class DQNLoss(C.DetachedParamsCache, LossModule):
     """``loss = mean(d(Q(s, a), r + gamma * (1 - terminated) * max_a' Q_target(s', a')))``.
 
     With ``double_dqn=True`` the next action is the online network's greedy action, valued by
@@ -100,19 +102,58 @@ class DQNLoss(LossModule):
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)
 
+    def _qvalue_head(self) -> tuple[Any, Any]:
+        """``(action-value module, QValueModule)`` when the network is a plain QValueActor."""
+        net = self.value_network
+        steps = getattr(net, "module", None)
+        if (
+            isinstance(net, TensorDictSequential)
+            and isinstance(steps, torch.nn.ModuleList)
+            and len(steps) == 2
+            and isinstance(steps[1], QValueModule)
+        ):
+            return steps[0], steps[1]
+        return None, None
+
     def _action_values(self, td: TensorDictBase, *, target: bool) -> torch.Tensor:
-        with self.use_network("value_network", target=target) as net:
-            return net(td.copy()).get(self.tensor_keys.action_value)
+        key = self.tensor_keys.action_value
+        params = self.target_value_network_params if target else self.value_network_params
+        cache = self.__dict__.setdefault("_detached_cache", {})
+        if "qvalue_head" not in cache:
+            cache["qvalue_head"] = self._qvalue_head()
+        head, qmodule = cache["qvalue_head"]
+        if head is not None and qmodule.action_value_key == key:
+            # Fast path: the action values are the output of the first step of a QValueActor;
+            # the QValueModule after it (greedy action, chosen value) is not needed here.
+            sub = cache.get(("head", target))
+            if sub is None:
+                sub = cache[("head", target)] = params.get(("module", "0"))
+            with sub.to_module(head, preserve_module_state=False):
+                return C.read_output(head, td, key)
+        # preserve_module_state=False: target tensors go in as they are, not as new leaf
+        # Parameters (which would make autograd compute gradients nobody reads)
+        with params.to_module(self.value_network, preserve_module_state=False):
+            return self.value_network(td.copy()).get(key)
+
+    def _mask(self, td: TensorDictBase, action_value: torch.Tensor) -> torch.Tensor:
+        """Masks the action values of forbidden actions when the network reads a mask."""
+        _, qmodule = self._qvalue_head()
+        mask_key = getattr(qmodule, "action_mask_key", None)
+        if mask_key is None:
+            return action_value
+        mask = td.get(mask_key)
+        return action_value.masked_fill(~mask, float("-inf"))
 
     @torch.no_grad()
     def _next_value(self, tensordict: TensorDictBase) -> torch.Tensor:
         next_td = tensordict.get(K.NEXT)
-        if self.delay_value:
-            next_av = self._action_values(next_td, target=True)
-        else:
-            next_av = self._action_values(next_td, target=False)
+        next_av = self._mask(next_td, self._action_values(next_td, target=self.delay_value))
         if self.double_dqn:
-            online = next_av if not self.delay_value else self._action_values(next_td, target=False)
+            online = (
+                next_av
+                if not self.delay_value
+                else self._mask(next_td, self._action_values(next_td, target=False))
+            )
             return next_av.gather(-1, online.argmax(-1, keepdim=True))
         return next_av.max(-1, keepdim=True).values
 

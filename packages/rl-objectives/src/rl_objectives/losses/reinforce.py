@@ -19,7 +19,7 @@ from rl_objectives.value.base import BoundNetwork
 __all__ = ["ReinforceLoss"]
 
 
-class ReinforceLoss(LossModule):
+class ReinforceLoss(C.DetachedParamsCache, LossModule):
     """``loss_actor = -mean(log_pi(a | s) * A)``; with a critic, ``loss_value`` fits ``V``.
 
     The advantage is read at ``advantage`` or computed with the value estimator (TD(0) by
@@ -117,7 +117,7 @@ class ReinforceLoss(LossModule):
                     f"ReinforceLoss: the data has no {keys.advantage!r} entry and the loss has "
                     f"no critic to compute it. Compute returns with a value estimator first."
                 )
-            params = self.critic_network_params.detach()
+            params = self._detached("critic_network")
             target = self.target_critic_network_params if self.delay_value else params
             self.value_estimator(td, params=params, target_params=target)
             advantage = td.get(keys.advantage)

@@ -20,7 +20,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["SACLoss"]
 
 
-class SACLoss(LossModule):
+class SACLoss(C.DetachedParamsCache, LossModule):
     """SAC. With ``alpha = exp(log_alpha)`` and ``a ~ pi(s)`` reparameterised:
 
     - ``loss_actor = mean(alpha * log_pi(a | s) - min_i Q_i(s, a))`` (critics frozen);
@@ -173,13 +173,13 @@ class SACLoss(LossModule):
         return self.log_alpha.detach().clamp(self.min_log_alpha, self.max_log_alpha).exp()
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network):
+        with params.to_module(self.qvalue_network, preserve_module_state=False):
             return self.qvalue_network(td)
 
     def _sample(
         self, td: TensorDictBase, params: TensorDictBase
     ) -> tuple[TensorDictBase, torch.Tensor]:
-        with params.to_module(self.actor_network):
+        with params.to_module(self.actor_network, preserve_module_state=False):
             dist = self.actor_network.get_dist(td)
         action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
         td.set(self.tensor_keys.action, action)
@@ -195,7 +195,7 @@ class SACLoss(LossModule):
         if self.target_entropy is None:
             action = actor_td.get(keys.action)
             self.target_entropy = -float(math.prod(action.shape[tensordict.batch_dims :]))
-        q_new = self._q(actor_td, self.qvalue_network_params.detach()).min(0).values
+        q_new = self._q(actor_td, self._detached("qvalue_network")).min(0).values
         q_new = C.squeeze_feature(q_new)
         loss_actor = alpha * log_prob - q_new
         # critics
@@ -208,15 +208,13 @@ class SACLoss(LossModule):
                     if self.delay_actor
                     else self.actor_network_params
                 )
-                next_td, next_log_prob = self._sample(
-                    tensordict.get(K.NEXT).copy(), params.detach()
-                )
+                next_td, next_log_prob = self._sample(tensordict.get(K.NEXT).copy(), params)
                 q_params = (
                     self.target_qvalue_network_params
                     if self.delay_qvalue
                     else self.qvalue_network_params
                 )
-                next_q = self._q(next_td, q_params.detach()).min(0).values
+                next_q = self._q(next_td, q_params).min(0).values
                 next_value = next_q - alpha * next_log_prob.unsqueeze(-1)
             else:
                 v_params = (
@@ -224,12 +222,14 @@ class SACLoss(LossModule):
                     if self.delay_value
                     else self.value_network_params
                 )
-                with v_params.detach().to_module(self.value_network):
+                with v_params.to_module(self.value_network, preserve_module_state=False):
                     next_value = self.value_network(tensordict.get(K.NEXT).copy()).get(keys.value)
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         if self.version == 1:
-            with self.value_network_params.to_module(self.value_network):
+            with self.value_network_params.to_module(
+                self.value_network, preserve_module_state=False
+            ):
                 value = self.value_network(tensordict.copy()).get(keys.value)
             value_target = (q_new - alpha * log_prob).detach().unsqueeze(-1)
             out["loss_value"] = C.reduce(

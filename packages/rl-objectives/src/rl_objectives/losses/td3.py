@@ -18,7 +18,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["TD3Loss"]
 
 
-class TD3Loss(LossModule):
+class TD3Loss(C.DetachedParamsCache, LossModule):
     """TD3: clipped double-Q targets with target policy smoothing.
 
     ``a' = clamp(mu_target(s') + clamp(N(0, policy_noise), -noise_clip, noise_clip), low,
@@ -123,18 +123,18 @@ class TD3Loss(LossModule):
             self.qvalue_network.out_key = kwargs["state_action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network):
+        with params.to_module(self.qvalue_network, preserve_module_state=False):
             return self.qvalue_network(td)
 
     def _act(self, td: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
-        with params.to_module(self.actor_network):
+        with params.to_module(self.actor_network, preserve_module_state=False):
             return self.actor_network(td)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue`` and diagnostics; writes ``td_error``."""
         keys = self.tensor_keys
         actor_td = self._act(tensordict.copy(), self.actor_network_params)
-        q_actor = self._q(actor_td, self.qvalue_network_params.detach())[0]
+        q_actor = self._q(actor_td, self._detached("qvalue_network"))[0]
         pred = self._q(tensordict.copy(), self.qvalue_network_params)
         with torch.no_grad():
             actor_params = (
@@ -145,7 +145,7 @@ class TD3Loss(LossModule):
                 if self.delay_qvalue
                 else self.qvalue_network_params
             )
-            next_td = self._act(tensordict.get(K.NEXT).copy(), actor_params.detach())
+            next_td = self._act(tensordict.get(K.NEXT).copy(), actor_params)
             action = next_td.get(keys.action)
             noise = (torch.randn_like(action) * self.policy_noise).clamp(
                 -self.noise_clip, self.noise_clip
@@ -154,7 +154,7 @@ class TD3Loss(LossModule):
             if self.low is not None:
                 action = torch.clamp(action, self.low, self.high)
             next_td.set(keys.action, action)
-            next_value = self._q(next_td, q_params.detach()).min(0).values
+            next_value = self._q(next_td, q_params).min(0).values
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         with torch.no_grad():

@@ -62,11 +62,11 @@ class BoundNetwork:
         return getattr(self._loss, f"{self._name}_params") if params is None else params
 
     def __call__(self, tensordict: TensorDictBase, params: TensorDictBase | None = None) -> Any:
-        with self._params(params).to_module(self.module):
+        with self._params(params).to_module(self.module, preserve_module_state=False):
             return self.module(tensordict)
 
     def get_dist(self, tensordict: TensorDictBase, params: TensorDictBase | None = None) -> Any:
-        with self._params(params).to_module(self.module):
+        with self._params(params).to_module(self.module, preserve_module_state=False):
             return self.module.get_dist(tensordict)
 
 
@@ -192,7 +192,7 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         elif params is None:
             self.value_network(tensordict)
         else:
-            with params.to_module(self.value_network):
+            with params.to_module(self.value_network, preserve_module_state=False):
                 self.value_network(tensordict)
 
     def _state_values(

@@ -89,7 +89,7 @@ class VTrace(ValueEstimatorBase):
             elif actor_params is None:
                 dist = self.actor_network.get_dist(tensordict)
             else:
-                with actor_params.to_module(self.actor_network):
+                with actor_params.to_module(self.actor_network, preserve_module_state=False):
                     dist = self.actor_network.get_dist(tensordict)
             log_pi = dist.log_prob(tensordict.get(self.action_key))
         log_mu = tensordict.get(self.tensor_keys.sample_log_prob)
