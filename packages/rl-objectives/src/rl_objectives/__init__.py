@@ -7,7 +7,9 @@ from rl_objectives.losses import (
     A2CLoss,
     ClipPPOLoss,
     DDPGLoss,
+    DiscreteSACLoss,
     DQNLoss,
+    IQLLoss,
     KLPENPPOLoss,
     PPOLoss,
     ReinforceLoss,
@@ -55,4 +57,6 @@ __all__ += [
     "DDPGLoss",
     "TD3Loss",
     "SACLoss",
+    "DiscreteSACLoss",
+    "IQLLoss",
 ]

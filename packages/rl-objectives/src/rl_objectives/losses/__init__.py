@@ -3,7 +3,9 @@
 from rl_objectives.losses.a2c import A2CLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.ddpg import DDPGLoss
+from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.dqn import DQNLoss
+from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
@@ -20,4 +22,6 @@ __all__ = [
     "DDPGLoss",
     "TD3Loss",
     "SACLoss",
+    "DiscreteSACLoss",
+    "IQLLoss",
 ]
