@@ -6,6 +6,7 @@ from rl_objectives import losses, value
 from rl_objectives.losses import (
     A2CLoss,
     ClipPPOLoss,
+    CQLLoss,
     DDPGLoss,
     DiscreteSACLoss,
     DQNLoss,
@@ -59,4 +60,5 @@ __all__ += [
     "SACLoss",
     "DiscreteSACLoss",
     "IQLLoss",
+    "CQLLoss",
 ]

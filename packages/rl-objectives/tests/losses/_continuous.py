@@ -33,10 +33,10 @@ def q_with(loss, i, target, td, action):
         return net(sub)["state_action_value"]
 
 
-def tanh_sample(param_net, obs):
+def tanh_sample(param_net, obs, sample_shape=()):
     """Reparameterised TanhNormal sample and its log-prob, written out by hand."""
     loc, scale = param_net(obs)
-    x = torch.distributions.Normal(loc, scale).rsample()
+    x = torch.distributions.Normal(loc, scale).rsample(sample_shape)
     normal_lp = -((x - loc) ** 2) / (2 * scale**2) - scale.log() - 0.5 * math.log(2 * math.pi)
     log_det = 2 * (math.log(2) - x - torch.nn.functional.softplus(-2 * x))
     return torch.tanh(x), (normal_lp - log_det).sum(-1)

@@ -18,6 +18,7 @@ from rl_core.modules import MLP, Actor, QValueActor, ValueOperator
 from rl_objectives import (
     A2CLoss,
     ClipPPOLoss,
+    CQLLoss,
     DDPGLoss,
     DiscreteSACLoss,
     DQNLoss,
@@ -65,6 +66,7 @@ CASES = {
         _continuous,
     ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
+    "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
     "IQLLoss": (
         lambda: IQLLoss(
             tanh_actor()[0],

@@ -2,6 +2,7 @@
 
 from rl_objectives.losses.a2c import A2CLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
+from rl_objectives.losses.cql import CQLLoss
 from rl_objectives.losses.ddpg import DDPGLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.dqn import DQNLoss
@@ -24,4 +25,5 @@ __all__ = [
     "SACLoss",
     "DiscreteSACLoss",
     "IQLLoss",
+    "CQLLoss",
 ]

@@ -176,14 +176,16 @@ def action_bounds(owner: str, action_spec: Any, bounds: Any) -> tuple[Any, Any] 
     return low, high
 
 
-def sample_with_log_prob(dist: Any, like_batch_dims: int) -> tuple[Tensor, Tensor]:
-    """A reparameterised action and its log-prob summed to ``[*B]``."""
+def sample_with_log_prob(
+    dist: Any, like_batch_dims: int, sample_shape: tuple[int, ...] = ()
+) -> tuple[Tensor, Tensor]:
+    """A reparameterised action and its log-prob summed to ``[*sample_shape, *B]``."""
     if hasattr(dist, "rsample_and_log_prob"):
-        action, log_prob = dist.rsample_and_log_prob()
+        action, log_prob = dist.rsample_and_log_prob(sample_shape)
     else:
-        action = dist.rsample()
+        action = dist.rsample(sample_shape)
         log_prob = dist.log_prob(action)
-    while log_prob.dim() > like_batch_dims:
+    while log_prob.dim() > like_batch_dims + len(sample_shape):
         log_prob = log_prob.sum(-1)
     return action, log_prob
 
