@@ -8,6 +8,7 @@ from rl_objectives.losses import (
     ClipPPOLoss,
     CQLLoss,
     DDPGLoss,
+    DiscreteCQLLoss,
     DiscreteSACLoss,
     DQNLoss,
     IQLLoss,
@@ -15,6 +16,7 @@ from rl_objectives.losses import (
     PPOLoss,
     ReinforceLoss,
     SACLoss,
+    TD3BCLoss,
     TD3Loss,
 )
 from rl_objectives.utils import ValueEstimators, distance_loss
@@ -61,4 +63,6 @@ __all__ += [
     "DiscreteSACLoss",
     "IQLLoss",
     "CQLLoss",
+    "TD3BCLoss",
+    "DiscreteCQLLoss",
 ]

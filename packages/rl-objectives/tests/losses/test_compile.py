@@ -20,6 +20,7 @@ from rl_objectives import (
     ClipPPOLoss,
     CQLLoss,
     DDPGLoss,
+    DiscreteCQLLoss,
     DiscreteSACLoss,
     DQNLoss,
     IQLLoss,
@@ -27,6 +28,7 @@ from rl_objectives import (
     PPOLoss,
     ReinforceLoss,
     SACLoss,
+    TD3BCLoss,
     TD3Loss,
 )
 
@@ -64,6 +66,16 @@ CASES = {
     "TD3Loss": (
         lambda: TD3Loss(Actor(MLP(OBS, ACT, depth=1, num_cells=8)), q_critic(), bounds=(-1, 1)),
         _continuous,
+    ),
+    "TD3BCLoss": (
+        lambda: TD3BCLoss(Actor(MLP(OBS, ACT, depth=1, num_cells=8)), q_critic(), bounds=(-1, 1)),
+        _continuous,
+    ),
+    "DiscreteCQLLoss": (
+        lambda: DiscreteCQLLoss(
+            QValueActor(MLP(OBS, N_ACT, depth=1, num_cells=8), action_space="categorical")
+        ),
+        lambda: offpolicy_batch(action=torch.randint(N_ACT, (8,))),
     ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),

@@ -4,6 +4,7 @@ from rl_objectives.losses.a2c import A2CLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.cql import CQLLoss
 from rl_objectives.losses.ddpg import DDPGLoss
+from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.iql import IQLLoss
@@ -12,6 +13,7 @@ from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
 from rl_objectives.losses.sac import SACLoss
 from rl_objectives.losses.td3 import TD3Loss
+from rl_objectives.losses.td3_bc import TD3BCLoss
 
 __all__ = [
     "PPOLoss",
@@ -26,4 +28,6 @@ __all__ = [
     "DiscreteSACLoss",
     "IQLLoss",
     "CQLLoss",
+    "TD3BCLoss",
+    "DiscreteCQLLoss",
 ]

@@ -133,8 +133,8 @@ class TD3Loss(C.DetachedParamsCache, LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue`` and diagnostics; writes ``td_error``."""
         keys = self.tensor_keys
-        actor_td = self._act(tensordict.copy(), self.actor_network_params)
-        q_actor = self._q(actor_td, self._detached("qvalue_network"))[0]
+        out: dict[str, torch.Tensor] = {}
+        loss_actor, q_actor = self._actor_loss(tensordict, out)
         pred = self._q(tensordict.copy(), self.qvalue_network_params)
         with torch.no_grad():
             actor_params = (
@@ -162,11 +162,20 @@ class TD3Loss(C.DetachedParamsCache, LossModule):
             while td_error.dim() > tensordict.batch_dims:
                 td_error = td_error.mean(-1)
             tensordict.set(keys.priority, td_error)
-        return TensorDict(
-            loss_actor=C.reduce(-q_actor, self.reduction),
+        out.update(
+            loss_actor=C.reduce(loss_actor, self.reduction),
             loss_qvalue=C.reduce(error.sum(0), self.reduction),
             pred_value=pred.detach().mean(),
             state_action_value_actor=q_actor.detach().mean(),
             next_state_value=next_value.mean(),
             target_value=target.mean(),
         )
+        return TensorDict(out)
+
+    def _actor_loss(
+        self, tensordict: TensorDictBase, out: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(per-sample actor loss, Q_0(s, mu(s)))``, the critics frozen."""
+        actor_td = self._act(tensordict.copy(), self.actor_network_params)
+        q_actor = self._q(actor_td, self._detached("qvalue_network"))[0]
+        return -q_actor, q_actor
