@@ -2,7 +2,7 @@
 
 from importlib.metadata import version as _version
 
-from rl_objectives import losses, value
+from rl_objectives import losses, mixers, value
 from rl_objectives.losses import (
     A2CLoss,
     ClipPPOLoss,
@@ -14,11 +14,13 @@ from rl_objectives.losses import (
     IQLLoss,
     KLPENPPOLoss,
     PPOLoss,
+    QMixerLoss,
     ReinforceLoss,
     SACLoss,
     TD3BCLoss,
     TD3Loss,
 )
+from rl_objectives.mixers import QMixer, VDNMixer
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
     GAE,
@@ -65,4 +67,8 @@ __all__ += [
     "CQLLoss",
     "TD3BCLoss",
     "DiscreteCQLLoss",
+    "QMixerLoss",
+    "mixers",
+    "QMixer",
+    "VDNMixer",
 ]

@@ -12,9 +12,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _continuous import ACT, q_critic, tanh_actor
 from _nets import N_ACT, OBS, categorical_actor, offpolicy_batch, onpolicy_batch, value_critic
+from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import MLP, Actor, QValueActor, ValueOperator
+from rl_core.modules import MLP, Actor, MultiAgentMLP, QValueActor, ValueOperator
 from rl_objectives import (
     A2CLoss,
     ClipPPOLoss,
@@ -26,11 +27,13 @@ from rl_objectives import (
     IQLLoss,
     KLPENPPOLoss,
     PPOLoss,
+    QMixerLoss,
     ReinforceLoss,
     SACLoss,
     TD3BCLoss,
     TD3Loss,
 )
+from rl_objectives.mixers import QMixer
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +47,32 @@ def _onpolicy():
 
 def _continuous():
     return offpolicy_batch(action=torch.rand(8, ACT) - 0.5)
+
+
+def _qmixer_loss():
+    local = QValueActor(
+        MultiAgentMLP(
+            OBS, N_ACT, n_agents=2, centralized=False, share_params=True, depth=1, num_cells=8
+        ),
+        in_keys=[("agents", "observation")],
+        action_space="categorical",
+        action_value_key=("agents", "action_value"),
+    )
+    mixer = TensorDictModule(
+        QMixer((OBS,), 8, 2), [("agents", "chosen_action_value"), "state"], ["chosen_action_value"]
+    )
+    return QMixerLoss(local, mixer)
+
+
+def _qmixer_batch():
+    td = offpolicy_batch()
+    td["state"] = td["observation"]
+    td["next", "state"] = td["next", "observation"]
+    td["agents"] = TensorDict(
+        observation=torch.randn(8, 2, OBS), action=torch.randint(N_ACT, (8, 2)), batch_size=[8, 2]
+    )
+    td["next", "agents"] = TensorDict(observation=torch.randn(8, 2, OBS), batch_size=[8, 2])
+    return td
 
 
 CASES = {
@@ -77,6 +106,7 @@ CASES = {
         ),
         lambda: offpolicy_batch(action=torch.randint(N_ACT, (8,))),
     ),
+    "QMixerLoss": (_qmixer_loss, _qmixer_batch),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
     "IQLLoss": (
