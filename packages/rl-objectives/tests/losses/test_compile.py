@@ -18,12 +18,15 @@ from tensordict.nn import TensorDictModule
 from rl_core.modules import MLP, Actor, MultiAgentMLP, QValueActor, ValueOperator
 from rl_objectives import (
     A2CLoss,
+    BCLoss,
     ClipPPOLoss,
     CQLLoss,
     DDPGLoss,
     DiscreteCQLLoss,
     DiscreteSACLoss,
     DQNLoss,
+    DTLoss,
+    GAILLoss,
     IQLLoss,
     KLPENPPOLoss,
     PPOLoss,
@@ -75,6 +78,14 @@ def _qmixer_batch():
     return td
 
 
+def _gail_batch():
+    td = _continuous()
+    td["collector"] = TensorDict(
+        observation=torch.randn(8, OBS), action=torch.randn(8, ACT), batch_size=[8]
+    )
+    return td
+
+
 CASES = {
     "PPOLoss": (lambda: PPOLoss(categorical_actor()[0], value_critic()[0]), _onpolicy),
     "ClipPPOLoss": (lambda: ClipPPOLoss(categorical_actor()[0], value_critic()[0]), _onpolicy),
@@ -107,6 +118,16 @@ CASES = {
         lambda: offpolicy_batch(action=torch.randint(N_ACT, (8,))),
     ),
     "QMixerLoss": (_qmixer_loss, _qmixer_batch),
+    "BCLoss": (lambda: BCLoss(categorical_actor()[0]), lambda: onpolicy_batch()),
+    "DTLoss": (lambda: DTLoss(Actor(MLP(OBS, ACT, depth=1, num_cells=8))), _continuous),
+    "GAILLoss": (
+        lambda: GAILLoss(
+            TensorDictModule(
+                MLP(OBS + ACT, 1, depth=1, num_cells=8), ["observation", "action"], ["d_logits"]
+            )
+        ),
+        _gail_batch,
+    ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
     "IQLLoss": (

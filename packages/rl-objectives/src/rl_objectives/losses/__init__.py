@@ -1,12 +1,15 @@
 """The loss catalogue; every loss is also importable from :mod:`rl_objectives`."""
 
 from rl_objectives.losses.a2c import A2CLoss
+from rl_objectives.losses.bc import BCLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.cql import CQLLoss
 from rl_objectives.losses.ddpg import DDPGLoss
 from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.dqn import DQNLoss
+from rl_objectives.losses.dt import DTLoss
+from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
@@ -32,4 +35,7 @@ __all__ = [
     "TD3BCLoss",
     "DiscreteCQLLoss",
     "QMixerLoss",
+    "BCLoss",
+    "GAILLoss",
+    "DTLoss",
 ]
