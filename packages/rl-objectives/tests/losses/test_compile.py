@@ -23,6 +23,7 @@ from rl_objectives import (
     CQLLoss,
     DDPGLoss,
     DiscreteCQLLoss,
+    DiscreteIQLLoss,
     DiscreteSACLoss,
     DQNLoss,
     DTLoss,
@@ -127,6 +128,16 @@ CASES = {
             )
         ),
         _gail_batch,
+    ),
+    "DiscreteIQLLoss": (
+        lambda: DiscreteIQLLoss(
+            categorical_actor()[0],
+            TensorDictModule(
+                MLP(OBS, N_ACT, depth=1, num_cells=8), ["observation"], ["action_value"]
+            ),
+            ValueOperator(MLP(OBS, 1, depth=1, num_cells=8), ["observation"]),
+        ),
+        lambda: offpolicy_batch(action=torch.eye(N_ACT, dtype=torch.bool)[torch.arange(8) % N_ACT]),
     ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),

@@ -6,6 +6,7 @@ from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.cql import CQLLoss
 from rl_objectives.losses.ddpg import DDPGLoss
 from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
+from rl_objectives.losses.discrete_iql import DiscreteIQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.dt import DTLoss
@@ -38,4 +39,5 @@ __all__ = [
     "BCLoss",
     "GAILLoss",
     "DTLoss",
+    "DiscreteIQLLoss",
 ]

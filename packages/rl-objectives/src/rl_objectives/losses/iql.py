@@ -129,6 +129,10 @@ class IQLLoss(C.DetachedParamsCache, LossModule):
         with params.to_module(self.qvalue_network, preserve_module_state=False):
             return self.qvalue_network(td)
 
+    def _q_data(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
+        """``Q_i(s, a_data)`` for every critic: ``[K, *B, 1]``."""
+        return self._q(td, params)
+
     def _v(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with params.to_module(self.value_network, preserve_module_state=False):
             return C.read_output(self.value_network, td, self.tensor_keys.value)
@@ -143,7 +147,7 @@ class IQLLoss(C.DetachedParamsCache, LossModule):
                 if self.delay_qvalue
                 else self.qvalue_network_params
             )
-            q_data = self._q(tensordict, q_params).min(0).values
+            q_data = self._q_data(tensordict, q_params).min(0).values
         value = self._v(tensordict, self.value_network_params)
         diff = q_data - value
         weight = (self.expectile - (diff < 0).to(diff.dtype)).abs()
@@ -154,7 +158,7 @@ class IQLLoss(C.DetachedParamsCache, LossModule):
         exp_adv = torch.exp(C.squeeze_feature(diff.detach()) * self.temperature).clamp(max=100.0)
         loss_actor = -(exp_adv * log_prob)
         # critics
-        pred = self._q(tensordict, self.qvalue_network_params)
+        pred = self._q_data(tensordict, self.qvalue_network_params)
         with torch.no_grad():
             next_value = self._v(tensordict.get(K.NEXT), self._detached("value_network"))
             target = C.bootstrap_target(self, tensordict, next_value)
