@@ -32,6 +32,7 @@ from rl_objectives import (
     KLPENPPOLoss,
     PPOLoss,
     QMixerLoss,
+    REDQLoss,
     ReinforceLoss,
     SACLoss,
     TD3BCLoss,
@@ -139,6 +140,7 @@ CASES = {
         ),
         lambda: offpolicy_batch(action=torch.eye(N_ACT, dtype=torch.bool)[torch.arange(8) % N_ACT]),
     ),
+    "REDQLoss": (lambda: REDQLoss(tanh_actor()[0], q_critic(), num_qvalue_nets=3), _continuous),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
     "IQLLoss": (

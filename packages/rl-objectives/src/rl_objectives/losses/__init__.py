@@ -15,6 +15,7 @@ from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.qmixer import QMixerLoss
+from rl_objectives.losses.redq import REDQLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
 from rl_objectives.losses.sac import SACLoss
 from rl_objectives.losses.td3 import TD3Loss
@@ -40,4 +41,5 @@ __all__ = [
     "GAILLoss",
     "DTLoss",
     "DiscreteIQLLoss",
+    "REDQLoss",
 ]
