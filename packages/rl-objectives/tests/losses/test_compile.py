@@ -21,6 +21,7 @@ from rl_objectives import (
     BCLoss,
     ClipPPOLoss,
     CQLLoss,
+    CrossQLoss,
     DDPGLoss,
     DiscreteCQLLoss,
     DiscreteIQLLoss,
@@ -141,6 +142,16 @@ CASES = {
         lambda: offpolicy_batch(action=torch.eye(N_ACT, dtype=torch.bool)[torch.arange(8) % N_ACT]),
     ),
     "REDQLoss": (lambda: REDQLoss(tanh_actor()[0], q_critic(), num_qvalue_nets=3), _continuous),
+    "CrossQLoss": (
+        lambda: CrossQLoss(
+            tanh_actor()[0],
+            ValueOperator(
+                MLP(OBS + ACT, 1, depth=1, num_cells=8, norm_class=torch.nn.BatchNorm1d),
+                ["observation", "action"],
+            ),
+        ),
+        _continuous,
+    ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
     "IQLLoss": (

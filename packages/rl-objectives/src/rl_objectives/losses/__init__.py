@@ -4,6 +4,7 @@ from rl_objectives.losses.a2c import A2CLoss
 from rl_objectives.losses.bc import BCLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.cql import CQLLoss
+from rl_objectives.losses.crossq import CrossQLoss
 from rl_objectives.losses.ddpg import DDPGLoss
 from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
 from rl_objectives.losses.discrete_iql import DiscreteIQLLoss
@@ -42,4 +43,5 @@ __all__ = [
     "DTLoss",
     "DiscreteIQLLoss",
     "REDQLoss",
+    "CrossQLoss",
 ]
