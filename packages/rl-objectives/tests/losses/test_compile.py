@@ -26,6 +26,7 @@ from rl_objectives import (
     DiscreteCQLLoss,
     DiscreteIQLLoss,
     DiscreteSACLoss,
+    DistributionalDQNLoss,
     DQNLoss,
     DTLoss,
     GAILLoss,
@@ -87,6 +88,15 @@ def _gail_batch():
         observation=torch.randn(8, OBS), action=torch.randn(8, ACT), batch_size=[8]
     )
     return td
+
+
+class _C51(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(OBS, 7 * N_ACT)
+
+    def forward(self, obs):
+        return self.linear(obs).view(*obs.shape[:-1], 7, N_ACT).log_softmax(-2)
 
 
 CASES = {
@@ -151,6 +161,14 @@ CASES = {
             ),
         ),
         _continuous,
+    ),
+    "DistributionalDQNLoss": (
+        lambda: DistributionalDQNLoss(
+            TensorDictModule(_C51(), ["observation"], ["action_value"]),
+            0.99,
+            support=torch.linspace(-5, 5, 7),
+        ),
+        lambda: offpolicy_batch(action=torch.randint(N_ACT, (8,))),
     ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),

@@ -9,6 +9,7 @@ from rl_objectives.losses.ddpg import DDPGLoss
 from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
 from rl_objectives.losses.discrete_iql import DiscreteIQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
+from rl_objectives.losses.distributional_dqn import DistributionalDQNLoss
 from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.dt import DTLoss
 from rl_objectives.losses.gail import GAILLoss
@@ -44,4 +45,5 @@ __all__ = [
     "DiscreteIQLLoss",
     "REDQLoss",
     "CrossQLoss",
+    "DistributionalDQNLoss",
 ]
