@@ -92,3 +92,21 @@ def test_dqn_rejects_float_action_of_wrong_shape():
     td = offpolicy_batch(action=torch.randn(8, 2))
     with pytest.raises(ValueError, match="DQNLoss: expected a one-hot action of shape"):
         DQNLoss(actor)(td)
+
+
+def test_dqn_target_ignores_masked_actions():
+    torch.manual_seed(0)
+    net = MLP(OBS, N_ACT, depth=1, num_cells=16)
+    actor = QValueActor(net, action_space="categorical", action_mask_key="action_mask")
+    loss = DQNLoss(actor, delay_value=False, gamma=0.9)
+    td = offpolicy_batch(action=torch.randint(N_ACT, (8,)))
+    mask = torch.zeros(8, N_ACT, dtype=torch.bool)
+    mask[:, 0] = True  # only action 0 is allowed in the next states
+    td["next", "action_mask"] = mask
+    td["action_mask"] = torch.ones(8, N_ACT, dtype=torch.bool)
+    out = loss(td)
+    q = net(td["observation"]).gather(-1, td["action"].unsqueeze(-1))
+    with torch.no_grad():
+        nv = net(td["next", "observation"])[:, :1]
+        y = td["next", "reward"] + 0.9 * (~td["next", "terminated"]).float() * nv
+    torch.testing.assert_close(out["loss"], (q - y).pow(2).mean())
