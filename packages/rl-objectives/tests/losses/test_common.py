@@ -56,3 +56,42 @@ def test_dqn_qvalue_head_fast_path_matches_full_network():
     with loss.target_value_network_params.to_module(loss.value_network):
         full = loss.value_network(td.copy())["action_value"]
     torch.testing.assert_close(fast, full)
+
+
+def test_actor_dist_fast_path_matches_get_dist():
+    from tensordict.nn import NormalParamExtractor
+
+    from rl_core.modules import OneHotCategorical, ProbabilisticActor, TanhNormal
+
+    torch.manual_seed(0)
+    td = offpolicy_batch()
+    tanh = ProbabilisticActor(
+        TensorDictModule(
+            torch.nn.Sequential(MLP(OBS, 4, depth=1, num_cells=8), NormalParamExtractor()),
+            ["observation"],
+            ["loc", "scale"],
+        ),
+        ["loc", "scale"],
+        distribution_class=TanhNormal,
+        distribution_kwargs={"low": -2.0, "high": 2.0},
+    )
+    onehot = ProbabilisticActor(
+        TensorDictModule(MLP(OBS, N_ACT, depth=1, num_cells=8), ["observation"], ["logits"]),
+        ["logits"],
+        distribution_class=OneHotCategorical,
+    )
+    assert C._plain_parameter_step(tanh) is not None
+    fast, slow = C.actor_dist(tanh, td), tanh.get_dist(td.copy())
+    assert type(fast) is type(slow)
+    x = slow.sample()
+    torch.testing.assert_close(fast.log_prob(x), slow.log_prob(x))
+    torch.testing.assert_close(fast.low, slow.low)
+    fast, slow = C.actor_dist(onehot, td), onehot.get_dist(td.copy())
+    torch.testing.assert_close(fast.logits, slow.logits)
+    # a first step that is not a plain TensorDictModule takes the generic path
+    shifted = ProbabilisticActor(
+        Shifted(MLP(OBS, N_ACT, depth=1, num_cells=8), ["observation"], ["logits"]),
+        ["logits"],
+        distribution_class=OneHotCategorical,
+    )
+    assert C._plain_parameter_step(shifted) is None

@@ -70,7 +70,57 @@ def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
     """The action distribution of the converted actor ``name`` (online parameters)."""
     params = getattr(loss, f"{name}_params")
     with params.to_module(loss.__dict__[name], preserve_module_state=False):
-        return loss.__dict__[name].get_dist(tensordict.copy())
+        return actor_dist(loss.__dict__[name], tensordict)
+
+
+def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:
+    """``(parameter module, head)`` of a two-step probabilistic actor whose first step is a
+    plain ``TensorDictModule`` writing exactly the head's inputs; ``None`` otherwise."""
+    from tensordict.nn import (
+        ProbabilisticTensorDictModule,
+        ProbabilisticTensorDictSequential,
+        TensorDictModule,
+    )
+
+    if not isinstance(actor, ProbabilisticTensorDictSequential):
+        return None
+    steps = actor.module
+    if len(steps) != 2:
+        return None
+    first, head = steps
+    if (
+        type(first) is not TensorDictModule
+        or not isinstance(head, ProbabilisticTensorDictModule)
+        or first._forward_hooks
+        or first._forward_pre_hooks
+        or type(head.distribution_kwargs) is not dict
+        or sorted(map(str, first.out_keys)) != sorted(map(str, head.in_keys))
+    ):
+        return None
+    return first, head
+
+
+def actor_dist(actor: nn.Module, tensordict: TensorDictBase) -> Any:
+    """``actor.get_dist(tensordict.copy())``, built directly when that is the same computation.
+
+    For a ``ProbabilisticActor`` made of a plain ``TensorDictModule`` (writing the
+    distribution parameters) and its distribution head, the network is called on the input
+    tensors and the distribution class on its outputs, as ``get_dist`` does, without the
+    TensorDict plumbing in between.
+    """
+    parts = _plain_parameter_step(actor)
+    if parts is None:
+        return actor.get_dist(tensordict.copy())
+    first, head = parts
+    outputs = first.module(*[tensordict.get(key) for key in first.in_keys])
+    if not isinstance(outputs, tuple):
+        outputs = (outputs,)
+    by_key = dict(zip(map(str, first.out_keys), outputs))
+    kwargs = {}
+    for dist_key, td_key in zip(head.dist_keys, head.in_keys):
+        name = dist_key[-1] if isinstance(dist_key, tuple) else dist_key
+        kwargs[name] = by_key[str(td_key)]
+    return head.distribution_class(**kwargs, **head.distribution_kwargs)
 
 
 def entropy_of(dist: Any, samples: int) -> Tensor:

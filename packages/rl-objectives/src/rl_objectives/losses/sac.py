@@ -180,7 +180,7 @@ class SACLoss(C.DetachedParamsCache, LossModule):
         self, td: TensorDictBase, params: TensorDictBase
     ) -> tuple[TensorDictBase, torch.Tensor]:
         with params.to_module(self.actor_network, preserve_module_state=False):
-            dist = self.actor_network.get_dist(td)
+            dist = C.actor_dist(self.actor_network, td)
         action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
         td.set(self.tensor_keys.action, action)
         return td, log_prob
