@@ -7,6 +7,87 @@ check_rl_core("rl-objectives")  # first: an rl-core outside the declared range f
 
 from importlib.metadata import version as _version
 
+from rl_objectives import losses, mixers, value
+from rl_objectives.losses import (
+    A2CLoss,
+    BCLoss,
+    ClipPPOLoss,
+    CQLLoss,
+    CrossQLoss,
+    DDPGLoss,
+    DiscreteCQLLoss,
+    DiscreteIQLLoss,
+    DiscreteSACLoss,
+    DistributionalDQNLoss,
+    DQNLoss,
+    DTLoss,
+    GAILLoss,
+    IQLLoss,
+    KLPENPPOLoss,
+    PPOLoss,
+    QMixerLoss,
+    REDQLoss,
+    ReinforceLoss,
+    SACLoss,
+    TD3BCLoss,
+    TD3Loss,
+)
+from rl_objectives.mixers import QMixer, VDNMixer
+from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.value import (
+    GAE,
+    MultiAgentGAE,
+    TD0Estimator,
+    TD1Estimator,
+    TDLambdaEstimator,
+    ValueEstimatorBase,
+    VTrace,
+)
+
 __version__ = _version("rl-objectives")
 
 __all__ = ["__version__"]
+
+# value estimation
+__all__ += [
+    "value",
+    "ValueEstimators",
+    "distance_loss",
+    "ValueEstimatorBase",
+    "TD0Estimator",
+    "TD1Estimator",
+    "TDLambdaEstimator",
+    "GAE",
+    "VTrace",
+    "MultiAgentGAE",
+]
+
+# losses
+__all__ += [
+    "losses",
+    "PPOLoss",
+    "ClipPPOLoss",
+    "KLPENPPOLoss",
+    "A2CLoss",
+    "ReinforceLoss",
+    "DQNLoss",
+    "DDPGLoss",
+    "TD3Loss",
+    "SACLoss",
+    "DiscreteSACLoss",
+    "IQLLoss",
+    "CQLLoss",
+    "TD3BCLoss",
+    "DiscreteCQLLoss",
+    "QMixerLoss",
+    "BCLoss",
+    "GAILLoss",
+    "DTLoss",
+    "DiscreteIQLLoss",
+    "REDQLoss",
+    "CrossQLoss",
+    "DistributionalDQNLoss",
+    "mixers",
+    "QMixer",
+    "VDNMixer",
+]
