@@ -70,6 +70,7 @@ SMOKE = {
         "collector.shutdown()\n"
     ),
     "rl-objectives": (
+        "from rl_objectives import ClipPPOLoss, DQNLoss, SACLoss  # noqa: F401\n"
         "from rl_objectives.loggers import CSVLogger\n"
         "import tempfile\n"
         "logger = CSVLogger('smoke', log_dir=tempfile.mkdtemp())\n"
