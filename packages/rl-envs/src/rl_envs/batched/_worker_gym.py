@@ -11,7 +11,6 @@ single one). The outputs are those of the generic path, value for value.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
+from rl_envs.libs.gym import runs_own_steps
 
 _STEP_ENTRIES = {(OBSERVATION,), (REWARD,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
@@ -30,9 +30,6 @@ def gym_wrapper_of(env: EnvBase) -> Any:
     That is ``env`` itself (a ``GymWrapper`` whose step and reset are the wrapper's own) or the
     vector group of a ``SerialEnv`` of gymnasium sub-envs on the same device.
     """
-    gym = sys.modules.get("rl_envs.libs.gym")
-    if gym is None:  # no GymWrapper was ever built in this process
-        return None
     from rl_envs.batched.serial import SerialEnv
 
     if type(env) is SerialEnv:
@@ -40,18 +37,7 @@ def gym_wrapper_of(env: EnvBase) -> Any:
         if group is None or env.device != env.sub_device:
             return None
         env = group
-    wrapper = gym.GymWrapper
-    if not isinstance(env, wrapper):
-        return None
-    kind = type(env)
-    same = (
-        kind._step is wrapper._step
-        and kind._reset is wrapper._reset
-        and kind.step is EnvBase.step
-        and kind.reset is EnvBase.reset
-        and kind.step_and_maybe_reset is EnvBase.step_and_maybe_reset
-    )
-    return env if same else None
+    return env if runs_own_steps(env) else None
 
 
 class GymDirectStep:
@@ -73,7 +59,9 @@ class GymDirectStep:
         self.env = wrapper._env
         self.vector = bool(wrapper.batch_size)
         batch = tuple(wrapper.batch_size)
-        self.encode = make_encoder(wrapper._space("action_space"), wrapper.action_spec, batch)
+        self.encode = make_encoder(
+            wrapper._space("action_space"), wrapper.action_spec, batch, who=wrapper.name
+        )
         # numpy throughout: a torch call between two gymnasium steps is slow (cold code).
         self.action = leaves["sent"][(ACTION,)].numpy()
         step, reset = leaves["step_outputs"], leaves["reset_outputs"]

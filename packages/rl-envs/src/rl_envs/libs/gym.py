@@ -13,7 +13,7 @@ from tensordict import TensorDict, TensorDictBase
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite
-from rl_envs.libs._gym_codecs import make_decoder, make_encoder
+from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_make import (
     check_frame_skip,
@@ -33,13 +33,45 @@ from rl_envs.libs._gym_vector import (
 )
 
 
-def _get(td: TensorDictBase, key: str) -> Any:
+def _get(td: TensorDictBase, key: str, who: str) -> Any:
     # The action read of every step: the entry dict of a plain TensorDict is the fast path.
     if type(td) is TensorDict:
         value = td._tensordict.get(key, None)
         if value is not None:
             return value
-    return td.get(key)
+    return require(td, key, who)
+
+
+def runs_own_steps(env: EnvBase) -> bool:
+    """Whether ``env`` is a :class:`GymWrapper` that steps, resets and seeds as GymWrapper does.
+
+    False for other envs and for subclasses overriding a step, reset or seed method (``_step``,
+    ``_reset``, ``_set_seed``, ``step``, ``reset``, ``step_and_maybe_reset``, ``set_seed``):
+    a fast path that drives the gymnasium env directly would skip the override.
+
+    Examples:
+        >>> from rl_envs.libs import GymEnv
+        >>> class Shaped(GymEnv):
+        ...     def _step(self, tensordict):
+        ...         return super()._step(tensordict)
+        >>> runs_own_steps(GymEnv("CartPole-v1")), runs_own_steps(Shaped("CartPole-v1"))
+        (True, False)
+    """
+    if not isinstance(env, GymWrapper):
+        return False
+    kind = type(env)
+    return all(
+        getattr(kind, name) is getattr(GymWrapper, name)
+        for name in (
+            "_step",
+            "_reset",
+            "_set_seed",
+            "step",
+            "reset",
+            "step_and_maybe_reset",
+            "set_seed",
+        )
+    )
 
 
 class GymWrapper(EnvBase):
@@ -152,6 +184,13 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ construction
     @property
+    def name(self) -> str:
+        """The env as errors name it: the class and the gymnasium id, ``GymEnv(CartPole-v1)``."""
+        spec = getattr(self._env, "spec", None)
+        env_id = getattr(spec, "id", None) or type(self._env).__name__
+        return f"{type(self).__name__}({env_id})"
+
+    @property
     def env(self) -> Any:
         """The wrapped gymnasium env."""
         return self._env
@@ -224,11 +263,12 @@ class GymWrapper(EnvBase):
             space, batch_size=batch, categorical_action_encoding=self._categorical
         )
         self.action_spec = spec
-        encode = make_encoder(space, spec, batch)
+        who = self.name
+        encode = make_encoder(space, spec, batch, who=who)
         if isinstance(spec, Composite):
             self.__dict__["_encode_action"] = encode
         else:
-            self.__dict__["_encode_action"] = lambda td: encode(_get(td, ACTION))
+            self.__dict__["_encode_action"] = lambda td: encode(_get(td, ACTION, who))
 
     # ------------------------------------------------------------------ info reader
     @property
@@ -407,11 +447,7 @@ class GymWrapper(EnvBase):
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
         """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
-        if (
-            self._info_readers
-            or type(self)._step is not GymWrapper._step
-            or type(self)._reset is not GymWrapper._reset
-        ):
+        if self._info_readers or not runs_own_steps(self):
             return None
         # Info readers are checked above: they can be added after the plan is cached.
         plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
