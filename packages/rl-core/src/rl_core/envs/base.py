@@ -11,13 +11,15 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core.envs import _specs
-from rl_core.envs._fast import _carry_flat, _fast_get, _fast_set, any_set
 from rl_core.envs._flags import (
+    any_set,
+    carry_flat,
     complete_done_flags,
     merge_partial_reset,
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
+from rl_core.fast_td import StepMdpPlan, entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -31,7 +33,6 @@ from rl_core.keys import (
     NestedKey,
 )
 from rl_core.specs import Composite, TensorSpec
-from rl_core.ted import _mdp_plan, _step_mdp_planned
 
 if TYPE_CHECKING:
     from rl_core.transforms import Transform, TransformedEnv
@@ -393,7 +394,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             return fresh
         if masks is not None:
             return merge_partial_reset(tensordict, fresh, masks, type(self).__name__)
-        carried = _carry_flat(tensordict, fresh)
+        carried = carry_flat(tensordict, fresh)
         if carried is not None:
             return carried
         carried = tensordict.exclude(NEXT, *self.reset_keys)
@@ -403,8 +404,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """A reset output without done flags gets them all False."""
         for level in levels:
             if not level and type(fresh) is TensorDict:
-                entries = fresh._tensordict
-                if DONE in entries and TERMINATED in entries and TRUNCATED in entries:
+                names = entries(fresh)
+                if DONE in names and TERMINATED in names and TRUNCATED in names:
                     continue
             for name in DONE_KEYS:
                 key = (*level, name)
@@ -422,20 +423,17 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
-        entries = next_td._tensordict if type(next_td) is TensorDict else ()
+        names = entries(next_td) if is_plain(next_td) else ()
         # The common case, all three flags written at the root only, needs no completion.
         if not (
-            levels == _ROOT_LEVEL
-            and DONE in entries
-            and TERMINATED in entries
-            and TRUNCATED in entries
+            levels == _ROOT_LEVEL and DONE in names and TERMINATED in names and TRUNCATED in names
         ):
             complete_done_flags(next_td, levels, type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
             check_step_output(self, tensordict, next_td)
-        _fast_set(tensordict, NEXT, next_td)
+        set_leaf(tensordict, NEXT, next_td)
         return tensordict
 
     def step_and_maybe_reset(
@@ -450,8 +448,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         tensordict = self.step(tensordict)
         plan = self._cache.get("step_mdp_plan")
         if plan is None:
-            plan = self._step_mdp_plan()
-        next_root = _step_mdp_planned(tensordict, plan)
+            plan = self.step_mdp_plan()
+        next_root = plan(tensordict)
         if self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
@@ -474,18 +472,36 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if paths is None:
             paths = self._done_paths()
         for done_path, reset_path in paths:
-            done = _fast_get(root, done_path)
+            done = get_leaf(root, done_path)
             if any_set(done):
                 if len(reset_path) == 1:
-                    _fast_set(root, reset_path[0], done)
+                    set_leaf(root, reset_path[0], done)
                 else:
                     root.set(reset_path, done)
                 any_finished = True
         return any_finished
 
-    def _step_mdp_plan(self) -> tuple[dict, dict]:
-        """The ``step_mdp`` rules of this env's keys (see :func:`rl_core.ted._mdp_plan`)."""
-        return self._cached("step_mdp_plan", lambda: _mdp_plan(**self._step_mdp_kwargs()))
+    def step_mdp_plan(self) -> StepMdpPlan:
+        """``step_mdp`` with this env's reward, done and action keys, resolved once.
+
+        ``plan(td)`` equals ``step_mdp(td, reward_keys=env.reward_keys,
+        done_keys=env.done_keys, action_keys=env.action_keys)``; batched envs and collectors
+        call it every step. Cached until the specs change.
+
+        Returns:
+            A :class:`rl_core.fast_td.StepMdpPlan`.
+
+        Examples:
+            >>> from rl_core.testing import CountingEnv
+            >>> env = CountingEnv()
+            >>> td = env.rand_step(env.reset())
+            >>> sorted(env.step_mdp_plan()(td).keys())
+            ['done', 'observation', 'terminated', 'truncated']
+        """
+        return self._cached(
+            "step_mdp_plan",
+            lambda: StepMdpPlan(self.reward_keys, self.done_keys, self.action_keys),
+        )
 
     def _step_mdp_kwargs(self) -> dict[str, Any]:
         return self._cached(
@@ -507,7 +523,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if single is not None:
             key, spec = single
             if type(key) is str:
-                _fast_set(tensordict, key, spec.rand())
+                set_leaf(tensordict, key, spec.rand())
             else:
                 tensordict.set(key, spec.rand())
         else:

@@ -9,21 +9,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import TreeBuilder, get_leaf, set_leaf
 from rl_core.keys import DONE
-from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
-from rl_envs.batched._common import (
-    Path,
-    RowCopies,
-    SharedBuffers,
-    TreeBuilder,
-    as_env_factories,
-    get_leaf,
-)
+from rl_envs.batched._meta import Path, as_env_factories
 from rl_envs.batched._pool import WorkerPool, default_start_method
+from rl_envs.batched._shared import RowCopies, SharedBuffers
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
@@ -258,7 +252,7 @@ class ParallelEnv(BatchedEnvBase):
         if self._shared is not None:
             present = bytearray()
             for leaf, path in zip(self._leaves["sent"], paths):
-                value = get_leaf(tensordict, path)
+                value = get_leaf(tensordict, path, None)
                 present.append(value is not None)
                 if value is not None:
                     leaf.copy_(value)
@@ -335,7 +329,7 @@ class ParallelEnv(BatchedEnvBase):
             tensordict = self.step(tensordict)
         finally:
             self.__dict__["_fused_reset"] = False
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        next_root = self.step_mdp_plan()(tensordict)
         pending = self._pending_reset
         self.__dict__["_pending_reset"] = None
         if pending:
@@ -350,7 +344,6 @@ class ParallelEnv(BatchedEnvBase):
         buffer is then taken whole, in one copy.
         """
         paths = self._paths("reset_outputs")
-        entries = next_root._tensordict if type(next_root) is TensorDict else None
         values: Any = None
         if self._shared is not None:
             device = self.device
@@ -359,7 +352,7 @@ class ParallelEnv(BatchedEnvBase):
             else:
                 values = self._copies["reset_outputs"].take()
         for k, path in enumerate(paths):
-            current = get_leaf(next_root, path)
+            current = get_leaf(next_root, path, None)
             if current is None:
                 continue
             if values is not None:
@@ -368,8 +361,8 @@ class ParallelEnv(BatchedEnvBase):
                 value = current.clone()
                 for i, fresh in pending.items():
                     value[i] = fresh.get(path)
-            if entries is not None and len(path) == 1:
-                entries[path[0]] = value
+            if len(path) == 1:
+                set_leaf(next_root, path[0], value)
             else:
                 next_root.set(path, value)
 
@@ -377,7 +370,7 @@ class ParallelEnv(BatchedEnvBase):
         n = self.num_workers
         masks: list[torch.Tensor | None] = []
         if tensordict is not None:
-            masks = [get_leaf(tensordict, path) for path in self._paths("masks")]
+            masks = [get_leaf(tensordict, path, None) for path in self._paths("masks")]
         present = [mask for mask in masks if mask is not None]
         rows = self._sub_rows_to_reset(present) if present else None
         if rows is None or bool(rows.all()):

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 
+from rl_core.fast_td import build_tensordict
 from rl_core.keys import ACTION
 from rl_core.specs import (
     Binary,
@@ -81,7 +82,7 @@ def make_decoder(
 
         def decode_dict(value: Any) -> TensorDict:
             source = {key: dec(value[key]) for key, dec in decoders.items()}
-            return TensorDict._new_unsafe(source=source, batch_size=size, device=None, nested=False)
+            return build_tensordict(source, size)
 
         return decode_dict
     if isinstance(space, spaces.Tuple):

@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import build_tensordict, entries, is_plain
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
@@ -24,6 +25,7 @@ from rl_envs.libs._gym_make import (
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
 from rl_envs.libs._gym_rows import StepRows, block_observation
 from rl_envs.libs._gym_specs import gym_space_to_spec
+from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply
 from rl_envs.libs._gym_vector import (
     SameStepResets,
     autoreset_mode,
@@ -35,8 +37,8 @@ from rl_envs.libs._gym_vector import (
 
 def _get(td: TensorDictBase, key: str, who: str) -> Any:
     # The action read of every step: the entry dict of a plain TensorDict is the fast path.
-    if type(td) is TensorDict:
-        value = td._tensordict.get(key, None)
+    if is_plain(td):
+        value = entries(td).get(key, None)
         if value is not None:
             return value
     return require(td, key, who)
@@ -265,10 +267,11 @@ class GymWrapper(EnvBase):
         self.action_spec = spec
         who = self.name
         encode = make_encoder(space, spec, batch, who=who)
+        self.__dict__["_stepper"] = GymNumpyStepper(self._env, encode, vector=self._vector)
         if isinstance(spec, Composite):
-            self.__dict__["_encode_action"] = encode
+            self.__dict__["_read_action"] = lambda td: td  # the encoder reads each entry
         else:
-            self.__dict__["_encode_action"] = lambda td: encode(_get(td, ACTION, who))
+            self.__dict__["_read_action"] = lambda td: _get(td, ACTION, who)
 
     # ------------------------------------------------------------------ info reader
     @property
@@ -333,6 +336,12 @@ class GymWrapper(EnvBase):
             observation_spec[key] = leaf.expand(*self.batch_size, *leaf.shape)
         self.observation_spec = observation_spec
         self._info_readers.append(info_dict_reader)
+        # Steps now carry info entries: the numpy-row paths holding the stepper stop.
+        stepper = self._stepper
+        stepper.retired = True
+        self.__dict__["_stepper"] = GymNumpyStepper(
+            stepper.env, stepper.encode, vector=stepper.vector
+        )
         return self
 
     # ------------------------------------------------------------------ reading outputs
@@ -384,14 +393,15 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        obs, reward, terminated, truncated, info = self._env.step(self._encode_action(tensordict))
-        out = self._rows.write(obs, reward, terminated, truncated)
+        stepper, rows = self._stepper, self._rows
+        obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
+        i = rows.advance()
+        stepper.write_at(rows.blocks, i, obs, reward, terminated, truncated)
+        out = rows.entries(i)
         read = self._step_observations
         if read is not None:
             out.update(read(obs))
-        td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
-        )
+        td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         if self._same_step is not None:
@@ -406,12 +416,11 @@ class GymWrapper(EnvBase):
         seed: int | None = None,
         options: dict[str, Any] | None = None,
     ) -> TensorDictBase:
-        env = self._env
         mask = reset_mask(tensordict, self.batch_size[0]) if self._vector else None
         if mask is None or bool(mask.all()):
             if self._same_step is not None:
                 self._same_step.clear()
-            obs, info = env.reset(seed=seed, options=options)
+            obs, info = self._stepper.reset(seed=seed, options=options)
             return self._reset_output(obs, info)
         if not bool(mask.any()):
             return zeros_like_spec(self.full_observation_spec, self.batch_size)
@@ -422,7 +431,7 @@ class GymWrapper(EnvBase):
             served = served & ~mask
             if not bool(mask.any()):
                 return kept
-        obs, info = env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+        obs, info = self._stepper.reset(mask, seed=seed, options=options)
         fresh = self._reset_output(obs, info)
         return fresh if kept is None else splice(served, kept, fresh)
 
@@ -430,9 +439,7 @@ class GymWrapper(EnvBase):
         out = self._observations(obs)
         flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
         out[DONE], out[TERMINATED], out[TRUNCATED] = flags
-        td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
-        )
+        td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         target = self._target_device
@@ -461,6 +468,21 @@ class GymWrapper(EnvBase):
             break_when_any_done=break_when_any_done,
             break_when_all_done=break_when_all_done,
         )
+
+    def numpy_stepper(self) -> GymNumpyStepper | None:
+        """The stepper of this wrapper's gymnasium env, for paths that step it on numpy rows.
+
+        Returns it where those paths give what ``step``/``reset`` give (see
+        ``_gym_stepper.numpy_rows_apply``: one array observation, no pixels or info entries,
+        outputs on the CPU, not ``SAME_STEP``, and a class that does not override the step or
+        reset methods); ``None`` elsewhere.
+
+        Examples:
+            >>> from rl_envs.libs import GymEnv
+            >>> GymEnv("CartPole-v1").numpy_stepper() is not None
+            True
+        """
+        return self._stepper if numpy_rows_apply(self) else None
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:
