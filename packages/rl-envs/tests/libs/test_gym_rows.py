@@ -10,9 +10,7 @@ def _writer(rows: StepRows):
     stepper = GymNumpyStepper(None, None, vector=bool(rows.batch))
 
     def write(*outputs):
-        i = rows.advance()
-        stepper.write_at(rows.blocks, i, *outputs)
-        return rows.entries(i)
+        return rows.write(stepper, *outputs)
 
     return write
 

@@ -119,7 +119,7 @@ class GymDirectStep:
         # The next root goes to the reset row, whether or not a sub-env finished. Its done
         # flags are all False: those of sub-envs that did not finish, or of fresh episodes.
         self.reset_obs[...] = self.obs
-        if not done.any():
+        if done is None:
             return False
         self.stepper.reset_finished_at(done, self.reset_obs, 0)
         for flags in self.reset_flags:

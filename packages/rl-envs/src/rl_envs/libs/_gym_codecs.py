@@ -266,11 +266,17 @@ def _discrete_encoder(
         if check is None:
             return lambda value: _offset(_numpy(value).argmax(-1), start, np_dtype)
 
+        eye = np.eye(spec.n, dtype=np.int64)
+
         def encode_one_hot(value: Any) -> np.ndarray:
             array = _numpy(value)
-            if array.shape != check.shape or not _one_hot_blocks(array, None):
+            if array.shape != check.shape:
                 raise check.error(value)
-            return _offset(array.argmax(-1), start, np_dtype)
+            index = array.argmax(-1)
+            # A valid action is the one-hot vector of its argmax (one 1, zeros elsewhere).
+            if not (array == eye[index]).all():
+                raise check.error(value)
+            return _offset(index, start, np_dtype)
 
         return encode_one_hot
     if check is None:

@@ -159,7 +159,7 @@ def _loop(
     max_steps = len(reward)
     for t, action in zip(range(max_steps), actions):
         done = step_at(action, blocks, t, encoded=True)
-        if not done.any():
+        if done is None:
             continue
         finals.append((t, done, obs[t + 1][done]))
         if break_when_any_done:

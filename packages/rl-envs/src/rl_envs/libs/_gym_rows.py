@@ -75,18 +75,16 @@ class StepRows:
         self.blocks = (obs_np, self.reward_np, flags_np[:, 0], flags_np[:, 1], flags_np[:, 2])
         self.row = 0
 
-    def advance(self) -> int:
-        """The row of the next step (a new block every ``rows`` steps); write it into
-        :attr:`blocks` (``GymNumpyStepper.write_at``), then read it with :meth:`entries`."""
+    def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
+        """Writes one step into the next row (``stepper.write_at``: the step rules of
+        ``GymNumpyStepper``); returns the tensor views of that row: reward, flags (and the
+        block observation)."""
         i = self.row
         if i == self.rows:
             self._allocate()
             i = 0
         self.row = i + 1
-        return i
-
-    def entries(self, i: int) -> dict[str, Any]:
-        """The tensor views of row ``i``: reward, flags (and the block observation)."""
+        stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         out = {REWARD: reward_t, DONE: done_t, TERMINATED: terminated_t, TRUNCATED: truncated_t}
         if self.observation is not None:

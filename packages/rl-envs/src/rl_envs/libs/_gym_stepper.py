@@ -67,8 +67,8 @@ class GymNumpyStepper:
             i: the row.
 
         Returns:
-            ``done = terminated | truncated``: a bool array of the batch shape (vector env)
-            or a numpy bool (single env).
+            ``done = terminated | truncated`` when a sub-env finished (a bool array of the
+            batch shape for a vector env, ``True`` for a single env), else ``None``.
         """
         obs_block, reward_block, done_block, terminated_block, truncated_block = blocks
         reward_block[i] = reward
@@ -76,14 +76,20 @@ class GymNumpyStepper:
         truncated_block[i] = truncated
         if obs_block is not None:
             obs_block[i] = obs
-        done = terminated_block[i] | truncated_block[i]
+        if self.vector:
+            done = np.logical_or(terminated, truncated)
+            if done_block is not None:
+                done_block[i] = done
+            return done if done.any() else None
+        # A single env: python bools (or numpy ones), no array work.
+        finished = bool(terminated or truncated)
         if done_block is not None:
-            done_block[i] = done
-        return done
+            done_block[i] = finished
+        return True if finished else None
 
     def step_at(self, action: Any, blocks: Blocks, i: int, *, encoded: bool = False) -> Any:
-        """Steps with ``action`` and writes the outputs into row ``i`` of ``blocks`` (see
-        :meth:`write_at`); returns ``done``.
+        """Steps with ``action`` and writes the outputs into row ``i`` of ``blocks``; returns
+        ``done`` where a sub-env finished, else ``None`` (see :meth:`write_at`).
 
         Keyword Args:
             encoded: ``action`` is already what ``env.step`` takes (drawn and encoded in

@@ -393,11 +393,9 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        stepper, rows = self._stepper, self._rows
+        stepper = self._stepper
         obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
-        i = rows.advance()
-        stepper.write_at(rows.blocks, i, obs, reward, terminated, truncated)
-        out = rows.entries(i)
+        out = self._rows.write(stepper, obs, reward, terminated, truncated)
         read = self._step_observations
         if read is not None:
             out.update(read(obs))
