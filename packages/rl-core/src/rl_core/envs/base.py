@@ -419,7 +419,11 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``tensordict`` itself, with a ``"next"`` entry holding the next observations, the
             reward and the done flags (``done == terminated | truncated``).
         """
-        next_td = self._step(tensordict)
+        return self._write_step(tensordict, self._step(tensordict))
+
+    def _write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
+        """Completes the done flags of ``next_td`` (the output of ``_step``), checks it when
+        spec checks are on, and writes it under ``"next"`` of ``tensordict``."""
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
@@ -445,14 +449,45 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``(tensordict, next_root)``: the transition (with ``"next"``) and the TensorDict to
             feed the policy next, in which finished sub-envs hold their reset observations.
         """
-        tensordict = self.step(tensordict)
+        fused = None
+        if type(self)._step_and_reset is not EnvBase._step_and_reset:
+            fused = self._step_and_reset(tensordict)
+        if fused is None:
+            tensordict = self.step(tensordict)
+        else:
+            tensordict = self._write_step(tensordict, fused[0])
         plan = self._cache.get("step_mdp_plan")
         if plan is None:
             plan = self.step_mdp_plan()
         next_root = plan(tensordict)
-        if self._mark_finished(next_root):
+        if fused is not None:
+            if fused[1] is not None:
+                next_root = self._merge_reset_rows(next_root, fused[1])
+        elif self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
+
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """Optional hook: one call that steps and resets the sub-envs that finish.
+
+        Envs for which a step and a reset cost one exchange each (``ParallelEnv``: a round
+        trip to the workers) override it, with :meth:`_merge_reset_rows`, to do both at once
+        in :meth:`step_and_maybe_reset`. The result must be what ``step`` then ``reset`` of the
+        finished sub-envs give.
+
+        Returns:
+            ``None`` to step then reset (the default), or ``(next_td, pending)``: ``next_td``
+            as ``_step`` returns it, and ``pending``, what :meth:`_merge_reset_rows` needs to
+            write the reset sub-envs' rows into the next root (``None`` when none finished).
+        """
+        return None
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        """With :meth:`_step_and_reset`: ``next_root`` with the reset rows of ``pending``."""
+        raise NotImplementedError(
+            f"{type(self).__name__}: _step_and_reset returned reset rows, so the env must "
+            f"implement _merge_reset_rows too."
+        )
 
     def _done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """``(done flag path, reset mask path)`` per level holding done flags."""

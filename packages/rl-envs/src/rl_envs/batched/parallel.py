@@ -143,8 +143,6 @@ class ParallelEnv(BatchedEnvBase):
             mp_start_method=method,
             shared_memory=shared_memory,
             timeout=timeout,
-            _fused_reset=False,
-            _pending_reset=None,
             # After a rollout run inside the workers, the next root comes from the caller.
             _stale_roots=False,
         )
@@ -297,46 +295,34 @@ class ParallelEnv(BatchedEnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._stale_roots:
             self._send_roots(tensordict)
-        fused = self._fused_reset
-        command = _worker.STEP_AND_RESET if fused else _worker.STEP
         replies = self._send(
-            range(self.num_workers), self._inputs_message(command, tensordict), "stepping"
+            range(self.num_workers), self._inputs_message(_worker.STEP, tensordict), "stepping"
         )
-        if self._shared is None:
-            if fused:
-                pairs = {i: pickle.loads(r) for i, r in replies.items()}
-                self.__dict__["_pending_reset"] = {
-                    i: pickle.loads(p[1]) for i, p in pairs.items() if p[1] is not None
-                }
-                replies = {i: p[0] for i, p in pairs.items()}
-            return self._read("step_outputs", replies)
-        if fused:
-            self.__dict__["_pending_reset"] = {
-                i: None for i, r in replies.items() if r == _worker.RESET_DONE
-            }
-        return self._read("step_outputs")
+        return self._read("step_outputs", replies if self._shared is None else None)
 
-    def step_and_maybe_reset(
-        self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase]:
-        """Steps, then resets the finished sub-envs inside the workers, in one round trip.
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any]:
+        """Steps, and resets the finished sub-envs inside the workers, in one round trip.
 
-        Returns:
-            ``(tensordict, next_root)`` as :meth:`EnvBase.step_and_maybe_reset`.
+        The ``EnvBase`` hook behind :meth:`step_and_maybe_reset`: returns the step outputs
+        and the workers that reset (with pipes, their pickled reset outputs), for
+        :meth:`_merge_reset_rows`.
         """
-        self.__dict__["_fused_reset"] = True
-        try:
-            tensordict = self.step(tensordict)
-        finally:
-            self.__dict__["_fused_reset"] = False
-        next_root = self.step_mdp_plan()(tensordict)
-        pending = self._pending_reset
-        self.__dict__["_pending_reset"] = None
-        if pending:
-            self._merge_reset_rows(next_root, pending)
-        return tensordict, next_root
+        if self._stale_roots:
+            self._send_roots(tensordict)
+        message = self._inputs_message(_worker.STEP_AND_RESET, tensordict)
+        replies = self._send(range(self.num_workers), message, "stepping")
+        if self._shared is None:
+            pairs = {i: pickle.loads(r) for i, r in replies.items()}
+            pending = {i: pickle.loads(p[1]) for i, p in pairs.items() if p[1] is not None}
+            next_td = self._read("step_outputs", {i: p[0] for i, p in pairs.items()})
+        else:
+            pending = {i: None for i, r in replies.items() if r == _worker.RESET_DONE}
+            next_td = self._read("step_outputs")
+        return next_td, pending or None
 
-    def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
+    def _merge_reset_rows(
+        self, next_root: TensorDictBase, pending: dict[int, Any]
+    ) -> TensorDictBase:
         """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
 
         ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` with
@@ -365,6 +351,7 @@ class ParallelEnv(BatchedEnvBase):
                 set_leaf(next_root, path[0], value)
             else:
                 next_root.set(path, value)
+        return next_root
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         n = self.num_workers
