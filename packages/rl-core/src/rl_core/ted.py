@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries
 from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
 
 # An exclusion tree: name -> True (drop this entry) or a nested tree (recurse into it).
@@ -96,9 +97,9 @@ def _merge_level(
     if type(nxt) is not TensorDict or (root is not None and type(root) is not TensorDict):
         return _merge_level_generic(root, nxt, root_drop, next_drop)
     out: dict[str, Any] = {}
-    nxt_entries = nxt._tensordict
+    nxt_entries = entries(nxt)
     if root is not None:
-        for name, value in root._tensordict.items():
+        for name, value in entries(root).items():
             if name in (NEXT, RESET) or name in nxt_entries:
                 continue
             rule = root_drop.get(name)
@@ -118,9 +119,7 @@ def _merge_level(
             sub_root, sub_drop = _sub_root(root, name, root_drop)
             value = _merge_level(sub_root, value, sub_drop, rule or {})
         out[name] = value
-    return TensorDict._new_unsafe(
-        source=out, batch_size=nxt._batch_size, device=nxt._device, nested=False
-    )
+    return build_tensordict(out, batch_size_of(nxt), device_of(nxt))
 
 
 def _merge_level_generic(
@@ -247,28 +246,13 @@ def _mdp_plan(
     action_keys: NestedKey | Sequence[NestedKey] = ACTION,
 ) -> tuple[_Tree, _Tree]:
     """The exclusion rules of ``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)``
-    with the other arguments at their defaults, for :func:`_step_mdp_planned`.
+    with the other arguments at their defaults, for :class:`rl_core.fast_td.StepMdpPlan`.
 
     An env computes them once and reuses them every step, skipping the argument handling.
     """
     return _exclusion_trees(
         _hashable(reward_keys), _hashable(done_keys), _hashable(action_keys), True, False, True
     )
-
-
-def _step_mdp_planned(tensordict: TensorDictBase, plan: tuple[_Tree, _Tree]) -> TensorDictBase:
-    """``step_mdp`` with rules from :func:`_mdp_plan`: the same result, less overhead.
-
-    Raises:
-        KeyError: ``tensordict`` has no ``"next"`` entry.
-    """
-    if type(tensordict) is TensorDict:
-        nxt = tensordict._tensordict.get(NEXT, None)
-    else:
-        nxt = tensordict.get(NEXT, None)
-    if nxt is None:
-        return step_mdp(tensordict)  # raises the KeyError of step_mdp
-    return _merge_level(tensordict, nxt, plan[0], plan[1])
 
 
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:

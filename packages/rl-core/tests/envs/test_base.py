@@ -234,3 +234,49 @@ def test_spec_checks_are_off_by_default_and_catch_mismatches_when_on():
     ):
         env.rand_step(env.reset())
     assert not spec_checks_enabled()
+
+
+def test_step_and_reset_hook_replaces_step_then_reset():
+    from rl_core.testing import CountingEnv
+
+    class Fused(CountingEnv):
+        calls = 0
+
+        def _step_and_reset(self, tensordict):
+            type(self).calls += 1
+            next_td = self._step(tensordict)
+            done = next_td["done"]
+            if not bool(done.any()):
+                return next_td, None
+            mask = TensorDict({"_reset": done.clone()}, batch_size=self.batch_size)
+            return next_td, self._reset(mask)
+
+        def _merge_reset_rows(self, next_root, pending):
+            done = next_root["done"].clone()
+            fresh = pending["observation"]
+            next_root["observation"] = torch.where(done, fresh, next_root["observation"])
+            for key in ("done", "terminated", "truncated"):
+                next_root[key] = next_root[key] & ~done
+            return next_root
+
+    fused, plain = Fused(max_count=3, batch_size=[2]), CountingEnv(max_count=3, batch_size=[2])
+    a, b = fused.reset(), plain.reset()
+    for _ in range(5):
+        action = fused.action_spec.rand()
+        ta, a = fused.step_and_maybe_reset(a.set("action", action))
+        tb, b = plain.step_and_maybe_reset(b.set("action", action.clone()))
+        assert (ta["next"] == tb["next"]).all()
+        assert (a == b.exclude("_reset")).all()
+    assert Fused.calls == 5
+
+
+def test_step_and_reset_hook_needs_merge_rows():
+    from rl_core.testing import CountingEnv
+
+    class Half(CountingEnv):
+        def _step_and_reset(self, tensordict):
+            return self._step(tensordict), {"rows": 1}
+
+    env = Half()
+    with pytest.raises(NotImplementedError, match=r"Half: _step_and_reset returned reset rows"):
+        env.step_and_maybe_reset(env.rand_action(env.reset()))

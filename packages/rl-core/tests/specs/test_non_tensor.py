@@ -48,10 +48,12 @@ def test_encode_project_to_numpy():
     assert NonTensor(shape=(2,)).to_numpy(stack) == ["a", "b"]
     with pytest.raises(ValueError, match=r"NonTensor.encode: expected batch size \(\), got \(2,\)"):
         spec.encode(stack)
+    assert spec.project(stack) is stack  # leading batch dims are allowed
+    assert spec.is_in(stack)
     with pytest.raises(
-        ValueError, match=r"NonTensor.project: expected batch size \(\), got \(2,\)"
+        ValueError, match=r"NonTensor.project: expected batch size \(3,\).*got \(2,\)"
     ):
-        spec.project(stack)
+        NonTensor(shape=(3,)).project(stack)
     with pytest.raises(
         TypeError, match=r"NonTensor.to_numpy: expected NonTensorData or NonTensorStack, got str"
     ):

@@ -171,6 +171,67 @@ def test_project_lands_inside(spec: TensorSpec, seed: int, scale: float) -> None
     spec.assert_is_in(spec.project(value))
 
 
+def _batched_input(spec: TensorSpec, lead: tuple[int, ...], seed: int, scale: float) -> object:
+    if isinstance(spec, NonTensor):
+        return spec.zero(lead)
+    gen = torch.Generator().manual_seed(seed)
+    values = torch.randn((*lead, *spec.shape), generator=gen, dtype=torch.float64) * scale
+    if values.numel() > 1:
+        values.view(-1)[0] = float("nan")
+    return values
+
+
+@SETTINGS
+@given(
+    spec=leaf_specs(),
+    lead=st.lists(st.integers(1, 3), min_size=1, max_size=2).map(tuple),
+    seed=st.integers(0, 2**16),
+    scale=st.sampled_from([0.5, 10.0, 1e4]),
+)
+def test_batched_project_and_is_in_agree_elementwise(
+    spec: TensorSpec, lead: tuple[int, ...], seed: int, scale: float
+) -> None:
+    # Leading batch dims: project maps each element as the spec does, and is_in accepts the
+    # result (a policy's batched output is projected and checked by the unbatched spec).
+    value = _batched_input(spec, lead, seed, scale)
+    projected = spec.project(value)
+    assert spec.is_in(projected)
+    expected = spec.expand(*lead, *spec.shape).project(value)
+    if isinstance(spec, NonTensor):
+        assert _same(projected, expected)
+        return
+    torch.testing.assert_close(projected, expected, rtol=0, atol=0, equal_nan=True)
+    first = spec.project(value.reshape(-1, *spec.shape)[0])
+    torch.testing.assert_close(
+        projected.reshape(-1, *spec.shape)[0], first, rtol=0, atol=0, equal_nan=True
+    )
+    assert spec.is_in(spec.rand(lead))
+
+
+@pytest.mark.parametrize(
+    ("spec", "outside"),
+    [
+        (Bounded(0.0, 1.0, shape=(3,)), [0.5, 0.5, 2.0]),
+        (Categorical(4, shape=(3,)), [0, 1, 4]),
+        (OneHot(4), [True, True, False, False]),
+        (MultiCategorical([2, 3]), [1, 3]),
+        (MultiOneHot([2, 3]), [True, False, False, False, False]),
+        (Binary(3, dtype=torch.int8), [0, 1, 2]),
+    ],
+    ids=lambda value: type(value).__name__,
+)
+def test_batched_values_outside_are_refused(spec: TensorSpec, outside: list) -> None:
+    inside = spec.rand((2,))
+    bad = torch.stack([inside[0], torch.tensor(outside, dtype=spec.dtype)])
+    assert spec.is_in(inside)
+    assert not spec.is_in(bad)
+    with pytest.raises(ValueError, match=r"assert_is_in: value .*index \(1,"):
+        spec.assert_is_in(bad)
+    assert spec.is_in(spec.project(bad))
+    with pytest.raises(ValueError, match=r"project: expected shape"):
+        spec.project(torch.zeros(2, 7))
+
+
 @SETTINGS
 @given(spec=any_spec)
 def test_encode_inverts_to_numpy(spec: TensorSpec) -> None:

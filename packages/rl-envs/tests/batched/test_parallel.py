@@ -441,3 +441,31 @@ def test_steps_and_partial_resets_after_a_worker_rollout_start_from_the_callers_
         assert not env._stale_roots
     finally:
         env.close()
+
+
+def _serial_of_shaped_gym_envs():
+    from rl_envs.libs import GymEnv
+
+    class ShapedCartPole(GymEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["reward"] = out["reward"] * 10.0 + 1.0
+            return out
+
+    return SerialEnv(2, lambda: ShapedCartPole("CartPole-v1"))
+
+
+def test_parallel_over_serial_runs_the_sub_envs_step_override():
+    # Regression: the workers' direct gymnasium path stepped the regrouped gymnasium envs and
+    # skipped the subclass's _step (raw reward 1.0 instead of the shaped 11.0).
+    pytest.importorskip("gymnasium")
+    env = ParallelEnv(2, _serial_of_shaped_gym_envs)
+    try:
+        td = env.reset()
+        for _ in range(5):
+            td, root = env.step_and_maybe_reset(env.rand_action(td))
+            assert (td["next", "reward"] == 11.0).all()
+            td = root
+        assert (env.rollout(5, break_when_any_done=False)["next", "reward"] == 11.0).all()
+    finally:
+        env.close()

@@ -259,3 +259,31 @@ def test_gym_sub_envs_with_other_specs_are_not_vectorized():
     env = SerialEnv(2, with_info)
     assert not env.vectorized
     check_env_specs(env)
+
+
+def _shaped_gym_env(**kwargs):
+    from rl_envs.libs import GymEnv
+
+    class ShapedCartPole(GymEnv):
+        """A subclass that shapes the reward: its _step must run inside SerialEnv too."""
+
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out["reward"] = out["reward"] * 10.0 + 1.0
+            return out
+
+    return ShapedCartPole("CartPole-v1", **kwargs)
+
+
+def test_gym_sub_env_overriding_step_is_not_vectorized():
+    # Regression: the sub-envs' gymnasium envs were regrouped into one vector env, so the
+    # override never ran and SerialEnv gave the raw reward (1.0) instead of the shaped one.
+    pytest.importorskip("gymnasium")
+    env = SerialEnv(3, _shaped_gym_env)
+    assert not env.vectorized
+    env.set_seed(0)
+    traj = env.rollout(20, break_when_any_done=False)
+    assert (traj["next", "reward"] == 11.0).all()
+    td = env.step(env.rand_action(env.reset()))
+    assert (td["next", "reward"] == 11.0).all()
+    env.close()

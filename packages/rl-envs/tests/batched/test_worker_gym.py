@@ -4,7 +4,7 @@ import torch
 from rl_core.envs import EnvBase
 from rl_core.specs import Unbounded
 from rl_envs.batched import ParallelEnv, SerialEnv
-from rl_envs.batched._worker_gym import GymDirectStep, gym_wrapper_of
+from rl_envs.batched._worker_gym import GymDirectStep, numpy_stepper_of
 from rl_envs.libs import GymEnv, default_info_dict_reader
 
 pytest.importorskip("gymnasium")
@@ -68,18 +68,21 @@ def test_direct_steps_match_step_and_maybe_reset(kind):
 
 def test_the_direct_path_applies_only_to_plain_gym_envs():
     env = GymEnv("CartPole-v1")
-    assert gym_wrapper_of(env) is env
-    assert gym_wrapper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"))) is not None
-    assert gym_wrapper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"), vectorize=False)) is None
+    assert numpy_stepper_of(env) is env.numpy_stepper() is not None
+    assert numpy_stepper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"))) is not None
+    assert numpy_stepper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"), vectorize=False)) is None
 
     class Custom(GymEnv):
         def _step(self, tensordict):
             return super()._step(tensordict)
 
-    assert gym_wrapper_of(Custom("CartPole-v1")) is None
+    assert numpy_stepper_of(Custom("CartPole-v1")) is None
     with_info = GymEnv("CartPole-v1")
     reader = default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
+    direct = GymDirectStep.build(with_info, _paths(), _leaves(with_info))
+    assert direct.usable()
     with_info.set_info_dict_reader(reader)
+    assert not direct.usable()  # built before the reader: it stops
     assert GymDirectStep.build(with_info, _paths(), _leaves(with_info)) is None
     state_paths = {**_paths(), "sent": [("action",), ("state",)]}
     assert GymDirectStep.build(env, state_paths, _leaves(env)) is None

@@ -310,3 +310,83 @@ def test_atari_observations_and_rendered_frames_agree():
     traj = env.rollout(4)
     assert torch.equal(traj["next", "observation"], traj["next", "pixels"])
     assert env.action_spec.shape == (6,)
+
+
+# ---------------------------------------------------------------- bad actions
+
+
+@pytest.mark.parametrize(
+    ("categorical", "action", "got"),
+    [
+        (True, torch.tensor(-1), r"got shape \(\): -1"),
+        (True, torch.tensor(2), r"got shape \(\): 2"),
+        (False, torch.tensor([1, 1]), r"got shape \(2,\): \[1, 1\]"),
+        (False, torch.tensor([0, 0]), r"got shape \(2,\): \[0, 0\]"),
+        (False, torch.tensor([0, 1, 0]), r"got shape \(3,\): \[0, 1, 0\]"),
+    ],
+)
+def test_bad_discrete_action_raises(categorical, action, got):
+    # Regression: -1 stepped with action n-1 (numpy indexing) and a bad one-hot with action 0.
+    env = GymEnv("CartPole-v1", categorical_action_encoding=categorical)
+    td = env.reset()
+    expected = r"indices in \[0, 1\]" if categorical else r"one-hot vectors of shape \(2,\)"
+    with pytest.raises(
+        ValueError,
+        match=rf"GymEnv\(CartPole-v1\)\.step: bad action at key 'action': expected {expected}.*{got}",
+    ):
+        env.step(td.set("action", action))
+    env.close()
+
+
+@pytest.mark.parametrize("categorical", [False, True])
+def test_bad_discrete_action_of_a_vector_env_raises(categorical):
+    env = GymEnv("CartPole-v1", num_envs=3, categorical_action_encoding=categorical)
+    td = env.reset()
+    bad = torch.tensor([0, -1, 1]) if categorical else torch.tensor([[1, 0], [1, 1], [0, 1]])
+    with pytest.raises(ValueError, match=r"GymEnv\(CartPole-v1\)\.step: bad action at key"):
+        env.step(td.set("action", bad))
+    env.step(td.set("action", env.action_spec.rand()))  # valid actions still step
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("num_envs", "expected", "got"), [(0, r"\(1,\)", r"\(2,\)"), (2, r"\(2, 1\)", r"\(2, 2\)")]
+)
+def test_box_action_of_the_wrong_shape_raises(num_envs, expected, got):
+    env = GymEnv("Pendulum-v1", num_envs=num_envs)
+    td = env.reset()
+    batch = (num_envs,) if num_envs else ()
+    with pytest.raises(
+        ValueError,
+        match=rf"GymEnv\(Pendulum-v1\)\.step: bad action at key 'action': expected a value of "
+        rf"shape {expected}, got shape {got}",
+    ):
+        env.step(td.set("action", torch.zeros(*batch, 2)))
+    env.close()
+
+
+def test_multi_discrete_actions_are_checked():
+    space = gym.spaces.MultiDiscrete([2, 3])
+    base = gym.make("CartPole-v1")
+    env = GymWrapper(gym.wrappers.TransformAction(base, lambda a: int(a[0]), space))
+    td = env.reset()
+    with pytest.raises(ValueError, match=r"one-hot blocks of sizes \[2, 3\]"):
+        env.step(td.set("action", torch.tensor([1, 0, 1, 1, 0])))
+    env.step(td.set("action", torch.tensor([1, 0, 0, 0, 1])))
+    cat = GymWrapper(
+        gym.wrappers.TransformAction(gym.make("CartPole-v1"), lambda a: int(a[0]), space),
+        categorical_action_encoding=True,
+    )
+    td = cat.reset()
+    with pytest.raises(ValueError, match=r"indices below nvec=\[2, 3\].*\[1, 3\]"):
+        cat.step(td.set("action", torch.tensor([1, 3])))
+
+
+def test_missing_action_raises_key_error_naming_key_and_env():
+    # Regression: a TypeError from inside the action codec.
+    env = GymEnv("CartPole-v1")
+    with pytest.raises(
+        KeyError, match=r"GymEnv\(CartPole-v1\)\.step: the input has no 'action' entry"
+    ):
+        env.step(env.reset())
+    env.close()

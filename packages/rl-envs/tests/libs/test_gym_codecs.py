@@ -76,7 +76,7 @@ def test_discrete_actions_reach_gymnasium_as_numpy_scalars_of_the_space(echo_env
     out = env.step(td)
     assert raw.steps == 1
     assert out["next", "observation"].tolist() == [False, False, False, True, False]
-    encoded = env._encode_action(td)
+    encoded = env._stepper.encode(td["action"])
     assert type(encoded) is np.int64
     assert encoded == 5
 

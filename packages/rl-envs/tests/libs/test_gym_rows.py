@@ -2,13 +2,22 @@ import numpy as np
 import torch
 
 from rl_envs.libs._gym_rows import StepRows
+from rl_envs.libs._gym_stepper import GymNumpyStepper
+
+
+def _writer(rows: StepRows):
+    """``write(obs, reward, terminated, truncated)``: one step through the stepper's rule."""
+    stepper = GymNumpyStepper(None, None, vector=bool(rows.batch))
+
+    def write(*outputs):
+        return rows.write(stepper, *outputs)
+
+    return write
 
 
 def test_single_env_rows_hold_each_step_and_are_never_rewritten():
-    rows = StepRows((), ("observation", (2,), np.dtype(np.float32)), rows=4)
-    outs = [
-        rows.write(np.array([i, -i], np.float32), float(i), i % 3 == 0, i == 5) for i in range(10)
-    ]
+    write = _writer(StepRows((), ("observation", (2,), np.dtype(np.float32)), rows=4))
+    outs = [write(np.array([i, -i], np.float32), float(i), i % 3 == 0, i == 5) for i in range(10)]
     for i, out in enumerate(outs):
         assert out["observation"].tolist() == [i, -i]
         assert out["reward"].tolist() == [float(i)]
@@ -20,12 +29,12 @@ def test_single_env_rows_hold_each_step_and_are_never_rewritten():
 
 
 def test_vector_rows_take_gymnasium_arrays():
-    rows = StepRows((3,), None, rows=2)
+    write = _writer(StepRows((3,), None, rows=2))
     outs = []
     for i in range(5):
         terminated = np.array([True, False, i == 2])
         truncated = np.array([False, i == 1, False])
-        outs.append(rows.write(None, np.arange(3, dtype=np.float64) + i, terminated, truncated))
+        outs.append(write(None, np.arange(3, dtype=np.float64) + i, terminated, truncated))
     assert "observation" not in outs[0]
     for i, out in enumerate(outs):
         assert out["reward"].shape == (3, 1)
@@ -35,8 +44,8 @@ def test_vector_rows_take_gymnasium_arrays():
 
 
 def test_tensors_of_different_steps_do_not_overlap():
-    rows = StepRows((), ("observation", (1,), np.dtype(np.float32)), rows=3)
-    first = rows.write(np.zeros(1, np.float32), 0.0, False, False)
-    second = rows.write(np.ones(1, np.float32), 1.0, False, False)
+    write = _writer(StepRows((), ("observation", (1,), np.dtype(np.float32)), rows=3))
+    first = write(np.zeros(1, np.float32), 0.0, False, False)
+    second = write(np.ones(1, np.float32), 1.0, False, False)
     first["observation"].add_(10)
     assert second["observation"].tolist() == [1.0]

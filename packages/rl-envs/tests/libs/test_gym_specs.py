@@ -169,3 +169,35 @@ def test_spec_to_gym_space_of_unbounded_and_non_tensor_specs():
     assert np.isinf(box.low).all()
     assert isinstance(spec_to_gym_space(NonTensor()), spaces.Text)
     assert spec_to_gym_space(Categorical(3, shape=(2,))) == spaces.MultiDiscrete([3, 3])
+
+
+@pytest.mark.parametrize(
+    ("space", "categorical", "kind", "dtype"),
+    [
+        (spaces.Box(-1.0, 1.0, (2,)), False, "Bounded", torch.float32),
+        (spaces.Box(-1.0, 1.0, (2,), dtype=np.float64), False, "Bounded", torch.float64),
+        (spaces.Box(-np.inf, np.inf, (2,)), False, "Unbounded", torch.float32),
+        (spaces.Box(0, 255, (2,), dtype=np.uint8), False, "Bounded", torch.uint8),
+        (spaces.Discrete(3), False, "OneHot", torch.int64),
+        (spaces.Discrete(3), True, "Categorical", torch.int64),
+        (spaces.Discrete(3, dtype=np.int32), True, "Categorical", torch.int32),
+        (spaces.MultiDiscrete([2, 3]), False, "MultiOneHot", torch.int64),
+        (spaces.MultiDiscrete([2, 3]), True, "MultiCategorical", torch.int64),
+        (spaces.MultiDiscrete([[2, 2]]), False, "OneHot", torch.int64),
+        (spaces.MultiDiscrete([[2, 2]]), True, "Categorical", torch.int64),
+        (spaces.MultiBinary(4), False, "Binary", torch.int8),
+    ],
+)
+def test_dtypes_match_torchrl(space, categorical, kind, dtype):
+    # Regression: Discrete gave a bool OneHot; TorchRL gives torch.int64 (a TorchRL user's
+    # code that allocates or checks by dtype must keep working).
+    spec = gym_space_to_spec(space, categorical_action_encoding=categorical)
+    assert type(spec).__name__ == kind
+    assert spec.dtype == dtype
+    assert spec.rand().dtype == dtype
+
+
+def test_dict_space_dtypes_match_torchrl():
+    space = spaces.Dict({"a": spaces.Discrete(2), "b": spaces.Box(0, 1, (1,))})
+    spec = gym_space_to_spec(space)
+    assert (spec["a"].dtype, spec["b"].dtype) == (torch.int64, torch.float32)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core.fast_td import build_tensordict, entries, is_plain
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 
 
@@ -12,7 +13,7 @@ def carried_root_tensors(previous: TensorDict) -> dict[str, torch.Tensor] | None
     """The root entries of ``previous`` a reset carries over (all but ``"next"`` and
     ``"_reset"``), or None when one of them is not a plain tensor (use the generic path)."""
     source = {}
-    for name, value in previous._tensordict.items():
+    for name, value in entries(previous).items():
         if name in (NEXT, RESET):
             continue
         if type(value) is not torch.Tensor:
@@ -22,7 +23,7 @@ def carried_root_tensors(previous: TensorDict) -> dict[str, torch.Tensor] | None
 
 
 def _entries(td: TensorDictBase) -> dict | set:
-    return td._tensordict if type(td) is TensorDict else set(td.keys())
+    return entries(td) if is_plain(td) else set(td.keys())
 
 
 def complete_done_flags(td: TensorDictBase, levels: list[tuple[str, ...]], env_name: str) -> None:
@@ -76,7 +77,7 @@ def reset_masks(
     masks: dict[tuple[str, ...], torch.Tensor] = {}
     for level in levels:
         if not level and type(td) is TensorDict:
-            mask = td._tensordict.get(RESET, None)
+            mask = entries(td).get(RESET, None)
         else:
             mask = td.get((*level, RESET), None)
         if mask is not None:
@@ -145,22 +146,15 @@ def _merge_flat(
 
     Returns None (use the generic path) for anything else.
     """
-    if (
-        len(masks) != 1
-        or () not in masks
-        or type(previous) is not TensorDict
-        or type(fresh) is not TensorDict
-        or previous.device != fresh.device
-    ):
+    if len(masks) != 1 or () not in masks:
         return None
-    source = carried_root_tensors(previous)
-    if source is None:
+    pair = _flat_pair(previous, fresh)
+    if pair is None:
         return None
+    source, new = pair
     mask = masks[()]
     views = {mask.ndim: mask}  # the mask reshaped for each value rank, made once per rank
-    for name, value in fresh._tensordict.items():
-        if type(value) is not torch.Tensor:
-            return None
+    for name, value in new.items():
         old = source.get(name)
         if old is None:
             source[name] = value
@@ -169,6 +163,44 @@ def _merge_flat(
         if view is None:
             view = views[value.ndim] = _broadcast(mask, value)
         source[name] = torch.where(view, value, old)
-    return TensorDict._new_unsafe(
-        source=source, batch_size=previous.batch_size, device=previous.device, nested=False
-    )
+    return build_tensordict(source, previous.batch_size, previous.device)
+
+
+def carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBase | None:
+    """``previous.exclude("next", "_reset").update(fresh)`` for plain TensorDicts of tensors.
+
+    Returns None (use the generic path) when either holds anything but tensors at its root,
+    e.g. a nested group whose ``"_reset"`` entry must be dropped level by level.
+    """
+    pair = _flat_pair(previous, fresh)
+    if pair is None:
+        return None
+    source, new = pair
+    source.update(new)
+    return build_tensordict(source, previous.batch_size, previous.device)
+
+
+def _flat_pair(
+    previous: TensorDictBase, fresh: TensorDictBase
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
+    """The root tensors ``previous`` carries over (a new dict) and ``fresh``'s entries, when
+    both are plain TensorDicts holding only tensors at the root, on one device; else None."""
+    if not is_plain(previous) or not is_plain(fresh) or previous.device != fresh.device:
+        return None
+    source = carried_root_tensors(previous)
+    if source is None:
+        return None
+    new = entries(fresh)
+    if any(type(value) is not torch.Tensor for value in new.values()):
+        return None
+    return source, new
+
+
+def any_set(flags: torch.Tensor) -> bool:
+    """``bool(flags.any())``, with fewer torch calls: a one-element tensor is read directly and
+    a CPU bool tensor through its numpy view."""
+    if flags.numel() == 1:
+        return bool(flags)
+    if flags.is_cpu and flags.dtype is torch.bool:
+        return bool(flags.numpy().any())
+    return bool(flags.any())

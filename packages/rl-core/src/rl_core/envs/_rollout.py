@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core.envs._fast import _fast_get, any_set
+from rl_core.envs._flags import any_set
 from rl_core.envs._spec_checks import SWITCH
+from rl_core.fast_td import entries, get_leaf, leaf_paths
 from rl_core.keys import DONE, NEXT, TRUNCATED
-from rl_core.ted import _step_mdp_planned
 
 if TYPE_CHECKING:
     from rl_core.envs.base import EnvBase
@@ -20,42 +20,17 @@ if TYPE_CHECKING:
 _CHUNK = 64
 
 
-def _leaf_paths(td: TensorDictBase) -> list[tuple[str, ...]] | None:
-    """Paths of the tensor leaves of a plain (nested) TensorDict; None for anything else."""
-    paths: list[tuple[str, ...]] = []
-
-    def visit(node: TensorDictBase, prefix: tuple[str, ...]) -> bool:
-        if type(node) is not TensorDict:
-            return False
-        for name, value in node._tensordict.items():
-            if type(value) is torch.Tensor:
-                paths.append((*prefix, name))
-            elif not visit(value, (*prefix, name)):
-                return False
-        return True
-
-    return paths if visit(td, ()) else None
-
-
 def _level_sizes(td: TensorDictBase) -> list[tuple[tuple[str, ...], int]]:
     sizes: list[tuple[tuple[str, ...], int]] = []
 
     def visit(node: TensorDict, prefix: tuple[str, ...]) -> None:
-        sizes.append((prefix, len(node._tensordict)))
-        for name, value in node._tensordict.items():
+        sizes.append((prefix, len(entries(node))))
+        for name, value in entries(node).items():
             if type(value) is TensorDict:
                 visit(value, (*prefix, name))
 
     visit(td, ())
     return sizes
-
-
-def _get(td: TensorDictBase, path: tuple[str, ...]) -> torch.Tensor:
-    # Only called on plain TensorDicts (checked by _leaf_paths / _same_structure).
-    node = td
-    for name in path:
-        node = node._tensordict[name]
-    return node
 
 
 class _TrajectoryWriter:
@@ -71,7 +46,7 @@ class _TrajectoryWriter:
         self.written = 0
         self.pending: list[TensorDictBase] = []
         self.fallback: list[TensorDictBase] | None = None
-        self.paths = _leaf_paths(first)
+        self.paths = leaf_paths(first)
         if self.paths is None or first.is_locked:
             # Lazy stacks, non-tensor payloads: keep each step and stack once at the end.
             self.fallback = []
@@ -89,7 +64,7 @@ class _TrajectoryWriter:
             ),
             batch_size=[*batch, max_steps],
         )
-        self.buffers = [_get(self.buffer, path) for path in self.paths]
+        self.buffers = [get_leaf(self.buffer, path) for path in self.paths]
 
     def append(self, td: TensorDictBase) -> None:
         # The loop hands over a fresh TensorDict each step (step_mdp builds a new root), so
@@ -104,14 +79,14 @@ class _TrajectoryWriter:
     def _levels(self, td: TensorDictBase) -> list[dict] | None:
         """The entry dicts of ``td``'s levels (as in ``sizes``); None if its structure differs."""
         try:
-            levels = [td._tensordict]
+            levels = [entries(td)]
             if len(levels[0]) != self.sizes[0][1]:
                 return None
             for parent, name, n in self.level_links:
-                entries = levels[parent][name]._tensordict
-                if len(entries) != n:
+                level = entries(levels[parent][name])
+                if len(level) != n:
                     return None
-                levels.append(entries)
+                levels.append(level)
         except (KeyError, AttributeError):
             return None
         return levels
@@ -164,14 +139,14 @@ def _done_per_sub_env(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> 
     flags = None
     batch_ndim = td.batch_dims
     for path in done_paths:
-        value = _fast_get(td, path)
+        value = get_leaf(td, path)
         value = value.reshape(*value.shape[:batch_ndim], -1).any(-1)
         flags = value if flags is None else flags | value
     return flags
 
 
 def _any_done(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> bool:
-    return any(any_set(_fast_get(td, path)) for path in done_paths)
+    return any(any_set(get_leaf(td, path)) for path in done_paths)
 
 
 def rollout(
@@ -251,7 +226,7 @@ def rollout(
     env_device = env.device
     # `step` completes the flags, so `done` (one per level) says it all.
     done_paths = [(NEXT, *done_path) for done_path, _ in env._done_paths()]
-    mdp_plan = env._step_mdp_plan()
+    mdp_plan = env.step_mdp_plan()
     writer: _TrajectoryWriter | None = None
     ever_done: torch.Tensor | None = None
     for _ in range(max_steps):
@@ -274,7 +249,7 @@ def rollout(
         if break_when_any_done:
             if _any_done(td, done_paths):
                 break
-            td = _step_mdp_planned(td, mdp_plan)
+            td = mdp_plan(td)
         else:
             if break_when_all_done:
                 done = _done_per_sub_env(td, done_paths)

@@ -11,13 +11,15 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core.envs import _specs
-from rl_core.envs._fast import _carry_flat, _fast_get, _fast_set, any_set
 from rl_core.envs._flags import (
+    any_set,
+    carry_flat,
     complete_done_flags,
     merge_partial_reset,
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
+from rl_core.fast_td import StepMdpPlan, entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -31,7 +33,6 @@ from rl_core.keys import (
     NestedKey,
 )
 from rl_core.specs import Composite, TensorSpec
-from rl_core.ted import _mdp_plan, _step_mdp_planned
 
 if TYPE_CHECKING:
     from rl_core.transforms import Transform, TransformedEnv
@@ -393,7 +394,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             return fresh
         if masks is not None:
             return merge_partial_reset(tensordict, fresh, masks, type(self).__name__)
-        carried = _carry_flat(tensordict, fresh)
+        carried = carry_flat(tensordict, fresh)
         if carried is not None:
             return carried
         carried = tensordict.exclude(NEXT, *self.reset_keys)
@@ -403,8 +404,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """A reset output without done flags gets them all False."""
         for level in levels:
             if not level and type(fresh) is TensorDict:
-                entries = fresh._tensordict
-                if DONE in entries and TERMINATED in entries and TRUNCATED in entries:
+                names = entries(fresh)
+                if DONE in names and TERMINATED in names and TRUNCATED in names:
                     continue
             for name in DONE_KEYS:
                 key = (*level, name)
@@ -418,24 +419,25 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``tensordict`` itself, with a ``"next"`` entry holding the next observations, the
             reward and the done flags (``done == terminated | truncated``).
         """
-        next_td = self._step(tensordict)
+        return self._write_step(tensordict, self._step(tensordict))
+
+    def _write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
+        """Completes the done flags of ``next_td`` (the output of ``_step``), checks it when
+        spec checks are on, and writes it under ``"next"`` of ``tensordict``."""
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
-        entries = next_td._tensordict if type(next_td) is TensorDict else ()
+        names = entries(next_td) if is_plain(next_td) else ()
         # The common case, all three flags written at the root only, needs no completion.
         if not (
-            levels == _ROOT_LEVEL
-            and DONE in entries
-            and TERMINATED in entries
-            and TRUNCATED in entries
+            levels == _ROOT_LEVEL and DONE in names and TERMINATED in names and TRUNCATED in names
         ):
             complete_done_flags(next_td, levels, type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
             check_step_output(self, tensordict, next_td)
-        _fast_set(tensordict, NEXT, next_td)
+        set_leaf(tensordict, NEXT, next_td)
         return tensordict
 
     def step_and_maybe_reset(
@@ -447,14 +449,45 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``(tensordict, next_root)``: the transition (with ``"next"``) and the TensorDict to
             feed the policy next, in which finished sub-envs hold their reset observations.
         """
-        tensordict = self.step(tensordict)
+        fused = None
+        if type(self)._step_and_reset is not EnvBase._step_and_reset:
+            fused = self._step_and_reset(tensordict)
+        if fused is None:
+            tensordict = self.step(tensordict)
+        else:
+            tensordict = self._write_step(tensordict, fused[0])
         plan = self._cache.get("step_mdp_plan")
         if plan is None:
-            plan = self._step_mdp_plan()
-        next_root = _step_mdp_planned(tensordict, plan)
-        if self._mark_finished(next_root):
+            plan = self.step_mdp_plan()
+        next_root = plan(tensordict)
+        if fused is not None:
+            if fused[1] is not None:
+                next_root = self._merge_reset_rows(next_root, fused[1])
+        elif self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
+
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """Optional hook: one call that steps and resets the sub-envs that finish.
+
+        Envs for which a step and a reset cost one exchange each (``ParallelEnv``: a round
+        trip to the workers) override it, with :meth:`_merge_reset_rows`, to do both at once
+        in :meth:`step_and_maybe_reset`. The result must be what ``step`` then ``reset`` of the
+        finished sub-envs give.
+
+        Returns:
+            ``None`` to step then reset (the default), or ``(next_td, pending)``: ``next_td``
+            as ``_step`` returns it, and ``pending``, what :meth:`_merge_reset_rows` needs to
+            write the reset sub-envs' rows into the next root (``None`` when none finished).
+        """
+        return None
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        """With :meth:`_step_and_reset`: ``next_root`` with the reset rows of ``pending``."""
+        raise NotImplementedError(
+            f"{type(self).__name__}: _step_and_reset returned reset rows, so the env must "
+            f"implement _merge_reset_rows too."
+        )
 
     def _done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """``(done flag path, reset mask path)`` per level holding done flags."""
@@ -474,18 +507,36 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if paths is None:
             paths = self._done_paths()
         for done_path, reset_path in paths:
-            done = _fast_get(root, done_path)
+            done = get_leaf(root, done_path)
             if any_set(done):
                 if len(reset_path) == 1:
-                    _fast_set(root, reset_path[0], done)
+                    set_leaf(root, reset_path[0], done)
                 else:
                     root.set(reset_path, done)
                 any_finished = True
         return any_finished
 
-    def _step_mdp_plan(self) -> tuple[dict, dict]:
-        """The ``step_mdp`` rules of this env's keys (see :func:`rl_core.ted._mdp_plan`)."""
-        return self._cached("step_mdp_plan", lambda: _mdp_plan(**self._step_mdp_kwargs()))
+    def step_mdp_plan(self) -> StepMdpPlan:
+        """``step_mdp`` with this env's reward, done and action keys, resolved once.
+
+        ``plan(td)`` equals ``step_mdp(td, reward_keys=env.reward_keys,
+        done_keys=env.done_keys, action_keys=env.action_keys)``; batched envs and collectors
+        call it every step. Cached until the specs change.
+
+        Returns:
+            A :class:`rl_core.fast_td.StepMdpPlan`.
+
+        Examples:
+            >>> from rl_core.testing import CountingEnv
+            >>> env = CountingEnv()
+            >>> td = env.rand_step(env.reset())
+            >>> sorted(env.step_mdp_plan()(td).keys())
+            ['done', 'observation', 'terminated', 'truncated']
+        """
+        return self._cached(
+            "step_mdp_plan",
+            lambda: StepMdpPlan(self.reward_keys, self.done_keys, self.action_keys),
+        )
 
     def _step_mdp_kwargs(self) -> dict[str, Any]:
         return self._cached(
@@ -507,7 +558,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if single is not None:
             key, spec = single
             if type(key) is str:
-                _fast_set(tensordict, key, spec.rand())
+                set_leaf(tensordict, key, spec.rand())
             else:
                 tensordict.set(key, spec.rand())
         else:

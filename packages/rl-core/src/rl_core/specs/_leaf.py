@@ -147,9 +147,25 @@ class _LeafSpec(TensorSpec):
         """The reason ``value`` (of the right shape/dtype/device) is outside the domain."""
         return None
 
+    def _for_value(self, value: torch.Tensor) -> Self:
+        """The spec of a value with extra leading (batch) dims: ``self`` expanded to its shape.
+
+        ``self`` when ``value`` has the spec's shape or a shape that does not end with it, so
+        that the checks report the shape mismatch.
+        """
+        shape, own = value.shape, self.shape
+        extra = len(shape) - len(own)
+        if extra <= 0 or shape[extra:] != own:
+            return self
+        return self.expand(shape)
+
     def _failure(
         self, value: Any, path: tuple[str, ...] = ()
     ) -> tuple[str, tuple[str, ...], str] | None:
+        if isinstance(value, torch.Tensor) and value.shape != self.shape:
+            spec = self._for_value(value)
+            if spec is not self:  # leading batch dims: checked element by element
+                return spec._failure(value, path)
         reason = self._basic_failure(value)
         if reason is None:
             reason = self._domain_failure(value)
@@ -165,10 +181,11 @@ class _LeafSpec(TensorSpec):
                     f"{where}: expected a tensor or array-like value, got "
                     f"{type(value).__name__} ({err})."
                 ) from None
-        if value.shape != self.shape:
+        if value.shape != self.shape and self._for_value(value) is self:
             raise ValueError(
                 f"{where}: expected shape {_fmt_shape(self.shape)}, got "
-                f"{_fmt_shape(value.shape)}. project maps values, it does not reshape them."
+                f"{_fmt_shape(value.shape)}. project maps values (leading batch dims "
+                f"allowed), it does not reshape them."
             )
         if self.device is not None and not _same_device(value.device, self.device):
             value = value.to(self.device)

@@ -97,15 +97,18 @@ class Binary(_LeafSpec):
         """Thresholds ``value`` at 0.5: entries ``> 0.5`` become 1, the others (and NaN) 0.
 
         Args:
-            value: a tensor (or array-like) of shape ``self.shape``.
+            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
+                ``(*batch, *self.shape)`` (projected element by element).
 
         Returns:
             A tensor of the spec's dtype holding only 0 and 1.
 
         Raises:
-            ValueError: the shape differs from ``self.shape``.
+            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value)
+        if value.shape != self.shape:  # leading batch dims: project element by element
+            return self._for_value(value).project(value)
         if value.dtype is torch.bool:
             return value.to(self._dtype)
         return (value.double() > 0.5).to(self._dtype)

@@ -224,9 +224,11 @@ class Bounded(_LeafSpec):
             A tensor of the spec's dtype inside the box.
 
         Raises:
-            ValueError: the shape differs from ``self.shape``.
+            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value)
+        if value.shape != self.shape:  # leading batch dims: project element by element
+            return self._for_value(value).project(value)
         low, high = self.low.to(value.device), self.high.to(value.device)
         if self._discrete:
             v = value.double()

@@ -138,15 +138,18 @@ class Categorical(_LeafSpec):
         masked-out index is replaced by the closest valid one (the lower on ties).
 
         Args:
-            value: a tensor (or array-like) of shape ``self.shape``.
+            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
+                ``(*batch, *self.shape)`` (projected element by element).
 
         Returns:
             A tensor of the spec's dtype that :meth:`is_in` accepts.
 
         Raises:
-            ValueError: the shape differs from ``self.shape``.
+            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value)
+        if value.shape != self.shape:  # leading batch dims: project element by element
+            return self._for_value(value).project(value)
         if value.is_floating_point():
             value = torch.nan_to_num(value.double().round(), nan=0.0)
         value = value.clamp(0, self.n - 1).long()

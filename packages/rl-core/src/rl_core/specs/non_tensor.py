@@ -11,6 +11,12 @@ from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_size, _fm
 from rl_core.specs._leaf import _LeafSpec, _same_device
 
 
+def _ends_with(batch_size: torch.Size, shape: torch.Size) -> bool:
+    """Whether ``batch_size`` is ``shape`` with any number of leading (batch) dims."""
+    extra = len(batch_size) - len(shape)
+    return extra >= 0 and batch_size[extra:] == shape
+
+
 class NonTensor(_LeafSpec):
     """An entry holding python objects, stored as tensordict ``NonTensorData``.
 
@@ -82,7 +88,7 @@ class NonTensor(_LeafSpec):
         reason = None
         if not is_non_tensor(value):
             reason = f"is a {type(value).__name__}, expected NonTensorData or NonTensorStack"
-        elif value.batch_size != self.shape:
+        elif not _ends_with(value.batch_size, self.shape):
             reason = (
                 f"has batch size {_fmt_shape(value.batch_size)}, expected {_fmt_shape(self.shape)}"
             )
@@ -101,9 +107,10 @@ class NonTensor(_LeafSpec):
             ValueError: non-tensor data of the wrong batch size.
         """
         if is_non_tensor(value):
-            if value.batch_size != self.shape:
+            if not _ends_with(value.batch_size, self.shape):
                 raise ValueError(
-                    f"NonTensor.project: expected batch size {_fmt_shape(self.shape)}, got "
+                    f"NonTensor.project: expected batch size {_fmt_shape(self.shape)} (leading "
+                    f"batch dims allowed), got "
                     f"{_fmt_shape(value.batch_size)}."
                 )
             return value

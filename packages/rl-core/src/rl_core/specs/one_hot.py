@@ -141,15 +141,18 @@ class OneHot(_LeafSpec):
         NaN entries count as the lowest score; ties go to the lower index.
 
         Args:
-            value: scores of shape ``self.shape``.
+            value: scores of shape ``self.shape``, or with leading batch dims
+                ``(*batch, *self.shape)`` (projected element by element).
 
         Returns:
             A one-hot tensor of the spec's dtype.
 
         Raises:
-            ValueError: the shape differs from ``self.shape``.
+            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value).double()
+        if value.shape != self.shape:  # leading batch dims: project element by element
+            return self._for_value(value).project(value)
         big = torch.finfo(torch.float64).max
         scores = torch.nan_to_num(value, nan=-big, posinf=big, neginf=-big)
         if self.mask is not None:

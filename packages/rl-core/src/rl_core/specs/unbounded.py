@@ -79,12 +79,13 @@ class Unbounded(_LeafSpec):
         """Casts ``value`` to the spec's dtype (and device).
 
         Args:
-            value: a tensor (or array-like) of shape ``self.shape``.
+            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
+                ``(*batch, *self.shape)`` (projected element by element).
 
         Returns:
             The value in the spec's dtype.
 
         Raises:
-            ValueError: the shape differs from ``self.shape``.
+            ValueError: the shape does not end with ``self.shape``.
         """
         return self._project_input(value).to(self._dtype)

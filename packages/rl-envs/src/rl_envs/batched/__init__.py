@@ -1,6 +1,6 @@
 """Batched envs: several envs run as one, in this process (SerialEnv) or in workers (ParallelEnv)."""
 
-from rl_envs.batched._common import EnvMetadata
+from rl_envs.batched._meta import EnvMetadata
 from rl_envs.batched.base import BatchedEnvBase
 from rl_envs.batched.env_creator import EnvCreator
 from rl_envs.batched.parallel import ParallelEnv

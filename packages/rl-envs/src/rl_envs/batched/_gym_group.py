@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rl_core.envs import EnvBase
 from rl_core.specs import Composite
+from rl_envs.libs.gym import GymWrapper, runs_own_steps
 
 
 def _same_env(env: Any) -> Any:
@@ -17,7 +17,9 @@ def _same_env(env: Any) -> Any:
 def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | None:
     """One ``GymWrapper`` stepping the gymnasium envs of ``envs`` together, or ``None``.
 
-    Applies when every sub-env is an unbatched ``GymWrapper`` (``GymEnv``): their gymnasium envs
+    Applies when every sub-env is an unbatched ``GymWrapper`` (``GymEnv``) that steps as
+    ``GymWrapper`` does (no override of its step or reset methods, see
+    :func:`rl_envs.libs.gym.runs_own_steps`): their gymnasium envs
     (wrappers included) go into one ``gymnasium.vector.SyncVectorEnv`` with autoreset disabled,
     so a step converts the outputs of all sub-envs at once. The group is used only when its
     specs equal ``reference``'s (the batched env's); sub-envs reading ``info`` entries or
@@ -30,13 +32,13 @@ def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | N
     Returns:
         The group env (batch ``[len(envs)]``), or ``None``.
     """
-    module = sys.modules.get("rl_envs.libs.gym")
-    if module is None:  # no GymWrapper was ever built in this process
-        return None
-    wrapper = module.GymWrapper
-    if not all(isinstance(env, wrapper) and not env.batch_size for env in envs):
+    # Only sub-envs that step as GymWrapper does: a subclass overriding _step/_reset (reward
+    # shaping, say) must run its override, which one vector env over the gymnasium envs skips.
+    if not all(runs_own_steps(env) and not env.batch_size for env in envs):
         return None
     import gymnasium
+
+    wrapper = GymWrapper
 
     try:
         vector = gymnasium.vector.SyncVectorEnv(

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from rl_envs.batched import _worker
-from rl_envs.batched._common import read_frame
+from rl_envs.batched._wire import read_frame
 
 # Waiting for replies, this process first polls the pipes without sleeping for up to
 # WAIT_SPIN_SECONDS (yielding its CPU to any other runnable process each time), and for at

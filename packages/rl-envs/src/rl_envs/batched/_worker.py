@@ -36,19 +36,14 @@ import traceback
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, spec_checks_enabled
+from rl_core.fast_td import TreeBuilder, get_leaf, set_leaf
 from rl_core.keys import DONE, NEXT
-from rl_core.ted import step_mdp
-from rl_envs.batched._common import (
-    EnvMetadata,
-    Path,
-    SharedBuffers,
-    TreeBuilder,
-    get_leaf,
-    read_frame,
-)
+from rl_envs.batched._meta import EnvMetadata, Path
+from rl_envs.batched._shared import SharedBuffers
+from rl_envs.batched._wire import read_frame
 from rl_envs.batched._worker_gym import GymDirectStep
 
 STEP = b"s"
@@ -73,7 +68,7 @@ def write_leaves(
 ) -> None:
     """Copies the entries ``paths`` of ``source`` into ``dest`` (in place)."""
     for leaf, path in zip(dest, paths):
-        value = get_leaf(source, path)
+        value = get_leaf(source, path, None)
         if value is None:
             raise KeyError(
                 f"{where}: the env output lacks {path}, which its specs declare (got keys "
@@ -113,11 +108,7 @@ class _Worker:
         )
         self.root_builder = TreeBuilder(paths["reset_outputs"])
         self.done_paths = [path for path in paths["step_outputs"] if path[-1] == DONE]
-        self.mdp_kwargs = {
-            "reward_keys": list(env.reward_keys),
-            "done_keys": list(env.done_keys),
-            "action_keys": list(env.action_keys),
-        }
+        self.step_mdp = env.step_mdp_plan()
 
     @property
     def root(self) -> TensorDictBase | None:
@@ -156,17 +147,16 @@ class _Worker:
         if self.views is None:
             inputs = pickle.loads(payload)
             for path in self.paths["sent"]:
-                value = get_leaf(inputs, path)
+                value = get_leaf(inputs, path, None)
                 if value is not None:
                     root.set(path, value)
         else:
             # payload: one byte per sent entry, 1 where the parent wrote it.
-            entries = root._tensordict if type(root) is TensorDict else None
             for path, leaf, present in zip(self.paths["sent"], self.views["sent"], payload):
                 if not present:
                     continue
-                if entries is not None and len(path) == 1:
-                    entries[path[0]] = leaf.clone()
+                if len(path) == 1:
+                    set_leaf(root, path[0], leaf.clone())
                 else:
                     root.set(path, leaf.clone())
         return root
@@ -186,7 +176,7 @@ class _Worker:
             return b""
         root = self.env.step(self._take_inputs(payload))
         reply = self._emit("step_outputs", root.get(NEXT))
-        self.root = step_mdp(root, **self.mdp_kwargs)
+        self.root = self.step_mdp(root)
         return reply
 
     def step_and_reset(self, payload: bytes) -> bytes:
@@ -200,7 +190,7 @@ class _Worker:
         nxt = root.get(NEXT)
         reply = self._emit("step_outputs", nxt)
         self.root = next_root
-        finished = any(bool(get_leaf(nxt, path).any()) for path in self.done_paths)
+        finished = any(bool(get_leaf(nxt, path, None).any()) for path in self.done_paths)
         if self.views is not None:
             # The whole next root goes to the reset buffer: when any worker reset a sub-env,
             # the parent takes every worker's row from there in one copy.

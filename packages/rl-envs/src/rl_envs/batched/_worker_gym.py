@@ -11,78 +11,67 @@ single one). The outputs are those of the generic path, value for value.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-import numpy as np
 import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
+from rl_envs.libs._gym_stepper import GymNumpyStepper
+from rl_envs.libs.gym import GymWrapper
 
 _STEP_ENTRIES = {(OBSERVATION,), (REWARD,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 
 
-def gym_wrapper_of(env: EnvBase) -> Any:
-    """The ``GymWrapper`` that steps ``env`` with no TensorDict work around it, or ``None``.
+def numpy_stepper_of(env: EnvBase) -> GymNumpyStepper | None:
+    """The gymnasium stepper that steps ``env`` with no TensorDict work around it, or ``None``.
 
-    That is ``env`` itself (a ``GymWrapper`` whose step and reset are the wrapper's own) or the
-    vector group of a ``SerialEnv`` of gymnasium sub-envs on the same device.
+    That of ``env`` itself (see :meth:`GymWrapper.numpy_stepper`) or of the vector group of a
+    vectorized ``SerialEnv`` (see :meth:`SerialEnv.numpy_stepper`).
     """
-    gym = sys.modules.get("rl_envs.libs.gym")
-    if gym is None:  # no GymWrapper was ever built in this process
-        return None
     from rl_envs.batched.serial import SerialEnv
 
-    if type(env) is SerialEnv:
-        group = env._group
-        if group is None or env.device != env.sub_device:
-            return None
-        env = group
-    wrapper = gym.GymWrapper
-    if not isinstance(env, wrapper):
-        return None
-    kind = type(env)
-    same = (
-        kind._step is wrapper._step
-        and kind._reset is wrapper._reset
-        and kind.step is EnvBase.step
-        and kind.reset is EnvBase.reset
-        and kind.step_and_maybe_reset is EnvBase.step_and_maybe_reset
-    )
-    return env if same else None
+    if type(env) is SerialEnv or isinstance(env, GymWrapper):
+        return env.numpy_stepper()
+    return None
 
 
 class GymDirectStep:
     """Steps one gymnasium env between a worker's rows of the shared buffers.
 
-    Built by :meth:`build` where it applies: one ``Box``/``MultiBinary`` observation, one
-    action entry, the reward and the three done flags at the root, no pixels, no info
-    readers, not gymnasium's ``SAME_STEP`` autoreset mode, outputs on the CPU.
+    Built by :meth:`build` where it applies: a stepper (one ``Box``/``MultiBinary``
+    observation, one action space, no pixels, no info readers, not ``SAME_STEP``, outputs on
+    the CPU, no override of the step or reset methods), one action entry, and the reward and
+    the three done flags at the root.
 
     Args:
-        wrapper: the ``GymWrapper``.
+        env: the worker's env.
+        stepper: its gymnasium stepper.
         leaves: the worker's rows of the shared buffers, by buffer name and entry path.
     """
 
-    def __init__(self, wrapper: Any, leaves: dict[str, dict[tuple[str, ...], torch.Tensor]]):
-        from rl_envs.libs._gym_codecs import make_encoder
-
-        self.wrapper = wrapper
-        self.env = wrapper._env
-        self.vector = bool(wrapper.batch_size)
-        batch = tuple(wrapper.batch_size)
-        self.encode = make_encoder(wrapper._space("action_space"), wrapper.action_spec, batch)
+    def __init__(
+        self,
+        env: EnvBase,
+        stepper: GymNumpyStepper,
+        leaves: dict[str, dict[tuple[str, ...], torch.Tensor]],
+    ) -> None:
+        self.env = env
+        self.stepper = stepper
+        batch = tuple(env.batch_size)
         # numpy throughout: a torch call between two gymnasium steps is slow (cold code).
         self.action = leaves["sent"][(ACTION,)].numpy()
         step, reset = leaves["step_outputs"], leaves["reset_outputs"]
-        # numpy views of the rows; reward and flags without their trailing singleton dim.
-        self.obs = step[(OBSERVATION,)].numpy()
-        self.reward, self.done, self.terminated, self.truncated = (
-            step[(name,)].numpy().reshape(batch) for name in (REWARD, DONE, TERMINATED, TRUNCATED)
+        # numpy views of the rows, with a leading dim of 1 (row 0 of blocks); reward and
+        # flags without their trailing singleton dim.
+        self.obs = step[(OBSERVATION,)].numpy()[None]
+        reward, done, terminated, truncated = (
+            step[(name,)].numpy().reshape(1, *batch)
+            for name in (REWARD, DONE, TERMINATED, TRUNCATED)
         )
-        self.reset_obs = reset[(OBSERVATION,)].numpy()
+        self.blocks = (self.obs, reward, done, terminated, truncated)
+        self.reset_obs = reset[(OBSERVATION,)].numpy()[None]
         self.reset_flags = [reset[(name,)].numpy() for name in (DONE, TERMINATED, TRUNCATED)]
 
     @classmethod
@@ -96,31 +85,24 @@ class GymDirectStep:
             paths: the entry paths of each shared buffer.
             leaves: the worker's rows of each shared buffer, in the order of ``paths``.
         """
-        wrapper = gym_wrapper_of(env)
-        if wrapper is None:
-            return None
-        from rl_envs.libs._gym_rollout import numpy_loop_applies
-
+        stepper = numpy_stepper_of(env)
         if (
-            not numpy_loop_applies(wrapper)
+            stepper is None
             or paths["sent"] != [(ACTION,)]
             or set(paths["step_outputs"]) != _STEP_ENTRIES
             or set(paths["reset_outputs"]) != _RESET_ENTRIES
         ):
             return None
         by_path = {name: dict(zip(paths[name], leaves[name])) for name in paths}
-        batch = tuple(wrapper.batch_size)
+        batch = tuple(env.batch_size)
         for name in (REWARD, DONE, TERMINATED, TRUNCATED):
             if tuple(by_path["step_outputs"][(name,)].shape) != (*batch, 1):
                 return None
-        try:
-            return cls(wrapper, by_path)
-        except (TypeError, ValueError):  # an action space without an encoder, odd layouts
-            return None
+        return cls(env, stepper, by_path)
 
     def usable(self) -> bool:
-        """False when the wrapper has changed since (an info reader was added)."""
-        return not self.wrapper._info_readers
+        """False when the env has changed since (an info reader was added)."""
+        return not self.stepper.retired
 
     def step(self, *, reset: bool) -> bool:
         """Steps with the action in the shared input row; with ``reset``, resets finished envs.
@@ -131,30 +113,18 @@ class GymDirectStep:
         Returns:
             Whether a sub-env finished and was reset.
         """
-        env = self.env
-        obs, reward, terminated, truncated, _ = env.step(self.encode(self.action.copy()))
-        self.obs[...] = obs
-        self.reward[...] = reward
-        self.terminated[...] = terminated
-        self.truncated[...] = truncated
-        done = np.logical_or(self.terminated, self.truncated, out=self.done)
+        done = self.stepper.step_at(self.action.copy(), self.blocks, 0)
         if not reset:
             return False
         # The next root goes to the reset row, whether or not a sub-env finished. Its done
         # flags are all False: those of sub-envs that did not finish, or of fresh episodes.
-        if not done.any():
-            self.reset_obs[...] = self.obs
+        self.reset_obs[...] = self.obs
+        if done is None:
             return False
-        if self.vector:
-            mask = done.copy()
-            fresh = env.reset(seed=None, options={"reset_mask": mask})[0]
-            self.reset_obs[...] = self.obs
-            self.reset_obs[mask] = np.asarray(fresh)[mask]
-        else:
-            self.reset_obs[...] = env.reset(seed=None, options=None)[0]
+        self.stepper.reset_finished_at(done, self.reset_obs, 0)
         for flags in self.reset_flags:
             flags[...] = False
         return True
 
 
-__all__ = ["GymDirectStep", "gym_wrapper_of"]
+__all__ = ["GymDirectStep", "numpy_stepper_of"]

@@ -8,7 +8,7 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import RESET
-from rl_envs.batched._common import EnvMetadata, Path, leaf_paths, unique
+from rl_envs.batched._meta import EnvMetadata, Path, spec_leaf_paths, unique
 
 
 class BatchedEnvBase(EnvBase):
@@ -94,16 +94,16 @@ class BatchedEnvBase(EnvBase):
 
     def _compute_paths(self, name: str) -> list[Path]:
         out, inp = self.meta_data.output_spec, self.meta_data.input_spec
-        obs = leaf_paths(out["full_observation_spec"])
-        done = leaf_paths(out["full_done_spec"])
-        action = leaf_paths(inp["full_action_spec"])
-        state = leaf_paths(inp["full_state_spec"])
+        obs = spec_leaf_paths(out["full_observation_spec"])
+        done = spec_leaf_paths(out["full_done_spec"])
+        action = spec_leaf_paths(inp["full_action_spec"])
+        state = spec_leaf_paths(inp["full_state_spec"])
         if name == "inputs":  # what a sub-env may read in _step
             return unique([*obs, *action, *state])
         if name == "sent":  # what the parent sends to worker processes each step
             return unique([*action, *state])
         if name == "step_outputs":
-            return unique([*obs, *leaf_paths(out["full_reward_spec"]), *done])
+            return unique([*obs, *spec_leaf_paths(out["full_reward_spec"]), *done])
         if name == "reset_outputs":
             return unique([*obs, *done])
         if name == "masks":

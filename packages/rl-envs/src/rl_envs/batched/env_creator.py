@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rl_core.envs import EnvBase
-from rl_envs.batched._common import EnvMetadata
+from rl_envs.batched._meta import EnvMetadata
 
 
 def _dumps(obj: Any, what: str) -> bytes:

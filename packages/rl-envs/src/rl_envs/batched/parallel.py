@@ -9,21 +9,21 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE
-from rl_core.ted import step_mdp
 from rl_envs.batched import _worker
-from rl_envs.batched._common import (
-    Path,
-    RowCopies,
-    SharedBuffers,
-    TreeBuilder,
-    as_env_factories,
-    get_leaf,
-)
+from rl_envs.batched._meta import Path, as_env_factories
 from rl_envs.batched._pool import WorkerPool, default_start_method
+from rl_envs.batched._shared import SharedBuffers
+from rl_envs.batched._transport import (
+    PartialReset,
+    PipeTransport,
+    SharedMemoryTransport,
+    Transport,
+)
 from rl_envs.batched.base import BatchedEnvBase
 
 _BUFFERS = ("sent", "step_outputs", "reset_outputs", "masks")
@@ -149,19 +149,19 @@ class ParallelEnv(BatchedEnvBase):
             mp_start_method=method,
             shared_memory=shared_memory,
             timeout=timeout,
-            _fused_reset=False,
-            _pending_reset=None,
             # After a rollout run inside the workers, the next root comes from the caller.
             _stale_roots=False,
         )
         paths = {name: self._paths(name) for name in _BUFFERS}
-        self.__dict__["_builders"] = {name: TreeBuilder(p) for name, p in paths.items()}
-        shared = self._allocate(paths) if shared_memory else None
-        self.__dict__["_shared"] = shared
-        self.__dict__["_leaves"] = (
-            {name: shared.leaves(name) for name in _BUFFERS} if shared is not None else None
-        )
-        self._start(factories, shared, paths, multiprocessing.get_context(method))
+        transport: Transport
+        if shared_memory:
+            transport = SharedMemoryTransport(
+                self._allocate(paths), paths, self.batch_size, self.device
+            )
+        else:
+            transport = PipeTransport(paths, self.batch_size, self.device)
+        self.__dict__["_transport"] = transport
+        self._start(factories, transport.shared, paths, multiprocessing.get_context(method))
 
     # ------------------------------------------------------------------ set-up
     def _leaf_spec(self, path: Path) -> Any:
@@ -194,13 +194,7 @@ class ParallelEnv(BatchedEnvBase):
                         )
                 values.append(value.expand(n, *value.shape))
             templates[name] = values
-        shared = SharedBuffers(templates, paths)
-        # Outputs are copied out of the shared blocks in one numpy copy per step.
-        self.__dict__["_copies"] = {
-            name: RowCopies(shared.blocks[name], shared.layouts[name])
-            for name in ("step_outputs", "reset_outputs")
-        }
-        return shared
+        return SharedBuffers(templates, paths)
 
     def _start(
         self,
@@ -240,32 +234,6 @@ class ParallelEnv(BatchedEnvBase):
                 super().close()
 
     # ------------------------------------------------------------------ data
-    def _read(self, name: str, replies: dict[int, bytes] | None = None) -> TensorDictBase:
-        """A fresh TensorDict of the outputs ``name`` of every worker, on ``self.device``."""
-        device = self.device
-        if self._shared is not None:
-            if device is not None and device.type != "cpu":
-                values = [leaf.to(device, copy=True) for leaf in self._leaves[name]]
-            else:
-                values = self._copies[name].take()
-            return self._builders[name].build(values, self.batch_size, device)
-        rows = [pickle.loads(replies[i]) for i in range(self.num_workers)]
-        out = torch.stack(rows, 0)
-        return out.to(device) if device is not None else out
-
-    def _inputs_message(self, command: bytes, tensordict: TensorDictBase) -> bytes | list[bytes]:
-        paths = self._paths("sent")
-        if self._shared is not None:
-            present = bytearray()
-            for leaf, path in zip(self._leaves["sent"], paths):
-                value = get_leaf(tensordict, path)
-                present.append(value is not None)
-                if value is not None:
-                    leaf.copy_(value)
-            return command + bytes(present)
-        selected = tensordict.select(*paths, strict=False).to("cpu")
-        return [command + pickle.dumps(selected[i]) for i in range(self.num_workers)]
-
     def _send_roots(self, tensordict: TensorDictBase) -> None:
         """Gives every worker its row of ``tensordict`` as the root to step from."""
         roots = tensordict.select(*self._paths("reset_outputs"), strict=False).to("cpu")
@@ -303,109 +271,48 @@ class ParallelEnv(BatchedEnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._stale_roots:
             self._send_roots(tensordict)
-        fused = self._fused_reset
-        command = _worker.STEP_AND_RESET if fused else _worker.STEP
-        replies = self._send(
-            range(self.num_workers), self._inputs_message(command, tensordict), "stepping"
-        )
-        if self._shared is None:
-            if fused:
-                pairs = {i: pickle.loads(r) for i, r in replies.items()}
-                self.__dict__["_pending_reset"] = {
-                    i: pickle.loads(p[1]) for i, p in pairs.items() if p[1] is not None
-                }
-                replies = {i: p[0] for i, p in pairs.items()}
-            return self._read("step_outputs", replies)
-        if fused:
-            self.__dict__["_pending_reset"] = {
-                i: None for i, r in replies.items() if r == _worker.RESET_DONE
-            }
-        return self._read("step_outputs")
+        message = self._transport.inputs(_worker.STEP, tensordict)
+        replies = self._send(range(self.num_workers), message, "stepping")
+        return self._transport.outputs("step_outputs", replies)
 
-    def step_and_maybe_reset(
-        self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase]:
-        """Steps, then resets the finished sub-envs inside the workers, in one round trip.
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any]:
+        """Steps, and resets the finished sub-envs inside the workers, in one round trip.
 
-        Returns:
-            ``(tensordict, next_root)`` as :meth:`EnvBase.step_and_maybe_reset`.
+        The ``EnvBase`` hook behind :meth:`step_and_maybe_reset`: returns the step outputs
+        and the workers that reset (with pipes, their reset outputs), for
+        :meth:`_merge_reset_rows`.
         """
-        self.__dict__["_fused_reset"] = True
-        try:
-            tensordict = self.step(tensordict)
-        finally:
-            self.__dict__["_fused_reset"] = False
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
-        pending = self._pending_reset
-        self.__dict__["_pending_reset"] = None
-        if pending:
-            self._merge_reset_rows(next_root, pending)
-        return tensordict, next_root
+        if self._stale_roots:
+            self._send_roots(tensordict)
+        message = self._transport.inputs(_worker.STEP_AND_RESET, tensordict)
+        replies = self._send(range(self.num_workers), message, "stepping")
+        return self._transport.fused_outputs(replies)
 
-    def _merge_reset_rows(self, next_root: TensorDictBase, pending: dict[int, Any]) -> None:
-        """Puts the reset outputs of the workers in ``pending`` into their rows of ``next_root``.
-
-        ``pending`` maps worker indices to their pickled reset outputs, or to ``None`` with
-        shared memory, where every worker wrote its whole next root to the reset buffer: the
-        buffer is then taken whole, in one copy.
+    def _merge_reset_rows(
+        self, next_root: TensorDictBase, pending: dict[int, Any]
+    ) -> TensorDictBase:
+        """``next_root`` with the reset outputs of the workers in ``pending`` in their rows
+        (with shared memory every worker wrote its whole next root: taken whole, in one copy).
         """
-        paths = self._paths("reset_outputs")
-        entries = next_root._tensordict if type(next_root) is TensorDict else None
-        values: Any = None
-        if self._shared is not None:
-            device = self.device
-            if device is not None and device.type != "cpu":
-                values = [leaf.to(device, copy=True) for leaf in self._leaves["reset_outputs"]]
-            else:
-                values = self._copies["reset_outputs"].take()
-        for k, path in enumerate(paths):
-            current = get_leaf(next_root, path)
-            if current is None:
-                continue
-            if values is not None:
-                value = values[k]
-            else:
-                value = current.clone()
-                for i, fresh in pending.items():
-                    value[i] = fresh.get(path)
-            if entries is not None and len(path) == 1:
-                entries[path[0]] = value
-            else:
-                next_root.set(path, value)
+        return self._transport.merge_reset_rows(next_root, pending)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         n = self.num_workers
         masks: list[torch.Tensor | None] = []
         if tensordict is not None:
-            masks = [get_leaf(tensordict, path) for path in self._paths("masks")]
+            masks = [get_leaf(tensordict, path, None) for path in self._paths("masks")]
         present = [mask for mask in masks if mask is not None]
         rows = self._sub_rows_to_reset(present) if present else None
         if rows is None or bool(rows.all()):
             message = _worker.RESET + pickle.dumps((False, None, kwargs))
             replies = self._send(range(n), message, "resetting")
             self.__dict__["_stale_roots"] = False
-            return self._read("reset_outputs", replies)
+            return self._transport.outputs("reset_outputs", replies)
         targets = rows.nonzero().flatten().tolist()
         if self._stale_roots:
             self._send_roots(tensordict)
-        if self._shared is not None:
-            for leaf, mask in zip(self._leaves["masks"], masks):
-                leaf.copy_(mask if mask is not None else torch.zeros_like(leaf))
-            message = _worker.RESET + pickle.dumps((True, None, kwargs))
-            self._send(targets, message, "resetting")
-            return self._read("reset_outputs")
-        messages = [
-            _worker.RESET
-            + pickle.dumps((True, [m[i].cpu() if m is not None else None for m in masks], kwargs))
-            for i in targets
-        ]
-        replies = self._send(targets, messages, "resetting")
-        # Sub-envs not reset keep their previous values (EnvBase.reset merges by mask).
-        previous = tensordict.select(*self._paths("reset_outputs"), strict=False)
-        fresh = {i: pickle.loads(r) for i, r in replies.items()}
-        rows_td = [fresh[i] if i in fresh else previous[i].cpu() for i in range(n)]
-        out = torch.stack(rows_td, 0)
-        return out.to(self.device) if self.device is not None else out
+        request = PartialReset(tensordict, masks, targets, kwargs)
+        return self._transport.partial_reset(self._send, request)
 
     def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
         for i in range(self.num_workers):

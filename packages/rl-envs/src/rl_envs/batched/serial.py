@@ -9,18 +9,12 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import TreeBuilder, entries, get_leaf, is_plain, leaf_paths
 from rl_core.keys import DONE
-from rl_core.ted import step_mdp
-from rl_envs.batched._common import (
-    EnvMetadata,
-    Path,
-    TreeBuilder,
-    as_env_factories,
-    get_leaf,
-    plain_leaf_paths,
-)
 from rl_envs.batched._gym_group import gym_vector_group
+from rl_envs.batched._meta import EnvMetadata, Path, as_env_factories
 from rl_envs.batched.base import BatchedEnvBase
+from rl_envs.libs._gym_stepper import GymNumpyStepper
 
 
 class SerialEnv(BatchedEnvBase):
@@ -105,6 +99,14 @@ class SerialEnv(BatchedEnvBase):
         """Whether the sub-envs step together through one gymnasium ``SyncVectorEnv``."""
         return self._group is not None
 
+    def numpy_stepper(self) -> GymNumpyStepper | None:
+        """The gymnasium stepper of the vector group (see :meth:`GymWrapper.numpy_stepper`),
+        for paths that step it on numpy rows; ``None`` when the sub-envs step one by one or
+        the outputs move to another device."""
+        if self._group is None or self.device != self.sub_device:
+            return None
+        return self._group.numpy_stepper()
+
     # ------------------------------------------------------------------ helpers
     def _builder(self, paths: tuple[Path, ...]) -> TreeBuilder:
         builder = self._builders.get(paths)
@@ -127,11 +129,12 @@ class SerialEnv(BatchedEnvBase):
         """Stacks sub-env outputs along a new leading dim, one ``torch.stack`` per entry."""
         first = outs[0]
         layout = self._step_layout
-        if layout is None or layout[0] != len(getattr(first, "_tensordict", ())):
-            paths = plain_leaf_paths(first)
+        size = len(entries(first)) if is_plain(first) else -1
+        if layout is None or layout[0] != size:
+            paths = leaf_paths(first)
             if paths is None:
                 return self._to_self(torch.stack(outs, 0))
-            layout = (len(first._tensordict), paths, self._builder(tuple(paths)))
+            layout = (size, paths, self._builder(tuple(paths)))
             self.__dict__["_step_layout"] = layout
         _, paths, builder = layout
         try:
@@ -139,9 +142,9 @@ class SerialEnv(BatchedEnvBase):
             for path in paths:
                 if len(path) == 1:
                     name = path[0]
-                    column = [out._tensordict[name] for out in outs]
+                    column = [entries(out)[name] for out in outs]
                 else:
-                    column = [get_leaf(out, path) for out in outs]
+                    column = [get_leaf(out, path, None) for out in outs]
                 values.append(torch.stack(column))
         except (KeyError, AttributeError, TypeError, RuntimeError):
             # Sub-envs wrote different entries or shapes: let tensordict stack (and explain).
@@ -156,7 +159,7 @@ class SerialEnv(BatchedEnvBase):
             return self._to_self(self._group._step(self._to_sub_td(tensordict)))
         paths, columns = [], []
         for path in self._paths("inputs"):
-            value = get_leaf(tensordict, path)
+            value = get_leaf(tensordict, path, None)
             if value is not None:
                 paths.append(path)
                 columns.append(self._to_sub(value).unbind(0))
@@ -181,10 +184,10 @@ class SerialEnv(BatchedEnvBase):
             # One masked reset of the vector env beats resetting sub-envs one by one.
             return super().step_and_maybe_reset(tensordict)
         tensordict = self.step(tensordict)
-        next_root = step_mdp(tensordict, **self._step_mdp_kwargs())
+        next_root = self.step_mdp_plan()(tensordict)
         done_rows = None
         for path in self._paths("masks"):
-            done = get_leaf(next_root, (*path[:-1], DONE))
+            done = get_leaf(next_root, (*path[:-1], DONE), None)
             rows = done.reshape(self.num_workers, -1).any(-1)
             done_rows = rows if done_rows is None else done_rows | rows
         if done_rows is None or not bool(done_rows.any()):
@@ -197,14 +200,14 @@ class SerialEnv(BatchedEnvBase):
             if env.batch_size:
                 row = sub_root[i]
                 for path in self._paths("masks"):
-                    row.set(path, get_leaf(row, (*path[:-1], DONE)).clone())
+                    row.set(path, get_leaf(row, (*path[:-1], DONE), None).clone())
                 fresh[i] = env.reset(row)
             else:
                 fresh[i] = env.reset()
         index = torch.tensor(indices, device=self.sub_device)
         paths, values = [], []
         for path in self._paths("reset_outputs"):
-            old = get_leaf(sub_root, path)
+            old = get_leaf(sub_root, path, None)
             if old is None:
                 continue
             value = old.clone()
@@ -241,7 +244,7 @@ class SerialEnv(BatchedEnvBase):
         envs = self._envs
         masks = []
         if tensordict is not None:
-            masks = [get_leaf(tensordict, path) for path in self._paths("masks")]
+            masks = [get_leaf(tensordict, path, None) for path in self._paths("masks")]
             masks = [mask for mask in masks if mask is not None]
         rows = self._sub_rows_to_reset(masks) if masks else None
         if rows is None or bool(rows.all()):
@@ -262,11 +265,11 @@ class SerialEnv(BatchedEnvBase):
         return tensordict
 
     def _stack_reset(self, outs: list[TensorDictBase]) -> TensorDictBase:
-        paths = plain_leaf_paths(outs[0])
+        paths = leaf_paths(outs[0])
         if paths is None:
             return self._to_self(torch.stack(outs, 0))
         try:
-            values = [torch.stack([get_leaf(out, path) for out in outs]) for path in paths]
+            values = [torch.stack([get_leaf(out, path, None) for out in outs]) for path in paths]
         except (TypeError, RuntimeError):
             return self._to_self(torch.stack(outs, 0))
         builder = self._builder(tuple(paths))
@@ -282,7 +285,7 @@ class SerialEnv(BatchedEnvBase):
         """
         values, paths = [], []
         for path in self._paths("reset_outputs"):
-            old = get_leaf(previous, path)
+            old = get_leaf(previous, path, None)
             rows = []
             for i in range(self.num_workers):
                 row = fresh[i].get(path, None) if i in fresh else None

@@ -20,9 +20,11 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core.fast_td import entries
 from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, REWARD, TERMINATED, TRUNCATED
-from rl_core.specs import Composite, TensorSpec
+from rl_core.specs import TensorSpec
 from rl_envs.libs._gym_codecs import Encoder, make_encoder
+from rl_envs.libs._gym_stepper import GymNumpyStepper
 
 if TYPE_CHECKING:
     from rl_envs.libs.gym import GymWrapper
@@ -34,6 +36,7 @@ CHUNK = 256
 class RandomRolloutPlan(NamedTuple):
     """What the loop needs from a wrapper, built once."""
 
+    stepper: GymNumpyStepper
     key: str  # the observation entry
     shape: tuple[int, ...]  # one sub-env's observation shape
     dtype: np.dtype
@@ -41,35 +44,11 @@ class RandomRolloutPlan(NamedTuple):
     encode: Encoder  # CHUNK actions -> an array whose rows gymnasium takes
 
 
-def numpy_loop_applies(wrapper: GymWrapper) -> bool:
-    """Whether ``wrapper``'s steps are plain arrays that a loop can move without TensorDicts.
-
-    True for wrappers whose only observation entry is one ``Box`` or ``MultiBinary`` array
-    (no pixels, no ``Dict`` observation, no info entries) and whose action is one ``Box``,
-    ``Discrete``, ``MultiDiscrete`` or ``MultiBinary`` space, on the CPU, in any autoreset
-    mode but ``SAME_STEP``.
-    """
-    from gymnasium import spaces
-
-    return not (
-        wrapper._from_pixels
-        or wrapper._same_step is not None
-        or wrapper._target_device is not None
-        or wrapper._info_readers
-        or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
-        or list(wrapper.observation_spec.keys()) != [OBSERVATION]
-        or isinstance(wrapper.action_spec, Composite)
-        or not isinstance(
-            wrapper._space("action_space"),
-            spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
-        )
-    )
-
-
 def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
     """The plan of the fast loop for ``wrapper``, or None where the generic loop must run
-    (see :func:`numpy_loop_applies`)."""
-    if not numpy_loop_applies(wrapper):
+    (see :meth:`GymWrapper.numpy_stepper`)."""
+    stepper = wrapper.numpy_stepper()
+    if stepper is None:
         return None
     batch = tuple(wrapper.batch_size)
     shape = tuple(wrapper.observation_spec[OBSERVATION].shape[len(batch) :])
@@ -77,7 +56,7 @@ def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
     spec = wrapper.action_spec
     actions = spec.expand(CHUNK, *spec.shape)
     encode = make_encoder(wrapper._space("action_space"), actions, (CHUNK, *batch))
-    return RandomRolloutPlan(OBSERVATION, shape, dtype, actions, encode)
+    return RandomRolloutPlan(stepper, OBSERVATION, shape, dtype, actions, encode)
 
 
 def random_rollout(
@@ -105,7 +84,7 @@ def random_rollout(
     obs[0] = first[0]
     sampled: list[torch.Tensor] = []
     finals, steps = _loop(
-        wrapper._env,
+        plan.stepper,
         _actions(plan, sampled),
         obs,
         reward,
@@ -139,11 +118,11 @@ def _start_entries(
     """The start observation (numpy) and done flags, or None if ``start`` holds more."""
     if type(start) is not TensorDict or tuple(start.batch_size) != batch:
         return None
-    entries = start._tensordict
-    if len(entries) != 4:
+    names = entries(start)
+    if len(names) != 4:
         return None
     try:
-        values = [entries[name] for name in (key, DONE, TERMINATED, TRUNCATED)]
+        values = [names[name] for name in (key, DONE, TERMINATED, TRUNCATED)]
     except KeyError:
         return None
     if any(type(value) is not torch.Tensor or not value.is_cpu for value in values):
@@ -160,7 +139,7 @@ def _actions(plan: RandomRolloutPlan, sampled: list[torch.Tensor]) -> Iterator[A
 
 
 def _loop(
-    env: Any,
+    stepper: GymNumpyStepper,
     actions: Iterator[Any],
     obs: np.ndarray,
     reward: np.ndarray,
@@ -170,35 +149,22 @@ def _loop(
     break_when_any_done: bool,
     break_when_all_done: bool,
 ) -> tuple[list[tuple[int, Any, np.ndarray]], int]:
-    """Steps ``env`` into the blocks; returns ``(t, finished rows, final observations)`` per
-    step at which sub-envs finished, and the number of steps taken."""
-    step, reset = env.step, env.reset
-    vector = terminated.ndim > 1
+    """Steps into the blocks (step ``t`` writes its observation to ``obs[t + 1]``); returns
+    ``(t, finished rows, final observations)`` per step at which sub-envs finished, and the
+    number of steps taken."""
+    blocks = (obs[1:], reward, None, terminated, truncated)
+    step_at, reset_finished_at = stepper.step_at, stepper.reset_finished_at
     finals: list[tuple[int, Any, np.ndarray]] = []
     ever_done = np.zeros(reward.shape[1:], dtype=np.bool_)
     max_steps = len(reward)
     for t, action in zip(range(max_steps), actions):
-        observation, r, term, trunc, _ = step(action)
-        reward[t] = r
-        terminated[t] = term
-        truncated[t] = trunc
-        obs[t + 1] = observation
-        if vector:
-            done = terminated[t] | truncated[t]
-            if not done.any():
-                continue
-        elif term or trunc:
-            done = np.True_
-        else:
+        done = step_at(action, blocks, t, encoded=True)
+        if done is None:
             continue
         finals.append((t, done, obs[t + 1][done]))
         if break_when_any_done:
             return finals, t + 1
-        if vector:
-            # Only the rows reset: in NEXT_STEP mode the others are stale in reset's output.
-            obs[t + 1][done] = reset(options={"reset_mask": done})[0][done]
-        else:
-            obs[t + 1] = reset()[0]
+        reset_finished_at(done, obs, t + 1)
         ever_done |= done
         if break_when_all_done and ever_done.all():
             return finals, t + 1
@@ -257,7 +223,6 @@ def _trajectory(
 __all__ = [
     "CHUNK",
     "RandomRolloutPlan",
-    "numpy_loop_applies",
     "plan_random_rollout",
     "random_rollout",
 ]

@@ -5,7 +5,7 @@ fresh array), and in a Python loop that interleaves an env step, a policy and Te
 bookkeeping each call is slow (its code is cold every time). :class:`StepRows` instead
 allocates, every ``rows`` steps, one numpy block per output entry and cuts it into per-step
 tensor views in one ``unbind`` call; a step then writes its numbers into the next row with
-numpy and hands out the views of that row. Every row is written once, so the tensors a step
+numpy (``GymNumpyStepper.write_at``) and hands out the views of that row. Every row is written once, so the tensors a step
 returns are never modified afterwards, as ``EnvBase._step`` requires.
 """
 
@@ -65,32 +65,29 @@ class StepRows:
                 flags_t[:, 2].unbind(0),
             )
         )
+        obs_np = None
         if self.observation is not None:
             _, shape, dtype = self.observation
-            obs = np.zeros((rows, *batch, *shape), dtype=dtype)
-            self.obs_np = obs
-            self.obs_views = torch.from_numpy(obs).unbind(0)
+            obs_np = np.zeros((rows, *batch, *shape), dtype=dtype)
+            self.obs_views = torch.from_numpy(obs_np).unbind(0)
+        # (observation, reward, done, terminated, truncated), row i for step i.
+        flags_np = self.flags_np
+        self.blocks = (obs_np, self.reward_np, flags_np[:, 0], flags_np[:, 1], flags_np[:, 2])
         self.row = 0
 
-    def write(self, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict[str, Any]:
-        """Writes one step; returns its entries (reward, flags and the block observation)."""
+    def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
+        """Writes one step into the next row (``stepper.write_at``: the step rules of
+        ``GymNumpyStepper``); returns the tensor views of that row: reward, flags (and the
+        block observation)."""
         i = self.row
         if i == self.rows:
             self._allocate()
             i = 0
         self.row = i + 1
-        self.reward_np[i] = reward
-        flags = self.flags_np[i]
-        flags[1] = terminated
-        flags[2] = truncated
-        if self.vector:
-            np.logical_or(flags[1], flags[2], out=flags[0])
-        else:
-            flags[0] = terminated or truncated
+        stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         out = {REWARD: reward_t, DONE: done_t, TERMINATED: terminated_t, TRUNCATED: truncated_t}
         if self.observation is not None:
-            self.obs_np[i] = obs
             out[self.observation[0]] = self.obs_views[i]
         return out
 

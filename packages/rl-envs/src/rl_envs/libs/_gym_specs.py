@@ -9,13 +9,15 @@ Mapping (``B`` is the batch shape, ``()`` for a single env, ``(num_envs,)`` for 
 ==========================  =================================================================
 gymnasium space             spec
 ==========================  =================================================================
-``Box``                     ``Bounded(low, high)``; ``Unbounded`` when every bound is infinite
-``Discrete(n)``             ``OneHot(n)`` of shape ``(*B, n)``, or ``Categorical(n)`` of shape
-                            ``B`` with ``categorical_action_encoding=True``
-``MultiDiscrete(nvec)``     ``MultiOneHot(nvec)``, or ``MultiCategorical(nvec)`` (categorical);
-                            a multi-dim ``nvec`` with one value ``n`` gives ``OneHot(n)`` /
-                            ``Categorical(n)`` of that shape
-``MultiBinary(n)``          ``Binary(n)`` (int8)
+``Box``                     ``Bounded(low, high)``; ``Unbounded`` when every bound is infinite;
+                            the dtype of the space (float32 for a default ``Box``)
+``Discrete(n)``             ``OneHot(n)`` (int64) of shape ``(*B, n)``, or ``Categorical(n)``
+                            (the space's dtype, int64 by default) of shape ``B`` with
+                            ``categorical_action_encoding=True``
+``MultiDiscrete(nvec)``     ``MultiOneHot(nvec)`` (int64), or ``MultiCategorical(nvec)`` (the
+                            space's dtype; categorical); a multi-dim ``nvec`` with one value
+                            ``n`` gives ``OneHot(n)`` / ``Categorical(n)`` of that shape
+``MultiBinary(n)``          ``Binary(n)`` (the space's dtype, int8 by default)
 ``Dict``                    ``Composite`` with the same (string) keys, nested
 ``Tuple``                   the members' specs stacked along a new dim after ``B``
                             (:func:`rl_core.specs.stack_specs`); their values must stack into
@@ -23,6 +25,7 @@ gymnasium space             spec
 ``Text``                    ``NonTensor`` holding strings
 ==========================  =================================================================
 
+The dtypes are TorchRL's, so code that checks or allocates by dtype keeps working.
 ``Discrete``/``MultiDiscrete`` ``start`` offsets are removed: index 0 of the spec is the
 space's ``start``. Other spaces (``Graph``, ``Sequence``, ``OneOf``) raise ``TypeError``.
 """
@@ -112,7 +115,7 @@ def gym_space_to_spec(
         >>> from gymnasium import spaces
         >>> from rl_envs.libs import gym_space_to_spec
         >>> gym_space_to_spec(spaces.Discrete(3))
-        OneHot(shape=(3,), dtype=bool, n=3)
+        OneHot(shape=(3,), dtype=int64, n=3)
         >>> gym_space_to_spec(spaces.Discrete(3), categorical_action_encoding=True, batch_size=(4,))
         Categorical(shape=(4,), dtype=int64, n=3)
         >>> gym_space_to_spec(spaces.Box(-1.0, 1.0, shape=(2,))).shape
@@ -129,8 +132,8 @@ def _convert(spaces: Any, space: Any, batch: tuple[int, ...], categorical: bool,
     if isinstance(space, spaces.Discrete):
         n = int(space.n)
         if categorical:
-            return Categorical(n, shape=batch, device=device)
-        return OneHot(n, shape=(*batch, n), device=device)
+            return Categorical(n, shape=batch, device=device, dtype=torch_dtype(space.dtype))
+        return OneHot(n, shape=(*batch, n), device=device, dtype=torch.int64)
     if isinstance(space, spaces.MultiDiscrete):
         return _multi_discrete_spec(space, batch, categorical, device)
     if isinstance(space, spaces.MultiBinary):
@@ -171,10 +174,15 @@ def _multi_discrete_spec(
     space: Any, batch: tuple[int, ...], categorical: bool, device: Any
 ) -> TensorSpec:
     nvec = np.asarray(space.nvec)
+    index_dtype = torch_dtype(space.dtype)
     if nvec.ndim == 1:
         if categorical:
-            return MultiCategorical(nvec.tolist(), shape=(*batch, len(nvec)), device=device)
-        return MultiOneHot(nvec.tolist(), shape=(*batch, int(nvec.sum())), device=device)
+            return MultiCategorical(
+                nvec.tolist(), shape=(*batch, len(nvec)), device=device, dtype=index_dtype
+            )
+        return MultiOneHot(
+            nvec.tolist(), shape=(*batch, int(nvec.sum())), device=device, dtype=torch.int64
+        )
     n = int(nvec.flat[0])
     if not bool((nvec == n).all()):
         raise TypeError(
@@ -184,8 +192,8 @@ def _multi_discrete_spec(
         )
     shape = (*batch, *nvec.shape)
     if categorical:
-        return Categorical(n, shape=shape, device=device)
-    return OneHot(n, shape=(*shape, n), device=device)
+        return Categorical(n, shape=shape, device=device, dtype=index_dtype)
+    return OneHot(n, shape=(*shape, n), device=device, dtype=torch.int64)
 
 
 def _tuple_spec(

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core.fast_td import get_leaf
 from rl_core.keys import RESET, NestedKey
 
 
@@ -32,10 +33,7 @@ def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray |
     """The ``"_reset"`` mask of ``tensordict`` as a numpy ``(num_envs,)`` bool array, or None."""
     if tensordict is None:
         return None
-    if type(tensordict) is TensorDict:
-        mask = tensordict._tensordict.get(RESET, None)
-    else:
-        mask = tensordict.get(RESET, None)
+    mask = get_leaf(tensordict, (RESET,), None)
     if mask is None:
         return None
     if mask.is_cpu:

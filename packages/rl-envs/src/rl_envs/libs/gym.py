@@ -11,9 +11,10 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import build_tensordict, entries, is_plain
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite
-from rl_envs.libs._gym_codecs import make_decoder, make_encoder
+from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_make import (
     check_frame_skip,
@@ -24,6 +25,7 @@ from rl_envs.libs._gym_make import (
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
 from rl_envs.libs._gym_rows import StepRows, block_observation
 from rl_envs.libs._gym_specs import gym_space_to_spec
+from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply
 from rl_envs.libs._gym_vector import (
     SameStepResets,
     autoreset_mode,
@@ -33,13 +35,45 @@ from rl_envs.libs._gym_vector import (
 )
 
 
-def _get(td: TensorDictBase, key: str) -> Any:
+def _get(td: TensorDictBase, key: str, who: str) -> Any:
     # The action read of every step: the entry dict of a plain TensorDict is the fast path.
-    if type(td) is TensorDict:
-        value = td._tensordict.get(key, None)
+    if is_plain(td):
+        value = entries(td).get(key, None)
         if value is not None:
             return value
-    return td.get(key)
+    return require(td, key, who)
+
+
+def runs_own_steps(env: EnvBase) -> bool:
+    """Whether ``env`` is a :class:`GymWrapper` that steps, resets and seeds as GymWrapper does.
+
+    False for other envs and for subclasses overriding a step, reset or seed method (``_step``,
+    ``_reset``, ``_set_seed``, ``step``, ``reset``, ``step_and_maybe_reset``, ``set_seed``):
+    a fast path that drives the gymnasium env directly would skip the override.
+
+    Examples:
+        >>> from rl_envs.libs import GymEnv
+        >>> class Shaped(GymEnv):
+        ...     def _step(self, tensordict):
+        ...         return super()._step(tensordict)
+        >>> runs_own_steps(GymEnv("CartPole-v1")), runs_own_steps(Shaped("CartPole-v1"))
+        (True, False)
+    """
+    if not isinstance(env, GymWrapper):
+        return False
+    kind = type(env)
+    return all(
+        getattr(kind, name) is getattr(GymWrapper, name)
+        for name in (
+            "_step",
+            "_reset",
+            "_set_seed",
+            "step",
+            "reset",
+            "step_and_maybe_reset",
+            "set_seed",
+        )
+    )
 
 
 class GymWrapper(EnvBase):
@@ -152,6 +186,13 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ construction
     @property
+    def name(self) -> str:
+        """The env as errors name it: the class and the gymnasium id, ``GymEnv(CartPole-v1)``."""
+        spec = getattr(self._env, "spec", None)
+        env_id = getattr(spec, "id", None) or type(self._env).__name__
+        return f"{type(self).__name__}({env_id})"
+
+    @property
     def env(self) -> Any:
         """The wrapped gymnasium env."""
         return self._env
@@ -224,11 +265,13 @@ class GymWrapper(EnvBase):
             space, batch_size=batch, categorical_action_encoding=self._categorical
         )
         self.action_spec = spec
-        encode = make_encoder(space, spec, batch)
+        who = self.name
+        encode = make_encoder(space, spec, batch, who=who)
+        self.__dict__["_stepper"] = GymNumpyStepper(self._env, encode, vector=self._vector)
         if isinstance(spec, Composite):
-            self.__dict__["_encode_action"] = encode
+            self.__dict__["_read_action"] = lambda td: td  # the encoder reads each entry
         else:
-            self.__dict__["_encode_action"] = lambda td: encode(_get(td, ACTION))
+            self.__dict__["_read_action"] = lambda td: _get(td, ACTION, who)
 
     # ------------------------------------------------------------------ info reader
     @property
@@ -293,6 +336,12 @@ class GymWrapper(EnvBase):
             observation_spec[key] = leaf.expand(*self.batch_size, *leaf.shape)
         self.observation_spec = observation_spec
         self._info_readers.append(info_dict_reader)
+        # Steps now carry info entries: the numpy-row paths holding the stepper stop.
+        stepper = self._stepper
+        stepper.retired = True
+        self.__dict__["_stepper"] = GymNumpyStepper(
+            stepper.env, stepper.encode, vector=stepper.vector
+        )
         return self
 
     # ------------------------------------------------------------------ reading outputs
@@ -344,14 +393,13 @@ class GymWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        obs, reward, terminated, truncated, info = self._env.step(self._encode_action(tensordict))
-        out = self._rows.write(obs, reward, terminated, truncated)
+        stepper = self._stepper
+        obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
+        out = self._rows.write(stepper, obs, reward, terminated, truncated)
         read = self._step_observations
         if read is not None:
             out.update(read(obs))
-        td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
-        )
+        td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         if self._same_step is not None:
@@ -366,12 +414,11 @@ class GymWrapper(EnvBase):
         seed: int | None = None,
         options: dict[str, Any] | None = None,
     ) -> TensorDictBase:
-        env = self._env
         mask = reset_mask(tensordict, self.batch_size[0]) if self._vector else None
         if mask is None or bool(mask.all()):
             if self._same_step is not None:
                 self._same_step.clear()
-            obs, info = env.reset(seed=seed, options=options)
+            obs, info = self._stepper.reset(seed=seed, options=options)
             return self._reset_output(obs, info)
         if not bool(mask.any()):
             return zeros_like_spec(self.full_observation_spec, self.batch_size)
@@ -382,7 +429,7 @@ class GymWrapper(EnvBase):
             served = served & ~mask
             if not bool(mask.any()):
                 return kept
-        obs, info = env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+        obs, info = self._stepper.reset(mask, seed=seed, options=options)
         fresh = self._reset_output(obs, info)
         return fresh if kept is None else splice(served, kept, fresh)
 
@@ -390,9 +437,7 @@ class GymWrapper(EnvBase):
         out = self._observations(obs)
         flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
         out[DONE], out[TERMINATED], out[TRUNCATED] = flags
-        td = TensorDict._new_unsafe(
-            source=out, batch_size=self.batch_size, device=self._cpu_device, nested=False
-        )
+        td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         target = self._target_device
@@ -407,11 +452,7 @@ class GymWrapper(EnvBase):
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
         """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
-        if (
-            self._info_readers
-            or type(self)._step is not GymWrapper._step
-            or type(self)._reset is not GymWrapper._reset
-        ):
+        if self._info_readers or not runs_own_steps(self):
             return None
         # Info readers are checked above: they can be added after the plan is cached.
         plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
@@ -425,6 +466,21 @@ class GymWrapper(EnvBase):
             break_when_any_done=break_when_any_done,
             break_when_all_done=break_when_all_done,
         )
+
+    def numpy_stepper(self) -> GymNumpyStepper | None:
+        """The stepper of this wrapper's gymnasium env, for paths that step it on numpy rows.
+
+        Returns it where those paths give what ``step``/``reset`` give (see
+        ``_gym_stepper.numpy_rows_apply``: one array observation, no pixels or info entries,
+        outputs on the CPU, not ``SAME_STEP``, and a class that does not override the step or
+        reset methods); ``None`` elsewhere.
+
+        Examples:
+            >>> from rl_envs.libs import GymEnv
+            >>> GymEnv("CartPole-v1").numpy_stepper() is not None
+            True
+        """
+        return self._stepper if numpy_rows_apply(self) else None
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import build_tensordict
 from rl_core.keys import ACTION, DONE, OBSERVATION, RESET, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Categorical, OneHot, Unbounded
 
@@ -177,10 +178,8 @@ class CartPoleEnv(EnvBase):
             steps = self._steps.masked_fill(mask, 0)
         self.__dict__["_state"] = state
         self.__dict__["_steps"] = steps
-        return TensorDict._new_unsafe(
-            {OBSERVATION: state.to(torch.float32, copy=True)},
-            batch_size=self.batch_size,
-            device=self.device,
+        return build_tensordict(
+            {OBSERVATION: state.to(torch.float32, copy=True)}, self.batch_size, self.device
         )
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
@@ -195,7 +194,7 @@ class CartPoleEnv(EnvBase):
             truncated = steps >= self.max_episode_steps
         self.__dict__["_state"] = state
         self.__dict__["_steps"] = steps
-        return TensorDict._new_unsafe(
+        return build_tensordict(
             {
                 OBSERVATION: state.to(torch.float32, copy=True),
                 REWARD: self._reward.clone(),
@@ -203,8 +202,8 @@ class CartPoleEnv(EnvBase):
                 TERMINATED: terminated,
                 TRUNCATED: truncated,
             },
-            batch_size=self.batch_size,
-            device=self.device,
+            self.batch_size,
+            self.device,
         )
 
     def _set_seed(self, seed: int | None) -> None:

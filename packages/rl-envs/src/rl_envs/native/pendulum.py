@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
+from rl_core.fast_td import build_tensordict
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite, Unbounded
 
@@ -149,9 +150,7 @@ class PendulumEnv(EnvBase):
         )
         th = ((rand[0] * 2 - 1) * math.pi).to(self.state_dtype)
         thdot = (rand[1] * 2 - 1).to(self.state_dtype)
-        return TensorDict._new_unsafe(
-            self._outputs(th, thdot), batch_size=self.batch_size, device=self.device
-        )
+        return build_tensordict(self._outputs(th, thdot), self.batch_size, self.device)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         th = tensordict.get(TH, None)
@@ -170,7 +169,7 @@ class PendulumEnv(EnvBase):
         out[DONE] = flags
         out[TERMINATED] = flags.clone()
         out[TRUNCATED] = flags.clone()
-        return TensorDict._new_unsafe(out, batch_size=self.batch_size, device=self.device)
+        return build_tensordict(out, self.batch_size, self.device)
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is not None:

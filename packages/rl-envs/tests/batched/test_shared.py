@@ -1,10 +1,6 @@
-import multiprocessing
-import os
-
-import pytest
 import torch
 
-from rl_envs.batched._common import RowCopies, SharedBuffers, read_frame
+from rl_envs.batched._shared import RowCopies, SharedBuffers
 
 
 def _shared():
@@ -47,25 +43,3 @@ def test_row_copies_hand_out_fresh_entries():
         assert torch.equal(a, torch.full((2, 3, 5), float(step)))
         assert torch.equal(b, torch.full((2, 3, 1), bool(step % 2)))
         assert torch.equal(c, torch.full((2, 3), step))
-
-
-@pytest.mark.skipif(os.name != "posix", reason="pipes read as file descriptors")
-@pytest.mark.parametrize("size", [0, 10, 70_000, 1_000_000])
-def test_read_frame_reads_what_send_bytes_sent(size):
-    reader, writer = multiprocessing.Pipe(duplex=False)
-    payload = os.urandom(size)
-    if size > 60_000:
-        # A pipe holds 64 KiB: a large message needs a reader at the same time.
-        process = multiprocessing.get_context("fork").Process(
-            target=writer.send_bytes, args=(payload,)
-        )
-        process.start()
-        assert read_frame(reader.fileno()) == payload
-        process.join()
-    else:
-        writer.send_bytes(payload)
-        assert read_frame(reader.fileno()) == payload
-    writer.close()
-    with pytest.raises(EOFError):
-        read_frame(reader.fileno())
-    reader.close()

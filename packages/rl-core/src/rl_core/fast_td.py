@@ -1,0 +1,313 @@
+"""Fast access to plain TensorDicts: the one module of the stack that uses tensordict's private API.
+
+The per-step paths of envs, rollouts, batched envs (and later collectors and buffers) move the
+same few entries in and out of TensorDicts thousands of times a second. The public tensordict
+calls validate keys, batch sizes and devices each time; the functions here skip that work where
+it is known to hold, and give the same result as the public call they replace. Everything that
+reads tensordict internals (``_tensordict``, ``_new_unsafe``, ``_set_str``, ``_batch_size``)
+lives here, so a tensordict upgrade touches this file and its tests only.
+
+A *plain* TensorDict is an instance of ``TensorDict`` itself (not a lazy stack, a tensorclass
+or a subclass). Functions that need one say so; the others fall back to the public call for
+anything else.
+
+* :func:`is_plain`, :func:`entries`: the test, and the entry dict of one level.
+* :func:`get_leaf`, :func:`set_leaf`: ``td.get(path)`` and ``td.set(key, value)``.
+* :func:`leaf_paths`: the leaf paths of a plain nested TensorDict of tensors.
+* :func:`build_tensordict`, :class:`TreeBuilder`: a TensorDict (flat, or nested from leaf
+  paths) built from values already known to fit, without checks.
+* :class:`StepMdpPlan`: ``step_mdp`` with an env's keys resolved once
+  (:meth:`rl_core.envs.EnvBase.step_mdp_plan` hands it out).
+
+Examples:
+    >>> import torch
+    >>> from rl_core.fast_td import TreeBuilder, get_leaf, leaf_paths
+    >>> builder = TreeBuilder([("obs",), ("next", "obs")])
+    >>> td = builder.build([torch.zeros(4, 3), torch.ones(4, 3)], torch.Size([4]), None)
+    >>> leaf_paths(td)
+    [('obs',), ('next', 'obs')]
+    >>> get_leaf(td, ("next", "obs")).shape
+    torch.Size([4, 3])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+Path = tuple[str, ...]
+
+_MISSING: Any = object()
+
+
+def is_plain(td: Any) -> bool:
+    """Whether ``td`` is a plain ``TensorDict`` (the type itself, not a subclass or lazy stack).
+
+    Examples:
+        >>> from tensordict import TensorDict
+        >>> is_plain(TensorDict({}, batch_size=[])), is_plain({})
+        (True, False)
+    """
+    return type(td) is TensorDict
+
+
+def entries(td: TensorDict) -> dict[str, Any]:
+    """The entry dict of one level of a plain TensorDict: names to tensors or sub-TensorDicts.
+
+    The dict is the TensorDict's own: read it, never write to it.
+
+    Args:
+        td: a plain TensorDict (see :func:`is_plain`); other types raise ``TypeError``.
+
+    Raises:
+        TypeError: ``td`` is not a plain TensorDict.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> sorted(entries(TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])))
+        ['a', 'b']
+    """
+    if type(td) is not TensorDict:
+        raise TypeError(
+            f"fast_td.entries: expected a plain TensorDict, got {type(td).__name__}. Check "
+            f"is_plain(td) first, or use td.keys()."
+        )
+    return td._tensordict
+
+
+def get_leaf(td: TensorDictBase, path: Path, default: Any = _MISSING) -> Any:
+    """``td.get(path)`` (or ``td.get(path, default)``) through the entry dicts of plain levels.
+
+    A few times faster than ``get`` on plain TensorDicts; any other level falls back to it.
+
+    Args:
+        td: any TensorDict.
+        path: the key path, a tuple of strings.
+        default: returned when the entry is missing. Without it a missing entry raises.
+
+    Raises:
+        KeyError: the entry is missing and no default was given.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"next": {"reward": torch.ones(3, 1)}}, batch_size=[3])
+        >>> get_leaf(td, ("next", "reward")).shape, get_leaf(td, ("x",), None)
+        (torch.Size([3, 1]), None)
+    """
+    node: Any = td
+    for name in path:
+        if type(node) is not TensorDict:
+            return td.get(path) if default is _MISSING else td.get(path, default)
+        node = node._tensordict.get(name, _MISSING)
+        if node is _MISSING:
+            if default is _MISSING:
+                return td.get(path)  # raises tensordict's KeyError
+            return default
+    return node
+
+
+def set_leaf(td: TensorDictBase, key: str, value: Any) -> None:
+    """``td.set(key, value)``; skips validation where the value already fits.
+
+    A tensor (not nested) or plain TensorDict whose leading dims are ``td``'s batch size and
+    whose device is ``td``'s is stored directly in a plain ``td``; anything else goes through
+    ``td.set``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({}, batch_size=[2])
+        >>> set_leaf(td, "obs", torch.zeros(2, 3))
+        >>> td["obs"].shape
+        torch.Size([2, 3])
+    """
+    if type(td) is TensorDict and type(key) is str:
+        batch, device = td._batch_size, td._device
+        kind = type(value)
+        if (
+            (kind is TensorDict or (kind is torch.Tensor and not value.is_nested))
+            and value.shape[: len(batch)] == batch
+            and (device is None or value.device == device)
+        ):
+            td._set_str(key, value, inplace=False, validated=True)
+            return
+    td.set(key, value)
+
+
+def leaf_paths(td: Any) -> list[Path] | None:
+    """The paths of the tensor leaves of a plain nested TensorDict, in entry order.
+
+    Returns:
+        The paths, or ``None`` when a level is not a plain TensorDict or a leaf is not a plain
+        tensor (non-tensor data, a lazy stack): callers then take the generic path.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> leaf_paths(TensorDict({"a": torch.zeros(1), "b": {"c": torch.zeros(1)}}, [1]))
+        [('a',), ('b', 'c')]
+    """
+    paths: list[Path] = []
+
+    def visit(node: Any, prefix: Path) -> bool:
+        if type(node) is not TensorDict:
+            return False
+        for name, value in node._tensordict.items():
+            if type(value) is torch.Tensor:
+                paths.append((*prefix, name))
+            elif not visit(value, (*prefix, name)):
+                return False
+        return True
+
+    return paths if visit(td, ()) else None
+
+
+def build_tensordict(
+    source: dict[str, Any], batch_size: torch.Size, device: torch.device | None = None
+) -> TensorDict:
+    """A plain TensorDict holding ``source`` as its entries, built without any check.
+
+    The caller guarantees what ``TensorDict(source, batch_size, device)`` would check: string
+    keys, values (tensors or TensorDicts) whose leading dims are ``batch_size``, on ``device``
+    when it is set. ``source`` becomes the TensorDict's entry dict (do not reuse it).
+
+    Args:
+        source: the entries of the root level.
+        batch_size: a ``torch.Size``.
+        device: the TensorDict's device, or ``None``.
+
+    Examples:
+        >>> import torch
+        >>> build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2])).batch_size
+        torch.Size([2])
+    """
+    return TensorDict._new_unsafe(source=source, batch_size=batch_size, device=device, nested=False)
+
+
+def batch_size_of(td: TensorDict) -> torch.Size:
+    """The batch size of a plain TensorDict, read without the property call."""
+    return td._batch_size
+
+
+def device_of(td: TensorDict) -> torch.device | None:
+    """The device of a plain TensorDict, read without the property call."""
+    return td._device
+
+
+class TreeBuilder:
+    """Builds TensorDicts of one fixed (possibly nested) key layout from lists of leaf values.
+
+    Args:
+        paths: the leaf paths, in the order :meth:`build` gets the values.
+
+    Examples:
+        >>> import torch
+        >>> builder = TreeBuilder([("a",), ("g", "b")])
+        >>> td = builder.build([torch.zeros(2), torch.ones(2, 4)], torch.Size([2]), None)
+        >>> td["g", "b"].shape
+        torch.Size([2, 4])
+    """
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = [tuple(path) for path in paths]
+        self.flat = all(len(path) == 1 for path in self.paths)
+        self.names = [path[0] for path in self.paths]
+
+    def build(
+        self, values: Sequence[Any], batch_size: torch.Size, device: torch.device | None
+    ) -> TensorDict:
+        """The TensorDict with ``values[i]`` at ``paths[i]``, built without checks (see
+        :func:`build_tensordict` for what the caller guarantees)."""
+        if self.flat:
+            return build_tensordict(dict(zip(self.names, values)), batch_size, device)
+        root: dict[str, Any] = {}
+        for path, value in zip(self.paths, values):
+            node = root
+            for name in path[:-1]:
+                node = node.setdefault(name, {})
+            node[path[-1]] = value
+        return _nested(root, batch_size, device)
+
+
+def _nested(
+    tree: dict[str, Any], batch_size: torch.Size, device: torch.device | None
+) -> TensorDict:
+    source = {
+        name: _nested(value, batch_size, device) if isinstance(value, dict) else value
+        for name, value in tree.items()
+    }
+    return build_tensordict(source, batch_size, device)
+
+
+class StepMdpPlan:
+    """``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)`` with the keys resolved
+    once: the same result every step, without the argument handling.
+
+    Envs hand out theirs through :meth:`rl_core.envs.EnvBase.step_mdp_plan`.
+
+    Args:
+        reward_keys: the env's reward keys.
+        done_keys: the env's done keys.
+        action_keys: the env's action keys.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> plan = StepMdpPlan(["reward"], ["done"], ["action"])
+        >>> td = TensorDict(
+        ...     {"obs": torch.zeros(2), "action": torch.ones(2),
+        ...      "next": {"obs": torch.ones(2), "reward": torch.ones(2), "done": torch.zeros(2)}},
+        ...     batch_size=[2],
+        ... )
+        >>> sorted(plan(td).keys())
+        ['done', 'obs']
+    """
+
+    def __init__(
+        self,
+        reward_keys: Sequence[Any],
+        done_keys: Sequence[Any],
+        action_keys: Sequence[Any],
+    ) -> None:
+        from rl_core import ted
+
+        self.reward_keys, self.done_keys = list(reward_keys), list(done_keys)
+        self.action_keys = list(action_keys)
+        self._rules = ted._mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
+        self._merge: Callable[..., TensorDictBase] = ted._merge_level
+        self._generic: Callable[..., TensorDictBase] = ted.step_mdp
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The next root of the transition ``tensordict`` (see :func:`rl_core.ted.step_mdp`).
+
+        Raises:
+            KeyError: ``tensordict`` has no ``"next"`` entry.
+        """
+        if type(tensordict) is TensorDict:
+            nxt = tensordict._tensordict.get("next", None)
+        else:
+            nxt = tensordict.get("next", None)
+        if nxt is None:
+            return self._generic(tensordict)  # raises step_mdp's KeyError
+        root_drop, next_drop = self._rules
+        return self._merge(tensordict, nxt, root_drop, next_drop)
+
+
+__all__ = [
+    "Path",
+    "StepMdpPlan",
+    "TreeBuilder",
+    "batch_size_of",
+    "build_tensordict",
+    "device_of",
+    "entries",
+    "get_leaf",
+    "is_plain",
+    "leaf_paths",
+    "set_leaf",
+]

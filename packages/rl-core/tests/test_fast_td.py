@@ -1,0 +1,144 @@
+"""rl_core.fast_td: each fast call gives what the public tensordict call gives."""
+
+import pytest
+import torch
+from tensordict import LazyStackedTensorDict, TensorDict
+
+from rl_core.fast_td import (
+    StepMdpPlan,
+    TreeBuilder,
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    get_leaf,
+    is_plain,
+    leaf_paths,
+    set_leaf,
+)
+from rl_core.ted import step_mdp
+from rl_core.testing import CountingEnv
+
+
+def _nested() -> TensorDict:
+    return TensorDict(
+        {
+            "obs": torch.arange(6.0).reshape(2, 3),
+            "action": torch.ones(2, 1),
+            "agents": {"obs": torch.zeros(2, 4), "done": torch.zeros(2, 1, dtype=torch.bool)},
+            "next": {
+                "obs": torch.ones(2, 3),
+                "reward": torch.ones(2, 1),
+                "done": torch.zeros(2, 1, dtype=torch.bool),
+                "agents": {"obs": torch.ones(2, 4), "reward": torch.ones(2, 1)},
+            },
+        },
+        batch_size=[2],
+    )
+
+
+def test_is_plain_and_entries():
+    td = _nested()
+    assert is_plain(td)
+    assert not is_plain(LazyStackedTensorDict(td[0], td[1]))
+    assert list(entries(td)) == list(td.keys())
+    assert entries(td)["obs"] is td.get("obs")
+    with pytest.raises(TypeError, match=r"fast_td.entries: expected a plain TensorDict, got dict"):
+        entries({})
+    assert batch_size_of(td) == td.batch_size
+    assert device_of(td) == td.device
+
+
+@pytest.mark.parametrize("path", [("obs",), ("next", "agents", "obs"), ("agents", "done")])
+def test_get_leaf_matches_get(path):
+    td = _nested()
+    assert get_leaf(td, path) is td.get(path)
+    lazy = LazyStackedTensorDict(td[0], td[1])
+    assert torch.equal(get_leaf(lazy, path), lazy.get(path))
+
+
+def test_get_leaf_missing_entries():
+    td = _nested()
+    assert get_leaf(td, ("nope",), None) is None
+    assert get_leaf(td, ("next", "nope"), 3) == 3
+    # Without a default, a missing entry does what td.get does (raise, or None on the
+    # tensordict versions that return None).
+    try:
+        expected = td.get(("next", "nope"))
+    except KeyError:
+        with pytest.raises(KeyError):
+            get_leaf(td, ("next", "nope"))
+    else:
+        assert get_leaf(td, ("next", "nope")) is expected
+
+
+def test_set_leaf_matches_set():
+    fast, slow = TensorDict({}, batch_size=[2]), TensorDict({}, batch_size=[2])
+    for td in (fast, slow):
+        setter = set_leaf if td is fast else (lambda t, k, v: t.set(k, v))
+        setter(td, "a", torch.ones(2, 3))
+        setter(td, "b", TensorDict({"c": torch.zeros(2)}, batch_size=[2]))
+    assert (fast == slow).all()
+    with pytest.raises(RuntimeError):  # a misfit falls back to set, which explains it
+        set_leaf(fast, "bad", torch.ones(3))
+
+
+def test_leaf_paths_matches_keys():
+    td = _nested()
+    expected = [key if isinstance(key, tuple) else (key,) for key in td.keys(True, True)]
+    assert leaf_paths(td) == expected
+    assert leaf_paths(LazyStackedTensorDict(td[0], td[1])) is None
+    assert leaf_paths({"a": 1}) is None
+
+
+def test_build_tensordict_and_tree_builder_match_the_constructor():
+    td = _nested()
+    paths = leaf_paths(td)
+    built = TreeBuilder(paths).build([td.get(p) for p in paths], td.batch_size, None)
+    assert (built == td).all()
+    assert leaf_paths(built) == paths
+    flat = build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2]), torch.device("cpu"))
+    assert (flat == TensorDict({"a": torch.zeros(2, 3)}, [2], device="cpu")).all()
+    assert flat.device == torch.device("cpu")
+
+
+def test_step_mdp_plan_matches_step_mdp():
+    td = _nested()
+    keys = (["reward", ("agents", "reward")], ["done"], ["action"])
+    plan = StepMdpPlan(*keys)
+    expected = step_mdp(td, reward_keys=keys[0], done_keys=keys[1], action_keys=keys[2])
+    got = plan(td)
+    assert set(got.keys(True, True)) == set(expected.keys(True, True))
+    assert (got == expected).all()
+    lazy = LazyStackedTensorDict(td[0], td[1])
+    assert (plan(lazy) == expected).all()
+    with pytest.raises(KeyError):
+        plan(td.exclude("next"))
+
+
+@pytest.mark.parametrize("batch_size", [(), (3,)])
+def test_env_hands_out_its_plan(batch_size):
+    env = CountingEnv(batch_size=batch_size)
+    td = env.rand_step(env.reset())
+    expected = step_mdp(
+        td,
+        reward_keys=env.reward_keys,
+        done_keys=env.done_keys,
+        action_keys=env.action_keys,
+    )
+    plan = env.step_mdp_plan()
+    assert plan is env.step_mdp_plan()
+    assert (plan(td) == expected).all()
+
+
+def test_readme_section_example_runs(tmp_path):
+    from pathlib import Path
+
+    from rl_core.testing.readme import run_readme_example
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("## Fast TensorDict access", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"## Example\n\n```python\n{block}```\n")
+    assert run_readme_example(readme) == ["torch.Size([1])"]

@@ -1,0 +1,137 @@
+"""What SerialEnv and ParallelEnv share about their sub-envs: metadata, factories, entry paths."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from rl_core.envs import EnvBase
+from rl_core.specs import Composite
+
+Path = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EnvMetadata:
+    """What a batched env needs to know about its sub-envs without holding one.
+
+    Attributes:
+        batch_size: the sub-env batch size.
+        device: the sub-env device.
+        output_spec: the sub-env ``output_spec`` (observations, reward, done flags).
+        input_spec: the sub-env ``input_spec`` (actions, states).
+        env_type: the sub-env class name, for messages.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_envs.batched import EnvMetadata
+        >>> meta = EnvMetadata.from_env(CountingEnv(batch_size=[2]))
+        >>> meta.env_type, tuple(meta.batch_size)
+        ('CountingEnv', (2,))
+        >>> meta.difference(EnvMetadata.from_env(CountingEnv()))
+        'batch_size () instead of (2,)'
+    """
+
+    batch_size: torch.Size
+    device: torch.device | None
+    output_spec: Composite
+    input_spec: Composite
+    env_type: str
+
+    @classmethod
+    def from_env(cls, env: EnvBase) -> EnvMetadata:
+        """Reads (copies of) the metadata of ``env``."""
+        return cls(
+            batch_size=torch.Size(env.batch_size),
+            device=env.device,
+            output_spec=env.output_spec.clone(),
+            input_spec=env.input_spec.clone(),
+            env_type=type(env).__name__,
+        )
+
+    def difference(self, other: EnvMetadata) -> str | None:
+        """Names the first thing that differs from ``other``; ``None`` when they agree."""
+        if self.batch_size != other.batch_size:
+            return f"batch_size {tuple(other.batch_size)} instead of {tuple(self.batch_size)}"
+        if self.device != other.device:
+            return f"device {other.device} instead of {self.device}"
+        for name in ("output_spec", "input_spec"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            for group in mine.keys():
+                if group not in theirs.keys() or mine[group] != theirs[group]:
+                    return f"a different {group}: {theirs[group] if group in theirs.keys() else None!r}"
+        return None
+
+
+def as_env_factories(
+    num_workers: int,
+    create_env_fn: Callable[..., EnvBase] | Sequence[Callable[..., EnvBase]],
+    create_env_kwargs: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None,
+    where: str,
+) -> list[Callable[[], EnvBase]]:
+    """One zero-argument env factory per sub-env, from a function (or a list of them).
+
+    Raises:
+        ValueError: ``num_workers`` < 1, or a list whose length is not ``num_workers``.
+        TypeError: a factory that is not callable, or kwargs that are not mappings.
+    """
+    if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
+        raise ValueError(f"{where}: expected num_workers >= 1, got {num_workers!r}.")
+    fns = _per_worker(num_workers, create_env_fn, "create_env_fn", where)
+    if create_env_kwargs is None:
+        kwargs_list: list[Mapping[str, Any]] = [{}] * num_workers
+    else:
+        kwargs_list = _per_worker(num_workers, create_env_kwargs, "create_env_kwargs", where)
+    factories = []
+    for i, (fn, kwargs) in enumerate(zip(fns, kwargs_list)):
+        if not callable(fn):
+            raise TypeError(
+                f"{where}: create_env_fn[{i}] is a {type(fn).__name__}, expected a callable "
+                f"returning an env (a class, a function or an EnvCreator)."
+            )
+        if not isinstance(kwargs, Mapping):
+            raise TypeError(
+                f"{where}: create_env_kwargs[{i}] is a {type(kwargs).__name__}, expected a dict."
+            )
+        factories.append(_bind(fn, dict(kwargs)))
+    return factories
+
+
+def _per_worker(num_workers: int, value: Any, name: str, where: str) -> list[Any]:
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        if len(value) != num_workers:
+            raise ValueError(
+                f"{where}: got {len(value)} {name} for num_workers={num_workers}; pass one per "
+                f"sub-env, or a single one for all."
+            )
+        return list(value)
+    return [value] * num_workers
+
+
+def _bind(fn: Callable[..., EnvBase], kwargs: dict[str, Any]) -> Callable[[], EnvBase]:
+    from rl_envs.batched.env_creator import EnvCreator
+
+    if isinstance(fn, EnvCreator):
+        return (
+            fn if not kwargs else EnvCreator(fn.create_env_fn, {**fn.create_env_kwargs, **kwargs})
+        )
+    return EnvCreator(fn, kwargs)
+
+
+def spec_leaf_paths(spec: Composite) -> list[Path]:
+    """The leaf paths of ``spec`` as tuples of strings."""
+    return [
+        (key,) if isinstance(key, str) else tuple(key)
+        for key in spec.keys(include_nested=True, leaves_only=True)
+    ]
+
+
+def unique(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` without repeats, in order."""
+    return list(dict.fromkeys(paths))
+
+
+__all__ = ["EnvMetadata", "Path", "as_env_factories", "spec_leaf_paths", "unique"]

@@ -1,0 +1,158 @@
+"""The gymnasium step rules on numpy rows, in one place for every path that steps a GymWrapper.
+
+``GymWrapper._step``/``_reset``, its rollout without a policy (``_gym_rollout``), ``SerialEnv``'s
+vector group (a ``GymWrapper`` over one ``SyncVectorEnv``) and the ``ParallelEnv`` workers'
+direct path (``rl_envs.batched._worker_gym``) all step gymnasium through a
+:class:`GymNumpyStepper`: it encodes (and checks) the action, steps the env, writes the
+reward, ``terminated``, ``truncated`` and ``done = terminated | truncated`` into numpy rows,
+and resets finished sub-envs (``reset_mask`` for a vector env, a full reset for a single one)
+writing their reset observations into a row, after which the final observations are gone from
+the env (callers that keep them read the row first).
+
+:func:`numpy_rows_apply` decides which wrappers the numpy-row paths (the rollout loop and the
+workers' direct path) may take: those whose outputs are one array observation and the flags,
+and whose class steps as ``GymWrapper`` does (no override of its step or reset methods).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rl_core.keys import OBSERVATION
+from rl_core.specs import Composite
+from rl_envs.libs._gym_codecs import Encoder
+
+if TYPE_CHECKING:
+    from rl_envs.libs.gym import GymWrapper
+
+# (observation, reward, done, terminated, truncated) blocks; row i holds one step.
+Blocks = tuple[np.ndarray | None, np.ndarray, np.ndarray | None, np.ndarray, np.ndarray]
+
+
+class GymNumpyStepper:
+    """Steps one gymnasium env (single or vector) with numpy in and numpy out.
+
+    Args:
+        env: the gymnasium env or vector env.
+        encode: the action encoder (see ``make_encoder``): spec value -> what ``env.step``
+            takes, raising ``ValueError`` for an invalid action.
+
+    Keyword Args:
+        vector: whether ``env`` is a vector env.
+    """
+
+    def __init__(self, env: Any, encode: Encoder, *, vector: bool) -> None:
+        self.env = env
+        self.encode = encode
+        self.vector = vector
+        # Set when the wrapper's outputs change (an info reader is added): paths that took
+        # this stepper from ``GymWrapper.numpy_stepper`` must then take the generic path.
+        self.retired = False
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+        """``env.step`` of the encoded ``action``: gymnasium's five outputs."""
+        return self.env.step(self.encode(action))
+
+    def write_at(
+        self, blocks: Blocks, i: int, obs: Any, reward: Any, terminated: Any, truncated: Any
+    ) -> Any:
+        """Writes one step's outputs into row ``i`` of ``blocks``; returns ``done``.
+
+        Args:
+            blocks: ``(obs, reward, done, terminated, truncated)`` writable numpy arrays whose
+                row ``i`` holds one step (batch shape, without the trailing singleton dim of
+                the flags); ``obs`` or ``done`` may be ``None`` (not written).
+            i: the row.
+
+        Returns:
+            ``done = terminated | truncated`` when a sub-env finished (a bool array of the
+            batch shape for a vector env, ``True`` for a single env), else ``None``.
+        """
+        obs_block, reward_block, done_block, terminated_block, truncated_block = blocks
+        reward_block[i] = reward
+        terminated_block[i] = terminated
+        truncated_block[i] = truncated
+        if obs_block is not None:
+            obs_block[i] = obs
+        if self.vector:
+            done = np.logical_or(terminated, truncated)
+            if done_block is not None:
+                done_block[i] = done
+            return done if done.any() else None
+        # A single env: python bools (or numpy ones), no array work.
+        finished = bool(terminated or truncated)
+        if done_block is not None:
+            done_block[i] = finished
+        return True if finished else None
+
+    def step_at(self, action: Any, blocks: Blocks, i: int, *, encoded: bool = False) -> Any:
+        """Steps with ``action`` and writes the outputs into row ``i`` of ``blocks``; returns
+        ``done`` where a sub-env finished, else ``None`` (see :meth:`write_at`).
+
+        Keyword Args:
+            encoded: ``action`` is already what ``env.step`` takes (drawn and encoded in
+                chunks by the rollout loop). Defaults to ``False``.
+        """
+        obs, reward, terminated, truncated, _ = self.env.step(
+            action if encoded else self.encode(action)
+        )
+        return self.write_at(blocks, i, obs, reward, terminated, truncated)
+
+    def reset(
+        self,
+        mask: np.ndarray | None = None,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict]:
+        """Resets every sub-env (``mask`` None) or those of ``mask`` (vector envs, through
+        ``reset_mask``); gymnasium's ``(observation, info)``."""
+        if mask is None:
+            return self.env.reset(seed=seed, options=options)
+        return self.env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+
+    def reset_finished_at(self, done: Any, obs_block: np.ndarray, i: int) -> None:
+        """Resets the finished sub-envs and writes their reset observations into row ``i``.
+
+        A vector env resets only the sub-envs of ``done`` (the other rows keep their values:
+        in ``NEXT_STEP`` mode gymnasium's output is stale there); a single env resets whole.
+        The final observations are gone from the env afterwards: read the row first.
+        """
+        if self.vector:
+            mask = np.array(done, dtype=np.bool_)
+            obs_block[i][mask] = np.asarray(self.reset(mask)[0])[mask]
+        else:
+            obs_block[i] = self.reset()[0]
+
+
+def numpy_rows_apply(wrapper: GymWrapper) -> bool:
+    """Whether ``wrapper``'s steps are plain arrays that the numpy-row paths can move.
+
+    True for wrappers that step as ``GymWrapper`` does (see ``runs_own_steps``), whose only
+    observation entry is one ``Box`` or ``MultiBinary`` array (no pixels, no ``Dict``
+    observation, no info entries) and whose action is one ``Box``, ``Discrete``,
+    ``MultiDiscrete`` or ``MultiBinary`` space, on the CPU, in any autoreset mode but
+    ``SAME_STEP``.
+    """
+    from gymnasium import spaces
+
+    from rl_envs.libs.gym import runs_own_steps
+
+    return runs_own_steps(wrapper) and not (
+        wrapper._from_pixels
+        or wrapper._same_step is not None
+        or wrapper._target_device is not None
+        or wrapper._info_readers
+        or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
+        or list(wrapper.observation_spec.keys()) != [OBSERVATION]
+        or isinstance(wrapper.action_spec, Composite)
+        or not isinstance(
+            wrapper._space("action_space"),
+            spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
+        )
+    )
+
+
+__all__ = ["Blocks", "GymNumpyStepper", "numpy_rows_apply"]
