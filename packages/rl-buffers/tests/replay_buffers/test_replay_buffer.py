@@ -142,6 +142,30 @@ def test_prefetch_samples_ahead():
         ReplayBuffer(prefetch=2)
 
 
+def test_reset_and_reload_while_batches_are_in_flight_do_not_deadlock(tmp_path):
+    # A prefetched batch in flight needs the buffer lock to finish; empty(), loads() and
+    # load_state_dict() used to wait for it while holding that lock.
+    buffer = ReplayBuffer(storage=LazyTensorStorage(100), batch_size=8, prefetch=3)
+    buffer.extend(td(50))
+    buffer.dumps(tmp_path / "ckpt")
+    state = buffer.state_dict()
+
+    def churn():
+        for _ in range(100):
+            buffer.sample()
+            buffer.empty()
+            buffer.extend(td(50))
+            buffer.sample()
+            buffer.load_state_dict(state)
+            buffer.sample()
+            buffer.loads(tmp_path / "ckpt")
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "a reset or reload deadlocked with a prefetched batch"
+
+
 def test_extend_from_a_thread_while_sampling():
     buffer = ReplayBuffer(storage=LazyTensorStorage(500), batch_size=32, prefetch=2)
     buffer.extend(td(10))

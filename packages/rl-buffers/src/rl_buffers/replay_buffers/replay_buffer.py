@@ -179,6 +179,11 @@ class ReplayBuffer:
         return rows.view(-1, *([1] * len(inner))) * width + torch.arange(width).view(inner)
 
     def _drop_prefetched(self) -> None:
+        """Waits for the batches in flight and drops them.
+
+        Called before taking the buffer lock, never under it: a batch in flight needs that
+        lock to finish sampling, so waiting for it while holding the lock would deadlock.
+        """
         if self._prefetch is not None:
             self._prefetch.clear()
 
@@ -259,8 +264,8 @@ class ReplayBuffer:
 
     def empty(self) -> None:
         """Removes every item and resets the writer and sampler."""
+        self._drop_prefetched()
         with self._lock:
-            self._drop_prefetched()
             self._storage.empty()
             self._writer._empty()
             self._sampler._empty()
@@ -276,12 +281,12 @@ class ReplayBuffer:
             }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._drop_prefetched()
         with self._lock:
             self._storage.load_state_dict(state_dict["storage"])
             self._sampler.load_state_dict(state_dict["sampler"])
             self._writer.load_state_dict(state_dict["writer"])
             self._transform.load_state_dict(state_dict["transform"])
-            self._drop_prefetched()
 
     def dumps(self, path: str | Path) -> None:
         """Saves storage, sampler, writer and transform state under the directory ``path``.
@@ -312,12 +317,12 @@ class ReplayBuffer:
                 f"buffer.json). Pass a directory written by dumps()."
             )
         meta = json.loads((path / "buffer.json").read_text())
+        self._drop_prefetched()
         with self._lock:
             self._storage.loads(path / "storage")
             self._sampler.load_state_dict(torch.load(path / "sampler.pt", weights_only=False))
             self._writer.load_state_dict(torch.load(path / "writer.pt", weights_only=False))
             self._transform.load_state_dict(torch.load(path / "transform.pt", weights_only=False))
-            self._drop_prefetched()
         if len(self) != meta["len"]:
             raise RuntimeError(
                 f"{type(self).__name__}.loads: the checkpoint at {path} recorded {meta['len']} "
