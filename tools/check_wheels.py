@@ -94,6 +94,33 @@ SMOKE = {
 }
 
 
+# rl-kernels' wheel on a torch it was not built for: the wheel's build record is rewritten to
+# name another torch, as a wheel built elsewhere would; the import must warn once, name both
+# versions, and leave the reference kernels working.
+KERNELS_FALLBACK = (
+    "import json, pathlib, warnings, importlib.util\n"
+    "root = pathlib.Path(importlib.util.find_spec('rl_kernels').origin).parent\n"
+    "record = root / '_build_info.json'\n"
+    "info = json.loads(record.read_text())\n"
+    "info['torch'] = '2.0.0'\n"
+    "record.write_text(json.dumps(info))\n"
+    "import torch\n"
+    "with warnings.catch_warnings(record=True) as caught:\n"
+    "    warnings.simplefilter('always')\n"
+    "    import rl_kernels\n"
+    "    import rl_core.ops as ops\n"
+    "    v = torch.zeros(2, 5, 1)\n"
+    "    done = torch.zeros(2, 5, 1, dtype=torch.bool)\n"
+    "    adv, _ = ops.generalized_advantage_estimate(0.9, 0.95, v, v, torch.ones(2, 5, 1), done)\n"
+    "messages = [str(w.message) for w in caught if type(w.message).__name__ == 'KernelLoadWarning']\n"
+    "assert len(messages) == 1, messages\n"
+    "assert 'built against torch 2.0.0' in messages[0] and torch.__version__ in messages[0], messages\n"
+    "assert not rl_kernels.loaded()\n"
+    "print('rl_kernels falls back on another torch', tuple(adv.shape))\n"
+)
+EXTRA = {"rl-kernels": KERNELS_FALLBACK}
+
+
 def smoke_code(package: api_check.Package) -> str:
     """The code run in ``package``'s environment: the common checks, then its own snippet."""
     prologue = (
@@ -136,18 +163,19 @@ def check_one(package: api_check.Package, wheels: set[Path], work: Path) -> str:
         ["uv", "pip", "install", "-q", "--python", str(python), *map(str, sorted(wheels))],
         check=True,
     )
+    outputs = [_run_check(package, python, work, "smoke check", smoke_code(package))]
+    if package.dist in EXTRA:  # last: it may change the installed package
+        outputs.append(_run_check(package, python, work, "extra check", EXTRA[package.dist]))
+    return "; ".join(outputs)
+
+
+def _run_check(package: api_check.Package, python: Path, work: Path, what: str, code: str) -> str:
     # Outside the repository, so that nothing imports the sources instead of the wheel.
     result = subprocess.run(
-        [str(python), "-c", smoke_code(package)],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=False,
+        [str(python), "-c", code], cwd=work, capture_output=True, text=True, check=False
     )
     if result.returncode != 0:
-        raise RuntimeError(
-            f"{package.dist}: the wheel's smoke check failed:\n{result.stderr[-3000:]}"
-        )
+        raise RuntimeError(f"{package.dist}: the wheel's {what} failed:\n{result.stderr[-3000:]}")
     return result.stdout.strip()
 
 
