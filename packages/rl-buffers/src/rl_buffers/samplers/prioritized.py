@@ -26,9 +26,9 @@ def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
 class PrioritizedSampler(Sampler):
     """Draws item ``i`` with probability ``p_i / sum_j p_j``, ``p_i = (priority_i + eps) ** alpha``.
 
-    The priorities sit in a sum tree driven by ``rl_core.ops`` (``sum_tree_update_``,
-    ``sum_tree_find_prefixsum``): with ``rl-kernels`` installed the compiled kernels run,
-    with no change here. New items get the highest priority seen so far (1.0 at first), so
+    The priorities sit in a sum tree and a min tree driven by ``rl_core.ops``
+    (``sum_tree_update_``, ``min_tree_update_``, ``sum_tree_find_prefixsum``): with
+    ``rl-kernels`` installed the compiled kernels run, with no change here. New items get the highest priority seen so far (1.0 at first), so
     each is likely drawn soon. Each batch comes with importance weights
     ``w_i = (p_i / min_j p_j) ** -beta`` (at most 1) under ``"priority_weight"``, the
     minimum taken over the stored items.
@@ -86,7 +86,12 @@ class PrioritizedSampler(Sampler):
         self.reduction = reduction
         self._capacity = ops.segment_tree_capacity(max_capacity)
         self._tree = ops.make_sum_tree(self._capacity, dtype)
+        # the smallest stored priority, for the importance weights, without a scan per sample
+        self._min_tree = ops.make_min_tree(self._capacity, dtype)
         self._max_priority = 1.0
+        # the calls below go to torch.ops directly (no per-call argument checks), so the
+        # kernels of an installed kernel package are loaded here rather than on a first call
+        ops.load_kernel_packages()
 
     @property
     def default_priority(self) -> float:
@@ -105,9 +110,11 @@ class PrioritizedSampler(Sampler):
 
     def extend(self, index: Tensor) -> None:
         index = self._check_index(f"{type(self).__name__}.extend", index)
-        torch.ops.rl_core.sum_tree_update_(
-            self._tree, index, torch.full(index.shape, self._max_priority, dtype=self.dtype)
-        )
+        self._write(index, torch.full(index.shape, self._max_priority, dtype=self.dtype))
+
+    def _write(self, index: Tensor, value: Tensor) -> None:
+        torch.ops.rl_core.sum_tree_update_(self._tree, index, value)
+        torch.ops.rl_core.min_tree_update_(self._min_tree, index, value)
 
     def add(self, index: int) -> None:
         self.extend(torch.tensor([index]))
@@ -156,7 +163,7 @@ class PrioritizedSampler(Sampler):
         value = (priority + self.eps).pow(self.alpha)
         if value.numel():
             self._max_priority = max(self._max_priority, float(value.max()))
-        torch.ops.rl_core.sum_tree_update_(self._tree, index, value)
+        self._write(index, value)
 
     # ---------------------------------------------------------------- reads
     def _leaves(self, n: int) -> Tensor:
@@ -177,8 +184,8 @@ class PrioritizedSampler(Sampler):
 
     def weights(self, index: Tensor, n: int) -> Tensor:
         """Importance weights ``(p_i / min_j p_j) ** -beta`` of items ``index`` among ``n``."""
-        leaves = self._leaves(n)
-        return (leaves[index] / leaves.min()).pow(-self.beta)
+        smallest = self._min_tree[1]  # the min over the stored items (unwritten leaves: +inf)
+        return (self._tree[self._capacity + index] / smallest).pow(-self.beta)
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
@@ -193,10 +200,14 @@ class PrioritizedSampler(Sampler):
                 f"{self.max_capacity})."
             )
         self._tree.copy_(tree)
+        self._min_tree.fill_(float("inf"))
+        written = (tree[self._capacity :] > 0).nonzero().reshape(-1)  # priorities are >= eps
+        torch.ops.rl_core.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
         self._max_priority = float(state_dict["max_priority"])
 
     def _empty(self) -> None:
         self._tree.zero_()
+        self._min_tree.fill_(float("inf"))
         self._max_priority = 1.0
 
     def __repr__(self) -> str:
