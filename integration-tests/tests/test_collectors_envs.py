@@ -81,5 +81,5 @@ def test_multi_sync_collector_over_gym_envs():
     collector = MultiSyncDataCollector([make, make], policy, frames_per_batch=40, total_frames=80)
     batches = list(collector)
     assert [b.batch_size for b in batches] == [torch.Size([2, 2, 10])] * 2
-    assert batches[0]["action"].dtype == torch.bool
+    assert batches[0]["action"].dtype == torch.int64  # TorchRL's dtype for a Discrete one-hot
     collector.shutdown()

@@ -117,20 +117,24 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        # The base env gets only what it reads (its reset masks and state entries): the other
-        # entries of ``tensordict`` may be transformed ones (other shapes, dtypes), and this
-        # env's own ``reset`` merges them back for the sub-envs that are not reset.
+        # The base env gets the caller's entries (reset inputs such as a query or a state)
+        # except this env's outputs (observations, rewards, done flags) that the base env
+        # does not read: those may be transformed ones (other shapes, dtypes), and this env's
+        # own ``reset`` merges them back for the sub-envs that are not reset.
         inner = (
-            None
-            if tensordict is None
-            else tensordict.select(*self._base_reset_keys(), strict=False)
+            None if tensordict is None else tensordict.exclude(*self._outputs_hidden_from_base())
         )
         tensordict_reset = self.base_env.reset(inner, **kwargs)
         return self.transform._reset(tensordict, tensordict_reset)
 
-    def _base_reset_keys(self) -> list:
-        base = self.base_env
-        return self._cached("base_reset_keys", lambda: [*base.reset_keys, *base.state_keys])
+    def _outputs_hidden_from_base(self) -> list:
+        def keys() -> list:
+            base = self.base_env
+            read = {*base.reset_keys, *base.state_keys}
+            outputs = [*self.observation_keys, *self.reward_keys, *self.done_keys]
+            return [key for key in outputs if key not in read]
+
+        return self._cached("outputs_hidden_from_base", keys)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         base = self.base_env
