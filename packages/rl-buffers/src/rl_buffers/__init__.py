@@ -1,4 +1,12 @@
-"""Replay buffers that store and sample rl-core TensorDicts."""
+"""Replay buffers that store and sample rl-core TensorDicts.
+
+A buffer combines a storage (:class:`ListStorage`, :class:`TensorStorage`,
+:class:`LazyTensorStorage`, :class:`LazyMemmapStorage`), a sampler (:class:`RandomSampler`,
+:class:`SamplerWithoutReplacement`, :class:`PrioritizedSampler`, :class:`SliceSampler`,
+:class:`SliceSamplerWithoutReplacement`, :class:`PrioritizedSliceSampler`) and a writer
+(:class:`RoundRobinWriter`, :class:`TensorDictRoundRobinWriter`,
+:class:`TensorDictMaxValueWriter`). Offline datasets live in :mod:`rl_buffers.datasets`.
+"""
 
 # ruff: noqa: E402  (the rl-core version guard runs before the imports it protects)
 from rl_core.compat import check_rl_core
@@ -7,6 +15,61 @@ check_rl_core("rl-buffers")  # first: an rl-core outside the declared range fail
 
 from importlib.metadata import version as _version
 
+from rl_buffers.replay_buffers import (
+    PrioritizedReplayBuffer,
+    ReplayBuffer,
+    TensorDictPrioritizedReplayBuffer,
+    TensorDictReplayBuffer,
+)
+from rl_buffers.samplers import (
+    PrioritizedSampler,
+    PrioritizedSliceSampler,
+    RandomSampler,
+    Sampler,
+    SamplerWithoutReplacement,
+    SliceSampler,
+    SliceSamplerWithoutReplacement,
+)
+from rl_buffers.storages import (
+    LazyMemmapStorage,
+    LazyTensorStorage,
+    ListStorage,
+    Storage,
+    TensorStorage,
+)
+from rl_buffers.writers import (
+    RoundRobinWriter,
+    TensorDictMaxValueWriter,
+    TensorDictRoundRobinWriter,
+    Writer,
+)
+
 __version__ = _version("rl-buffers")
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    # buffers
+    "ReplayBuffer",
+    "TensorDictReplayBuffer",
+    "PrioritizedReplayBuffer",
+    "TensorDictPrioritizedReplayBuffer",
+    # storages
+    "Storage",
+    "ListStorage",
+    "TensorStorage",
+    "LazyTensorStorage",
+    "LazyMemmapStorage",
+    # samplers
+    "Sampler",
+    "RandomSampler",
+    "SamplerWithoutReplacement",
+    "PrioritizedSampler",
+    "SliceSampler",
+    "SliceSamplerWithoutReplacement",
+    "PrioritizedSliceSampler",
+    # writers
+    "Writer",
+    "RoundRobinWriter",
+    "TensorDictRoundRobinWriter",
+    "TensorDictMaxValueWriter",
+]

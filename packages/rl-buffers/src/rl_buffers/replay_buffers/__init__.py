@@ -1,0 +1,13 @@
+"""Replay buffers: a storage, a sampler and a writer behind one object."""
+
+from rl_buffers.replay_buffers.prioritized import PrioritizedReplayBuffer
+from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
+from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
+from rl_buffers.replay_buffers.tensordict_prioritized import TensorDictPrioritizedReplayBuffer
+
+__all__ = [
+    "PrioritizedReplayBuffer",
+    "ReplayBuffer",
+    "TensorDictPrioritizedReplayBuffer",
+    "TensorDictReplayBuffer",
+]

@@ -1,0 +1,354 @@
+"""ReplayBuffer: a storage, a sampler and a writer behind one object."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rl_buffers.replay_buffers._prefetch import Prefetcher
+from rl_buffers.samplers.random import RandomSampler
+from rl_buffers.samplers.sampler import Sampler, check_batch_size, check_not_empty
+from rl_buffers.storages.list_storage import ListStorage, stack_items
+from rl_buffers.storages.storage import Storage, atomic_save, atomic_write_json
+from rl_buffers.writers.round_robin import RoundRobinWriter
+from rl_buffers.writers.writer import Writer
+from rl_core.transforms import Compose, Transform
+
+__all__ = ["ReplayBuffer"]
+
+
+class ReplayBuffer:
+    """Stores items and samples batches of them.
+
+    ``extend(batch)``/``add(item)`` go through the writer into the storage and tell the
+    sampler which items changed; ``sample()`` asks the sampler for item numbers, reads them
+    from the storage, collates them and applies the transforms. All of it runs under one
+    lock, so a collector thread may ``extend`` while the learner samples. With
+    ``prefetch=N``, N batches are sampled ahead in background threads.
+
+    Args:
+        storage: defaults to ``ListStorage(1000)``.
+        sampler: defaults to :class:`RandomSampler`.
+        writer: defaults to :class:`RoundRobinWriter`.
+        collate_fn: maps what the storage returns to a batch; defaults to stacking for a
+            ``ListStorage`` and to nothing for tensor storages.
+        batch_size: default batch size of ``sample()`` (required with ``prefetch``).
+        prefetch: batches to sample ahead in threads. Defaults to None (none).
+        transform: an rl-core ``Transform`` run on every sampled batch (and its inverse on
+            written batches, if it has one).
+        pin_memory: pin sampled tensors (needs CUDA).
+
+    Raises:
+        ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA.
+
+    Examples:
+        >>> import torch
+        >>> from rl_buffers import LazyTensorStorage, ReplayBuffer
+        >>> buffer = ReplayBuffer(storage=LazyTensorStorage(100), batch_size=4)
+        >>> index = buffer.extend(torch.arange(10.0).unsqueeze(-1))
+        >>> len(buffer), buffer.sample().shape
+        (10, torch.Size([4, 1]))
+    """
+
+    def __init__(
+        self,
+        *,
+        storage: Storage | None = None,
+        sampler: Sampler | None = None,
+        writer: Writer | None = None,
+        collate_fn: Callable[[Any], Any] | None = None,
+        batch_size: int | None = None,
+        prefetch: int | None = None,
+        transform: Transform | None = None,
+        pin_memory: bool = False,
+    ) -> None:
+        name = type(self).__name__
+        self._storage = storage if storage is not None else ListStorage(1000)
+        self._sampler = sampler if sampler is not None else RandomSampler()
+        self._writer = writer if writer is not None else self._default_writer()
+        self._writer.register_storage(self._storage)
+        if collate_fn is None:
+            collate_fn = stack_items if isinstance(self._storage, ListStorage) else None
+        self._collate_fn = collate_fn
+        self._batch_size = check_batch_size(name, batch_size) if batch_size is not None else None
+        if prefetch is not None and (not isinstance(prefetch, int) or prefetch < 1):
+            raise ValueError(f"{name}: expected prefetch to be a positive int, got {prefetch!r}.")
+        if prefetch and batch_size is None:
+            raise ValueError(
+                f"{name}: prefetch={prefetch} needs a batch_size at construction (the batches "
+                f"are sampled ahead)."
+            )
+        if pin_memory and not torch.cuda.is_available():
+            raise ValueError(
+                f"{name}: pin_memory=True needs a CUDA device, and torch sees none. Leave "
+                f"pin_memory=False on CPU-only machines."
+            )
+        self._pin_memory = pin_memory
+        self._transform = Compose()
+        self._transforms = self._transform.transforms  # the ModuleList Compose edits in place
+        if transform is not None:
+            self.append_transform(transform)
+        self._lock = threading.RLock()
+        self._prefetch = Prefetcher(self._sample_batch, prefetch) if prefetch else None
+        next_row = getattr(self._storage, "next_row", None)
+        if len(self._storage) and isinstance(next_row, int):
+            # A storage reopened from disk: go on writing after its last item.
+            self._writer.load_state_dict({**self._writer.state_dict(), "cursor": next_row})
+
+    def _default_writer(self) -> Writer:
+        return RoundRobinWriter()
+
+    # ---------------------------------------------------------------- parts
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def sampler(self) -> Sampler:
+        return self._sampler
+
+    @property
+    def writer(self) -> Writer:
+        return self._writer
+
+    @property
+    def batch_size(self) -> int | None:
+        return self._batch_size
+
+    @property
+    def transform(self) -> Compose:
+        """The transforms applied to sampled batches, in order."""
+        return self._transform
+
+    def append_transform(self, transform: Transform) -> ReplayBuffer:
+        """Adds ``transform`` after the existing ones; returns the buffer."""
+        self._transform.append(_checked_transform(type(self).__name__, transform))
+        return self
+
+    def insert_transform(self, index: int, transform: Transform) -> ReplayBuffer:
+        """Inserts ``transform`` at position ``index``; returns the buffer."""
+        self._transform.insert(index, _checked_transform(type(self).__name__, transform))
+        return self
+
+    def __len__(self) -> int:
+        return len(self._storage)
+
+    # ---------------------------------------------------------------- writes
+    def _before_write(self, data: Any) -> Any:
+        if len(self._transforms) and self._transform.has_inverse:
+            data = self._transform.inv(data)
+        return data
+
+    def add(self, data: Any) -> int:
+        """Writes one item; returns its index."""
+        data = self._before_write(data)
+        with self._lock:
+            row = self._writer.add(data)
+            if isinstance(row, Tensor):
+                row = int(row)
+            if row >= 0 and self._storage.ndim > 1:
+                items = self._items_of_rows(torch.tensor([row]), data.unsqueeze(0))
+                self._sampler.extend(items.reshape(-1))
+            elif row >= 0:
+                self._sampler.add(row)
+        return row
+
+    def extend(self, data: Any) -> Tensor:
+        """Writes a batch of items; returns their indices (flat item numbers)."""
+        data = self._before_write(data)
+        with self._lock:
+            rows = self._writer.extend(data)
+            if self._storage.ndim == 1:
+                self._sampler.extend(rows)
+                return rows
+            index = self._items_of_rows(rows, data)
+            self._sampler.extend(index.reshape(-1))
+        return index
+
+    def _items_of_rows(self, rows: Tensor, data: Any) -> Tensor:
+        inner = tuple(data.shape[1 : self._storage.ndim])
+        width = 1
+        for size in inner:
+            width *= size
+        return rows.view(-1, *([1] * len(inner))) * width + torch.arange(width).view(inner)
+
+    def _drop_prefetched(self) -> None:
+        if self._prefetch is not None:
+            self._prefetch.clear()
+
+    def update_priority(self, index: Any, priority: Tensor | float) -> None:
+        """Sets the priorities of items ``index`` (prioritized samplers only)."""
+        with self._lock:
+            self._sampler.update_priority(self._storage.ravel(index), priority)
+
+    # ---------------------------------------------------------------- reads
+    def _sample_index(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
+        with self._lock:
+            check_not_empty(f"{type(self).__name__}.sample", self._storage)
+            index, info = self._sampler.sample(self._storage, batch_size)
+            info["index"] = self._storage.unravel(index)
+            data = self._read(index, info)
+        return data, info
+
+    def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
+        return self._storage.get(index)
+
+    def _sample_batch(self, batch_size: int | None = None) -> tuple[Any, dict[str, Any]]:
+        data, info = self._sample_index(batch_size or self._batch_size)
+        if self._collate_fn is not None:
+            data = self._collate_fn(data)
+        data = self._postprocess(data, info)
+        if len(self._transforms):
+            data = self._transform(data)
+        if self._pin_memory:
+            data = data.pin_memory()
+        return data, info
+
+    def _postprocess(self, data: Any, info: dict[str, Any]) -> Any:
+        return data
+
+    def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
+        """Samples a batch.
+
+        Args:
+            batch_size: items to draw; defaults to the buffer's ``batch_size``.
+            return_info: also return the info dict (``"index"``, importance weights…).
+
+        Raises:
+            RuntimeError: the buffer is empty.
+            ValueError: no batch size is known, or it differs from the prefetched one.
+        """
+        name = f"{type(self).__name__}.sample"
+        if batch_size is None:
+            if self._batch_size is None:
+                raise ValueError(
+                    f"{name}: no batch_size; pass sample(batch_size) or build the buffer "
+                    f"with batch_size=."
+                )
+            batch_size = self._batch_size
+        check_batch_size(name, batch_size)
+        if self._prefetch is not None:
+            if batch_size != self._batch_size:
+                raise ValueError(
+                    f"{name}: batch_size={batch_size} differs from the prefetched "
+                    f"batch_size={self._batch_size}; build the buffer with the size you sample."
+                )
+            check_not_empty(name, self._storage)
+            data, info = self._prefetch.next()
+        else:
+            data, info = self._sample_batch(batch_size)
+        return (data, info) if return_info else data
+
+    def __iter__(self) -> Iterator[Any]:
+        """Batches of ``batch_size``: one epoch if the sampler has epochs, else forever."""
+        if self._batch_size is None:
+            raise ValueError(
+                f"{type(self).__name__}: iterating needs a batch_size at construction."
+            )
+        epochs = self._sampler.supports_epochs
+        while True:
+            yield self.sample()
+            if epochs and self._sampler.ran_out:
+                return
+
+    def empty(self) -> None:
+        """Removes every item and resets the writer and sampler."""
+        with self._lock:
+            self._drop_prefetched()
+            self._storage.empty()
+            self._writer._empty()
+            self._sampler._empty()
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "storage": self._storage.state_dict(),
+                "sampler": self._sampler.state_dict(),
+                "writer": self._writer.state_dict(),
+                "transform": self._transform.state_dict(),
+            }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        with self._lock:
+            self._storage.load_state_dict(state_dict["storage"])
+            self._sampler.load_state_dict(state_dict["sampler"])
+            self._writer.load_state_dict(state_dict["writer"])
+            self._transform.load_state_dict(state_dict["transform"])
+            self._drop_prefetched()
+
+    def dumps(self, path: str | Path) -> None:
+        """Saves storage, sampler, writer and transform state under the directory ``path``.
+
+        Each file is written whole and renamed into place; ``buffer.json`` comes last, so a
+        directory with it holds a complete checkpoint.
+        """
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            (path / "buffer.json").unlink(missing_ok=True)
+            self._storage.dumps(path / "storage")
+            atomic_save(self._sampler.state_dict(), path / "sampler.pt")
+            atomic_save(self._writer.state_dict(), path / "writer.pt")
+            atomic_save(self._transform.state_dict(), path / "transform.pt")
+            atomic_write_json({"type": type(self).__name__, "len": len(self)}, path / "buffer.json")
+
+    def loads(self, path: str | Path) -> None:
+        """Restores a checkpoint written by :meth:`dumps`.
+
+        Raises:
+            FileNotFoundError: ``path`` holds no complete checkpoint.
+        """
+        path = Path(path)
+        if not (path / "buffer.json").exists():
+            raise FileNotFoundError(
+                f"{type(self).__name__}.loads: {path} holds no complete checkpoint (no "
+                f"buffer.json). Pass a directory written by dumps()."
+            )
+        meta = json.loads((path / "buffer.json").read_text())
+        with self._lock:
+            self._storage.loads(path / "storage")
+            self._sampler.load_state_dict(torch.load(path / "sampler.pt", weights_only=False))
+            self._writer.load_state_dict(torch.load(path / "writer.pt", weights_only=False))
+            self._transform.load_state_dict(torch.load(path / "transform.pt", weights_only=False))
+            self._drop_prefetched()
+        if len(self) != meta["len"]:
+            raise RuntimeError(
+                f"{type(self).__name__}.loads: the checkpoint at {path} recorded {meta['len']} "
+                f"items but its storage holds {len(self)}."
+            )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_lock")
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    def __del__(self) -> None:
+        prefetch = self.__dict__.get("_prefetch")
+        if prefetch is not None:
+            prefetch.shutdown()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(storage={self._storage!r}, sampler={self._sampler!r}, "
+            f"writer={self._writer!r}, batch_size={self._batch_size})"
+        )
+
+
+def _checked_transform(where: str, transform: Any) -> Transform:
+    if not isinstance(transform, Transform):
+        raise TypeError(
+            f"{where}: expected an rl-core Transform, got {type(transform).__name__}. Wrap a "
+            f"function in a Transform subclass."
+        )
+    return transform

@@ -1,0 +1,120 @@
+"""TensorDictReplayBuffer: a replay buffer of TensorDicts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor
+
+from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
+from rl_buffers.samplers.sampler import Sampler
+from rl_buffers.storages.tensor_storage import TensorStorage
+from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
+from rl_buffers.writers.writer import Writer
+
+__all__ = ["TensorDictReplayBuffer"]
+
+
+class TensorDictReplayBuffer(ReplayBuffer):
+    """A :class:`ReplayBuffer` of TensorDicts that writes sampling info into each batch.
+
+    Every sampled batch holds its storage index under ``"index"`` (``[B]``, or ``[B, ndim]``
+    for a multi-dim storage) and the sampler's per-item info: ``"priority_weight"`` for
+    prioritized samplers, ``("next", "truncated")`` at slice ends for slice samplers. With
+    a prioritized sampler, ``extend`` takes the initial priorities from ``priority_key``
+    when the batch has it, and :meth:`update_tensordict_priority` reads ``"index"`` and
+    ``priority_key`` from a batch. The default writer is
+    :class:`~rl_buffers.TensorDictRoundRobinWriter`.
+
+    Args:
+        priority_key: the entry holding priorities. Defaults to ``"td_error"``.
+        **kwargs: as :class:`ReplayBuffer` (``storage``, ``sampler``, ``writer``,
+            ``collate_fn``, ``batch_size``, ``prefetch``, ``transform``, ``pin_memory``).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
+        >>> buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=8)
+        >>> _ = buffer.extend(TensorDict({"obs": torch.randn(20, 3)}, [20]))
+        >>> batch = buffer.sample()
+        >>> batch["obs"].shape, batch["index"].shape
+        (torch.Size([8, 3]), torch.Size([8]))
+    """
+
+    def __init__(self, *, priority_key: Any = "td_error", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.priority_key = priority_key
+
+    def _default_writer(self) -> Writer:
+        return TensorDictRoundRobinWriter()
+
+    @property
+    def _prioritized(self) -> bool:
+        return type(self._sampler).update_priority is not Sampler.update_priority
+
+    def extend(self, data: Any) -> Tensor:
+        index = super().extend(data)
+        if (
+            self._prioritized
+            and isinstance(data, TensorDictBase)
+            and self.priority_key in data.keys(True, True)
+            and index.shape[:1] == data.shape[:1]
+        ):
+            self.update_priority(index, data.get(self.priority_key))
+        return index
+
+    def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
+        storage = self._storage
+        if (
+            isinstance(storage, TensorStorage)
+            and storage.ndim == 1
+            and index.dim() == 1
+            and not storage._tree.is_tensor
+        ):
+            # The info entries go into the batch in its constructor (one TensorDict build).
+            extra = {
+                key: value
+                for key, value in info.items()
+                if type(key) is str and isinstance(value, Tensor) and value.shape[:1] == index.shape
+            }
+            data = storage.get(index, extra=extra)
+            info["_written"] = extra
+            return data
+        return storage.get(index)
+
+    def _postprocess(self, data: Any, info: dict[str, Any]) -> Any:
+        written = info.pop("_written", {})
+        if not isinstance(data, TensorDictBase):
+            return data
+        for key, value in info.items():
+            if key in written:
+                continue
+            if isinstance(value, tuple):
+                value = torch.stack(value, -1)
+            if isinstance(value, Tensor) and value.shape[:1] == data.shape[:1]:
+                data.set(key, value)
+        return data
+
+    def update_tensordict_priority(self, data: TensorDictBase) -> None:
+        """Updates priorities from a batch's ``"index"`` and ``priority_key`` entries.
+
+        Raises:
+            KeyError: the batch lacks one of them.
+        """
+        keys = data.keys(True, True)
+        for key in ("index", self.priority_key):
+            if key not in keys:
+                raise KeyError(
+                    f"{type(self).__name__}.update_tensordict_priority: the TensorDict has no "
+                    f"{key!r} entry (keys: {list(keys)}). Pass a sampled batch with "
+                    f"{self.priority_key!r} set."
+                )
+        index = data.get("index")
+        priority = data.get(self.priority_key)
+        if index.dim() == 2 and getattr(self._storage, "ndim", 1) > 1:
+            index = tuple(index.unbind(-1))  # [B, ndim] storage indices
+            priority = priority.reshape(index[0].shape[0], -1)
+        self.update_priority(index, priority)

@@ -1,0 +1,19 @@
+"""Samplers: which stored items a batch holds."""
+
+from rl_buffers.samplers.prioritized import PrioritizedSampler
+from rl_buffers.samplers.prioritized_slice import PrioritizedSliceSampler
+from rl_buffers.samplers.random import RandomSampler
+from rl_buffers.samplers.sampler import Sampler
+from rl_buffers.samplers.slice import SliceSampler
+from rl_buffers.samplers.slice_without_replacement import SliceSamplerWithoutReplacement
+from rl_buffers.samplers.without_replacement import SamplerWithoutReplacement
+
+__all__ = [
+    "PrioritizedSampler",
+    "PrioritizedSliceSampler",
+    "RandomSampler",
+    "Sampler",
+    "SamplerWithoutReplacement",
+    "SliceSampler",
+    "SliceSamplerWithoutReplacement",
+]

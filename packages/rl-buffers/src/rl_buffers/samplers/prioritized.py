@@ -1,0 +1,205 @@
+"""PrioritizedSampler: proportional prioritized replay on rl-core's sum-tree ops."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from rl_buffers.samplers.sampler import Sampler, check_not_empty
+from rl_buffers.storages.storage import Storage
+from rl_core import ops
+
+__all__ = ["PrioritizedSampler"]
+
+
+def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{where}: expected {name} to be a float, got {type(value).__name__}.")
+    if value < 0 or (low_open and value == 0):
+        bound = "> 0" if low_open else ">= 0"
+        raise ValueError(f"{where}: expected {name} {bound}, got {value}.")
+    return float(value)
+
+
+class PrioritizedSampler(Sampler):
+    """Draws item ``i`` with probability ``p_i / sum_j p_j``, ``p_i = (priority_i + eps) ** alpha``.
+
+    The priorities sit in a sum tree driven by ``rl_core.ops`` (``sum_tree_update_``,
+    ``sum_tree_find_prefixsum``): with ``rl-kernels`` installed the compiled kernels run,
+    with no change here. New items get the highest priority seen so far (1.0 at first), so
+    each is likely drawn soon. Each batch comes with importance weights
+    ``w_i = (p_i / min_j p_j) ** -beta`` (at most 1) under ``"priority_weight"``, the
+    minimum taken over the stored items.
+
+    Args:
+        max_capacity: the most items the storage holds (the tree's leaf count, rounded up to
+            a power of two).
+        alpha: priority exponent, >= 0 (0: uniform).
+        beta: importance-sampling exponent, >= 0 (0: all weights 1).
+
+    Keyword Args:
+        eps: added to every priority so none is 0. Defaults to 1e-8.
+        dtype: dtype of the tree. Defaults to ``torch.float``.
+        reduction: how ``update_priority`` reduces a priority with more dims than the index
+            (``"max"``, ``"sum"``, ``"mean"``, ``"min"``). Defaults to ``"max"``.
+
+    Raises:
+        ValueError: an argument is out of range.
+
+    Examples:
+        >>> import torch
+        >>> from rl_buffers import LazyTensorStorage, PrioritizedSampler
+        >>> storage = LazyTensorStorage(8)
+        >>> storage.set(torch.arange(4), torch.zeros(4, 1))
+        >>> sampler = PrioritizedSampler(8, alpha=1.0, beta=1.0)
+        >>> sampler.extend(torch.arange(4))
+        >>> sampler.update_priority(torch.arange(4), torch.tensor([0.0, 0.0, 0.0, 1.0]))
+        >>> index, info = sampler.sample(storage, 5)
+        >>> index.tolist(), info["priority_weight"].shape
+        ([3, 3, 3, 3, 3], torch.Size([5]))
+    """
+
+    def __init__(
+        self,
+        max_capacity: int,
+        alpha: float,
+        beta: float,
+        eps: float = 1e-8,
+        dtype: torch.dtype = torch.float,
+        reduction: str = "max",
+    ) -> None:
+        where = type(self).__name__
+        if isinstance(max_capacity, bool) or not isinstance(max_capacity, int) or max_capacity < 1:
+            raise ValueError(f"{where}: expected max_capacity >= 1, got {max_capacity!r}.")
+        if reduction not in ("max", "min", "sum", "mean"):
+            raise ValueError(
+                f"{where}: expected reduction in ['max', 'mean', 'min', 'sum'], got {reduction!r}."
+            )
+        self.max_capacity = max_capacity
+        self.alpha = _check_fraction(where, "alpha", alpha, low_open=False)
+        self.beta = _check_fraction(where, "beta", beta, low_open=False)
+        self.eps = _check_fraction(where, "eps", eps, low_open=True)
+        self.dtype = dtype
+        self.reduction = reduction
+        self._capacity = ops.segment_tree_capacity(max_capacity)
+        self._tree = ops.make_sum_tree(self._capacity, dtype)
+        self._max_priority = 1.0
+
+    @property
+    def default_priority(self) -> float:
+        """The priority (after ``eps`` and ``alpha``) that new items get."""
+        return self._max_priority
+
+    # ---------------------------------------------------------------- writes
+    def _check_index(self, where: str, index: Tensor) -> Tensor:
+        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= self.max_capacity):
+            raise IndexError(
+                f"{where}: expected indices in [0, {self.max_capacity}) (max_capacity), got "
+                f"values in [{int(index.min())}, {int(index.max())}]."
+            )
+        return index
+
+    def extend(self, index: Tensor) -> None:
+        index = self._check_index(f"{type(self).__name__}.extend", index)
+        torch.ops.rl_core.sum_tree_update_(
+            self._tree, index, torch.full(index.shape, self._max_priority, dtype=self.dtype)
+        )
+
+    def add(self, index: int) -> None:
+        self.extend(torch.tensor([index]))
+
+    def update_priority(self, index: Tensor, priority: Tensor | float) -> None:
+        """Sets the priorities of items ``index`` (raw, before ``eps`` and ``alpha``).
+
+        Args:
+            index: flat item numbers, any shape.
+            priority: one value per index, a scalar, or ``[*index.shape, ...]`` reduced
+                over the extra dims with ``reduction``.
+
+        Raises:
+            ValueError: a priority is negative or NaN, or shapes do not match.
+            IndexError: an index is outside ``[0, max_capacity)``.
+        """
+        where = f"{type(self).__name__}.update_priority"
+        index = torch.as_tensor(index)
+        priority = torch.as_tensor(priority).detach()
+        if priority.device != self._tree.device:
+            priority = priority.to(self._tree.device)
+        if priority.dim() > index.dim() and priority.numel() != index.numel():
+            if priority.shape[: index.dim()] != index.shape:
+                raise ValueError(
+                    f"{where}: expected priority of shape {tuple(index.shape)} (or with extra "
+                    f"trailing dims), got {tuple(priority.shape)}."
+                )
+            flat = priority.reshape(*index.shape, -1)
+            priority = getattr(
+                flat, {"max": "amax", "min": "amin"}.get(self.reduction, self.reduction)
+            )(-1)
+        if priority.numel() == 1:
+            priority = priority.reshape(()).expand(index.shape)
+        elif priority.numel() != index.numel():
+            raise ValueError(
+                f"{where}: expected {index.numel()} priorities for {index.numel()} indices, got "
+                f"shape {tuple(priority.shape)}."
+            )
+        index = self._check_index(where, index)
+        priority = priority.reshape(-1).to(self.dtype)
+        low = float(priority.min()) if priority.numel() else 0.0
+        if not low >= 0:
+            raise ValueError(
+                f"{where}: expected priorities >= 0 (e.g. |td_error|), got a minimum of {low}."
+            )
+        value = (priority + self.eps).pow(self.alpha)
+        if value.numel():
+            self._max_priority = max(self._max_priority, float(value.max()))
+        torch.ops.rl_core.sum_tree_update_(self._tree, index, value)
+
+    # ---------------------------------------------------------------- reads
+    def _leaves(self, n: int) -> Tensor:
+        return self._tree[self._capacity : self._capacity + n]
+
+    def sample(self, storage: Storage, batch_size: int) -> tuple[Tensor, dict[str, Any]]:
+        n = check_not_empty(f"{type(self).__name__}.sample", storage)
+        if n > self.max_capacity:
+            raise RuntimeError(
+                f"{type(self).__name__}.sample: the storage holds {n} items but max_capacity "
+                f"is {self.max_capacity}. Build the sampler with max_capacity >= the storage's "
+                f"max_size."
+            )
+        tree = self._tree
+        query = torch.rand(batch_size, dtype=self.dtype) * tree[1]
+        index = torch.ops.rl_core.sum_tree_find_prefixsum(tree, query)
+        return index, {"priority_weight": self.weights(index, n)}
+
+    def weights(self, index: Tensor, n: int) -> Tensor:
+        """Importance weights ``(p_i / min_j p_j) ** -beta`` of items ``index`` among ``n``."""
+        leaves = self._leaves(n)
+        return (leaves[index] / leaves.min()).pow(-self.beta)
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        return {"tree": self._tree.clone(), "max_priority": self._max_priority}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        tree = state_dict["tree"]
+        if tree.shape != self._tree.shape:
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the saved tree has "
+                f"{tree.shape[0] // 2} leaves, this sampler {self._capacity} (max_capacity="
+                f"{self.max_capacity})."
+            )
+        self._tree.copy_(tree)
+        self._max_priority = float(state_dict["max_priority"])
+
+    def _empty(self) -> None:
+        self._tree.zero_()
+        self._max_priority = 1.0
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(max_capacity={self.max_capacity}, alpha={self.alpha}, "
+            f"beta={self.beta}, eps={self.eps})"
+        )

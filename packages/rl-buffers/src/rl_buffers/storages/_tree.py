@@ -1,0 +1,225 @@
+"""The leaf plan of a tensor storage: fast batched reads and writes over a TensorDict tree.
+
+A storage keeps its data as one TensorDict (or one tensor) whose leading dimensions are the
+storage dimensions. Reading a batch walks a precomputed tree of ``(name, tensor)`` leaves and
+builds the result with the public ``TensorDict`` constructor, one ``index_select`` per leaf,
+instead of going through generic TensorDict indexing. The result is the same as
+``storage[index]``: same keys, values, dtypes, devices and batch size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import Tensor
+
+NestedKey = str | tuple[str, ...]
+INDEX_KEY = "index"
+
+
+class LeafTree:
+    """A read/write plan over a TensorDict (or a tensor) of stacked items.
+
+    Args:
+        data: the storage: a tensor or a TensorDict whose first ``ndim`` dims are the item
+            dims.
+        ndim: number of leading storage dimensions.
+    """
+
+    def __init__(self, data: Tensor | TensorDictBase, ndim: int) -> None:
+        self.ndim = ndim
+        self.is_tensor = isinstance(data, Tensor)
+        self.shape = data.shape[:ndim]
+        self.device = data.device
+        if self.is_tensor:
+            self.root: Any = _plain(data)
+            self.leaves: list[tuple[NestedKey, Tensor]] = [((), self.root)]
+        else:
+            self.root = _build(data, ndim)
+            self.leaves = list(_walk(self.root, ()))
+            self._plan = _Level(self.root)
+        self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
+        if self.device is None and self.leaves:
+            self.device = self.leaves[0][1].device
+        self.on_cpu = all(t.device.type == "cpu" for _, t in self.leaves)
+        # Written batches may carry the buffer's "index" entry on top of the stored keys
+        # (the round-robin TensorDict writer sets it); it is not stored unless the storage
+        # was allocated with it.
+        self.loose_index = (INDEX_KEY,) not in self.leaf_shapes
+
+    def values_of(self, data: Tensor | TensorDictBase) -> list[Tensor] | None:
+        """The leaves of ``data`` in the order of :attr:`leaves`, or None if its keys or
+        per-item shapes differ from the storage's (then :func:`check_match` says how)."""
+        if self.is_tensor:
+            if not isinstance(data, Tensor) or data.shape[1:] != self.root.shape[1:]:
+                return None
+            return [data]
+        if not isinstance(data, TensorDictBase) or data.batch_size[1 : self.ndim] != self.shape[1:]:
+            return None
+        out: list[Tensor] = []
+        if not _collect(self.root, data, out, self.loose_index):
+            return None
+        return out
+
+    def get_rows(
+        self, index: Tensor, extra: dict[str, Tensor] | None = None
+    ) -> Tensor | TensorDictBase:
+        """Items at a 1-D index into the first dimension (``ndim == 1``) or flat-unravelled.
+
+        ``extra`` entries (TensorDict storages, ``ndim == 1``) are added to the result's
+        root, in the same constructor call.
+        """
+        if self.ndim == 1:
+            batch = torch.Size(index.shape)
+            if self.is_tensor:
+                return self.root.index_select(0, index)
+            return self._plan.gather(index, batch, extra)
+        multi = torch.unravel_index(index, self.shape)
+        if self.is_tensor:
+            return self.root[multi]
+        return _gather_multi(self.root, multi, torch.Size(index.shape))
+
+
+def _plain(tensor: Tensor) -> Tensor:
+    # Memory-mapped tensors are Tensor subclasses; a plain view of the same memory skips
+    # subclass dispatch on every read.
+    if type(tensor) is Tensor:
+        return tensor
+    return tensor.as_subclass(Tensor)
+
+
+def _build(td: TensorDictBase, ndim: int) -> list[tuple[str, Any]]:
+    tree: list[tuple[str, Any]] = []
+    for key, value in td.items():
+        if isinstance(value, TensorDictBase):
+            tree.append((key, _build(value, ndim)))
+        elif isinstance(value, Tensor):
+            tree.append((key, _plain(value)))
+        else:
+            raise TypeError(
+                f"TensorStorage: expected tensor or TensorDict leaves, got {type(value).__name__} "
+                f"at key {key!r}. Store non-tensor data in a ListStorage."
+            )
+    return tree
+
+
+def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
+    """``(key, leaf)`` pairs in tree order (the order :func:`_collect` fills)."""
+    for key, node in tree:
+        if isinstance(node, list):
+            yield from _walk(node, (*prefix, key))
+        else:
+            yield (*prefix, key), node
+
+
+def _collect(
+    tree: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
+) -> bool:
+    entries = dict(data.items())
+    if loose_index:
+        entries.pop(INDEX_KEY, None)
+    if len(entries) != len(tree):
+        return False
+    for key, node in tree:
+        value = entries.get(key)
+        if isinstance(node, list):
+            if not isinstance(value, TensorDictBase) or not _collect(node, value, out):
+                return False
+        elif not isinstance(value, Tensor) or value.shape[1:] != node.shape[1:]:
+            return False
+        else:
+            out.append(value)
+    return True
+
+
+class _Level:
+    """One TensorDict level of the read plan: its tensor leaves and its sub-levels."""
+
+    __slots__ = ("keys", "subs", "tensors")
+
+    def __init__(self, tree: list[tuple[str, Any]]) -> None:
+        self.keys = [key for key, node in tree if not isinstance(node, list)]
+        self.tensors = [node for _, node in tree if not isinstance(node, list)]
+        self.subs = [(key, _Level(node)) for key, node in tree if isinstance(node, list)]
+
+    def gather(self, index: Tensor, batch: torch.Size, extra: dict | None = None) -> TensorDict:
+        out = {key: tensor.index_select(0, index) for key, tensor in zip(self.keys, self.tensors)}
+        for key, sub in self.subs:
+            out[key] = sub.gather(index, batch)
+        if extra:
+            out.update(extra)
+        return TensorDict(out, batch_size=batch)
+
+
+def _gather_multi(tree: list[tuple[str, Any]], multi: tuple[Tensor, ...], batch: torch.Size):
+    out = {}
+    for key, value in tree:
+        if isinstance(value, list):
+            out[key] = _gather_multi(value, multi, batch)
+        else:
+            out[key] = value[multi]
+    return TensorDict(out, batch_size=batch, device=None)
+
+
+def check_match(
+    where: str,
+    leaf_shapes: dict[NestedKey, tuple[int, ...]],
+    data: Tensor | TensorDictBase,
+    ndim: int,
+    item_shape: Sequence[int],
+) -> None:
+    """Raises if ``data``'s keys or per-item shapes differ from the storage's.
+
+    Args:
+        where: caller name for the message.
+        leaf_shapes: the storage's ``{key: per-item shape}``.
+        data: the batch to write; its first ``ndim`` dims are item dims.
+        ndim: storage dims in ``data`` (1 for one item less: see ``item_shape``).
+        item_shape: the storage's item dims after the first (``ndim > 1``).
+    """
+    if isinstance(data, Tensor):
+        expected = leaf_shapes[()]
+        got = tuple(data.shape[ndim:])
+        if got != expected:
+            raise ValueError(
+                f"{where}: expected items of shape {expected}, got {got} (batch "
+                f"{tuple(data.shape)}). Reshape the data or start a new storage."
+            )
+        return
+    data_shapes = {}
+    for key, value in data.items(include_nested=True, leaves_only=True):
+        key = key if isinstance(key, tuple) else (key,)
+        if key == (INDEX_KEY,) and key not in leaf_shapes:
+            continue
+        data_shapes[key] = tuple(value.shape[ndim:])
+    missing = [k for k in leaf_shapes if k not in data_shapes]
+    extra = [k for k in data_shapes if k not in leaf_shapes]
+    if missing or extra:
+        raise KeyError(
+            f"{where}: the data's keys differ from the storage's: missing {_names(missing)}, "
+            f"unexpected {_names(extra)}. Write TensorDicts with the keys of the first batch "
+            f"(select or exclude keys first)."
+        )
+    for key, expected in leaf_shapes.items():
+        got = data_shapes[key]
+        if got != expected:
+            raise ValueError(
+                f"{where}: key {_name(key)} has per-item shape {got} in the data but "
+                f"{expected} in the storage. Reshape the data or start a new storage."
+            )
+    if ndim > 1 and tuple(data.batch_size[1:ndim]) != tuple(item_shape):
+        raise ValueError(
+            f"{where}: expected data with batch dims [*, {', '.join(map(str, item_shape))}] "
+            f"(ndim={ndim}), got {tuple(data.batch_size)}."
+        )
+
+
+def _name(key: NestedKey) -> str:
+    return repr(key[0]) if len(key) == 1 else repr(key)
+
+
+def _names(keys: list[NestedKey]) -> str:
+    return "[" + ", ".join(_name(k) for k in keys) + "]" if keys else "none"

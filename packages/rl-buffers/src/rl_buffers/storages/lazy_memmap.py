@@ -1,0 +1,187 @@
+"""LazyMemmapStorage: a tensor storage in memory-mapped files, reloadable from disk."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
+from torch import Tensor
+
+from rl_buffers.storages.storage import atomic_write_json
+from rl_buffers.storages.tensor_storage import TensorStorage
+
+__all__ = ["LazyMemmapStorage"]
+
+_META = "rl_buffers_storage.json"
+
+
+class LazyMemmapStorage(TensorStorage):
+    """A lazy storage whose items live in memory-mapped files (tensordict's memmap layout).
+
+    The files are created in ``scratch_dir`` when the first batch arrives. After every write
+    the storage records its length in ``scratch_dir/rl_buffers_storage.json`` (written to a
+    temporary file and renamed), after the data: if the process dies, the directory still
+    holds every item whose write had returned, and ``loads(scratch_dir)`` in a new process
+    (or :func:`LazyMemmapStorage.load`) reopens them. Memory-mapped files are shared: a
+    storage pickled to another process reads and writes the same memory.
+
+    Args:
+        max_size: the number of items the storage holds.
+
+    Keyword Args:
+        scratch_dir: directory of the files. Defaults to a fresh temporary directory.
+        device: where sampled items are returned; the files are always on CPU. Only
+            ``"cpu"`` is supported for now.
+        ndim: leading batch dims that index items (see :class:`LazyTensorStorage`).
+        existsok: whether ``scratch_dir`` may already hold a storage, which is then
+            overwritten. Defaults to False (raise instead).
+
+    Raises:
+        FileExistsError: ``scratch_dir`` holds a storage and ``existsok`` is False.
+
+    Examples:
+        >>> import tempfile, torch
+        >>> from tensordict import TensorDict
+        >>> from rl_buffers import LazyMemmapStorage
+        >>> folder = tempfile.mkdtemp()
+        >>> storage = LazyMemmapStorage(10, scratch_dir=folder)
+        >>> storage.set(torch.arange(3), TensorDict({"obs": torch.ones(3, 2)}, [3]))
+        >>> len(LazyMemmapStorage.load(folder))
+        3
+    """
+
+    def __init__(
+        self,
+        max_size: int,
+        *,
+        scratch_dir: str | Path | None = None,
+        device: torch.device | str | None = "cpu",
+        ndim: int = 1,
+        existsok: bool = False,
+    ) -> None:
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(
+                f"LazyMemmapStorage: expected device='cpu' (memory-mapped files live in host "
+                f"memory), got {device!r}. Move samples with a transform or use LazyTensorStorage."
+            )
+        super().__init__(None, max_size, device="cpu", ndim=ndim)
+        self.scratch_dir = Path(scratch_dir) if scratch_dir is not None else None
+        self.existsok = existsok
+
+    def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
+        if self.scratch_dir is None:
+            self.scratch_dir = Path(tempfile.mkdtemp(prefix="rl_buffers_"))
+        folder = self.scratch_dir
+        if (folder / _META).exists() and not self.existsok:
+            raise FileExistsError(
+                f"LazyMemmapStorage: {folder} already holds a storage. Pass existsok=True to "
+                f"overwrite it, or reopen it with LazyMemmapStorage.load({str(folder)!r})."
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / _META).unlink(missing_ok=True)
+        shape = (rows, *template.shape[1 : self.ndim])
+        if isinstance(template, Tensor):
+            return MemoryMappedTensor.empty(
+                (*shape, *template.shape[self.ndim :]),
+                dtype=template.dtype,
+                filename=str(folder / "data.memmap"),
+                existsok=True,
+            )
+        like = template[(0,) * self.ndim].expand(*shape).cpu()
+        return like.memmap_like(prefix=folder, existsok=True)
+
+    def _written(self, stop: int) -> None:
+        # The data sits in shared file mappings (it survives the process); the length is
+        # published after it, atomically.
+        atomic_write_json(
+            {
+                "max_size": self.max_size,
+                "ndim": self.ndim,
+                "len_rows": self._len_rows,
+                "next_row": self._next_row,
+                "is_tensor": isinstance(self._data, Tensor),
+            },
+            self.scratch_dir / _META,
+        )
+
+    # ---------------------------------------------------------------- disk
+    def dumps(self, path: str | Path) -> None:
+        """Writes the storage to ``path`` in the layout :meth:`load` reads."""
+        path = Path(path)
+        if self._data is None:
+            raise RuntimeError("LazyMemmapStorage.dumps: the storage is empty; nothing to save.")
+        if self.scratch_dir is not None and path.resolve() == self.scratch_dir.resolve():
+            self._written(self._len_rows)
+            return
+        path.mkdir(parents=True, exist_ok=True)
+        if isinstance(self._data, Tensor):
+            MemoryMappedTensor.from_tensor(
+                self._data, filename=str(path / "data.memmap"), existsok=True
+            )
+        else:
+            self._data.memmap(prefix=path, copy_existing=True, existsok=True)
+        meta = json.loads((self.scratch_dir / _META).read_text())
+        atomic_write_json(meta, path / _META)
+
+    def loads(self, path: str | Path) -> None:
+        """Reads a storage saved by :meth:`dumps` (or a scratch dir) into this one.
+
+        The data is copied into this storage's own files, unless ``path`` is its
+        ``scratch_dir`` (then the files are reopened in place).
+        """
+        data, meta = _read(path)
+        if (
+            self._data is None
+            and self.scratch_dir is not None
+            and self.scratch_dir.resolve() == Path(path).resolve()
+        ):
+            self.scratch_dir = Path(path)
+            self.ndim = meta["ndim"]
+            self.max_size = meta["max_size"]
+            self._adopt(data, len_rows=meta["len_rows"])
+            self._next_row = meta["next_row"]
+            return
+        if self._data is None:
+            self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
+        self._copy_in(data)
+        self._len_rows = meta["len_rows"]
+        self._next_row = meta["next_row"]
+        self._written(self._len_rows)
+
+    @classmethod
+    def load(cls, path: str | Path) -> LazyMemmapStorage:
+        """Reopens the storage kept in ``path`` (a scratch dir or a :meth:`dumps` target).
+
+        The files are used in place: later writes go to ``path``.
+        """
+        _, meta = _read(path)
+        storage = cls(meta["max_size"], scratch_dir=path, ndim=meta["ndim"], existsok=True)
+        storage.loads(path)
+        return storage
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["scratch_dir"] = str(self.scratch_dir) if self.scratch_dir is not None else None
+        return state
+
+
+def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
+    path = Path(path)
+    meta_file = path / _META
+    if not meta_file.exists():
+        raise FileNotFoundError(
+            f"LazyMemmapStorage.load: {path} holds no storage (no {_META}). Pass a scratch_dir "
+            f"that a LazyMemmapStorage wrote to, or a directory given to dumps()."
+        )
+    meta = json.loads(meta_file.read_text())
+    if meta["is_tensor"]:
+        raise NotImplementedError(
+            "LazyMemmapStorage.load: reopening a storage of plain tensors is not supported; "
+            "store TensorDicts to reload from disk."
+        )
+    data = TensorDict.load_memmap(path)
+    return data, meta

@@ -1,0 +1,125 @@
+"""Storage: the base of every replay-buffer storage."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+__all__ = ["Storage"]
+
+
+class Storage:
+    """Where a replay buffer keeps its items: a fixed number of slots read and written by index.
+
+    A storage knows nothing about the order of writes (the writer's job) or about which items
+    to read (the sampler's job). Subclasses implement ``set``, ``get``, ``__len__``,
+    ``state_dict``, ``load_state_dict`` and ``_empty``; ``dumps``/``loads`` save the state
+    dict with ``torch.save`` unless a subclass writes its own layout.
+
+    Rows and items: a storage with ``ndim > 1`` keeps items in a grid ``[rows, *inner]``;
+    writers write whole rows (dim 0), samplers draw flat item numbers in ``[0, len)`` that
+    the storage unravels. With ``ndim == 1`` rows and items coincide.
+
+    Args:
+        max_size: the number of items the storage holds.
+
+    Raises:
+        ValueError: ``max_size`` is not a positive integer.
+    """
+
+    ndim: int = 1
+
+    def __init__(self, max_size: int) -> None:
+        if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
+            raise ValueError(
+                f"{type(self).__name__}: expected max_size to be a positive int, got {max_size!r}."
+            )
+        self.max_size = max_size
+
+    # ---------------------------------------------------------------- the contract
+    def set(self, index: int | slice | Tensor, data: Any) -> None:
+        """Writes ``data`` at rows ``index`` (an int writes one item)."""
+        raise NotImplementedError
+
+    def get(self, index: int | Tensor) -> Any:
+        """Reads the items at flat item numbers ``index``."""
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def _empty(self) -> None:
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- derived
+    def __getitem__(self, index: int | Tensor) -> Any:
+        return self.get(index)
+
+    def __setitem__(self, index: int | slice | Tensor, data: Any) -> None:
+        self.set(index, data)
+
+    def empty(self) -> None:
+        """Forgets every item (the allocated memory, if any, is kept)."""
+        self._empty()
+
+    def rows_for(self, data: Any) -> int:
+        """How many rows (writer slots along dim 0) the storage has, given a batch to write."""
+        return self.max_size
+
+    @property
+    def num_rows(self) -> int:
+        """Rows written so far (equals ``len(self)`` when ``ndim == 1``)."""
+        return len(self)
+
+    def unravel(self, flat: Tensor) -> Tensor | tuple[Tensor, ...]:
+        """Maps flat item numbers to the storage's index (a tuple of tensors if ``ndim > 1``)."""
+        return flat
+
+    def ravel(self, index: Any) -> Tensor:
+        """Maps a storage index (as returned by :meth:`unravel`) to flat item numbers."""
+        return torch.as_tensor(index, dtype=torch.long).reshape(-1)
+
+    def dumps(self, path: str | Path) -> None:
+        """Saves the storage under the directory ``path`` (created if missing)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        atomic_save(self.state_dict(), path / "storage.pt")
+
+    def loads(self, path: str | Path) -> None:
+        """Restores what :meth:`dumps` saved under ``path``."""
+        file = Path(path) / "storage.pt"
+        if not file.exists():
+            raise FileNotFoundError(
+                f"{type(self).__name__}.loads: no saved storage at {file}. Pass the directory "
+                f"given to dumps()."
+            )
+        self.load_state_dict(torch.load(file, weights_only=False))
+
+
+def atomic_save(obj: Any, file: Path) -> None:
+    """``torch.save`` to a temporary file, then an atomic rename over ``file``."""
+    tmp = file.with_name(file.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        torch.save(obj, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, file)
+
+
+def atomic_write_json(obj: Any, file: Path) -> None:
+    """Writes JSON to a temporary file, then renames it over ``file`` (readers never see half)."""
+    tmp = file.with_name(file.name + ".tmp")
+    with open(tmp, "w") as handle:
+        json.dump(obj, handle)
+    os.replace(tmp, file)

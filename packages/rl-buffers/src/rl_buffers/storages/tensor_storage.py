@@ -1,0 +1,314 @@
+"""TensorStorage: items stacked in a tensor or a TensorDict."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor
+
+from rl_buffers.storages._tree import LeafTree, check_match
+from rl_buffers.storages.storage import Storage
+
+__all__ = ["TensorStorage"]
+
+
+class TensorStorage(Storage):
+    """Keeps items stacked along the first ``ndim`` dims of a tensor or a TensorDict.
+
+    Built on existing data, the storage counts every slot as filled (``len == max_size``):
+    ``TensorStorage(TensorDict.load_memmap(path))`` serves a directory of memory-mapped data.
+    Reads of a batch of items run one ``index_select`` per leaf.
+
+    Args:
+        storage: the data, a tensor or a TensorDict with batch dims ``[rows, *inner]``.
+        max_size: the number of items; defaults to (and must equal) what ``storage`` holds.
+
+    Keyword Args:
+        device: where the items live; ``storage`` is moved there. Defaults to its device.
+        ndim: how many leading dims index items (``2`` for ``[rows, time]`` data written
+            row by row). Defaults to 1.
+
+    Raises:
+        ValueError: ``ndim`` is not a positive int, or ``max_size`` disagrees with ``storage``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_buffers import TensorStorage
+        >>> storage = TensorStorage(TensorDict({"obs": torch.arange(6.0).view(3, 2)}, [3]))
+        >>> len(storage), storage.get(torch.tensor([2, 0]))["obs"].tolist()
+        (3, [[4.0, 5.0], [0.0, 1.0]])
+    """
+
+    def __init__(
+        self,
+        storage: Tensor | TensorDictBase | None,
+        max_size: int | None = None,
+        *,
+        device: torch.device | str | None = None,
+        ndim: int = 1,
+    ) -> None:
+        name = type(self).__name__
+        if isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1:
+            raise ValueError(f"{name}: expected ndim to be an int >= 1, got {ndim!r}.")
+        self.ndim = ndim
+        self.device = torch.device(device) if device is not None else None
+        self._data: Tensor | TensorDictBase | None = None
+        self._tree: LeafTree | None = None
+        self._len_rows = 0
+        self._rows = 0
+        self._next_row = 0
+        self._persistent = type(self)._written is not TensorStorage._written
+        if storage is None:
+            if max_size is None:
+                raise ValueError(f"{name}: expected storage or max_size, got neither.")
+            super().__init__(max_size)
+            return
+        if not isinstance(storage, Tensor | TensorDictBase):
+            raise TypeError(
+                f"{name}: expected storage to be a tensor or a TensorDict, got "
+                f"{type(storage).__name__}. Use ListStorage for other objects."
+            )
+        if len(storage.shape) < ndim:
+            raise ValueError(
+                f"{name}: expected storage with at least {ndim} batch dims (ndim={ndim}), got "
+                f"shape {tuple(storage.shape)}."
+            )
+        held = math.prod(storage.shape[:ndim])
+        if max_size is not None and max_size != held:
+            raise ValueError(
+                f"{name}: max_size={max_size} but the storage holds {held} items "
+                f"(shape {tuple(storage.shape[:ndim])}). Omit max_size."
+            )
+        super().__init__(held)
+        if self.device is not None and storage.device != self.device:
+            storage = storage.to(self.device)
+        self._adopt(storage, len_rows=storage.shape[0])
+
+    # ---------------------------------------------------------------- allocation
+    @property
+    def initialized(self) -> bool:
+        """Whether the storage's memory exists (lazy storages allocate on first write)."""
+        return self._data is not None
+
+    def _adopt(self, data: Tensor | TensorDictBase, *, len_rows: int) -> None:
+        self._data = data
+        self._rows = data.shape[0]
+        self._tree = LeafTree(data, self.ndim)
+        self._len_rows = len_rows
+        if self.device is None:
+            self.device = data.device
+
+    def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
+        raise RuntimeError(
+            f"{type(self).__name__}: the storage holds no data; build it on a tensor or a "
+            f"TensorDict, or use LazyTensorStorage."
+        )
+
+    def rows_for(self, data: Any) -> int:
+        if self._data is not None:
+            return self._rows
+        inner = math.prod(_batch_shape(data)[1 : self.ndim])
+        rows = self.max_size // max(inner, 1)
+        if rows < 1:
+            raise ValueError(
+                f"{type(self).__name__}: max_size={self.max_size} holds no row of "
+                f"{inner} items (batch {tuple(_batch_shape(data))}, ndim={self.ndim}). "
+                f"Raise max_size."
+            )
+        return rows
+
+    @property
+    def num_rows(self) -> int:
+        return self._len_rows
+
+    @property
+    def next_row(self) -> int:
+        """The row after the last one written (where a round-robin writer goes on)."""
+        return self._next_row
+
+    # ---------------------------------------------------------------- read and write
+    def __len__(self) -> int:
+        if self._tree is None:
+            return 0
+        return self._len_rows * math.prod(self._tree.shape[1:])
+
+    def set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
+        tree = self._tree
+        if tree is not None and type(index) is slice:
+            # The common case (a batch written at consecutive rows of an allocated storage):
+            # the leaves are collected and checked once, then copied.
+            values = tree.values_of(data)
+            if values is not None:
+                stop = index.indices(self._rows)[1]
+                for (_, leaf), value in zip(tree.leaves, values):
+                    leaf[index] = value  # copies across devices and dtypes as needed
+                self._next_row = stop % self._rows
+                if stop > self._len_rows:
+                    self._len_rows = stop
+                if self._persistent:
+                    self._written(stop)
+                return
+        self._set(index, data)
+
+    def _set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
+        where = f"{type(self).__name__}.set"
+        if not isinstance(data, Tensor | TensorDictBase):
+            raise TypeError(
+                f"{where}: expected a tensor or a TensorDict, got {type(data).__name__}. "
+                f"Use ListStorage for other objects."
+            )
+        single = isinstance(index, int)
+        if single:
+            data = data.unsqueeze(0)
+            index = slice(index, index + 1)
+        if self._data is None:
+            if len(data.shape) < self.ndim:
+                raise ValueError(
+                    f"{where}: expected data with at least {self.ndim} batch dims "
+                    f"(ndim={self.ndim}), got shape {tuple(data.shape)}."
+                )
+            self._adopt(self._allocate(data, self.rows_for(data)), len_rows=0)
+        tree = self._tree
+        values = tree.values_of(data)
+        if values is None:
+            check_match(where, tree.leaf_shapes, data, self.ndim, tree.shape[1:])
+            raise ValueError(
+                f"{where}: the data does not match the storage's layout "
+                f"({tree.leaf_shapes}); got {data}."
+            )
+        if type(index) is slice:
+            stop = index.indices(self._rows)[1]
+            self._next_row = stop % self._rows
+            for (_, leaf), value in zip(tree.leaves, values):
+                leaf[index] = value  # copies across devices and dtypes as needed
+        else:
+            index = index.to(tree.device)
+            stop = int(index.max()) + 1 if index.numel() else 0
+            if index.numel():
+                self._next_row = (int(index[-1]) + 1) % self._rows
+            for (_, leaf), value in zip(tree.leaves, values):
+                leaf.index_copy_(0, index, value.to(leaf.device, leaf.dtype, non_blocking=True))
+        if stop > self._len_rows:
+            self._len_rows = stop
+        if self._persistent:
+            self._written(stop)
+
+    def _written(self, stop: int) -> None:
+        """Hook run after each write (persistent storages record their length here)."""
+
+    def get(
+        self, index: int | Tensor, *, extra: dict[str, Tensor] | None = None
+    ) -> Tensor | TensorDictBase:
+        """Reads items; ``extra`` (string keys, 1-D index, TensorDict items) is added to the
+        result's root entries."""
+        tree = self._tree
+        if tree is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.get: the storage is empty; write items before reading."
+            )
+        if isinstance(index, int):
+            return self._data[self.unravel(torch.tensor(index))]
+        if index.dim() != 1:
+            out = tree.get_rows(index.reshape(-1))
+            return out.reshape(*index.shape, *out.shape[1:])
+        if extra is not None and (tree.is_tensor or self.ndim != 1):
+            raise ValueError(
+                f"{type(self).__name__}.get: extra entries need TensorDict items and ndim=1."
+            )
+        if not tree.on_cpu:
+            index = index.to(tree.device)
+        return tree.get_rows(index, extra)
+
+    def column(self, key: str | tuple[str, ...]) -> Tensor:
+        """Entry ``key`` of the stored items, in storage order (``ndim == 1`` storages).
+
+        Raises:
+            KeyError: the items have no such entry.
+        """
+        tree = self._tree
+        if tree is None:
+            raise RuntimeError(f"{type(self).__name__}.column: the storage is empty.")
+        if tree.is_tensor:
+            raise KeyError(
+                f"{type(self).__name__}.column: the storage holds plain tensors, not TensorDicts; "
+                f"there is no entry {key!r}."
+            )
+        path = key if isinstance(key, tuple) else (key,)
+        for leaf_key, leaf in tree.leaves:
+            if leaf_key == path:
+                return leaf[: self._len_rows]
+        raise KeyError(
+            f"{type(self).__name__}.column: the items have no entry {key!r}; entries: "
+            f"{[k if len(k) > 1 else k[0] for k, _ in tree.leaves]}."
+        )
+
+    def unravel(self, flat: Tensor) -> Tensor | tuple[Tensor, ...]:
+        if self.ndim == 1 or self._tree is None:
+            return flat
+        return torch.unravel_index(flat, self._tree.shape)
+
+    def ravel(self, index: Any) -> Tensor:
+        """Flat item numbers of ``index``: a tuple of per-dim tensors (as :meth:`unravel`
+        returns for ``ndim > 1``) is raveled, a tensor is taken as flat item numbers."""
+        if not isinstance(index, tuple) or self._tree is None:
+            return torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        shape = self._tree.shape
+        flat = torch.zeros_like(torch.as_tensor(index[0]), dtype=torch.long)
+        for dim, part in enumerate(index):
+            flat = flat * shape[dim] + torch.as_tensor(part, dtype=torch.long)
+        return flat.reshape(-1)
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "data": self._data,
+            "len_rows": self._len_rows,
+            "next_row": self._next_row,
+            "max_size": self.max_size,
+            "ndim": self.ndim,
+        }
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        data = state_dict["data"]
+        if data is None:
+            self._data, self._tree, self._len_rows = None, None, 0
+            return
+        if self.device is not None:
+            data = data.to(self.device)
+        if self._data is None:
+            self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
+        self._copy_in(data)
+        self._len_rows = state_dict["len_rows"]
+        self._next_row = state_dict.get("next_row", self._len_rows % self._rows)
+
+    def _copy_in(self, data: Tensor | TensorDictBase) -> None:
+        if self._data.shape[: self.ndim] != data.shape[: self.ndim]:
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the saved storage has shape "
+                f"{tuple(data.shape[: self.ndim])}, this one {tuple(self._data.shape[: self.ndim])}."
+            )
+        check_match(
+            f"{type(self).__name__}.load_state_dict",
+            self._tree.leaf_shapes,
+            data,
+            self.ndim,
+            self._tree.shape[1:],
+        )
+        self._data.copy_(data) if isinstance(data, Tensor) else self._data.update_(data)
+
+    def _empty(self) -> None:
+        self._len_rows = 0
+        self._next_row = 0
+        if self._data is not None:
+            self._written(0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(max_size={self.max_size}, len={len(self)}, ndim={self.ndim})"
+
+
+def _batch_shape(data: Any) -> torch.Size:
+    return data.batch_size if isinstance(data, TensorDictBase) else data.shape

@@ -1,0 +1,114 @@
+"""TensorDictMaxValueWriter: keeps the items with the highest rank."""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor
+
+from rl_buffers.writers.round_robin import batch_len
+from rl_buffers.writers.writer import Writer
+
+__all__ = ["TensorDictMaxValueWriter"]
+
+_REDUCTIONS = {
+    "sum": lambda t: t.sum(-1),
+    "mean": lambda t: t.mean(-1),
+    "max": lambda t: t.amax(-1),
+    "min": lambda t: t.amin(-1),
+}
+
+
+class TensorDictMaxValueWriter(Writer):
+    """Keeps the ``max_size`` items with the highest ``rank_key`` value.
+
+    While the storage has room every item is written; once full, an item replaces the
+    lowest-ranked stored item if it ranks higher, and is dropped otherwise. The rank of an
+    item is its ``rank_key`` entry reduced over its feature dims (``reduction``).
+
+    Args:
+        rank_key: the entry that ranks items. Defaults to ``("next", "reward")``.
+        reduction: ``"sum"``, ``"mean"``, ``"max"`` or ``"min"`` over the feature dims.
+
+    Raises:
+        ValueError: ``reduction`` is unknown.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_buffers import LazyTensorStorage, TensorDictMaxValueWriter
+        >>> storage = LazyTensorStorage(2)
+        >>> writer = TensorDictMaxValueWriter(rank_key="score")
+        >>> writer.register_storage(storage)
+        >>> _ = writer.extend(TensorDict({"score": torch.tensor([1.0, 5.0, 3.0])}, [3]))
+        >>> sorted(storage.get(torch.arange(2))["score"].tolist())
+        [3.0, 5.0]
+    """
+
+    def __init__(self, rank_key: Any = None, reduction: str = "sum") -> None:
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(
+                f"TensorDictMaxValueWriter: expected reduction in {sorted(_REDUCTIONS)}, got "
+                f"{reduction!r}."
+            )
+        self.rank_key = rank_key if rank_key is not None else ("next", "reward")
+        self.reduction = reduction
+        self._heap: list[tuple[float, int]] = []  # (rank, row), lowest rank first
+        self._filled = 0
+
+    def _ranks(self, data: TensorDictBase) -> Tensor:
+        if not isinstance(data, TensorDictBase):
+            raise TypeError(
+                f"TensorDictMaxValueWriter: expected TensorDict data, got {type(data).__name__}."
+            )
+        value = data.get(self.rank_key, None)
+        if value is None:
+            raise KeyError(
+                f"TensorDictMaxValueWriter: the data has no rank_key {self.rank_key!r}; keys: "
+                f"{list(data.keys(True, True))}. Pass rank_key= naming the ranking entry."
+            )
+        value = value.reshape(value.shape[0], -1).float()
+        return _REDUCTIONS[self.reduction](value)
+
+    def add(self, data: Any) -> int:
+        rows = self.extend(data.unsqueeze(0))
+        return int(rows[0]) if rows.numel() else -1
+
+    def extend(self, data: Any) -> Tensor:
+        ranks = self._ranks(data).tolist()
+        capacity = self.storage.rows_for(data)
+        if batch_len(data) == 0:
+            return torch.empty(0, dtype=torch.long)
+        chosen: dict[int, int] = {}  # row -> position in data (the last one wins)
+        for position, rank in enumerate(ranks):
+            if self._filled < capacity:
+                row = self._filled
+                self._filled += 1
+                heapq.heappush(self._heap, (rank, row))
+            elif rank > self._heap[0][0]:
+                row = heapq.heapreplace(self._heap, (rank, self._heap[0][1]))[1]
+            else:
+                continue
+            chosen[row] = position
+        if not chosen:
+            return torch.empty(0, dtype=torch.long)
+        rows = torch.tensor(list(chosen.keys()), dtype=torch.long)
+        positions = torch.tensor(list(chosen.values()), dtype=torch.long)
+        self.storage.set(rows, data[positions])
+        return rows
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"heap": list(self._heap), "filled": self._filled}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._heap = [tuple(item) for item in state_dict["heap"]]
+        heapq.heapify(self._heap)
+        self._filled = int(state_dict["filled"])
+
+    def _empty(self) -> None:
+        self._heap = []
+        self._filled = 0

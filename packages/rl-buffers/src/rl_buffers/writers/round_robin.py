@@ -1,0 +1,94 @@
+"""RoundRobinWriter: writes in order, overwriting the oldest items once full."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor
+
+from rl_buffers.writers.writer import Writer
+
+__all__ = ["RoundRobinWriter"]
+
+
+def batch_len(data: Any) -> int:
+    """Items in a batch: the first dim of a tensor or TensorDict, ``len`` of a sequence."""
+    if isinstance(data, TensorDictBase):
+        batch = data.batch_size
+        if batch:
+            return batch[0]
+    if isinstance(data, Tensor | TensorDictBase):
+        if not data.shape:
+            raise ValueError(
+                "extend: expected a batch with a leading batch dim, got a 0-dim "
+                f"{type(data).__name__}. Use add() for one item or unsqueeze(0)."
+            )
+        return data.shape[0]
+    return len(data)
+
+
+class RoundRobinWriter(Writer):
+    """Writes rows in order and wraps around: once full, each write replaces the oldest.
+
+    A batch larger than the storage keeps its last items (as if written one by one).
+
+    Examples:
+        >>> import torch
+        >>> from rl_buffers import LazyTensorStorage, RoundRobinWriter
+        >>> writer = RoundRobinWriter()
+        >>> writer.register_storage(LazyTensorStorage(4))
+        >>> writer.extend(torch.zeros(3, 2)).tolist(), writer.extend(torch.ones(3, 2)).tolist()
+        ([0, 1, 2], [3, 0, 1])
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cursor = 0
+
+    def add(self, data: Any) -> int:
+        storage = self.storage
+        rows = storage.rows_for(_one(data))
+        index = self._cursor % rows
+        storage.set(index, data)
+        self._cursor = (index + 1) % rows
+        return index
+
+    def extend(self, data: Any) -> Tensor:
+        storage = self._storage if self._storage is not None else self.storage
+        n = batch_len(data)
+        rows = storage.rows_for(data)
+        start = self._cursor % rows
+        if n > rows:
+            start = (start + n - rows) % rows
+            data = data[n - rows :]
+            n = rows
+        if n == 0:
+            return torch.empty(0, dtype=torch.long)
+        index = torch.arange(start, start + n)
+        if start + n <= rows:
+            storage.set(slice(start, start + n), data)
+        else:
+            index = index % rows
+            storage.set(index, data)
+        self._cursor = (start + n) % rows
+        return index
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"cursor": self._cursor}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self._cursor = int(state_dict["cursor"])
+
+    def _empty(self) -> None:
+        self._cursor = 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(cursor={self._cursor})"
+
+
+def _one(data: Any) -> Any:
+    if isinstance(data, Tensor | TensorDictBase):
+        return data.unsqueeze(0)
+    return [data]

@@ -1,0 +1,178 @@
+import itertools
+import threading
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import (
+    LazyMemmapStorage,
+    LazyTensorStorage,
+    ListStorage,
+    PrioritizedSampler,
+    ReplayBuffer,
+    SamplerWithoutReplacement,
+)
+from rl_core.transforms import RenameTransform, Transform
+
+
+class Scale(Transform):
+    """Doubles ``x`` on samples and halves it on writes."""
+
+    def __init__(self):
+        super().__init__(in_keys=["x"], in_keys_inv=["x"])
+
+    def _apply_transform(self, value):
+        return value * 2
+
+    def _inv_apply_transform(self, value):
+        return value / 2
+
+
+def td(n, start=0):
+    x = torch.arange(start, start + n, dtype=torch.float32)
+    return TensorDict({"x": x, "twice": 2 * x}, [n])
+
+
+def test_default_list_storage_holds_any_object():
+    buffer = ReplayBuffer(batch_size=3)
+    buffer.add("a")
+    buffer.extend(["b", "c"])
+    assert len(buffer) == 3
+    assert set(buffer.sample()) <= {"a", "b", "c"}
+    tensors = ReplayBuffer(storage=ListStorage(10))
+    tensors.extend([torch.zeros(2), torch.ones(2)])
+    assert tensors.sample(5).shape == (5, 2)
+
+
+def test_extend_sample_len_and_empty():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(10))
+    assert buffer.extend(torch.arange(4.0)).tolist() == [0, 1, 2, 3]
+    assert buffer.add(torch.tensor(4.0)) == 4
+    data, info = buffer.sample(6, return_info=True)
+    assert data.shape == (6,)
+    assert torch.equal(data, info["index"].float())
+    buffer.empty()
+    assert len(buffer) == 0
+    with pytest.raises(
+        RuntimeError, match=r"ReplayBuffer\.sample: cannot sample from an empty buffer"
+    ):
+        buffer.sample(2)
+    with pytest.raises(ValueError, match="no batch_size; pass sample"):
+        buffer.sample()
+    assert buffer.extend(torch.ones(1)).tolist() == [0]
+
+
+def test_iter_is_one_epoch_without_replacement():
+    buffer = ReplayBuffer(
+        storage=LazyTensorStorage(20), sampler=SamplerWithoutReplacement(), batch_size=4
+    )
+    buffer.extend(torch.arange(10))
+    batches = list(buffer)
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert sorted(torch.cat(batches).tolist()) == list(range(10))
+    endless = ReplayBuffer(storage=LazyTensorStorage(5), batch_size=2)
+    endless.extend(torch.arange(5))
+    assert len(list(itertools.islice(endless, 7))) == 7
+
+
+def test_transforms_on_samples_and_inverse_on_writes():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(10), transform=Scale())
+    buffer.extend(td(4))
+    stored = buffer.storage.get(torch.arange(4))
+    assert stored["x"].tolist() == [0.0, 0.5, 1.0, 1.5]  # inverse ran on the write
+    buffer.append_transform(RenameTransform(in_keys=["twice"], out_keys=["double"]))
+    batch = buffer.sample(8)
+    assert torch.equal(batch["x"], batch["double"] / 2)
+    buffer.insert_transform(0, RenameTransform(in_keys=["x"], out_keys=["y"]))
+    assert [type(t).__name__ for t in buffer.transform] == [
+        "RenameTransform",
+        "Scale",
+        "RenameTransform",
+    ]
+    with pytest.raises(TypeError, match="expected an rl-core Transform, got function"):
+        buffer.append_transform(lambda x: x)
+
+
+def test_state_dict_round_trip():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(8), sampler=PrioritizedSampler(8, 0.6, 0.4))
+    index = buffer.extend(td(5))
+    buffer.update_priority(index, torch.arange(5.0))
+    other = ReplayBuffer(storage=LazyTensorStorage(8), sampler=PrioritizedSampler(8, 0.6, 0.4))
+    other.load_state_dict(buffer.state_dict())
+    assert len(other) == 5
+    assert torch.equal(other.sampler._tree, buffer.sampler._tree)
+    assert other.extend(td(1)).tolist() == [5]
+
+
+@pytest.mark.parametrize("memmap", [False, True])
+def test_dumps_loads_round_trip(tmp_path, memmap):
+    def make(folder):
+        storage = LazyMemmapStorage(6, scratch_dir=folder) if memmap else LazyTensorStorage(6)
+        return ReplayBuffer(storage=storage, sampler=PrioritizedSampler(6, 0.6, 0.4))
+
+    buffer = make(tmp_path / "a")
+    buffer.extend(td(8))  # wraps: rows 0 and 1 hold items 6 and 7
+    buffer.update_priority(torch.tensor([1, 3]), torch.tensor([5.0, 0.1]))
+    buffer.dumps(tmp_path / "ckpt")
+    other = make(tmp_path / "b")
+    other.loads(tmp_path / "ckpt")
+    assert torch.equal(
+        other.storage.get(torch.arange(6))["x"], buffer.storage.get(torch.arange(6))["x"]
+    )
+    assert torch.equal(other.sampler._tree, buffer.sampler._tree)
+    assert other.writer.state_dict() == {"cursor": 2}
+    with pytest.raises(FileNotFoundError, match="holds no complete checkpoint"):
+        other.loads(tmp_path / "nothing")
+
+
+def test_prefetch_samples_ahead():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(100), batch_size=8, prefetch=3)
+    buffer.extend(td(50))
+    for _ in range(10):
+        batch = buffer.sample()
+        assert batch.batch_size == torch.Size([8])
+        assert torch.equal(batch["twice"], 2 * batch["x"])
+    with pytest.raises(ValueError, match="batch_size=4 differs from the prefetched batch_size=8"):
+        buffer.sample(4)
+    buffer.empty()
+    with pytest.raises(RuntimeError, match="empty buffer"):
+        buffer.sample()
+    with pytest.raises(ValueError, match="prefetch=2 needs a batch_size"):
+        ReplayBuffer(prefetch=2)
+
+
+def test_extend_from_a_thread_while_sampling():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(500), batch_size=32, prefetch=2)
+    buffer.extend(td(10))
+    errors = []
+
+    def collect():
+        try:
+            for i in range(100):
+                buffer.extend(td(10, start=10 * (i + 1)))
+        except Exception as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    thread = threading.Thread(target=collect)
+    thread.start()
+    while thread.is_alive():
+        batch = buffer.sample()
+        # Items are written whole under the buffer's lock: no half-written item is read.
+        assert torch.equal(batch["twice"], 2 * batch["x"])
+    thread.join()
+    assert not errors
+    assert len(buffer) == 500
+    assert sorted(buffer.storage.get(torch.arange(500))["x"].tolist()) == list(range(510, 1010))
+
+
+def test_bad_construction():
+    with pytest.raises(ValueError, match="expected batch_size to be a positive int, got -1"):
+        ReplayBuffer(batch_size=-1)
+    with pytest.raises(ValueError, match="expected prefetch to be a positive int"):
+        ReplayBuffer(batch_size=2, prefetch=0)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="pin_memory=True needs a CUDA device"):
+            ReplayBuffer(pin_memory=True)
+    with pytest.raises(RuntimeError, match="RandomSampler has no priorities"):
+        ReplayBuffer().update_priority(torch.tensor([0]), 1.0)

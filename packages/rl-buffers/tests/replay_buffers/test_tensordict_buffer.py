@@ -1,0 +1,101 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import (
+    LazyTensorStorage,
+    ListStorage,
+    PrioritizedSampler,
+    SliceSampler,
+    TensorDictReplayBuffer,
+    TensorStorage,
+)
+
+
+def td(n, start=0):
+    obs = torch.arange(start, start + n, dtype=torch.float32).unsqueeze(-1).expand(n, 17).clone()
+    return TensorDict(
+        {"observation": obs, "action": torch.zeros(n, 6), "next": {"reward": torch.ones(n, 1)}}, [n]
+    )
+
+
+def test_sample_carries_index_and_matches_storage():
+    buffer = TensorDictReplayBuffer(storage=LazyTensorStorage(100), batch_size=16)
+    buffer.extend(td(30))
+    batch = buffer.sample()
+    assert batch.batch_size == torch.Size([16])
+    assert torch.equal(batch["observation"][:, 0], batch["index"].float())
+    expected = buffer.storage._data[batch["index"]]  # generic TensorDict indexing: the oracle
+    assert (batch.exclude("index") == expected.exclude("index")).all()
+
+
+def test_list_storage_of_tensordicts():
+    buffer = TensorDictReplayBuffer(storage=ListStorage(10), batch_size=4)
+    buffer.extend(td(6))
+    batch = buffer.sample()
+    assert batch["observation"].shape == (4, 17)
+    assert torch.equal(batch["observation"][:, 0], batch["index"].float())
+
+
+def test_prioritized_sampler_priorities_from_data_and_update():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10), sampler=PrioritizedSampler(10, 1.0, 1.0), batch_size=64
+    )
+    data = td(4).set("td_error", torch.tensor([0.0, 0.0, 0.0, 1.0]))
+    buffer.extend(data)
+    assert set(buffer.sample()["index"].tolist()) == {3}
+    batch = buffer.sample()
+    assert "priority_weight" in batch.keys()
+    batch["td_error"] = torch.zeros(64)
+    buffer.update_tensordict_priority(batch)
+    data["td_error"] = torch.tensor([0.0, 2.0, 0.0, 0.0])
+    buffer.update_tensordict_priority(data)  # extend wrote data["index"]
+    assert set(buffer.sample()["index"].tolist()) == {1}
+    with pytest.raises(KeyError, match="has no 'td_error' entry"):
+        buffer.update_tensordict_priority(td(2).set("index", torch.arange(2)))
+
+
+def test_slice_sampler_marks_slice_ends():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(50), sampler=SliceSampler(slice_len=4, traj_key="episode")
+    )
+    buffer.extend(td(20).set("episode", torch.arange(20) // 10))
+    batch = buffer.sample(12)
+    assert batch["next", "truncated"].view(3, 4)[:, -1].all()
+
+
+def test_ndim_two_index_and_priorities():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(40, ndim=2), sampler=PrioritizedSampler(40, 1.0, 0.5)
+    )
+    data = TensorDict({"x": torch.arange(12.0).view(3, 4)}, [3, 4])
+    assert buffer.extend(data).tolist() == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    batch = buffer.sample(10)
+    assert batch["index"].shape == (10, 2)
+    assert torch.equal(batch["x"], (batch["index"][:, 0] * 4 + batch["index"][:, 1]).float())
+    everything = buffer.storage.get(torch.arange(12))
+    everything["index"] = torch.stack(buffer.storage.unravel(torch.arange(12)), -1)
+    everything["td_error"] = (everything["x"] == 5).float()
+    buffer.update_tensordict_priority(everything)
+    assert set(buffer.sample(50)["x"].tolist()) == {5.0}
+
+
+def test_directory_of_memory_mapped_data(tmp_path):
+    td(12).memmap(tmp_path)
+    buffer = TensorDictReplayBuffer(
+        storage=TensorStorage(TensorDict.load_memmap(tmp_path)), batch_size=5
+    )
+    assert len(buffer) == 12
+    batch = buffer.sample()
+    assert torch.equal(batch["observation"][:, 0], batch["index"].float())
+
+
+def test_add_one_row_of_a_two_dim_storage():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(8, ndim=2), sampler=PrioritizedSampler(8, 1.0, 1.0)
+    )
+    buffer.extend(TensorDict({"x": torch.zeros(1, 4)}, [1, 4]))
+    buffer.update_priority(torch.arange(4), torch.zeros(4))
+    buffer.add(TensorDict({"x": torch.ones(4)}, [4]))  # row 1: items 4-7 at max priority
+    assert len(buffer) == 8
+    assert set(buffer.sample(64)["x"].tolist()) == {1.0}

@@ -1,0 +1,136 @@
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+
+
+def batch(n, start=0):
+    step = torch.arange(start, start + n)
+    return TensorDict({"step": step, "obs": step.float().unsqueeze(-1).expand(n, 3).clone()}, [n])
+
+
+def test_files_live_in_scratch_dir_and_reload(tmp_path):
+    storage = LazyMemmapStorage(10, scratch_dir=tmp_path)
+    storage.set(torch.arange(4), batch(4))
+    assert storage._data.is_memmap()
+    assert (tmp_path / "rl_buffers_storage.json").exists()
+    reopened = LazyMemmapStorage.load(tmp_path)
+    assert len(reopened) == 4
+    assert reopened.get(torch.arange(4))["step"].tolist() == [0, 1, 2, 3]
+    assert reopened.next_row == 4
+
+
+def test_existsok(tmp_path):
+    LazyMemmapStorage(10, scratch_dir=tmp_path).set(torch.arange(2), batch(2))
+    with pytest.raises(FileExistsError, match=r"already holds a storage\. Pass existsok=True"):
+        LazyMemmapStorage(10, scratch_dir=tmp_path).set(torch.arange(2), batch(2))
+    storage = LazyMemmapStorage(10, scratch_dir=tmp_path, existsok=True)
+    storage.set(torch.arange(1), batch(1, start=7))
+    assert len(LazyMemmapStorage.load(tmp_path)) == 1
+
+
+def test_dumps_elsewhere_and_loads_copy(tmp_path):
+    storage = LazyMemmapStorage(10, scratch_dir=tmp_path / "a")
+    storage.set(torch.arange(3), batch(3))
+    storage.dumps(tmp_path / "b")
+    other = LazyMemmapStorage(10, scratch_dir=tmp_path / "c")
+    other.loads(tmp_path / "b")
+    assert len(other) == 3
+    assert other.scratch_dir == tmp_path / "c"
+    assert other.get(torch.arange(3))["step"].tolist() == [0, 1, 2]
+
+
+def test_bad_input(tmp_path):
+    with pytest.raises(ValueError, match="expected device='cpu'"):
+        LazyMemmapStorage(3, device="meta")
+    with pytest.raises(FileNotFoundError, match="holds no storage"):
+        LazyMemmapStorage.load(tmp_path)
+
+
+_CHILD = textwrap.dedent(
+    """
+    import sys, torch
+    from tensordict import TensorDict
+    from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+    scratch, checkpoint = sys.argv[1], sys.argv[2]
+    buffer = TensorDictReplayBuffer(storage=LazyMemmapStorage(100_000, scratch_dir=scratch))
+    i = 0
+    while True:
+        step = torch.arange(5 * i, 5 * i + 5)
+        buffer.extend(TensorDict({"step": step, "obs": step.float().unsqueeze(-1).expand(5, 3)}, [5]))
+        if i == 9:
+            buffer.dumps(checkpoint)
+        print(i, flush=True)
+        i += 1
+    """
+)
+
+
+def test_killed_writer_keeps_every_returned_item(tmp_path):
+    """A process extending a memmap buffer is killed by SIGKILL; a new one reloads its data."""
+    scratch, checkpoint = tmp_path / "scratch", tmp_path / "checkpoint"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(scratch), str(checkpoint)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    returned = []
+    try:
+        for line in child.stdout:
+            returned.append(int(line))
+            if len(returned) >= 40:
+                break
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+    assert child.returncode == -signal.SIGKILL, child.stderr.read()
+    returned += [int(line) for line in child.stdout.read().split()]  # printed before the kill
+    assert len(returned) >= 40
+
+    storage = LazyMemmapStorage.load(scratch)
+    done = 5 * (returned[-1] + 1)
+    assert len(storage) >= done
+    data = storage.get(torch.arange(done))
+    assert data["step"].tolist() == list(range(done))
+    assert (data["obs"] == data["step"].float().unsqueeze(-1)).all()
+
+    # The buffer goes on writing after the recovered items.
+    buffer = TensorDictReplayBuffer(storage=storage, batch_size=8)
+    index = buffer.extend(batch(2, start=-2))
+    assert index.tolist() == [len(storage) - 2, len(storage) - 1]
+
+    # The checkpoint taken after the tenth extend holds exactly its 50 items.
+    restored = TensorDictReplayBuffer(
+        storage=LazyMemmapStorage(100_000, scratch_dir=tmp_path / "r")
+    )
+    restored.loads(checkpoint)
+    assert len(restored) == 50
+    assert restored.storage.get(torch.arange(50))["step"].tolist() == list(range(50))
+    assert restored.writer.state_dict()["cursor"] == 50
+
+
+def test_loads_without_scratch_dir_copies_and_leaves_the_source_alone(tmp_path):
+    source = LazyMemmapStorage(10, scratch_dir=tmp_path / "a")
+    source.set(torch.arange(3), batch(3))
+    copy = LazyMemmapStorage(10)
+    copy.loads(tmp_path / "a")
+    assert copy.scratch_dir != tmp_path / "a"
+    copy.set(torch.arange(1), batch(1, start=50))
+    assert LazyMemmapStorage.load(tmp_path / "a").get(torch.arange(1))["step"].tolist() == [0]
+
+
+def test_reopened_wrapped_storage_keeps_the_write_position(tmp_path):
+    buffer = TensorDictReplayBuffer(storage=LazyMemmapStorage(4, scratch_dir=tmp_path))
+    buffer.extend(batch(6))  # wraps: the next write goes to row 2
+    reopened = LazyMemmapStorage.load(tmp_path)
+    assert reopened.next_row == 2
+    again = TensorDictReplayBuffer(storage=reopened)
+    assert again.extend(batch(1, start=9)).tolist() == [2]

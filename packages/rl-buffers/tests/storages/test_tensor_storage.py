@@ -1,0 +1,65 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import TensorStorage
+
+
+def make(n=6):
+    return TensorDict(
+        {
+            "obs": torch.arange(n * 2.0).view(n, 2),
+            "next": {"done": torch.zeros(n, 1, dtype=torch.bool)},
+        },
+        [n],
+    )
+
+
+def test_existing_data_is_full_and_fast_read_matches_indexing():
+    data = make()
+    storage = TensorStorage(data)
+    assert len(storage) == 6
+    assert storage.max_size == 6
+    index = torch.tensor([5, 0, 5, 3])
+    # The leaf-plan read is an optimisation of TensorDict indexing: same result.
+    assert (storage.get(index) == data[index]).all()
+    assert storage.get(index).batch_size == torch.Size([4])
+    assert (storage.get(torch.tensor([[1, 2]]))["obs"] == data["obs"][[1, 2]].unsqueeze(0)).all()
+    assert storage.get(2)["obs"].tolist() == [4.0, 5.0]
+
+
+def test_plain_tensor_storage():
+    storage = TensorStorage(torch.arange(10.0))
+    storage.set(slice(0, 2), torch.tensor([7.0, 8.0]))
+    assert storage.get(torch.tensor([1, 9])).tolist() == [8.0, 9.0]
+    with pytest.raises(KeyError, match="holds plain tensors"):
+        storage.column("obs")
+
+
+def test_column_and_missing_key():
+    storage = TensorStorage(make())
+    assert storage.column("obs").shape == (6, 2)
+    with pytest.raises(
+        KeyError, match=r"no entry 'reward'; entries: \['obs', \('next', 'done'\)\]"
+    ):
+        storage.column("reward")
+
+
+def test_bad_construction():
+    with pytest.raises(
+        TypeError, match="expected storage to be a tensor or a TensorDict, got list"
+    ):
+        TensorStorage([1, 2])
+    with pytest.raises(ValueError, match="max_size=3 but the storage holds 6 items"):
+        TensorStorage(make(), 3)
+    with pytest.raises(ValueError, match="expected ndim to be an int >= 1, got 0"):
+        TensorStorage(make(), ndim=0)
+    with pytest.raises(ValueError, match="at least 2 batch dims"):
+        TensorStorage(make(), ndim=2)
+
+
+def test_state_dict_round_trip():
+    storage = TensorStorage(make())
+    other = TensorStorage(make().zero_())
+    other.load_state_dict(storage.state_dict())
+    assert (other.get(torch.arange(6)) == make()).all()

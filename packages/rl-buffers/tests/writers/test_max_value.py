@@ -1,0 +1,41 @@
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import LazyTensorStorage, TensorDictMaxValueWriter, TensorDictReplayBuffer
+
+
+def test_keeps_highest_ranked_items():
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(3), writer=TensorDictMaxValueWriter(rank_key="score")
+    )
+    scores = torch.tensor([5.0, 1.0, 3.0, 0.5, 4.0, 9.0, 2.0])
+    for chunk in scores.split(2):
+        buffer.extend(TensorDict({"score": chunk, "id": chunk * 10}, [chunk.numel()]))
+    kept = buffer.storage.get(torch.arange(3))
+    assert sorted(kept["score"].tolist()) == [4.0, 5.0, 9.0]
+    assert (kept["id"] == kept["score"] * 10).all()
+
+
+def test_reduction_over_features_and_errors():
+    storage = LazyTensorStorage(1)
+    writer = TensorDictMaxValueWriter(reduction="max")
+    writer.register_storage(storage)
+    writer.extend(TensorDict({"next": {"reward": torch.tensor([[1.0, 5.0], [4.0, 4.0]])}}, [2]))
+    assert storage.get(torch.tensor([0]))["next", "reward"].tolist() == [[1.0, 5.0]]
+    assert writer.add(TensorDict({"next": {"reward": torch.tensor([0.0, 0.0])}}, [])) == -1
+    with pytest.raises(ValueError, match=r"expected reduction in \['max', 'mean', 'min', 'sum'\]"):
+        TensorDictMaxValueWriter(reduction="median")
+    with pytest.raises(KeyError, match="no rank_key 'score'"):
+        TensorDictMaxValueWriter(rank_key="score").extend(TensorDict({"x": torch.zeros(1)}, [1]))
+
+
+def test_state_round_trip():
+    storage = LazyTensorStorage(2)
+    writer = TensorDictMaxValueWriter(rank_key="r")
+    writer.register_storage(storage)
+    writer.extend(TensorDict({"r": torch.tensor([1.0, 2.0])}, [2]))
+    other = TensorDictMaxValueWriter(rank_key="r")
+    other.load_state_dict(writer.state_dict())
+    other.register_storage(storage)
+    assert other.extend(TensorDict({"r": torch.tensor([1.5])}, [1])).tolist() == [0]
