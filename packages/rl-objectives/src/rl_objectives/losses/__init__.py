@@ -1,0 +1,29 @@
+"""The loss catalogue; every loss is also importable from :mod:`rl_objectives`."""
+
+from rl_objectives.losses.a2c import A2CLoss
+from rl_objectives.losses.clip_ppo import ClipPPOLoss
+from rl_objectives.losses.cql import CQLLoss
+from rl_objectives.losses.ddpg import DDPGLoss
+from rl_objectives.losses.discrete_sac import DiscreteSACLoss
+from rl_objectives.losses.dqn import DQNLoss
+from rl_objectives.losses.iql import IQLLoss
+from rl_objectives.losses.kl_ppo import KLPENPPOLoss
+from rl_objectives.losses.ppo import PPOLoss
+from rl_objectives.losses.reinforce import ReinforceLoss
+from rl_objectives.losses.sac import SACLoss
+from rl_objectives.losses.td3 import TD3Loss
+
+__all__ = [
+    "PPOLoss",
+    "ClipPPOLoss",
+    "KLPENPPOLoss",
+    "A2CLoss",
+    "ReinforceLoss",
+    "DQNLoss",
+    "DDPGLoss",
+    "TD3Loss",
+    "SACLoss",
+    "DiscreteSACLoss",
+    "IQLLoss",
+    "CQLLoss",
+]

@@ -1,0 +1,229 @@
+"""Helpers shared by the losses (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import Tensor, nn
+
+from rl_core.objectives import LossModule
+from rl_objectives.utils import ValueEstimators
+from rl_objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
+from rl_objectives.value.base import expand_like
+
+DEFAULT_GAMMA = 0.99
+DEFAULT_LMBDA = 0.95
+
+
+def build_estimator(
+    loss: LossModule,
+    value_type: Any,
+    hyperparams: dict[str, Any],
+    value_network: nn.Module | None,
+    *,
+    actor_network: nn.Module | None = None,
+    allowed: tuple[ValueEstimators, ...] = tuple(ValueEstimators),
+) -> Any:
+    """Builds the estimator ``value_type`` for ``loss``; gamma defaults to ``loss.gamma``."""
+    owner = f"{type(loss).__name__}.make_value_estimator"
+    if isinstance(value_type, str):
+        try:
+            value_type = ValueEstimators[value_type]
+        except KeyError:
+            value_type = None
+    if value_type not in allowed:
+        raise ValueError(
+            f"{owner}: expected one of {[v.name for v in allowed]}, got {value_type!r}."
+        )
+    hp = dict(hyperparams)
+    gamma = hp.pop("gamma", getattr(loss, "gamma", None))
+    gamma = DEFAULT_GAMMA if gamma is None else gamma
+    if value_type is ValueEstimators.TD0:
+        return TD0Estimator(gamma, value_network, **hp)
+    if value_type is ValueEstimators.TD1:
+        return TD1Estimator(gamma, value_network, **hp)
+    if value_type is ValueEstimators.TDLambda:
+        return TDLambdaEstimator(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
+    if value_type is ValueEstimators.GAE:
+        return GAE(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
+    if actor_network is None:
+        raise ValueError(f"{owner}: V-trace needs an actor network; this loss has none.")
+    return VTrace(gamma, value_network, actor_network, **hp)
+
+
+def aggregate_log_prob(log_prob: Tensor, like: Tensor) -> Tensor:
+    """Sums per-dimension log-probs down to the shape of ``like`` without its feature dim."""
+    ndim = like.dim() - 1 if like.shape[-1:] == (1,) else like.dim()
+    while log_prob.dim() > ndim:
+        log_prob = log_prob.sum(-1)
+    return log_prob
+
+
+def squeeze_feature(x: Tensor) -> Tensor:
+    """Drops a trailing singleton feature dim (``[*B, 1]`` -> ``[*B]``)."""
+    return x.squeeze(-1) if x.shape[-1:] == (1,) else x
+
+
+def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
+    """The action distribution of the converted actor ``name`` (online parameters)."""
+    params = getattr(loss, f"{name}_params")
+    with params.to_module(loss.__dict__[name], preserve_module_state=False):
+        return loss.__dict__[name].get_dist(tensordict.copy())
+
+
+def entropy_of(dist: Any, samples: int) -> Tensor:
+    """The entropy, analytic where the distribution has one, else a Monte-Carlo estimate."""
+    try:
+        return dist.entropy()
+    except NotImplementedError:
+        x = dist.rsample((samples,)) if dist.has_rsample else dist.sample((samples,))
+        return -dist.log_prob(x).mean(0)
+
+
+def reduce(value: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return value.mean()
+    if reduction == "sum":
+        return value.sum()
+    return value
+
+
+def check_reduction(owner: str, reduction: str | None) -> str:
+    reduction = "mean" if reduction is None else reduction
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{owner}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
+    return reduction
+
+
+def check_loss_function(owner: str, name: str) -> str:
+    if name not in ("l1", "l2", "smooth_l1"):
+        raise ValueError(f"{owner}: loss function must be 'l1', 'l2' or 'smooth_l1', got {name!r}.")
+    return name
+
+
+def forward_estimator_keys(loss: LossModule, kwargs: dict[str, Any]) -> None:
+    """Passes the renamed keys that the loss's value estimator knows on to it."""
+    estimator = loss.value_estimator
+    if estimator is None:
+        return
+    known = set(type(estimator.tensor_keys).__dataclass_fields__)
+    estimator.set_keys(**{k: v for k, v in kwargs.items() if k in known})
+
+
+def gather_action_value(action_value: Tensor, action: Tensor) -> Tensor:
+    """The value of the taken action, ``[*B, 1]``: one-hot (same shape) or index actions."""
+    if action.shape == action_value.shape:
+        return (action_value * action.to(action_value.dtype)).sum(-1, keepdim=True)
+    if action.is_floating_point() or action.dtype == torch.bool:
+        raise ValueError(
+            f"expected a one-hot action of shape {tuple(action_value.shape)} (the action "
+            f"values) or an integer index, got {action.dtype} of shape {tuple(action.shape)}."
+        )
+    index = action if action.dim() == action_value.dim() else action.unsqueeze(-1)
+    return action_value.gather(-1, index.long())
+
+
+def next_value_td(
+    tensordict: TensorDictBase, value_key: Any, next_value: Tensor, keys: Any
+) -> TensorDictBase:
+    """A ``[*B]`` TensorDict holding ``next/value`` plus the reward and done flags, for an
+    estimator built with ``skip_existing`` and no network."""
+    from tensordict import TensorDict
+
+    src = tensordict.get("next")
+    nxt = TensorDict({value_key: next_value}, batch_size=tensordict.batch_size)
+    for name in ("reward", "done", "terminated"):
+        key = getattr(keys, name)
+        entry = src.get(key, None)
+        if entry is None:
+            raise KeyError(f"expected an entry {('next', key)!r} in the data, found none.")
+        nxt.set(key, entry)
+    return TensorDict(next=nxt, batch_size=tensordict.batch_size)
+
+
+def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: Tensor) -> Tensor:
+    """The value target of ``loss.value_estimator`` from precomputed next-state values."""
+    estimator = loss.value_estimator
+    if type(estimator) is TD0Estimator:
+        # Fast path: what TD0Estimator.value_estimate computes, without building its input.
+        keys = estimator.tensor_keys
+        src = tensordict.get("next")
+        batch_dims = tensordict.batch_dims
+        reward = expand_like(src.get(keys.reward), next_value, batch_dims)
+        terminated = expand_like(src.get(keys.terminated), next_value, batch_dims)
+        reward = reward.to(next_value.dtype)
+        return reward + estimator.gamma * (~terminated).to(reward.dtype) * next_value
+    value_key = loss.value_estimator.tensor_keys.value
+    td = next_value_td(tensordict, value_key, next_value, loss.value_estimator.tensor_keys)
+    return loss.value_estimator.value_estimate(td)
+
+
+def action_bounds(owner: str, action_spec: Any, bounds: Any) -> tuple[Any, Any] | None:
+    """``(low, high)`` from a ``Bounded`` spec or an explicit pair; ``None`` if neither."""
+    if bounds is not None:
+        low, high = bounds
+        return torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+    if action_spec is None:
+        return None
+    low, high = getattr(action_spec, "low", None), getattr(action_spec, "high", None)
+    if low is None or high is None:
+        raise TypeError(
+            f"{owner}: action_spec must be a Bounded spec (with low and high), got "
+            f"{type(action_spec).__name__}. Pass bounds=(low, high) instead."
+        )
+    return low, high
+
+
+def sample_with_log_prob(
+    dist: Any, like_batch_dims: int, sample_shape: tuple[int, ...] = ()
+) -> tuple[Tensor, Tensor]:
+    """A reparameterised action and its log-prob summed to ``[*sample_shape, *B]``."""
+    if hasattr(dist, "rsample_and_log_prob"):
+        action, log_prob = dist.rsample_and_log_prob(sample_shape)
+    else:
+        action = dist.rsample(sample_shape)
+        log_prob = dist.log_prob(action)
+    while log_prob.dim() > like_batch_dims + len(sample_shape):
+        log_prob = log_prob.sum(-1)
+    return action, log_prob
+
+
+class DetachedParamsCache:
+    """Mixin for losses: ``self._detached(name)`` returns ``{name}_params`` detached, cached.
+
+    The detached tensors are views of the parameters (same storage), so optimizer steps and
+    ``load_state_dict`` show through; ``.to()``/``.float()``/... replace the parameters and
+    go through ``nn.Module._apply``, which drops the cache.
+    """
+
+    def _detached(self, name: str) -> TensorDictBase:
+        cache = self.__dict__.setdefault("_detached_cache", {})
+        params = cache.get(name)
+        if params is None:
+            params = cache[name] = getattr(self, f"{name}_params").detach()
+        return params
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        self.__dict__.pop("_detached_cache", None)
+        return super()._apply(fn, *args, **kwargs)  # type: ignore[misc]
+
+
+def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> Tensor:
+    """``module(td.copy())[out_key]``, calling the wrapped network directly when that is the
+    same computation: a plain ``TensorDictModule``/``ValueOperator`` with one output calls its
+    network on the tensors at ``in_keys``, in order, and writes the result at ``out_key``."""
+    from tensordict.nn import TensorDictModule
+
+    from rl_core.modules import ValueOperator
+
+    if (
+        type(module) in (TensorDictModule, ValueOperator)
+        and len(module.out_keys) == 1
+        and module.out_keys[0] == out_key
+        and not module._forward_hooks
+        and not module._forward_pre_hooks
+    ):
+        return module.module(*[tensordict.get(key) for key in module.in_keys])
+    return module(tensordict.copy()).get(out_key)

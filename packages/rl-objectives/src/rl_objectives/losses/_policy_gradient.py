@@ -1,0 +1,167 @@
+"""Shared machinery of the on-policy actor-critic losses (private)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import Tensor
+
+from rl_core import keys as K
+from rl_core.keys import NestedKey
+from rl_core.objectives import LossModule
+from rl_objectives.losses import _common as C
+from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.value.base import BoundNetwork
+
+__all__: list[str] = []
+
+
+class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
+    """Shared machinery of the on-policy losses (PPO family, A2C); see :class:`PPOLoss`."""
+
+    @dataclass
+    class _AcceptedKeys:
+        advantage: NestedKey = K.ADVANTAGE
+        value_target: NestedKey = K.VALUE_TARGET
+        value: NestedKey = K.STATE_VALUE
+        sample_log_prob: NestedKey = K.SAMPLE_LOG_PROB
+        action: NestedKey = K.ACTION
+        reward: NestedKey = K.REWARD
+        done: NestedKey = K.DONE
+        terminated: NestedKey = K.TERMINATED
+
+    default_value_estimator = ValueEstimators.GAE
+
+    def __init__(
+        self,
+        actor_network: torch.nn.Module,
+        critic_network: torch.nn.Module | None = None,
+        *,
+        entropy_bonus: bool = True,
+        samples_mc_entropy: int = 1,
+        entropy_coeff: float = 0.01,
+        critic_coeff: float = 1.0,
+        loss_critic_type: str = "smooth_l1",
+        normalize_advantage: bool = False,
+        gamma: float | None = None,
+        clip_value: float | None = None,
+        reduction: str | None = None,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        if not hasattr(actor_network, "get_dist"):
+            raise TypeError(
+                f"{owner}: actor_network must be a probabilistic actor with get_dist() "
+                f"(e.g. ProbabilisticActor), got {type(actor_network).__name__}."
+            )
+        self.convert_to_functional(actor_network, "actor_network")
+        self.has_critic = critic_network is not None
+        if critic_network is not None:
+            self.convert_to_functional(critic_network, "critic_network")
+        self.entropy_bonus = entropy_bonus
+        self.samples_mc_entropy = samples_mc_entropy
+        self.entropy_coeff = entropy_coeff
+        self.critic_coeff = critic_coeff
+        self.loss_critic_type = C.check_loss_function(owner, loss_critic_type)
+        self.normalize_advantage = normalize_advantage
+        self.gamma = gamma
+        self.clip_value = None if clip_value is None else float(clip_value)
+        self.reduction = C.check_reduction(owner, reduction)
+        if self.has_critic:
+            self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
+
+    # Value estimation.
+
+    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
+        return C.build_estimator(
+            self,
+            value_type,
+            hyperparams,
+            BoundNetwork(self, "critic_network") if self.has_critic else None,
+            actor_network=BoundNetwork(self, "actor_network"),
+        )
+
+    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
+        C.forward_estimator_keys(self, kwargs)
+
+    def _advantage(self, td: TensorDictBase) -> Tensor:
+        keys = self.tensor_keys
+        advantage = td.get(keys.advantage, None)
+        if advantage is None:
+            if not self.has_critic:
+                raise KeyError(
+                    f"{type(self).__name__}: the data has no {keys.advantage!r} entry and the "
+                    f"loss has no critic to compute it. Run a value estimator first."
+                )
+            params = self._detached("critic_network")
+            self.value_estimator(td, params=params, target_params=params)
+            advantage = td.get(keys.advantage)
+        if self.normalize_advantage and advantage.numel() > 1:
+            advantage = (advantage - advantage.mean()) / advantage.std().clamp_min(1e-6)
+        return advantage
+
+    # Terms.
+
+    def _log_weight(self, td: TensorDictBase, like: Tensor) -> tuple[Tensor, Tensor, Any]:
+        """``(log_pi - log_pi_old, log_pi_old, dist)``, shaped like ``like`` minus features."""
+        dist = C.get_dist(self, "actor_network", td)
+        log_prob = C.aggregate_log_prob(dist.log_prob(td.get(self.tensor_keys.action)), like)
+        prev = td.get(self.tensor_keys.sample_log_prob, None)
+        if prev is None:
+            raise KeyError(
+                f"{type(self).__name__}: expected the behaviour log-probabilities at "
+                f"{self.tensor_keys.sample_log_prob!r}; build the actor with "
+                f"return_log_prob=True or rename the key with set_keys(sample_log_prob=...)."
+            )
+        prev = C.aggregate_log_prob(prev, like).detach()
+        return log_prob - prev, prev, dist
+
+    def _entropy_terms(self, dist: Any, like: Tensor, out: dict[str, Tensor]) -> None:
+        if not self.entropy_bonus:
+            return
+        entropy = C.aggregate_log_prob(C.entropy_of(dist, self.samples_mc_entropy), like)
+        out["entropy"] = entropy.detach().mean()
+        out["loss_entropy"] = -self.entropy_coeff * C.reduce(entropy, self.reduction)
+
+    def _critic_terms(self, td: TensorDictBase, out: dict[str, Tensor]) -> None:
+        if not self.has_critic:
+            return
+        keys = self.tensor_keys
+        target = td.get(keys.value_target, None)
+        if target is None:
+            raise KeyError(
+                f"{type(self).__name__}: expected the value target at {keys.value_target!r}."
+            )
+        old_value = td.get(keys.value, None)
+        with self.critic_network_params.to_module(self.critic_network, preserve_module_state=False):
+            value = self.critic_network(td.copy()).get(keys.value)
+        error = distance_loss(target, value, self.loss_critic_type)
+        if self.clip_value is not None:
+            if old_value is None:
+                raise KeyError(
+                    f"{type(self).__name__}: clip_value needs the old values at {keys.value!r}."
+                )
+            clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
+            clipped_error = distance_loss(target, clipped, self.loss_critic_type)
+            out["value_clip_fraction"] = (clipped_error > error).float().mean()
+            error = torch.maximum(error, clipped_error)
+        out["loss_critic"] = self.critic_coeff * C.reduce(error, self.reduction)
+
+    def _objective(self, log_weight: Tensor, advantage: Tensor, out: dict[str, Tensor]) -> Tensor:
+        return -(log_weight.exp() * advantage)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns ``loss_objective`` and, when enabled, ``loss_entropy``/``entropy`` and
+        ``loss_critic`` (plus subclass diagnostics)."""
+        td = tensordict.copy()
+        advantage = self._advantage(td)
+        log_weight, _, dist = self._log_weight(td, advantage)
+        out: dict[str, Tensor] = {}
+        objective = self._objective(log_weight, C.squeeze_feature(advantage), out)
+        out["loss_objective"] = C.reduce(objective, self.reduction)
+        self._entropy_terms(dist, advantage, out)
+        self._critic_terms(td, out)
+        return TensorDict(out)

@@ -1,0 +1,245 @@
+"""Conservative Q-learning for continuous actions: :class:`CQLLoss`."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_core import keys as K
+from rl_core.keys import NestedKey
+from rl_core.objectives import LossModule
+from rl_objectives.losses import _common as C
+from rl_objectives.losses._ensemble import QValueEnsemble
+from rl_objectives.utils import ValueEstimators, distance_loss
+
+__all__ = ["CQLLoss"]
+
+
+class CQLLoss(C.DetachedParamsCache, LossModule):
+    """CQL(H) (Kumar et al., 2020) on top of SAC, for offline data.
+
+    The SAC terms (``loss_actor``, ``loss_alpha``, ``loss_qvalue``; the backup is
+    ``min_i Q_target_i(s', a')`` with ``a' ~ pi(s')``, minus ``alpha * log_pi(a' | s')`` unless
+    ``deterministic_backup``), plus the conservative penalty
+
+    ``loss_cql = min_q_weight * sum_i mean(T * logsumexp_j(q_ij / T) - Q_i(s, a_data))``
+
+    where the ``q_ij`` are ``Q_i(s, a_j)`` for ``num_random`` uniform actions (minus their log
+    density), ``num_random`` actions from ``pi(s)`` and ``num_random`` from ``pi(s')`` (minus
+    their log-probs), ``T = temperature``. The sampled actions carry no gradient; the penalty
+    trains the critics only.
+
+    Args:
+        actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
+        qvalue_network: a Q module reading ``observation`` and ``action``; the first of
+            ``num_qvalue_nets`` critics.
+
+    Keyword Args:
+        action_spec: a ``Bounded`` spec giving the box of the uniform actions.
+        bounds: ``(low, high)`` instead; defaults to ``(-1, 1)``.
+        num_qvalue_nets: number of critics. Defaults to 2.
+        loss_function: ``"l2"``, ``"l1"`` or ``"smooth_l1"``. Defaults to ``"smooth_l1"``.
+        alpha_init: initial SAC temperature. Defaults to 1.0.
+        fixed_alpha: keep alpha constant. Defaults to ``False``.
+        target_entropy: a float or ``"auto"`` (``-action_dim``). Defaults to ``"auto"``.
+        temperature: ``T``. Defaults to 1.0.
+        min_q_weight: weight of the penalty. Defaults to 1.0.
+        num_random: actions of each kind per state. Defaults to 10.
+        deterministic_backup: drop the entropy term from the backup. Defaults to ``True``.
+        delay_qvalue: target copies of the critics. Defaults to ``True``.
+        gamma: discount (TD(0) estimator by default). Defaults to 0.99.
+        reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
+        >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+        >>> from rl_objectives import CQLLoss
+        >>> net = TensorDictModule(
+        ...     torch.nn.Sequential(MLP(3, 2, depth=1, num_cells=8), NormalParamExtractor()),
+        ...     ["observation"], ["loc", "scale"],
+        ... )
+        >>> actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=TanhNormal)
+        >>> q = ValueOperator(MLP(4, 1, depth=1, num_cells=8), ["observation", "action"])
+        >>> td = TensorDict(
+        ...     observation=torch.randn(5, 3), action=torch.rand(5, 1) - 0.5,
+        ...     next=TensorDict(
+        ...         observation=torch.randn(5, 3), reward=torch.ones(5, 1),
+        ...         done=torch.zeros(5, 1, dtype=torch.bool),
+        ...         terminated=torch.zeros(5, 1, dtype=torch.bool),
+        ...     ),
+        ...     batch_size=[5],
+        ... )
+        >>> sorted(k for k in CQLLoss(actor, q, num_random=4)(td).keys() if k.startswith("loss_"))
+        ['loss_actor', 'loss_alpha', 'loss_cql', 'loss_qvalue']
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        action: NestedKey = K.ACTION
+        state_action_value: NestedKey = K.STATE_ACTION_VALUE
+        priority: NestedKey = "td_error"
+        reward: NestedKey = K.REWARD
+        done: NestedKey = K.DONE
+        terminated: NestedKey = K.TERMINATED
+
+    default_value_estimator = ValueEstimators.TD0
+
+    def __init__(
+        self,
+        actor_network: nn.Module,
+        qvalue_network: nn.Module,
+        *,
+        action_spec: Any = None,
+        bounds: tuple[float, float] | None = None,
+        num_qvalue_nets: int = 2,
+        loss_function: str = "smooth_l1",
+        alpha_init: float = 1.0,
+        fixed_alpha: bool = False,
+        target_entropy: float | str = "auto",
+        temperature: float = 1.0,
+        min_q_weight: float = 1.0,
+        num_random: int = 10,
+        deterministic_backup: bool = True,
+        delay_qvalue: bool = True,
+        gamma: float | None = None,
+        reduction: str | None = None,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        if not hasattr(actor_network, "get_dist"):
+            raise TypeError(
+                f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
+                f"{type(actor_network).__name__}."
+            )
+        if alpha_init <= 0:
+            raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
+        if isinstance(num_random, bool) or not isinstance(num_random, int) or num_random < 1:
+            raise ValueError(
+                f"{owner}: expected num_random to be a positive int, got {num_random!r}."
+            )
+        self.convert_to_functional(actor_network, "actor_network")
+        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
+        self.delay_qvalue = delay_qvalue
+        low, high = C.action_bounds(owner, action_spec, bounds) or (-1.0, 1.0)
+        self.register_buffer("low", torch.as_tensor(low).float())
+        self.register_buffer("high", torch.as_tensor(high).float())
+        self.loss_function = C.check_loss_function(owner, loss_function)
+        log_alpha = torch.tensor(math.log(alpha_init))
+        if fixed_alpha:
+            self.register_buffer("log_alpha", log_alpha)
+        else:
+            self.log_alpha = nn.Parameter(log_alpha)
+        if target_entropy == "auto":
+            shape = getattr(action_spec, "shape", None)
+            self.target_entropy = None if shape is None else -float(math.prod(shape))
+        elif isinstance(target_entropy, int | float):
+            self.target_entropy = float(target_entropy)
+        else:
+            raise ValueError(
+                f"{owner}: target_entropy must be a float or 'auto', got {target_entropy!r}."
+            )
+        self.temperature = float(temperature)
+        self.min_q_weight = float(min_q_weight)
+        self.num_random = num_random
+        self.deterministic_backup = deterministic_backup
+        self.gamma = gamma
+        self.reduction = C.check_reduction(owner, reduction)
+        self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
+
+    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
+        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
+        hyperparams.setdefault("skip_existing", True)
+        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
+
+    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
+        C.forward_estimator_keys(self, kwargs)
+        if "state_action_value" in kwargs:
+            self.qvalue_network.out_key = kwargs["state_action_value"]
+
+    def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
+        with params.to_module(self.qvalue_network, preserve_module_state=False):
+            return self.qvalue_network(td)
+
+    def _dist(self, td: TensorDictBase) -> Any:
+        return C.get_dist(self, "actor_network", td)
+
+    def _q_at(self, td: TensorDictBase, action: torch.Tensor) -> torch.Tensor:
+        """Online ``Q_i(s, a_j)`` for ``[N, *B, A]`` actions: ``[K, N, *B, 1]``."""
+        repeated = td.expand(action.shape[0], *td.batch_size).clone(False)
+        repeated.set(self.tensor_keys.action, action)
+        return self._q(repeated, self.qvalue_network_params)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Returns ``loss_actor``, ``loss_qvalue``, ``loss_cql``, ``loss_alpha``, ``alpha``,
+        ``entropy``; writes ``td_error``."""
+        keys = self.tensor_keys
+        batch_dims = tensordict.batch_dims
+        alpha = self.log_alpha.detach().exp()
+        # SAC actor and temperature
+        action_new, log_prob = C.sample_with_log_prob(self._dist(tensordict), batch_dims)
+        if self.target_entropy is None:
+            self.target_entropy = -float(math.prod(action_new.shape[batch_dims:]))
+        actor_td = tensordict.copy().set(keys.action, action_new)
+        q_new = C.squeeze_feature(self._q(actor_td, self._detached("qvalue_network")).min(0).values)
+        loss_actor = alpha * log_prob - q_new
+        loss_alpha = -self.log_alpha * (log_prob.detach() + self.target_entropy)
+        # critics: SAC backup
+        next_td = tensordict.get(K.NEXT)
+        with torch.no_grad():
+            next_action, next_log_prob = C.sample_with_log_prob(self._dist(next_td), batch_dims)
+            q_params = (
+                self.target_qvalue_network_params
+                if self.delay_qvalue
+                else self.qvalue_network_params
+            )
+            next_value = (
+                self._q(next_td.copy().set(keys.action, next_action), q_params).min(0).values
+            )
+            if not self.deterministic_backup:
+                next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
+            target = C.bootstrap_target(self, tensordict, next_value)
+        pred = self._q(tensordict, self.qvalue_network_params)
+        error = distance_loss(pred, target.expand_as(pred), self.loss_function)
+        # conservative penalty
+        n = self.num_random
+        with torch.no_grad():
+            shape = (n, *action_new.shape)
+            random_action = (
+                torch.rand(shape, device=action_new.device) * (self.high - self.low) + self.low
+            )
+            random_log_density = (
+                -torch.log(self.high - self.low).expand(action_new.shape[-1:]).sum()
+            )
+            curr_action, curr_log_prob = C.sample_with_log_prob(
+                self._dist(tensordict), batch_dims, (n,)
+            )
+            next_action_n, next_log_prob_n = C.sample_with_log_prob(
+                self._dist(next_td), batch_dims, (n,)
+            )
+        q_random = self._q_at(tensordict, random_action) - random_log_density
+        q_curr = self._q_at(tensordict, curr_action) - curr_log_prob.unsqueeze(-1)
+        q_next = self._q_at(tensordict, next_action_n) - next_log_prob_n.unsqueeze(-1)
+        stacked = torch.cat([q_random, q_next, q_curr], dim=1) / self.temperature
+        penalty = torch.logsumexp(stacked, dim=1) * self.temperature - pred
+        loss_cql = self.min_q_weight * penalty.sum(0)
+        with torch.no_grad():
+            td_error = (pred - target).abs().max(0).values
+            while td_error.dim() > batch_dims:
+                td_error = td_error.mean(-1)
+            tensordict.set(keys.priority, td_error)
+        return TensorDict(
+            loss_actor=C.reduce(loss_actor, self.reduction),
+            loss_qvalue=C.reduce(error.sum(0), self.reduction),
+            loss_cql=C.reduce(loss_cql, self.reduction),
+            loss_alpha=C.reduce(loss_alpha, self.reduction),
+            alpha=alpha,
+            entropy=-log_prob.detach().mean(),
+        )

@@ -1,0 +1,79 @@
+"""GAE for a group of agents: :class:`MultiAgentGAE`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tensordict import TensorDictBase
+from torch import Tensor, nn
+
+from rl_core import keys as K
+from rl_objectives.value.gae import GAE
+
+__all__ = ["MultiAgentGAE"]
+
+
+class MultiAgentGAE(GAE):
+    """GAE with per-agent values ``(group, "state_value")`` of shape ``[*B, T, n_agents, 1]``.
+
+    Rewards and done flags are read inside the group (one per agent) when the data has them
+    there, else at the root (shared by the team) and broadcast to every agent. The advantage
+    and value target are written inside the group.
+
+    Args:
+        gamma: discount factor in ``[0, 1]``.
+        lmbda: trace decay in ``[0, 1]``.
+        value_network: writes ``(group, "state_value")`` (e.g. a ``MultiAgentMLP`` critic).
+
+    Keyword Args:
+        group: the agent group key. Defaults to ``"agents"``.
+        **kwargs: see :class:`~rl_objectives.value.gae.GAE`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_objectives.value import MultiAgentGAE
+        >>> td = TensorDict(
+        ...     agents=TensorDict(state_value=torch.zeros(4, 3, 1), batch_size=[4, 3]),
+        ...     next=TensorDict(
+        ...         agents=TensorDict(state_value=torch.zeros(4, 3, 1), batch_size=[4, 3]),
+        ...         reward=torch.ones(4, 1),  # one team reward
+        ...         done=torch.zeros(4, 1, dtype=torch.bool),
+        ...         terminated=torch.zeros(4, 1, dtype=torch.bool),
+        ...         batch_size=[4],
+        ...     ),
+        ...     batch_size=[4],
+        ... )
+        >>> td = MultiAgentGAE(1.0, 1.0, None, skip_existing=True)(td)
+        >>> td["agents", "advantage"][:, 0, 0].tolist()
+        [4.0, 3.0, 2.0, 1.0]
+    """
+
+    def __init__(
+        self,
+        gamma: float | Tensor,
+        lmbda: float | Tensor,
+        value_network: nn.Module | None,
+        *,
+        group: str = K.AGENTS,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(gamma, lmbda, value_network, **kwargs)
+        self.group = group
+        self.set_keys(
+            value=(group, K.STATE_VALUE),
+            advantage=(group, K.ADVANTAGE),
+            value_target=(group, K.VALUE_TARGET),
+        )
+
+    def _next_entries(self, tensordict: TensorDictBase, like: Tensor) -> tuple[Tensor, ...]:
+        next_td = tensordict.get(K.NEXT)
+        keys = next_td.keys(include_nested=True)
+        saved = (self.tensor_keys.reward, self.tensor_keys.done, self.tensor_keys.terminated)
+        try:
+            for name, key in zip(("reward", "done", "terminated"), saved):
+                if isinstance(key, str) and (self.group, key) in keys:
+                    setattr(self.tensor_keys, name, (self.group, key))
+            return super()._next_entries(tensordict, like)
+        finally:
+            self.tensor_keys.reward, self.tensor_keys.done, self.tensor_keys.terminated = saved

@@ -1,0 +1,10 @@
+from pathlib import Path
+
+from rl_core.testing.readme import run_readme_example
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_example_runs_and_prints_what_it_says():
+    printed = run_readme_example(README)
+    assert len(printed) == 3
