@@ -103,10 +103,11 @@ def make_actor_critic(env: TransformedEnv, hidden: int) -> tuple[ProbabilisticAc
     else:
         net = torch.nn.Sequential(mlp(2 * n_out), NormalParamExtractor())
         body = TensorDictModule(net, ["observation"], ["loc", "scale"])
+        # The spec's bounds are per env ([num_envs, n_out]); the policy needs one copy.
+        low, high = action_spec.low.reshape(-1, n_out)[0], action_spec.high.reshape(-1, n_out)[0]
         actor = ProbabilisticActor(
             body, ["loc", "scale"], spec=action_spec, distribution_class=TanhNormal,
-            distribution_kwargs={"low": action_spec.space.low, "high": action_spec.space.high},
-            return_log_prob=True,
+            distribution_kwargs={"low": low, "high": high}, return_log_prob=True,
         )  # fmt: skip
     critic = ValueOperator(mlp(1), ["observation"])
     return actor, critic

@@ -20,3 +20,27 @@ def test_smoke_example_runs_the_stack():
     assert lines[0].startswith("rl_core")
     assert any(line.startswith("rollout        (8, 200) transitions") for line in lines)
     assert any(line.startswith("GAE            advantage (8, 200, 1)") for line in lines)
+
+
+def test_ppo_example_runs_to_completion(load_example, tmp_path):
+    ppo = load_example("ppo")
+    cfg = ppo.parse_config(
+        ["--total-frames", "2048", "--frames-per-batch", "1024", "--out-dir", str(tmp_path)]
+    )
+    result = ppo.train(cfg)
+    assert result["frames"] == 2048
+    run_dir = tmp_path / "ppo_CartPole-v1_0"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
+
+
+def test_ppo_example_runs_on_pendulum(load_example, tmp_path):
+    ppo = load_example("ppo")
+    cfg = ppo.parse_config(
+        ["--env-name", "Pendulum-v1", "--total-frames", "1024", "--out-dir", str(tmp_path),
+         "--no-plot"]
+    )  # fmt: skip
+    result = ppo.train(cfg)
+    assert result["frames"] == 1024
+    assert (tmp_path / "ppo_Pendulum-v1_0" / "checkpoint.pt").is_file()
