@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -44,3 +46,25 @@ def test_ppo_example_runs_on_pendulum(load_example, tmp_path):
     result = ppo.train(cfg)
     assert result["frames"] == 1024
     assert (tmp_path / "ppo_Pendulum-v1_0" / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("target_update", ["hard", "soft"])
+def test_dqn_example_runs_to_completion(load_example, tmp_path, target_update):
+    dqn = load_example("dqn")
+    cfg = dqn.parse_config(
+        ["--total-frames", "1536", "--init-random-frames", "1024", "--updates-per-batch", "4",
+         "--target-update", target_update, "--out-dir", str(tmp_path)]
+    )  # fmt: skip
+    result = dqn.train(cfg)
+    assert result["frames"] == 1536
+    run_dir = tmp_path / "dqn_CartPole-v1_0"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
+
+
+def test_dqn_example_rejects_an_unknown_target_update(load_example, capsys):
+    dqn = load_example("dqn")
+    with pytest.raises(SystemExit):
+        dqn.parse_config(["--target-update", "polyak"])
+    assert "--target-update: expected 'soft' or 'hard', got 'polyak'" in capsys.readouterr().err
