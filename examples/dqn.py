@@ -63,7 +63,7 @@ class Config:
     hidden: int = 256  # width of the two hidden layers
     target_return: float | None = None  # stop once the last-10-episode mean reaches it
     logger: str = "csv"  # csv | tensorboard | wandb | mlflow
-    exp_name: str | None = None  # defaults to dqn_<env>_<seed>
+    exp_name: str | None = None  # defaults to dqn_<env>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
@@ -118,7 +118,7 @@ def train(cfg: Config) -> dict[str, float]:
     ``frames_to_target``)."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
-    exp_name = cfg.exp_name or f"dqn_{cfg.env_name}_{cfg.seed}"
+    exp_name = cfg.exp_name or f"dqn_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
     run_dir = Path(cfg.out_dir) / exp_name
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")

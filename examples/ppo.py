@@ -57,7 +57,7 @@ class Config:
     hidden: int = 64  # width of the two hidden layers of both networks
     target_return: float | None = None  # stop once the last-10-episode mean reaches it
     logger: str = "csv"  # csv | tensorboard | wandb | mlflow
-    exp_name: str | None = None  # defaults to ppo_<env>_<seed>
+    exp_name: str | None = None  # defaults to ppo_<env>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
@@ -139,7 +139,7 @@ def train(cfg: Config) -> dict[str, float]:
     ``frames_to_target``)."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
-    exp_name = cfg.exp_name or f"ppo_{cfg.env_name}_{cfg.seed}"
+    exp_name = cfg.exp_name or f"ppo_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
     run_dir = Path(cfg.out_dir) / exp_name
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")

@@ -24,14 +24,16 @@ def test_smoke_example_runs_the_stack():
     assert any(line.startswith("GAE            advantage (8, 200, 1)") for line in lines)
 
 
+def flags(line: str, out_dir) -> list[str]:
+    """Command-line flags of an example run writing to ``out_dir/run``."""
+    return [*line.split(), "--out-dir", str(out_dir), "--exp-name", "run"]
+
+
 def test_ppo_example_runs_to_completion(load_example, tmp_path):
     ppo = load_example("ppo")
-    cfg = ppo.parse_config(
-        ["--total-frames", "2048", "--frames-per-batch", "1024", "--out-dir", str(tmp_path)]
-    )
-    result = ppo.train(cfg)
+    result = ppo.train(ppo.parse_config(flags("--total-frames 2048", tmp_path)))
     assert result["frames"] == 2048
-    run_dir = tmp_path / "ppo_CartPole-v1_0"
+    run_dir = tmp_path / "run"
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "learning_curve.png").is_file()
     assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
@@ -39,25 +41,20 @@ def test_ppo_example_runs_to_completion(load_example, tmp_path):
 
 def test_ppo_example_runs_on_pendulum(load_example, tmp_path):
     ppo = load_example("ppo")
-    cfg = ppo.parse_config(
-        ["--env-name", "Pendulum-v1", "--total-frames", "1024", "--out-dir", str(tmp_path),
-         "--no-plot"]
-    )  # fmt: skip
+    cfg = ppo.parse_config(flags("--env-name Pendulum-v1 --total-frames 1024 --no-plot", tmp_path))
     result = ppo.train(cfg)
     assert result["frames"] == 1024
-    assert (tmp_path / "ppo_Pendulum-v1_0" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
 
 
 @pytest.mark.parametrize("target_update", ["hard", "soft"])
 def test_dqn_example_runs_to_completion(load_example, tmp_path, target_update):
     dqn = load_example("dqn")
-    cfg = dqn.parse_config(
-        ["--total-frames", "1536", "--init-random-frames", "1024", "--updates-per-batch", "4",
-         "--target-update", target_update, "--out-dir", str(tmp_path)]
-    )  # fmt: skip
+    line = "--total-frames 1536 --init-random-frames 1024 --updates-per-batch 4"
+    cfg = dqn.parse_config(flags(f"{line} --target-update {target_update}", tmp_path))
     result = dqn.train(cfg)
     assert result["frames"] == 1536
-    run_dir = tmp_path / "dqn_CartPole-v1_0"
+    run_dir = tmp_path / "run"
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "learning_curve.png").is_file()
     assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
@@ -68,3 +65,12 @@ def test_dqn_example_rejects_an_unknown_target_update(load_example, capsys):
     with pytest.raises(SystemExit):
         dqn.parse_config(["--target-update", "polyak"])
     assert "--target-update: expected 'soft' or 'hard', got 'polyak'" in capsys.readouterr().err
+
+
+def test_sac_example_runs_to_completion(load_example, tmp_path):
+    sac = load_example("sac")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = sac.train(sac.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "alpha.csv").is_file()

@@ -9,9 +9,9 @@ def test_dqn_cartpole_reaches_400(load_example, tmp_path):
     dqn = load_example("dqn")
     cfg = dqn.parse_config(
         ["--seed", "0", "--total-frames", "60000", "--target-return", "400",
-         "--out-dir", str(tmp_path), "--no-plot"]
+         "--out-dir", str(tmp_path), "--exp-name", "run", "--no-plot"]
     )  # fmt: skip
     result = dqn.train(cfg)
     assert result["mean_return_last10"] >= 400, result
     assert result["frames"] <= 60_000
-    assert (tmp_path / "dqn_CartPole-v1_0" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()

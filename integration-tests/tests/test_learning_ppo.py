@@ -9,9 +9,9 @@ def test_ppo_cartpole_reaches_475(load_example, tmp_path):
     ppo = load_example("ppo")
     cfg = ppo.parse_config(
         ["--seed", "0", "--total-frames", "100000", "--target-return", "475",
-         "--out-dir", str(tmp_path), "--no-plot"]
+         "--out-dir", str(tmp_path), "--exp-name", "run", "--no-plot"]
     )  # fmt: skip
     result = ppo.train(cfg)
     assert result["mean_return_last10"] >= 475, result
     assert result["frames"] <= 100_000
-    assert (tmp_path / "ppo_CartPole-v1_0" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
