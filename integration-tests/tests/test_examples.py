@@ -74,3 +74,12 @@ def test_sac_example_runs_to_completion(load_example, tmp_path):
     assert result["frames"] == 256
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "alpha.csv").is_file()
+
+
+def test_td3_example_runs_to_completion(load_example, tmp_path):
+    td3 = load_example("td3")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = td3.train(td3.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_actor.csv").is_file()
