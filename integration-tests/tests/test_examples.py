@@ -83,3 +83,21 @@ def test_td3_example_runs_to_completion(load_example, tmp_path):
     assert result["frames"] == 256
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_actor.csv").is_file()
+
+
+def test_a2c_example_runs_to_completion(load_example, tmp_path):
+    a2c = load_example("a2c")
+    result = a2c.train(a2c.parse_config(flags("--total-frames 1024", tmp_path)))
+    assert result["frames"] == 1024
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "learning_curve.png").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "entropy.csv").is_file()
+
+
+def test_ddpg_example_runs_to_completion(load_example, tmp_path):
+    ddpg = load_example("ddpg")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = ddpg.train(ddpg.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_value.csv").is_file()
