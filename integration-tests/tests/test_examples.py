@@ -39,6 +39,14 @@ def test_ppo_example_runs_to_completion(load_example, tmp_path):
     assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
 
 
+def test_ppo_example_logs_to_tensorboard(load_example, tmp_path):
+    ppo = load_example("ppo")
+    ppo.train(
+        ppo.parse_config(flags("--total-frames 1024 --logger tensorboard --no-plot", tmp_path))
+    )
+    assert list((tmp_path / "run" / "logs").glob("events.out.tfevents.*"))
+
+
 def test_ppo_example_runs_on_pendulum(load_example, tmp_path):
     ppo = load_example("ppo")
     cfg = ppo.parse_config(flags("--env-name Pendulum-v1 --total-frames 1024 --no-plot", tmp_path))
