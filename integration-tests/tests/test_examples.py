@@ -109,3 +109,15 @@ def test_ddpg_example_runs_to_completion(load_example, tmp_path):
     assert result["frames"] == 256
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_value.csv").is_file()
+
+
+def test_iql_example_runs_to_completion(load_example, tmp_path):
+    iql = load_example("iql")
+    line = "--dataset-frames 1600 --num-updates 20 --eval-interval 10 --batch-size 32"
+    result = iql.train(iql.parse_config(flags(line, tmp_path)))
+    assert result["dataset_return"] < 0  # Pendulum returns are negative
+    run_dir = tmp_path / "run"
+    assert list((run_dir / "dataset").iterdir())  # the memory-mapped dataset is on disk
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "eval" / "return.csv").read_text().count("\n") == 3
