@@ -5,8 +5,8 @@ loop. Each iteration collects ``frames_per_batch`` frames from ``num_envs`` vect
 computes GAE advantages, and runs ``num_epochs`` passes of minibatch updates drawn without
 replacement from a buffer holding that batch.
 
-Run:  ``uv run python examples/ppo.py``  (CartPole to an average return of 475 in about a
-minute or two on a 2-core CPU), ``uv run python examples/ppo.py --env-name Pendulum-v1``.
+Run:  ``uv run python examples/ppo.py`` (CartPole: an average return of 475 after about 40k
+frames, 7 s on an idle 2-core CPU), ``uv run python examples/ppo.py --env-name Pendulum-v1``.
 Every config field is a flag: ``--help`` lists them.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
