@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,3 +22,102 @@ def test_smoke_example_runs_the_stack():
     assert lines[0].startswith("rl_core")
     assert any(line.startswith("rollout        (8, 200) transitions") for line in lines)
     assert any(line.startswith("GAE            advantage (8, 200, 1)") for line in lines)
+
+
+def flags(line: str, out_dir) -> list[str]:
+    """Command-line flags of an example run writing to ``out_dir/run``."""
+    return [*line.split(), "--out-dir", str(out_dir), "--exp-name", "run"]
+
+
+def test_ppo_example_runs_to_completion(load_example, tmp_path):
+    ppo = load_example("ppo")
+    result = ppo.train(ppo.parse_config(flags("--total-frames 2048", tmp_path)))
+    assert result["frames"] == 2048
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
+
+
+def test_ppo_example_logs_to_tensorboard(load_example, tmp_path):
+    ppo = load_example("ppo")
+    ppo.train(
+        ppo.parse_config(flags("--total-frames 1024 --logger tensorboard --no-plot", tmp_path))
+    )
+    assert list((tmp_path / "run" / "logs").glob("events.out.tfevents.*"))
+
+
+def test_ppo_example_runs_on_pendulum(load_example, tmp_path):
+    ppo = load_example("ppo")
+    cfg = ppo.parse_config(flags("--env-name Pendulum-v1 --total-frames 1024 --no-plot", tmp_path))
+    result = ppo.train(cfg)
+    assert result["frames"] == 1024
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+
+
+@pytest.mark.parametrize("target_update", ["hard", "soft"])
+def test_dqn_example_runs_to_completion(load_example, tmp_path, target_update):
+    dqn = load_example("dqn")
+    line = "--total-frames 1536 --init-random-frames 1024 --updates-per-batch 4"
+    cfg = dqn.parse_config(flags(f"{line} --target-update {target_update}", tmp_path))
+    result = dqn.train(cfg)
+    assert result["frames"] == 1536
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
+
+
+def test_dqn_example_rejects_an_unknown_target_update(load_example, capsys):
+    dqn = load_example("dqn")
+    with pytest.raises(SystemExit):
+        dqn.parse_config(["--target-update", "polyak"])
+    assert "--target-update: expected 'soft' or 'hard', got 'polyak'" in capsys.readouterr().err
+
+
+def test_sac_example_runs_to_completion(load_example, tmp_path):
+    sac = load_example("sac")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = sac.train(sac.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "alpha.csv").is_file()
+
+
+def test_td3_example_runs_to_completion(load_example, tmp_path):
+    td3 = load_example("td3")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = td3.train(td3.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_actor.csv").is_file()
+
+
+def test_a2c_example_runs_to_completion(load_example, tmp_path):
+    a2c = load_example("a2c")
+    result = a2c.train(a2c.parse_config(flags("--total-frames 1024", tmp_path)))
+    assert result["frames"] == 1024
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "learning_curve.png").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "entropy.csv").is_file()
+
+
+def test_ddpg_example_runs_to_completion(load_example, tmp_path):
+    ddpg = load_example("ddpg")
+    line = "--total-frames 256 --init-random-frames 128 --updates-per-batch 2"
+    result = ddpg.train(ddpg.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_value.csv").is_file()
+
+
+def test_iql_example_runs_to_completion(load_example, tmp_path):
+    iql = load_example("iql")
+    line = "--dataset-frames 1600 --num-updates 20 --eval-interval 10 --batch-size 32"
+    result = iql.train(iql.parse_config(flags(line, tmp_path)))
+    assert result["dataset_return"] < 0  # Pendulum returns are negative
+    run_dir = tmp_path / "run"
+    assert list((run_dir / "dataset").iterdir())  # the memory-mapped dataset is on disk
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "eval" / "return.csv").read_text().count("\n") == 3

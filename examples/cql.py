@@ -1,0 +1,236 @@
+"""CQL (conservative Q-learning) on Pendulum-v1, offline: first collect a dataset, then learn from
+it alone.
+
+One file, top to bottom: the config, the env, the dataset collection, the networks, the loss,
+then the training loop. Phase 1 runs a uniformly random policy for ``dataset_frames`` frames
+with a ``SyncDataCollector`` and writes the transitions into a ``LazyMemmapStorage`` on disk
+(``runs/<exp-name>/dataset``). Phase 2 never touches the env for data: it takes
+``num_updates`` gradient steps on minibatches sampled from that storage, and every
+``eval_interval`` steps plays ``eval_episodes`` episodes with the deterministic policy (the
+mode of the tanh-Gaussian) to measure its return.
+
+Run:  ``uv run python examples/cql.py``; ``--help`` lists every flag.
+
+Writes to ``runs/<exp-name>/``: the dataset, the logs (CSV by default,
+``--logger tensorboard|wandb``), ``checkpoint.pt`` (networks, optimiser, config) and
+``learning_curve.png`` (evaluation return against gradient steps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tqdm import tqdm
+
+from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import ExplorationType, RandomPolicy, RewardSum, TransformedEnv, set_exploration_type
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_core.objectives import SoftUpdate
+from rl_envs import GymEnv
+from rl_objectives import CQLLoss
+from rl_objectives.loggers import get_logger
+
+
+@dataclass
+class Config:
+    """Every knob of the run; each field is also a command-line flag (``--num-updates 5000``)."""
+
+    env_name: str = "Pendulum-v1"
+    seed: int = 0
+    num_envs: int = 4  # vectorised gymnasium envs, for collection and evaluation
+    dataset_frames: int = 20_000  # transitions collected by the random policy
+    num_updates: int = 5_000  # gradient steps on the fixed dataset
+    batch_size: int = 128
+    lr: float = 1e-3
+    gamma: float = 0.99
+    min_q_weight: float = 1.0  # weight of the conservative penalty on out-of-data actions
+    num_random: int = 10  # actions sampled per state for the penalty's log-sum-exp
+    tau: float = 0.005  # share of the online critics mixed into the targets per step
+    hidden: int = 64  # width of the two hidden layers of every network
+    eval_interval: int = 500  # gradient steps between evaluations
+    eval_episodes: int = 4  # one per env: num_envs episodes are played together
+    logger: str = "csv"  # csv | tensorboard | wandb | mlflow
+    exp_name: str | None = None  # defaults to cql_<env>_<seed>_<unix time>
+    out_dir: str = "runs"
+    plot: bool = True
+
+
+def parse_config(argv: list[str] | None = None) -> Config:
+    """Builds a :class:`Config` from flags named after its fields."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for field in dataclasses.fields(Config):
+        flag = "--" + field.name.replace("_", "-")
+        if field.type == "bool":
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
+        else:
+            kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
+            parser.add_argument(flag, type=kind, default=field.default)
+    return Config(**vars(parser.parse_args(argv)))
+
+
+def make_env(cfg: Config) -> TransformedEnv:
+    """``num_envs`` copies of the task in one gymnasium vector env, with episode returns
+    summed at ``"episode_reward"``."""
+    env = TransformedEnv(GymEnv(cfg.env_name, num_envs=cfg.num_envs), RewardSum())
+    env.set_seed(cfg.seed)
+    return env
+
+
+def save_curve(frames: list[int], returns: list[float], path: Path, title: str) -> None:
+    """Evaluation returns against gradient steps, with a running mean over 10 points."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(frames, returns, ".", alpha=0.3, label="evaluation")
+    smooth = [sum(returns[max(0, i - 9) : i + 1]) / len(returns[max(0, i - 9) : i + 1])
+              for i in range(len(returns))]  # fmt: skip
+    ax.plot(frames, smooth, label="mean of last 10")
+    ax.set_xlabel("gradient steps")
+    ax.set_ylabel("return")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def make_networks(env: TransformedEnv, hidden: int) -> tuple[ProbabilisticActor, ValueOperator]:
+    """A tanh-Gaussian policy and a Q-network on ``(observation, action)``."""
+    obs_dim = env.observation_spec["observation"].shape[-1]
+    action_spec = env.action_spec
+    n_act = action_spec.shape[-1]
+    net = torch.nn.Sequential(
+        MLP(obs_dim, 2 * n_act, depth=2, num_cells=hidden), NormalParamExtractor()
+    )
+    # The spec's bounds are per env ([num_envs, n_act]); the policy needs one copy.
+    low, high = action_spec.low.reshape(-1, n_act)[0], action_spec.high.reshape(-1, n_act)[0]
+    actor = ProbabilisticActor(
+        TensorDictModule(net, ["observation"], ["loc", "scale"]), ["loc", "scale"],
+        spec=action_spec, distribution_class=TanhNormal,
+        distribution_kwargs={"low": low, "high": high},
+    )  # fmt: skip
+    qvalue = ValueOperator(
+        MLP(obs_dim + n_act, 1, depth=2, num_cells=hidden), ["observation", "action"]
+    )
+    return actor, qvalue
+
+
+def collect_dataset(
+    cfg: Config, env: TransformedEnv, path: Path
+) -> tuple[TensorDictReplayBuffer, float]:
+    """Runs a uniformly random policy and stores every transition in a memory-mapped buffer;
+    returns the buffer and the mean return of the episodes it holds."""
+    storage = LazyMemmapStorage(cfg.dataset_frames, scratch_dir=path, existsok=True)
+    buffer = TensorDictReplayBuffer(storage=storage, batch_size=cfg.batch_size)
+    collector = SyncDataCollector(
+        env,
+        RandomPolicy(env.action_spec),
+        frames_per_batch=cfg.num_envs * 200,
+        total_frames=cfg.dataset_frames,
+    )
+    returns: list[float] = []
+    for batch in collector:
+        buffer.extend(batch.reshape(-1).select("observation", "action", "next"))
+        returns += batch["next", "episode_reward"][batch["next", "done"]].tolist()
+    collector.shutdown()
+    return buffer, sum(returns) / max(len(returns), 1)
+
+
+def evaluate(env: TransformedEnv, actor: ProbabilisticActor, episodes: int) -> float:
+    """Mean return of ``episodes`` episodes of the deterministic policy (played ``num_envs`` at
+    a time)."""
+    returns: list[float] = []
+    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+        while len(returns) < episodes:
+            traj = env.rollout(10_000, actor, break_when_all_done=True)
+            returns += traj["next", "episode_reward"][traj["next", "done"]].tolist()
+    return sum(returns[:episodes]) / episodes
+
+
+def train(cfg: Config) -> dict[str, float]:
+    """Collects the dataset, then runs CQL on it; returns the final figures
+    (``dataset_return``, ``eval_return``, ``best_eval_return``, ``seconds``)."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)  # small networks: threads cost more than they give
+    exp_name = cfg.exp_name or f"cql_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
+    run_dir = Path(cfg.out_dir) / exp_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    logger = get_logger(cfg.logger, str(run_dir), "logs")
+    logger.log_hparams(dataclasses.asdict(cfg))
+    start = time.perf_counter()
+
+    env = TransformedEnv(GymEnv(cfg.env_name, num_envs=cfg.num_envs), RewardSum())
+    env.set_seed(cfg.seed)
+    buffer, dataset_return = collect_dataset(cfg, env, run_dir / "dataset")
+    print(f"dataset: {len(buffer)} random-policy transitions, mean return {dataset_return:.1f}")
+
+    actor, qvalue = make_networks(env, cfg.hidden)
+    bounds = (env.action_spec.low.min().item(), env.action_spec.high.max().item())
+    loss_fn = CQLLoss(
+        actor, qvalue, bounds=bounds, loss_function="l2", min_q_weight=cfg.min_q_weight,
+        num_random=cfg.num_random,
+    )  # fmt: skip
+    loss_fn.make_value_estimator(gamma=cfg.gamma)
+    target_updater = SoftUpdate(loss_fn, tau=cfg.tau)
+    # The actor loss reads frozen critics and each term moves only its own parameters, so one
+    # optimiser over the sum is one per term with one learning rate.
+    optim = torch.optim.Adam(loss_fn.parameters(), lr=cfg.lr)
+
+    steps: list[int] = []
+    eval_returns: list[float] = []
+    bar = tqdm(total=cfg.num_updates, unit="steps", dynamic_ncols=True)
+    for step in range(1, cfg.num_updates + 1):
+        out = loss_fn(buffer.sample())
+        loss = out["loss_actor"] + out["loss_qvalue"] + out["loss_cql"] + out["loss_alpha"]
+        optim.zero_grad()
+        loss.backward()
+        optim.step()
+        target_updater.step()
+        bar.update(1)
+        if step % cfg.eval_interval == 0 or step == cfg.num_updates:
+            ret = evaluate(env, actor, cfg.eval_episodes)
+            steps.append(step)
+            eval_returns.append(ret)
+            logger.log_scalar("eval/return", ret, step=step)
+            logger.log_scalar("train/loss_qvalue", out["loss_qvalue"].item(), step=step)
+            logger.log_scalar("train/loss_cql", out["loss_cql"].item(), step=step)
+            bar.set_postfix(eval_return=f"{ret:.1f}")
+    bar.close()
+    seconds = time.perf_counter() - start
+
+    torch.save(
+        {
+            "loss_module": loss_fn.state_dict(),  # actor, critics, targets and temperature
+            "optimizer": optim.state_dict(),
+            "config": dataclasses.asdict(cfg),
+        },
+        run_dir / "checkpoint.pt",
+    )
+    if cfg.plot and eval_returns:
+        save_curve(steps, eval_returns, run_dir / "learning_curve.png", f"CQL {cfg.env_name}")
+    logger.close()
+    print(
+        f"done: {cfg.num_updates} gradient steps in {seconds:.1f} s (collection included); "
+        f"random-policy return {dataset_return:.1f}, last evaluation {eval_returns[-1]:.1f}, "
+        f"best {max(eval_returns):.1f}; outputs in {run_dir}"
+    )
+    return {
+        "dataset_return": dataset_return,
+        "eval_return": eval_returns[-1],
+        "best_eval_return": max(eval_returns),
+        "seconds": seconds,
+    }
+
+
+if __name__ == "__main__":
+    train(parse_config())
