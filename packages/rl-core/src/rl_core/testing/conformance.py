@@ -27,6 +27,7 @@ from rl_core.envs import EnvBase, check_env_specs
 from rl_core.envs.checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.ted import step_mdp
+from rl_core.testing._fused_check import check_step_and_reset as _check_step_and_reset
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -289,6 +290,17 @@ def check_partial_reset(
             twin.close()
 
 
+def check_step_and_reset(make_env: EnvFactory, *, steps: int = 60) -> None:
+    """The fused step-and-reset hook changes no result (envs overriding ``_step_and_reset``).
+
+    Twin envs seeded alike take the same actions for ``steps`` steps, one through
+    ``step_and_maybe_reset`` (the hook), the other through ``step``, ``step_mdp`` and a
+    ``reset`` of the finished sub-envs; every entry of the transitions and next roots must
+    match. Envs without the hook pass trivially.
+    """
+    _check_step_and_reset(make_env, steps=steps, fail=_fail, same=_same)
+
+
 def _rows(value: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return value.reshape(keep.numel(), -1)[keep]
 
@@ -338,6 +350,7 @@ OPTIONAL_CHECKS: dict[str, Callable[[EnvFactory], None]] = {
     "seeding": check_seeding,
     "random_rollout": check_random_rollout,
     "partial_reset": check_partial_reset,
+    "step_and_reset": check_step_and_reset,
 }
 
 
@@ -359,7 +372,8 @@ def run_env_conformance(
     probe.close()
     ran = []
     for name, check in {**REQUIRED_CHECKS, **OPTIONAL_CHECKS}.items():
-        if name in skip or (name in ("seeding", "random_rollout") and not seedable):
+        deterministic = ("seeding", "random_rollout", "step_and_reset")
+        if name in skip or (name in deterministic and not seedable):
             continue
         if name == "partial_reset" and not batched:
             continue
@@ -430,6 +444,13 @@ class EnvConformanceSuite:
             pytest.skip("partial resets need a batched env")
         check_partial_reset(self.make_env, deterministic_steps=self.deterministic_steps)
 
+    def test_step_and_reset(self) -> None:
+        import pytest
+
+        if not (self.seedable and self.deterministic_steps):
+            pytest.skip("comparing twin envs needs a seedable env with deterministic steps")
+        check_step_and_reset(self.make_env)
+
 
 __all__ = [
     "ConformanceError",
@@ -445,6 +466,7 @@ __all__ = [
     "check_rollout_shapes",
     "check_seeding",
     "check_specs_match_rollout",
+    "check_step_and_reset",
     "check_step_mdp_round_trip",
     "run_env_conformance",
 ]

@@ -47,6 +47,8 @@ class StepRows:
         self.rows = rows
         self.row = rows  # no block yet: the first write allocates one
         self.vector = bool(batch)
+        # ``done`` of the last write where a sub-env finished, else None (see ``write_at``).
+        self.finished: Any = None
 
     def _allocate(self) -> None:
         rows, batch = self.rows, self.batch
@@ -78,13 +80,13 @@ class StepRows:
     def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
         """Writes one step into the next row (``stepper.write_at``: the step rules of
         ``GymNumpyStepper``); returns the tensor views of that row: reward, flags (and the
-        block observation)."""
+        block observation). ``self.finished`` then holds ``write_at``'s ``done``."""
         i = self.row
         if i == self.rows:
             self._allocate()
             i = 0
         self.row = i + 1
-        stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
+        self.finished = stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         out = {REWARD: reward_t, DONE: done_t, TERMINATED: terminated_t, TRUNCATED: truncated_t}
         if self.observation is not None:

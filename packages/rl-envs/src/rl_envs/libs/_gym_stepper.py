@@ -107,11 +107,25 @@ class GymNumpyStepper:
         seed: int | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict]:
-        """Resets every sub-env (``mask`` None) or those of ``mask`` (vector envs, through
-        ``reset_mask``); gymnasium's ``(observation, info)``."""
-        if mask is None:
+        """Resets every sub-env (``mask`` None or all True) or those of ``mask`` (vector envs,
+        through ``reset_mask``); gymnasium's ``(observation, info)``."""
+        if mask is None or mask.all():
             return self.env.reset(seed=seed, options=options)
         return self.env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+
+    def reset_finished(self, done: Any) -> tuple[np.ndarray | None, Any]:
+        """Resets the sub-envs that finished (``done`` as :meth:`write_at` returns it).
+
+        Returns:
+            ``(mask, observation)``: the bool ``(num_envs,)`` mask of the reset sub-envs and
+            gymnasium's reset observation of every sub-env (only the rows of ``mask`` are
+            reset observations: in ``NEXT_STEP`` mode the others are stale) for a vector env;
+            ``(None, observation)`` for a single env, reset whole.
+        """
+        if not self.vector:
+            return None, self.reset()[0]
+        mask = np.array(done, dtype=np.bool_)
+        return mask, self.reset(mask)[0]
 
     def reset_finished_at(self, done: Any, obs_block: np.ndarray, i: int) -> None:
         """Resets the finished sub-envs and writes their reset observations into row ``i``.
@@ -120,11 +134,11 @@ class GymNumpyStepper:
         in ``NEXT_STEP`` mode gymnasium's output is stale there); a single env resets whole.
         The final observations are gone from the env afterwards: read the row first.
         """
-        if self.vector:
-            mask = np.array(done, dtype=np.bool_)
-            obs_block[i][mask] = np.asarray(self.reset(mask)[0])[mask]
+        mask, obs = self.reset_finished(done)
+        if mask is None:
+            obs_block[i] = obs
         else:
-            obs_block[i] = self.reset()[0]
+            obs_block[i][mask] = np.asarray(obs)[mask]
 
 
 def numpy_rows_apply(wrapper: GymWrapper) -> bool:

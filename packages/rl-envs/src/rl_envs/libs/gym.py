@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import EnvBase
-from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.envs import EnvBase, spec_checks_enabled
+from rl_core.fast_td import build_tensordict, entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
@@ -435,13 +435,52 @@ class GymWrapper(EnvBase):
 
     def _reset_output(self, obs: Any, info: dict[str, Any]) -> TensorDictBase:
         out = self._observations(obs)
-        flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
-        out[DONE], out[TERMINATED], out[TRUNCATED] = flags
+        out[DONE], out[TERMINATED], out[TRUNCATED] = self._reset_flags()
         td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         target = self._target_device
         return td if target is None else td.to(target, non_blocking=True)
+
+    def _reset_flags(self) -> tuple[torch.Tensor, ...]:
+        """``done``, ``terminated``, ``truncated`` of a reset: new all-False tensors."""
+        return torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
+
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """``step_and_maybe_reset`` in one go on numpy rows: the step, then the reset of the
+        finished sub-envs (``GymNumpyStepper.reset_finished``), their rows merged by
+        :meth:`_merge_reset_rows`. Only where ``numpy_stepper()`` applies (one array
+        observation on the CPU, no info entries, a class stepping as ``GymWrapper`` does) and
+        spec checks are off (they check each reset output); ``None`` (step then reset)
+        elsewhere. The oracle test compares it with ``step`` then ``reset``."""
+        if (
+            self._info_readers
+            or spec_checks_enabled()
+            or not self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
+        ):
+            return None
+        next_td = self._step(tensordict)
+        done = self._rows.finished
+        if done is None:
+            return next_td, None
+        return next_td, self._stepper.reset_finished(done)
+
+    def _merge_reset_rows(
+        self, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
+    ) -> TensorDictBase:
+        """What ``reset(next_root)`` gives with the finished sub-envs' ``"_reset"`` mask:
+        their rows of the observation from gymnasium's reset, the others kept, the done
+        flags all False (a sub-env that did not finish has all three False already)."""
+        mask, obs = pending
+        fresh = self._observations(obs)[OBSERVATION]
+        if mask is not None:
+            merged = get_leaf(next_root, (OBSERVATION,)).numpy().copy()
+            merged[mask] = fresh.numpy()[mask]
+            fresh = torch.from_numpy(merged)
+        set_leaf(next_root, OBSERVATION, fresh)
+        for key, flag in zip((DONE, TERMINATED, TRUNCATED), self._reset_flags(), strict=True):
+            set_leaf(next_root, key, flag)
+        return next_root
 
     def _random_rollout(
         self,
