@@ -234,6 +234,10 @@ class GymWrapper(EnvBase):
         decoders = decoders if keep_state else []
         block = block_observation(plan[0], batch) if len(decoders) == 1 and copy else None
         self.__dict__["_rows"] = StepRows(batch, block)
+        # The next roots of fused step-and-resets (``_merge_reset_rows``) go into their own
+        # blocks: the merged observation is a new array either way.
+        reset_block = block_observation(plan[0], batch) if len(decoders) == 1 else None
+        self.__dict__["_reset_rows"] = StepRows(batch, reset_block)
         # Resets read every observation; steps read those the row blocks do not hold.
         self.__dict__["_observations"] = self._observation_reader(decoders)
         step_decoders = decoders if block is None else []
@@ -472,6 +476,14 @@ class GymWrapper(EnvBase):
         their rows of the observation from gymnasium's reset, the others kept, the done
         flags all False (a sub-env that did not finish has all three False already)."""
         mask, obs = pending
+        rows = self._reset_rows
+        if rows.observation is not None:
+            # A small observation: the merged rows go into the next block row (no torch call;
+            # the block's dtype is the space's, as the decoded reset observation's).
+            previous = get_leaf(next_root, (OBSERVATION,)).numpy()
+            for key, value in rows.write_reset(previous, mask, obs).items():
+                set_leaf(next_root, key, value)
+            return next_root
         fresh = self._observations(obs)[OBSERVATION]
         if mask is not None:
             merged = get_leaf(next_root, (OBSERVATION,)).numpy().copy()
