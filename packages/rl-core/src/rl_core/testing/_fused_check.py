@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 from tensordict import TensorDictBase
@@ -22,6 +22,25 @@ def generic_step_and_maybe_reset(
     return tensordict, next_root
 
 
+def seeded_twins(
+    envs: list[EnvBase], seed: int, steps: int
+) -> tuple[list[TensorDictBase], Iterator[TensorDictBase]]:
+    """Seeds and resets twin envs alike: their first roots, and ``steps`` random actions of
+    ``envs[0]``'s action spec, each drawn after seeding torch from a generator seeded with
+    ``seed`` (the same actions for every twin, whatever the envs draw in between)."""
+    for env in envs:
+        env.set_seed(seed)
+    roots = [env.reset() for env in envs]
+    generator = torch.Generator().manual_seed(seed)
+
+    def actions() -> Iterator[TensorDictBase]:
+        for _ in range(steps):
+            torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
+            yield envs[0].full_action_spec.rand()
+
+    return roots, actions()
+
+
 def check_step_and_reset(
     make_env: Callable[[], EnvBase],
     *,
@@ -37,13 +56,8 @@ def check_step_and_reset(
     try:
         if type(envs[0])._step_and_reset is EnvBase._step_and_reset:
             return False
-        for env in envs:
-            env.set_seed(5)
-        roots = [env.reset() for env in envs]
-        generator = torch.Generator().manual_seed(5)
-        for t in range(steps):
-            torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
-            actions = envs[0].full_action_spec.rand()
+        roots, draws = seeded_twins(envs, 5, steps)
+        for t, actions in enumerate(draws):
             fused = envs[0].step_and_maybe_reset(roots[0].update(actions.clone()))
             generic = generic_step_and_maybe_reset(envs[1], roots[1].update(actions.clone()))
             for what, mine, theirs in zip(("transition", "next root"), fused, generic, strict=True):

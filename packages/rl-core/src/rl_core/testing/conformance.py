@@ -28,6 +28,7 @@ from rl_core.envs.checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.ted import step_mdp
 from rl_core.testing._fused_check import check_step_and_reset as _check_step_and_reset
+from rl_core.testing._fused_check import seeded_twins
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -241,13 +242,8 @@ def check_partial_reset(
         if not env.batch_size:
             _fail("check_partial_reset", env, "needs a batched env (batch_size non-empty).")
         envs = [e for e in (env, twin) if e is not None]
-        for e in envs:
-            e.set_seed(0)
-        roots = [e.reset() for e in envs]
-        generator = torch.Generator().manual_seed(0)
-        for _ in range(steps):
-            torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
-            actions = env.full_action_spec.rand()
+        roots, draws = seeded_twins(envs, 0, steps)
+        for actions in draws:
             roots = [
                 e.step_and_maybe_reset(r.update(actions.clone()))[1] for e, r in zip(envs, roots)
             ]

@@ -155,15 +155,15 @@ def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     from rl_envs.libs.gym import runs_own_steps
 
     return runs_own_steps(wrapper) and not (
-        wrapper._from_pixels
-        or wrapper._same_step is not None
-        or wrapper._target_device is not None
-        or wrapper._info_readers
-        or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
+        wrapper.from_pixels
+        or wrapper.autoreset_mode == "SameStep"
+        or (wrapper.device is not None and wrapper.device.type != "cpu")
+        or wrapper.info_dict_reader
+        or not isinstance(wrapper.single_observation_space, spaces.Box | spaces.MultiBinary)
         or list(wrapper.observation_spec.keys()) != [OBSERVATION]
         or isinstance(wrapper.action_spec, Composite)
         or not isinstance(
-            wrapper._space("action_space"),
+            wrapper.single_action_space,
             spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
         )
     )

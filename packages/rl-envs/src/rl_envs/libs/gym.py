@@ -197,6 +197,33 @@ class GymWrapper(EnvBase):
         """The wrapped gymnasium env."""
         return self._env
 
+    @property
+    def from_pixels(self) -> bool:
+        """Whether steps carry ``env.render()`` frames under ``"pixels"``."""
+        return self._from_pixels
+
+    @property
+    def autoreset_mode(self) -> str | None:
+        """The vector env's gymnasium autoreset mode (``"NextStep"``, ``"SameStep"`` or
+        ``"Disabled"``); ``None`` for a single env."""
+        return autoreset_mode(self._env) if self._vector else None
+
+    @property
+    def single_observation_space(self) -> Any:
+        """The gymnasium observation space of one (sub-)env.
+
+        Examples:
+            >>> from rl_envs.libs import GymEnv
+            >>> GymEnv("CartPole-v1", num_envs=2).single_observation_space.shape
+            (4,)
+        """
+        return self._space("observation_space")
+
+    @property
+    def single_action_space(self) -> Any:
+        """The gymnasium action space of one (sub-)env."""
+        return self._space("action_space")
+
     def _space(self, name: str) -> Any:
         env = self._env
         return getattr(env, f"single_{name}") if self._vector else getattr(env, name)
