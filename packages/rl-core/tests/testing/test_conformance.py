@@ -13,6 +13,7 @@ from rl_core.testing import (
     check_done_flags,
     check_partial_reset,
     check_seeding,
+    check_step_and_reset,
     run_env_conformance,
 )
 from rl_core.transforms import InitTracker, StepCounter, TransformedEnv
@@ -111,3 +112,40 @@ def test_inconsistent_done_flags_fail():
         match=r"check_done_flags\(_StatefulEnv\): 'done' differs from 'terminated \| truncated' under the root",
     ):
         check_done_flags(lambda: _StatefulEnv(lie_about_done=True))
+
+
+class _FusedCountingEnv(CountingEnv):
+    """A fused step-and-reset hook; ``keep_flags`` breaks it (reset rows keep their done)."""
+
+    keep_flags = False
+
+    def _step_and_reset(self, tensordict):
+        next_td = self._step(tensordict)
+        done = next_td["done"].clone()
+        if not bool(done.any()):
+            return next_td, None
+        return next_td, (done, self._reset(TensorDict({"_reset": done}, self.batch_size)))
+
+    def _merge_reset_rows(self, next_root, pending):
+        done, fresh = pending
+        next_root["observation"] = torch.where(done, fresh["observation"], next_root["observation"])
+        if not self.keep_flags:
+            for key in ("done", "terminated", "truncated"):
+                next_root[key] = next_root[key] & ~done
+        return next_root
+
+
+class _BrokenFusedCountingEnv(_FusedCountingEnv):
+    keep_flags = True
+
+
+def test_step_and_reset_check_compares_the_hook_with_step_then_reset():
+    check_step_and_reset(lambda: _FusedCountingEnv(max_count=3, start_high=2, batch_size=[3]))
+    assert "step_and_reset" in run_env_conformance(
+        lambda: _FusedCountingEnv(max_count=3, batch_size=[2])
+    )
+    with pytest.raises(
+        ConformanceError,
+        match=r"check_step_and_reset\(_BrokenFusedCountingEnv\): step \d+: 'done' of the next root differs",
+    ):
+        check_step_and_reset(lambda: _BrokenFusedCountingEnv(max_count=3, batch_size=[3]))

@@ -49,3 +49,19 @@ def test_tensors_of_different_steps_do_not_overlap():
     second = write(np.ones(1, np.float32), 1.0, False, False)
     first["observation"].add_(10)
     assert second["observation"].tolist() == [1.0]
+
+
+def test_reset_rows_merge_the_reset_sub_envs_and_hold_false_flags():
+    rows = StepRows((3,), ("observation", (2,), np.dtype(np.float32)), rows=2)
+    previous = np.arange(6, dtype=np.float32).reshape(3, 2)
+    reset = -np.ones((3, 2), dtype=np.float32)
+    outs = [rows.write_reset(previous, np.array([False, True, False]), reset) for _ in range(3)]
+    outs.append(rows.write_reset(previous, None, reset))
+    for out in outs[:3]:
+        assert out["observation"].tolist() == [[0, 1], [-1, -1], [4, 5]]
+    assert outs[3]["observation"].tolist() == [[-1, -1]] * 3
+    for out in outs:
+        for key in ("done", "terminated", "truncated"):
+            assert out[key].shape == (3, 1)
+            assert not out[key].any()
+    assert previous.tolist() == [[0, 1], [2, 3], [4, 5]]  # the input is not written to

@@ -67,3 +67,59 @@ def test_stepper_is_handed_out_only_where_the_numpy_paths_apply():
     )
     assert stepper.retired
     assert env.numpy_stepper() is None
+
+
+def _generic_step_and_maybe_reset(env, td):
+    # rl-core's path without the fused hook: step, step_mdp, reset of the finished sub-envs.
+    td = env.step(td)
+    next_root = env.step_mdp_plan()(td)
+    if env._mark_finished(next_root):
+        next_root = env.reset(next_root)
+    return td, next_root
+
+
+@pytest.mark.parametrize("num_envs", [0, 3])
+@pytest.mark.parametrize("carried", [False, True])
+def test_fused_step_and_reset_matches_step_then_reset(num_envs, carried):
+    # Oracle: GymWrapper's _step_and_reset/_merge_reset_rows against step then reset, on
+    # twin envs seeded alike, over many episodes (random actions, carried policy entries).
+    envs = [GymEnv("CartPole-v1", num_envs=num_envs) for _ in range(2)]
+    for env in envs:
+        env.set_seed(3)
+    fused_root, generic_root = envs[0].reset(), envs[1].reset()
+    resets = 0
+    for t in range(200):
+        action = envs[0].rand_action(fused_root.clone())["action"]
+        for root in (fused_root, generic_root):
+            root.set("action", action.clone())
+            if carried:
+                root.set("hidden", torch.full((*envs[0].batch_size, 2), float(t)))
+        fused_td, fused_root = envs[0].step_and_maybe_reset(fused_root)
+        generic_td, generic_root = _generic_step_and_maybe_reset(envs[1], generic_root)
+        assert (fused_td == generic_td).all()
+        assert sorted(fused_root.keys()) == sorted(generic_root.keys())
+        for key in generic_root.keys():
+            assert fused_root[key].dtype == generic_root[key].dtype
+            assert torch.equal(fused_root[key], generic_root[key]), (t, key)
+        resets += int(fused_td["next", "done"].any())
+    assert resets > 2
+
+
+def test_fused_step_and_reset_steps_aside_for_overrides_and_spec_checks():
+    from rl_core import set_spec_checks
+
+    class Shaped(GymEnv):
+        def _step(self, tensordict):
+            out = super()._step(tensordict)
+            out.set("reward", out["reward"] * 2)
+            return out
+
+    env = Shaped("CartPole-v1", num_envs=2)
+    td = env.rand_action(env.reset())
+    assert env._step_and_reset(td) is None
+    plain = GymEnv("CartPole-v1", num_envs=2)
+    assert plain._step_and_reset(plain.rand_action(plain.reset())) is not None
+    with set_spec_checks(True):
+        assert plain._step_and_reset(plain.rand_action(plain.reset())) is None
+    plain.set_info_dict_reader(default_info_dict_reader())
+    assert plain._step_and_reset(plain.rand_action(plain.reset())) is None

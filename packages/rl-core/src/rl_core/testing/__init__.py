@@ -14,6 +14,7 @@ from rl_core.testing.conformance import (
     check_rollout_shapes,
     check_seeding,
     check_specs_match_rollout,
+    check_step_and_reset,
     check_step_mdp_round_trip,
     run_env_conformance,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "check_rollout_shapes",
     "check_seeding",
     "check_specs_match_rollout",
+    "check_step_and_reset",
     "check_step_mdp_round_trip",
     "run_env_conformance",
 ]

@@ -27,6 +27,8 @@ from rl_core.envs import EnvBase, check_env_specs
 from rl_core.envs.checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.ted import step_mdp
+from rl_core.testing._fused_check import check_step_and_reset as _check_step_and_reset
+from rl_core.testing._fused_check import seeded_twins
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -240,13 +242,8 @@ def check_partial_reset(
         if not env.batch_size:
             _fail("check_partial_reset", env, "needs a batched env (batch_size non-empty).")
         envs = [e for e in (env, twin) if e is not None]
-        for e in envs:
-            e.set_seed(0)
-        roots = [e.reset() for e in envs]
-        generator = torch.Generator().manual_seed(0)
-        for _ in range(steps):
-            torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
-            actions = env.full_action_spec.rand()
+        roots, draws = seeded_twins(envs, 0, steps)
+        for actions in draws:
             roots = [
                 e.step_and_maybe_reset(r.update(actions.clone()))[1] for e, r in zip(envs, roots)
             ]
@@ -287,6 +284,17 @@ def check_partial_reset(
         env.close()
         if twin is not None:
             twin.close()
+
+
+def check_step_and_reset(make_env: EnvFactory, *, steps: int = 60) -> None:
+    """The fused step-and-reset hook changes no result (envs overriding ``_step_and_reset``).
+
+    Twin envs seeded alike take the same actions for ``steps`` steps, one through
+    ``step_and_maybe_reset`` (the hook), the other through ``step``, ``step_mdp`` and a
+    ``reset`` of the finished sub-envs; every entry of the transitions and next roots must
+    match. Envs without the hook pass trivially.
+    """
+    _check_step_and_reset(make_env, steps=steps, fail=_fail, same=_same)
 
 
 def _rows(value: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -338,6 +346,7 @@ OPTIONAL_CHECKS: dict[str, Callable[[EnvFactory], None]] = {
     "seeding": check_seeding,
     "random_rollout": check_random_rollout,
     "partial_reset": check_partial_reset,
+    "step_and_reset": check_step_and_reset,
 }
 
 
@@ -359,7 +368,8 @@ def run_env_conformance(
     probe.close()
     ran = []
     for name, check in {**REQUIRED_CHECKS, **OPTIONAL_CHECKS}.items():
-        if name in skip or (name in ("seeding", "random_rollout") and not seedable):
+        deterministic = ("seeding", "random_rollout", "step_and_reset")
+        if name in skip or (name in deterministic and not seedable):
             continue
         if name == "partial_reset" and not batched:
             continue
@@ -430,6 +440,13 @@ class EnvConformanceSuite:
             pytest.skip("partial resets need a batched env")
         check_partial_reset(self.make_env, deterministic_steps=self.deterministic_steps)
 
+    def test_step_and_reset(self) -> None:
+        import pytest
+
+        if not (self.seedable and self.deterministic_steps):
+            pytest.skip("comparing twin envs needs a seedable env with deterministic steps")
+        check_step_and_reset(self.make_env)
+
 
 __all__ = [
     "ConformanceError",
@@ -445,6 +462,7 @@ __all__ = [
     "check_rollout_shapes",
     "check_seeding",
     "check_specs_match_rollout",
+    "check_step_and_reset",
     "check_step_mdp_round_trip",
     "run_env_conformance",
 ]

@@ -218,6 +218,24 @@ class SerialEnv(BatchedEnvBase):
         next_root.update(self._to_self(rows_td))
         return tensordict, next_root
 
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """A vector group steps and resets its finished sub-envs in one go (its own
+        ``_step_and_reset``, where that applies) when this class steps and resets as
+        ``SerialEnv`` does and the outputs stay on the sub-envs' device."""
+        kind = type(self)
+        if (
+            self._group is None
+            or self.device != self.sub_device
+            or kind._step is not SerialEnv._step
+            or kind._reset is not SerialEnv._reset
+        ):
+            return None
+        return self._group._step_and_reset(tensordict)
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        """The vector group's reset rows into ``next_root`` (see :meth:`_step_and_reset`)."""
+        return self._group._merge_reset_rows(next_root, pending)
+
     def _random_rollout(
         self,
         start: TensorDictBase,

@@ -52,10 +52,10 @@ def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
         return None
     batch = tuple(wrapper.batch_size)
     shape = tuple(wrapper.observation_spec[OBSERVATION].shape[len(batch) :])
-    dtype = np.dtype(wrapper._space("observation_space").dtype)
+    dtype = np.dtype(wrapper.single_observation_space.dtype)
     spec = wrapper.action_spec
     actions = spec.expand(CHUNK, *spec.shape)
-    encode = make_encoder(wrapper._space("action_space"), actions, (CHUNK, *batch))
+    encode = make_encoder(wrapper.single_action_space, actions, (CHUNK, *batch))
     return RandomRolloutPlan(stepper, OBSERVATION, shape, dtype, actions, encode)
 
 
@@ -211,12 +211,12 @@ def _trajectory(
             TRUNCATED: batch_first(truncated_t),
         },
         batch_size=size,
-        device=wrapper._cpu_device,
+        device=wrapper.device,  # the CPU: numpy_rows_apply holds
     )
     return TensorDict(
         {key: batch_first(root_obs), ACTION: batch_first(action), **root_flags, NEXT: next_td},
         batch_size=size,
-        device=wrapper._cpu_device,
+        device=wrapper.device,  # the CPU: numpy_rows_apply holds
     )
 
 

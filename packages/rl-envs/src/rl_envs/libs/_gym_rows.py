@@ -47,6 +47,8 @@ class StepRows:
         self.rows = rows
         self.row = rows  # no block yet: the first write allocates one
         self.vector = bool(batch)
+        # ``done`` of the last write where a sub-env finished, else None (see ``write_at``).
+        self.finished: Any = None
 
     def _allocate(self) -> None:
         rows, batch = self.rows, self.batch
@@ -75,21 +77,45 @@ class StepRows:
         self.blocks = (obs_np, self.reward_np, flags_np[:, 0], flags_np[:, 1], flags_np[:, 2])
         self.row = 0
 
-    def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
-        """Writes one step into the next row (``stepper.write_at``: the step rules of
-        ``GymNumpyStepper``); returns the tensor views of that row: reward, flags (and the
-        block observation)."""
+    def _next_row(self) -> int:
         i = self.row
         if i == self.rows:
             self._allocate()
             i = 0
         self.row = i + 1
-        stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
+        return i
+
+    def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
+        """Writes one step into the next row (``stepper.write_at``: the step rules of
+        ``GymNumpyStepper``); returns the tensor views of that row: reward, flags (and the
+        block observation). ``self.finished`` then holds ``write_at``'s ``done``."""
+        i = self._next_row()
+        self.finished = stepper.write_at(self.blocks, i, obs, reward, terminated, truncated)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         out = {REWARD: reward_t, DONE: done_t, TERMINATED: terminated_t, TRUNCATED: truncated_t}
         if self.observation is not None:
             out[self.observation[0]] = self.obs_views[i]
         return out
+
+    def write_reset(self, previous: np.ndarray, mask: np.ndarray | None, obs: Any) -> dict:
+        """The next root's observation and done flags after a reset of the sub-envs of
+        ``mask`` (all of them when ``None``), as views of the next row: the observation rows
+        of ``mask`` from gymnasium's reset ``obs``, the others from ``previous``; the flags
+        all False (the block's zeros, never written). Needs a block observation."""
+        i = self._next_row()
+        row = self.blocks[0][i]
+        if mask is None:
+            row[...] = obs
+        else:
+            row[...] = previous
+            row[mask] = np.asarray(obs)[mask]
+        _, done_t, terminated_t, truncated_t = self.views[i]
+        return {
+            self.observation[0]: self.obs_views[i],
+            DONE: done_t,
+            TERMINATED: terminated_t,
+            TRUNCATED: truncated_t,
+        }
 
 
 def block_observation(

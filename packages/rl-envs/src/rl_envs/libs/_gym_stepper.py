@@ -107,11 +107,25 @@ class GymNumpyStepper:
         seed: int | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict]:
-        """Resets every sub-env (``mask`` None) or those of ``mask`` (vector envs, through
-        ``reset_mask``); gymnasium's ``(observation, info)``."""
-        if mask is None:
+        """Resets every sub-env (``mask`` None or all True) or those of ``mask`` (vector envs,
+        through ``reset_mask``); gymnasium's ``(observation, info)``."""
+        if mask is None or mask.all():
             return self.env.reset(seed=seed, options=options)
         return self.env.reset(seed=seed, options={**(options or {}), "reset_mask": mask})
+
+    def reset_finished(self, done: Any) -> tuple[np.ndarray | None, Any]:
+        """Resets the sub-envs that finished (``done`` as :meth:`write_at` returns it).
+
+        Returns:
+            ``(mask, observation)``: the bool ``(num_envs,)`` mask of the reset sub-envs and
+            gymnasium's reset observation of every sub-env (only the rows of ``mask`` are
+            reset observations: in ``NEXT_STEP`` mode the others are stale) for a vector env;
+            ``(None, observation)`` for a single env, reset whole.
+        """
+        if not self.vector:
+            return None, self.reset()[0]
+        mask = np.array(done, dtype=np.bool_)
+        return mask, self.reset(mask)[0]
 
     def reset_finished_at(self, done: Any, obs_block: np.ndarray, i: int) -> None:
         """Resets the finished sub-envs and writes their reset observations into row ``i``.
@@ -120,11 +134,11 @@ class GymNumpyStepper:
         in ``NEXT_STEP`` mode gymnasium's output is stale there); a single env resets whole.
         The final observations are gone from the env afterwards: read the row first.
         """
-        if self.vector:
-            mask = np.array(done, dtype=np.bool_)
-            obs_block[i][mask] = np.asarray(self.reset(mask)[0])[mask]
+        mask, obs = self.reset_finished(done)
+        if mask is None:
+            obs_block[i] = obs
         else:
-            obs_block[i] = self.reset()[0]
+            obs_block[i][mask] = np.asarray(obs)[mask]
 
 
 def numpy_rows_apply(wrapper: GymWrapper) -> bool:
@@ -141,15 +155,15 @@ def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     from rl_envs.libs.gym import runs_own_steps
 
     return runs_own_steps(wrapper) and not (
-        wrapper._from_pixels
-        or wrapper._same_step is not None
-        or wrapper._target_device is not None
-        or wrapper._info_readers
-        or not isinstance(wrapper._space("observation_space"), spaces.Box | spaces.MultiBinary)
+        wrapper.from_pixels
+        or wrapper.autoreset_mode == "SameStep"
+        or (wrapper.device is not None and wrapper.device.type != "cpu")
+        or wrapper.info_dict_reader
+        or not isinstance(wrapper.single_observation_space, spaces.Box | spaces.MultiBinary)
         or list(wrapper.observation_spec.keys()) != [OBSERVATION]
         or isinstance(wrapper.action_spec, Composite)
         or not isinstance(
-            wrapper._space("action_space"),
+            wrapper.single_action_space,
             spaces.Box | spaces.Discrete | spaces.MultiDiscrete | spaces.MultiBinary,
         )
     )

@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import EnvBase
-from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.envs import EnvBase, spec_checks_enabled
+from rl_core.fast_td import build_tensordict, entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite
 from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
@@ -197,6 +197,33 @@ class GymWrapper(EnvBase):
         """The wrapped gymnasium env."""
         return self._env
 
+    @property
+    def from_pixels(self) -> bool:
+        """Whether steps carry ``env.render()`` frames under ``"pixels"``."""
+        return self._from_pixels
+
+    @property
+    def autoreset_mode(self) -> str | None:
+        """The vector env's gymnasium autoreset mode (``"NextStep"``, ``"SameStep"`` or
+        ``"Disabled"``); ``None`` for a single env."""
+        return autoreset_mode(self._env) if self._vector else None
+
+    @property
+    def single_observation_space(self) -> Any:
+        """The gymnasium observation space of one (sub-)env.
+
+        Examples:
+            >>> from rl_envs.libs import GymEnv
+            >>> GymEnv("CartPole-v1", num_envs=2).single_observation_space.shape
+            (4,)
+        """
+        return self._space("observation_space")
+
+    @property
+    def single_action_space(self) -> Any:
+        """The gymnasium action space of one (sub-)env."""
+        return self._space("action_space")
+
     def _space(self, name: str) -> Any:
         env = self._env
         return getattr(env, f"single_{name}") if self._vector else getattr(env, name)
@@ -234,6 +261,10 @@ class GymWrapper(EnvBase):
         decoders = decoders if keep_state else []
         block = block_observation(plan[0], batch) if len(decoders) == 1 and copy else None
         self.__dict__["_rows"] = StepRows(batch, block)
+        # The next roots of fused step-and-resets (``_merge_reset_rows``) go into their own
+        # blocks: the merged observation is a new array either way.
+        reset_block = block_observation(plan[0], batch) if len(decoders) == 1 else None
+        self.__dict__["_reset_rows"] = StepRows(batch, reset_block)
         # Resets read every observation; steps read those the row blocks do not hold.
         self.__dict__["_observations"] = self._observation_reader(decoders)
         step_decoders = decoders if block is None else []
@@ -435,13 +466,60 @@ class GymWrapper(EnvBase):
 
     def _reset_output(self, obs: Any, info: dict[str, Any]) -> TensorDictBase:
         out = self._observations(obs)
-        flags = torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
-        out[DONE], out[TERMINATED], out[TRUNCATED] = flags
+        out[DONE], out[TERMINATED], out[TRUNCATED] = self._reset_flags()
         td = build_tensordict(out, self.batch_size, self._cpu_device)
         if self._info_readers:
             td = self._read_info(info, td)
         target = self._target_device
         return td if target is None else td.to(target, non_blocking=True)
+
+    def _reset_flags(self) -> tuple[torch.Tensor, ...]:
+        """``done``, ``terminated``, ``truncated`` of a reset: new all-False tensors."""
+        return torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
+
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """``step_and_maybe_reset`` in one go on numpy rows: the step, then the reset of the
+        finished sub-envs (``GymNumpyStepper.reset_finished``), their rows merged by
+        :meth:`_merge_reset_rows`. Only where ``numpy_stepper()`` applies (one array
+        observation on the CPU, no info entries, a class stepping as ``GymWrapper`` does) and
+        spec checks are off (they check each reset output); ``None`` (step then reset)
+        elsewhere. The oracle test compares it with ``step`` then ``reset``."""
+        if (
+            self._info_readers
+            or spec_checks_enabled()
+            or not self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
+        ):
+            return None
+        next_td = self._step(tensordict)
+        done = self._rows.finished
+        if done is None:
+            return next_td, None
+        return next_td, self._stepper.reset_finished(done)
+
+    def _merge_reset_rows(
+        self, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
+    ) -> TensorDictBase:
+        """What ``reset(next_root)`` gives with the finished sub-envs' ``"_reset"`` mask:
+        their rows of the observation from gymnasium's reset, the others kept, the done
+        flags all False (a sub-env that did not finish has all three False already)."""
+        mask, obs = pending
+        rows = self._reset_rows
+        if rows.observation is not None:
+            # A small observation: the merged rows go into the next block row (no torch call;
+            # the block's dtype is the space's, as the decoded reset observation's).
+            previous = get_leaf(next_root, (OBSERVATION,)).numpy()
+            for key, value in rows.write_reset(previous, mask, obs).items():
+                set_leaf(next_root, key, value)
+            return next_root
+        fresh = self._observations(obs)[OBSERVATION]
+        if mask is not None:
+            merged = get_leaf(next_root, (OBSERVATION,)).numpy().copy()
+            merged[mask] = fresh.numpy()[mask]
+            fresh = torch.from_numpy(merged)
+        set_leaf(next_root, OBSERVATION, fresh)
+        for key, flag in zip((DONE, TERMINATED, TRUNCATED), self._reset_flags(), strict=True):
+            set_leaf(next_root, key, flag)
+        return next_root
 
     def _random_rollout(
         self,
