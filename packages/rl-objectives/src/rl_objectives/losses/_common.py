@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -277,3 +278,31 @@ def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> 
     ):
         return module.module(*[tensordict.get(key) for key in module.in_keys])
     return module(tensordict.copy()).get(out_key)
+
+
+def register_log_alpha(loss: nn.Module, alpha_init: float, *, fixed: bool) -> None:
+    """Gives ``loss`` its entropy temperature ``log_alpha``: a parameter, or a buffer if fixed."""
+    log_alpha = torch.tensor(math.log(alpha_init))
+    if fixed:
+        loss.register_buffer("log_alpha", log_alpha)
+    else:
+        loss.log_alpha = nn.Parameter(log_alpha)
+
+
+def continuous_entropy_target(action_spec: Any) -> float | None:
+    """The ``"auto"`` entropy target of a continuous action: minus its number of dims."""
+    shape = getattr(action_spec, "shape", None)
+    return None if shape is None else -float(math.prod(shape))
+
+
+def resolve_target_entropy(owner: str, target_entropy: Any, auto: float | None) -> float | None:
+    """``target_entropy`` as a float, ``auto`` for ``"auto"``.
+
+    Raises:
+        ValueError: ``target_entropy`` is neither a number nor ``"auto"``.
+    """
+    if target_entropy == "auto":
+        return auto
+    if isinstance(target_entropy, int | float):
+        return float(target_entropy)
+    raise ValueError(f"{owner}: target_entropy must be a float or 'auto', got {target_entropy!r}.")

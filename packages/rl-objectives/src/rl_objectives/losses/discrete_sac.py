@@ -72,6 +72,8 @@ class DiscreteSACLoss(C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_alpha', 'loss_qvalue']
     """
 
+    log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
+
     @dataclass
     class _AcceptedKeys:
         action: NestedKey = K.ACTION
@@ -113,22 +115,10 @@ class DiscreteSACLoss(C.DetachedParamsCache, LossModule):
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.delay_qvalue = delay_qvalue
         self.loss_function = C.check_loss_function(owner, loss_function)
-        log_alpha = torch.tensor(math.log(alpha_init))
-        if fixed_alpha:
-            self.register_buffer("log_alpha", log_alpha)
-        else:
-            self.log_alpha = nn.Parameter(log_alpha)
+        C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
         self.target_entropy_weight = float(target_entropy_weight)
-        if target_entropy == "auto":
-            self.target_entropy = (
-                None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
-            )
-        elif isinstance(target_entropy, int | float):
-            self.target_entropy = float(target_entropy)
-        else:
-            raise ValueError(
-                f"{owner}: target_entropy must be a float or 'auto', got {target_entropy!r}."
-            )
+        auto = None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
+        self.target_entropy = C.resolve_target_entropy(owner, target_entropy, auto)
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))

@@ -71,6 +71,8 @@ class REDQLoss(C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_alpha', 'loss_qvalue']
     """
 
+    log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
+
     @dataclass
     class _AcceptedKeys:
         action: NestedKey = K.ACTION
@@ -119,20 +121,9 @@ class REDQLoss(C.DetachedParamsCache, LossModule):
         self.sub_sample_len = sub_sample_len
         self.delay_qvalue = delay_qvalue
         self.loss_function = C.check_loss_function(owner, loss_function)
-        log_alpha = torch.tensor(math.log(alpha_init))
-        if fixed_alpha:
-            self.register_buffer("log_alpha", log_alpha)
-        else:
-            self.log_alpha = nn.Parameter(log_alpha)
-        if target_entropy == "auto":
-            shape = getattr(action_spec, "shape", None)
-            self.target_entropy = None if shape is None else -float(math.prod(shape))
-        elif isinstance(target_entropy, int | float):
-            self.target_entropy = float(target_entropy)
-        else:
-            raise ValueError(
-                f"{owner}: target_entropy must be a float or 'auto', got {target_entropy!r}."
-            )
+        C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
+        auto = C.continuous_entropy_target(action_spec)
+        self.target_entropy = C.resolve_target_entropy(owner, target_entropy, auto)
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
