@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import api_check
+import _workspace as workspace  # a sibling module of this script
 
 SIBLINGS = ("rl_envs", "rl_buffers", "rl_collectors", "rl_objectives", "rl_llm", "rl_kernels")
 
@@ -121,7 +121,7 @@ KERNELS_FALLBACK = (
 EXTRA = {"rl-kernels": KERNELS_FALLBACK}
 
 
-def smoke_code(package: api_check.Package) -> str:
+def smoke_code(package: workspace.Package) -> str:
     """The code run in ``package``'s environment: the common checks, then its own snippet."""
     prologue = (
         "import sys\n"
@@ -135,11 +135,11 @@ def smoke_code(package: api_check.Package) -> str:
 
 def build_all(root: Path, dist: Path) -> None:
     """Builds every workspace package's wheel (and sdist) into ``dist``."""
-    for package in api_check.workspace_packages(root):
+    for package in workspace.workspace_packages(root):
         subprocess.run(package.build_command(dist), cwd=root, check=True)
 
 
-def wheel_of(package: api_check.Package, dist: Path) -> Path:
+def wheel_of(package: workspace.Package, dist: Path) -> Path:
     name = f"{package.import_name}-{package.version}-"
     wheels = [p for p in dist.glob("*.whl") if p.name.startswith(name)]
     if len(wheels) != 1:
@@ -149,7 +149,7 @@ def wheel_of(package: api_check.Package, dist: Path) -> Path:
     return wheels[0]
 
 
-def check_one(package: api_check.Package, wheels: set[Path], work: Path) -> str:
+def check_one(package: workspace.Package, wheels: set[Path], work: Path) -> str:
     """Installs ``wheels`` alone in a fresh venv, runs ``package``'s smoke check; returns its output.
 
     Raises:
@@ -169,7 +169,7 @@ def check_one(package: api_check.Package, wheels: set[Path], work: Path) -> str:
     return "; ".join(outputs)
 
 
-def _run_check(package: api_check.Package, python: Path, work: Path, what: str, code: str) -> str:
+def _run_check(package: workspace.Package, python: Path, work: Path, what: str, code: str) -> str:
     # Outside the repository, so that nothing imports the sources instead of the wheel.
     result = subprocess.run(
         [str(python), "-c", code], cwd=work, capture_output=True, text=True, check=False
@@ -182,15 +182,15 @@ def _run_check(package: api_check.Package, python: Path, work: Path, what: str, 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("packages", nargs="*", help="distribution names; default: every package")
-    parser.add_argument("--root", type=Path, default=api_check.ROOT)
+    parser.add_argument("--root", type=Path, default=workspace.ROOT)
     parser.add_argument("--dist", type=Path, help="wheels already built here (default: build them)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     args = parser.parse_args(argv)
     root = args.root.resolve()
     packages = [
-        api_check.find_package(root, d) for d in args.packages
-    ] or api_check.workspace_packages(root)
-    core = api_check.find_package(root, "rl-core")
+        workspace.find_package(root, d) for d in args.packages
+    ] or workspace.workspace_packages(root)
+    core = workspace.find_package(root, "rl-core")
     with tempfile.TemporaryDirectory(prefix="rl-wheels-") as tmp:
         work = Path(tmp)
         dist = args.dist.resolve() if args.dist else work / "dist"

@@ -23,10 +23,10 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import api_check
+import _workspace as workspace  # a sibling module of this script
 
 
-def install_command(package: api_check.Package, python: Path, root: Path) -> list[str]:
+def install_command(package: workspace.Package, python: Path, root: Path) -> list[str]:
     """The ``uv pip install`` command line for ``package`` at its lowest direct versions."""
     pyproject = package.directory / "pyproject.toml"
     core = root / "packages" / "rl-core"
@@ -41,7 +41,7 @@ def install_command(package: api_check.Package, python: Path, root: Path) -> lis
     ]  # fmt: skip
 
 
-def make_lowest_env(package: api_check.Package, env_dir: Path, root: Path = api_check.ROOT) -> Path:
+def make_lowest_env(package: workspace.Package, env_dir: Path, root: Path = workspace.ROOT) -> Path:
     """Creates ``env_dir`` afresh for ``package``; returns its python.
 
     Raises:
@@ -58,10 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", help="distribution name, e.g. rl-buffers")
     parser.add_argument("env_dir", type=Path, help="where to create the environment")
-    parser.add_argument("--root", type=Path, default=api_check.ROOT)
+    parser.add_argument("--root", type=Path, default=workspace.ROOT)
     args = parser.parse_args(argv)
     root = args.root.resolve()
-    make_lowest_env(api_check.find_package(root, args.package), args.env_dir.resolve(), root)
+    make_lowest_env(workspace.find_package(root, args.package), args.env_dir.resolve(), root)
     return 0
 
 
