@@ -20,3 +20,36 @@ def test_priority_key_and_weights():
     buffer.update_tensordict_priority(batch)
     with pytest.raises(TypeError, match="the sampler is built from alpha and beta"):
         TensorDictPrioritizedReplayBuffer(alpha=1.0, beta=1.0, sampler=RandomSampler())
+
+
+def _buffer():
+    buffer = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=1.0, storage=LazyTensorStorage(8), batch_size=4
+    )
+    buffer.extend(TensorDict({"obs": torch.arange(8.0)}, [8]))
+    return buffer
+
+
+def test_update_tensordict_priority_reads_nested_keys_and_lazy_stacks():
+    # plain TensorDicts are read through their entry dicts, anything else through get():
+    # both must write the same priorities
+    from tensordict import LazyStackedTensorDict
+
+    plain, lazy = _buffer(), _buffer()
+    index = torch.tensor([1, 5, 6])
+    priority = torch.tensor([4.0, 0.5, 2.0])
+    plain.priority_key = lazy.priority_key = ("extra", "err")
+    batch = TensorDict({"index": index, "extra": {"err": priority}}, [3])
+    plain.update_tensordict_priority(batch)
+    lazy.update_tensordict_priority(LazyStackedTensorDict.lazy_stack(list(batch.unbind(0))))
+    expected = [1.0, 4.0, 1.0, 1.0, 1.0, 0.5, 2.0, 1.0]
+    assert plain.sampler._leaves(8).tolist() == pytest.approx(expected)
+    assert lazy.sampler._leaves(8).tolist() == pytest.approx(expected)
+
+
+def test_update_tensordict_priority_missing_entries():
+    buffer = _buffer()
+    with pytest.raises(KeyError, match="the TensorDict has no 'td_error' entry"):
+        buffer.update_tensordict_priority(TensorDict({"index": torch.tensor([0])}, [1]))
+    with pytest.raises(KeyError, match="the TensorDict has no 'index' entry"):
+        buffer.update_tensordict_priority(TensorDict({"td_error": torch.ones(1)}, [1]))

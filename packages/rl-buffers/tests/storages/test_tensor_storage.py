@@ -63,3 +63,30 @@ def test_state_dict_round_trip():
     other = TensorStorage(make().zero_())
     other.load_state_dict(storage.state_dict())
     assert (other.get(torch.arange(6)) == make()).all()
+
+
+def test_read_with_extra_entries_matches_the_tensordict_constructor():
+    # The batch is built without the constructor's checks: it must equal what the
+    # constructor builds from the same entries (keys, values, batch size, device).
+    data = make()
+    storage = TensorStorage(data)
+    index = torch.tensor([4, 1, 1])
+    extra = {"index": index, "priority_weight": torch.rand(3)}
+    got = storage.get(index, extra=extra)
+    expected = TensorDict({**data[index].to_dict(), **extra}, batch_size=[3])
+    assert type(got) is TensorDict
+    assert got.batch_size == expected.batch_size
+    assert got.device == expected.device
+    assert set(got.keys(True, True)) == set(expected.keys(True, True))
+    assert (got == expected).all()
+
+
+def test_read_with_bad_extra_entries():
+    storage = TensorStorage(make())
+    index = torch.tensor([0, 1])
+    with pytest.raises(ValueError, match=r"expected each extra entry to be a tensor of shape \[2"):
+        storage.get(index, extra={"w": torch.ones(3)})
+    with pytest.raises(ValueError, match=r"under a string key, got \('a', 'b'\)"):
+        storage.get(index, extra={("a", "b"): torch.ones(2)})
+    with pytest.raises(ValueError, match="extra entries need TensorDict items"):
+        TensorStorage(torch.zeros(4)).get(index, extra={"w": torch.ones(2)})

@@ -13,6 +13,7 @@ from rl_buffers.samplers.sampler import Sampler
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
+from rl_core import fast_td
 
 __all__ = ["TensorDictReplayBuffer"]
 
@@ -104,16 +105,22 @@ class TensorDictReplayBuffer(ReplayBuffer):
         Raises:
             KeyError: the batch lacks one of them.
         """
-        keys = data.keys(True, True)
-        for key in ("index", self.priority_key):
-            if key not in keys:
-                raise KeyError(
-                    f"{type(self).__name__}.update_tensordict_priority: the TensorDict has no "
-                    f"{key!r} entry (keys: {list(keys)}). Pass a sampled batch with "
-                    f"{self.priority_key!r} set."
-                )
-        index = data.get("index")
-        priority = data.get(self.priority_key)
+        key = self.priority_key
+        # Both entries read straight from a plain TensorDict's entry dicts when they are
+        # tensors there; anything else (a missing entry, a lazy stack) takes the generic path.
+        index = fast_td.get_leaf(data, ("index",), None)
+        priority = fast_td.get_leaf(data, key if isinstance(key, tuple) else (key,), None)
+        if not (isinstance(index, Tensor) and isinstance(priority, Tensor)):
+            keys = data.keys(True, True)
+            for name in ("index", key):
+                if name not in keys:
+                    raise KeyError(
+                        f"{type(self).__name__}.update_tensordict_priority: the TensorDict has "
+                        f"no {name!r} entry (keys: {list(keys)}). Pass a sampled batch with "
+                        f"{key!r} set."
+                    )
+            index = data.get("index")
+            priority = data.get(key)
         if index.dim() == 2 and getattr(self._storage, "ndim", 1) > 1:
             index = tuple(index.unbind(-1))  # [B, ndim] storage indices
             priority = priority.reshape(index[0].shape[0], -1)

@@ -101,11 +101,13 @@ class PrioritizedSampler(Sampler):
     # ---------------------------------------------------------------- writes
     def _check_index(self, where: str, index: Tensor) -> Tensor:
         index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
-        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= self.max_capacity):
-            raise IndexError(
-                f"{where}: expected indices in [0, {self.max_capacity}) (max_capacity), got "
-                f"values in [{int(index.min())}, {int(index.max())}]."
-            )
+        if index.numel():
+            low, high = (int(bound) for bound in torch.aminmax(index))
+            if low < 0 or high >= self.max_capacity:
+                raise IndexError(
+                    f"{where}: expected indices in [0, {self.max_capacity}) (max_capacity), "
+                    f"got values in [{low}, {high}]."
+                )
         return index
 
     def extend(self, index: Tensor) -> None:
@@ -133,10 +135,14 @@ class PrioritizedSampler(Sampler):
         """
         where = f"{type(self).__name__}.update_priority"
         index = torch.as_tensor(index)
-        priority = torch.as_tensor(priority).detach()
+        priority = torch.as_tensor(priority)
+        if priority.requires_grad:
+            priority = priority.detach()
         if priority.device != self._tree.device:
             priority = priority.to(self._tree.device)
-        if priority.dim() > index.dim() and priority.numel() != index.numel():
+        if priority.shape == index.shape and index.dim() == 1:
+            pass  # one priority per index (the common case): nothing to reduce or expand
+        elif priority.dim() > index.dim() and priority.numel() != index.numel():
             if priority.shape[: index.dim()] != index.shape:
                 raise ValueError(
                     f"{where}: expected priority of shape {tuple(index.shape)} (or with extra "
@@ -154,7 +160,9 @@ class PrioritizedSampler(Sampler):
                 f"shape {tuple(priority.shape)}."
             )
         index = self._check_index(where, index)
-        priority = priority.reshape(-1).to(self.dtype)
+        priority = priority.reshape(-1)
+        if priority.dtype != self.dtype:
+            priority = priority.to(self.dtype)
         low = float(priority.min()) if priority.numel() else 0.0
         if not low >= 0:
             raise ValueError(
@@ -178,14 +186,20 @@ class PrioritizedSampler(Sampler):
                 f"max_size."
             )
         tree = self._tree
-        query = torch.rand(batch_size, dtype=self.dtype) * tree[1]
+        query = torch.rand(batch_size, dtype=self.dtype).mul_(tree[1])
         index = torch.ops.rl_core.sum_tree_find_prefixsum(tree, query)
         return index, {"priority_weight": self.weights(index, n)}
 
     def weights(self, index: Tensor, n: int) -> Tensor:
         """Importance weights ``(p_i / min_j p_j) ** -beta`` of items ``index`` among ``n``."""
         smallest = self._min_tree[1]  # the min over the stored items (unwritten leaves: +inf)
-        return (self._tree[self._capacity + index] / smallest).pow(-self.beta)
+        leaves = self._tree[self._capacity :]
+        return (
+            leaves.index_select(0, index.reshape(-1))
+            .div_(smallest)
+            .pow_(-self.beta)
+            .view(index.shape)
+        )
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:

@@ -16,6 +16,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
+from rl_core import fast_td
+
 NestedKey = str | tuple[str, ...]
 INDEX_KEY = "index"
 
@@ -151,7 +153,10 @@ class _Level:
             out[key] = sub.gather(index, batch)
         if extra:
             out.update(extra)
-        return TensorDict(out, batch_size=batch)
+        # Every value is a tensor or TensorDict with leading dims ``batch`` (an index_select
+        # along dim 0, a sub-level, or an extra entry checked by the caller) under a string
+        # key: what the TensorDict constructor would check holds, so it is built unchecked.
+        return fast_td.build_tensordict(out, batch)
 
 
 def _gather_multi(tree: list[tuple[str, Any]], multi: tuple[Tensor, ...], batch: torch.Size):

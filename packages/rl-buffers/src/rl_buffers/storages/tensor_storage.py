@@ -215,10 +215,20 @@ class TensorStorage(Storage):
         if index.dim() != 1:
             out = tree.get_rows(index.reshape(-1))
             return out.reshape(*index.shape, *out.shape[1:])
-        if extra is not None and (tree.is_tensor or self.ndim != 1):
-            raise ValueError(
-                f"{type(self).__name__}.get: extra entries need TensorDict items and ndim=1."
-            )
+        if extra is not None:
+            if tree.is_tensor or self.ndim != 1:
+                raise ValueError(
+                    f"{type(self).__name__}.get: extra entries need TensorDict items and ndim=1."
+                )
+            for key, value in extra.items():
+                if type(key) is not str or not (
+                    isinstance(value, Tensor) and value.shape[:1] == index.shape
+                ):
+                    raise ValueError(
+                        f"{type(self).__name__}.get: expected each extra entry to be a tensor "
+                        f"of shape [{index.shape[0]}, ...] under a string key, got {key!r}: "
+                        f"{type(value).__name__} of shape {tuple(getattr(value, 'shape', ()))}."
+                    )
         if not tree.on_cpu:
             index = index.to(tree.device)
         return tree.get_rows(index, extra)
