@@ -180,3 +180,78 @@ def test_sum_tree_find_prefixsum_descends_to_the_first_exceeding_leaf():
     queries = torch.tensor([-1.0, 0.0, 1.999, 2.0, 3.0, 5.999, 6.0, 100.0], dtype=torch.float64)
     found = reference.sum_tree_find_prefixsum(tree, queries)
     assert found.tolist() == [1, 1, 1, 3, 4, 4, 4, 4]
+
+
+def _scalar_tree_update(tree, index, value, combine):
+    """One leaf after the other, each up to the root: the update rule in its plainest form."""
+    capacity = tree.shape[0] // 2
+    for leaf, priority in zip(index.tolist(), value.unbind(0)):
+        node = leaf + capacity
+        tree[node] = priority
+        while node > 1:
+            node //= 2
+            tree[node] = combine(tree[2 * node], tree[2 * node + 1])
+
+
+def _scalar_find(tree, query):
+    """One descent per query, one node at a time, in the tree's dtype."""
+    capacity = tree.shape[0] // 2
+    found = []
+    for v in query.unbind(0):
+        remaining = v.clamp(min=0)
+        node = 1
+        while node < capacity:
+            left = tree[2 * node]
+            if bool(remaining >= left) and bool(tree[2 * node + 1] > 0):
+                remaining = remaining - left
+                node = 2 * node + 1
+            else:
+                node = 2 * node
+        found.append(node - capacity)
+    return found
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_segment_tree_kernels_equal_a_node_by_node_loop_bit_for_bit(dtype):
+    # The reference kernels work a tree level at a time on whole batches; the node-by-node
+    # loop is the rule they implement. Same trees and same leaves, exactly (sums included:
+    # each node is combined from its two final children either way), including repeated
+    # leaves, zero priorities and queries at, beyond and below the total.
+    gen = torch.Generator().manual_seed(3)
+    capacity = 64
+    trees = {
+        "sum": (torch.zeros(2 * capacity, dtype=dtype), reference.sum_tree_update_, torch.add),
+        "min": (
+            torch.full((2 * capacity,), float("inf"), dtype=dtype),
+            reference.min_tree_update_,
+            torch.minimum,
+        ),
+    }
+    for _, (tree, kernel, combine) in trees.items():
+        loop = tree.clone()
+        for step in range(6):
+            index = torch.randint(0, capacity - 8, (40,), generator=gen)  # repeats, 8 empty
+            value = (torch.rand(40, generator=gen) * 10).to(dtype)
+            value[::7] = 0
+            kernel(tree, index, value)
+            _scalar_tree_update(loop, index, value, combine)
+            assert torch.equal(tree, loop), step
+    tree = trees["sum"][0]
+    total = float(tree[1])
+    query = torch.cat(
+        [torch.rand(60, generator=gen) * total, torch.tensor([-1.0, 0.0, total, 2 * total])]
+    ).to(dtype)
+    # queries on the exact prefix sums, where rounding decides between two leaves
+    prefix = tree[capacity:].cumsum(0).to(dtype)
+    query = torch.cat([query, prefix[:20]])
+    assert reference.sum_tree_find_prefixsum(tree, query).tolist() == _scalar_find(tree, query)
+
+
+def test_segment_tree_kernels_on_a_strided_tree():
+    base = torch.zeros(32, 2)
+    tree = base[:, 0]  # stride 2: worked on a contiguous copy, written back
+    reference.sum_tree_update_(tree, torch.tensor([0, 3, 15]), torch.tensor([1.0, 2.0, 4.0]))
+    assert float(tree[1]) == 7.0
+    assert base[:, 1].abs().sum() == 0
+    found = reference.sum_tree_find_prefixsum(tree, torch.tensor([0.5, 1.5, 6.9]))
+    assert found.tolist() == [0, 3, 15]

@@ -177,32 +177,43 @@ def vtrace_advantage_estimate(
     return advantage, state_value + correction
 
 
-def _check_leaf_indices(name: str, index: Tensor, capacity: int) -> None:
-    if index.numel() and bool((index < 0).any() | (index >= capacity).any()):
-        low, high = int(index.min()), int(index.max())
+def _unique_leaves(name: str, index: Tensor, capacity: int) -> tuple[Tensor, Tensor]:
+    """The distinct leaves of ``index`` (sorted) and, for each, its last position in ``index``.
+
+    Raises ``ValueError`` naming the range of ``index`` when a leaf is outside
+    ``[0, capacity)`` (the sorted leaves give the range without a separate scan).
+    """
+    leaves, inverse = torch.unique(index, return_inverse=True)
+    low, high = int(leaves[0]), int(leaves[-1])
+    if low < 0 or high >= capacity:
         raise ValueError(
             f"{name}: expected leaf indices in [0, {capacity}), got values in [{low}, {high}]. "
             f"Drop out-of-range indices or build a tree with a larger capacity."
         )
+    positions = torch.arange(index.numel(), device=index.device)
+    last = torch.full_like(leaves, -1).scatter_reduce_(0, inverse, positions, "amax")
+    return leaves, last
 
 
 @torch.no_grad()
 def _tree_update_(name: str, tree: Tensor, index: Tensor, value: Tensor, combine) -> None:
     # Priorities carry no gradient: a value that requires grad must not make the tree do so.
-    capacity = tree.shape[0] // 2
-    _check_leaf_indices(name, index, capacity)
     if index.numel() == 0:
         return
+    capacity = tree.shape[0] // 2
     # Last write wins: keep, for each distinct leaf, the last position where it appears.
-    leaves, inverse = torch.unique(index, return_inverse=True)
-    positions = torch.arange(index.numel(), device=index.device)
-    last = torch.full_like(leaves, -1).scatter_reduce_(0, inverse, positions, "amax")
+    leaves, last = _unique_leaves(name, index, capacity)
+    # Strided views of the left (even) and right (odd) children: entry j of each is a child
+    # of node j. Gathers from them come out contiguous, so every op below runs on
+    # contiguous tensors of one dtype (torch's fast elementwise loops).
+    lefts, rights = tree[0::2], tree[1::2]
     nodes = leaves + capacity
-    tree[nodes] = value[last]
+    tree.index_copy_(0, nodes, value.index_select(0, last))
     while capacity > 1:
         # Siblings share a parent: a repeated parent gets the same value from each write.
-        nodes = nodes // 2
-        tree[nodes] = combine(tree[2 * nodes], tree[2 * nodes + 1])
+        nodes = nodes >> 1
+        parent = combine(lefts.index_select(0, nodes), rights.index_select(0, nodes))
+        tree.index_copy_(0, nodes, parent)
         capacity //= 2
 
 
@@ -259,13 +270,15 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         int64 ``[K]`` leaf numbers in ``[0, capacity)``.
     """
     capacity = tree.shape[0] // 2
+    # Entry j of ``lefts``/``rights`` is the left/right child of node j (strided views;
+    # the gathers come out contiguous, so each op below is a fast one-dtype loop).
+    lefts, rights = tree[0::2], tree[1::2]
     remaining = value.clamp(min=0)
     node = torch.ones(value.shape, dtype=torch.int64, device=value.device)
     while capacity > 1:
-        left = 2 * node
-        left_sum = tree[left]
-        go_right = (remaining >= left_sum) & (tree[left + 1] > 0)
+        left_sum = lefts.index_select(0, node)
+        go_right = (remaining >= left_sum).logical_and_(rights.index_select(0, node) > 0)
         remaining = torch.where(go_right, remaining - left_sum, remaining)
-        node = left + go_right.to(torch.int64)
+        node = torch.add(go_right.to(torch.int64), node, alpha=2)  # 2 * node + go_right
         capacity //= 2
-    return node - tree.shape[0] // 2
+    return node.sub_(tree.shape[0] // 2)
