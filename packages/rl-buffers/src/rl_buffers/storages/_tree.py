@@ -120,17 +120,22 @@ def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
 def _collect(
     tree: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
 ) -> bool:
-    entries = dict(data.items())
-    if loose_index:
-        entries.pop(INDEX_KEY, None)
-    if len(entries) != len(tree):
+    # A plain TensorDict's entry dict is read in place (no copy); other types list theirs.
+    entries = fast_td.entries(data) if fast_td.is_plain(data) else dict(data.items())
+    skip_index = loose_index and INDEX_KEY in entries
+    if len(entries) - skip_index != len(tree):
         return False
     for key, node in tree:
-        value = entries.get(key)
-        if isinstance(node, list):
-            if not isinstance(value, TensorDictBase) or not _collect(node, value, out):
+        value = None if skip_index and key == INDEX_KEY else entries.get(key)
+        # (exact type tests first: isinstance against tensordict's ABC costs more)
+        if type(node) is list:
+            if not (type(value) is TensorDict or isinstance(value, TensorDictBase)) or not _collect(
+                node, value, out
+            ):
                 return False
-        elif not isinstance(value, Tensor) or value.shape[1:] != node.shape[1:]:
+        elif not (type(value) is Tensor or isinstance(value, Tensor)) or (
+            value.shape[1:] != node.shape[1:]
+        ):
             return False
         else:
             out.append(value)
