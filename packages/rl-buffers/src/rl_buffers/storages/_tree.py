@@ -59,7 +59,9 @@ class LeafTree:
             if not isinstance(data, Tensor) or data.shape[1:] != self.root.shape[1:]:
                 return None
             return [data]
-        if not isinstance(data, TensorDictBase) or data.batch_size[1 : self.ndim] != self.shape[1:]:
+        if not (type(data) is TensorDict or isinstance(data, TensorDictBase)):
+            return None
+        if self.ndim > 1 and data.batch_size[1 : self.ndim] != self.shape[1:]:
             return None
         out: list[Tensor] = []
         if not _collect(self.root, data, out, self.loose_index):
