@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.writers.writer import Writer
@@ -15,7 +15,7 @@ __all__ = ["RoundRobinWriter"]
 
 def batch_len(data: Any) -> int:
     """Items in a batch: the first dim of a tensor or TensorDict, ``len`` of a sequence."""
-    if isinstance(data, TensorDictBase):
+    if type(data) is TensorDict or isinstance(data, TensorDictBase):
         batch = data.batch_size
         if batch:
             return batch[0]

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.writers.round_robin import RoundRobinWriter
@@ -46,7 +46,7 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
         return row
 
     def extend(self, data: Any) -> Tensor:
-        if not isinstance(data, TensorDictBase):
+        if not (type(data) is TensorDict or isinstance(data, TensorDictBase)):
             return super().extend(data)
         storage = self._storage if self._storage is not None else self.storage
         rows = super().extend(_without_index(data, storage))
