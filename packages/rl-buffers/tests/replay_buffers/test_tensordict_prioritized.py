@@ -1,6 +1,6 @@
 import pytest
 import torch
-from tensordict import TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict
 
 from rl_buffers import LazyTensorStorage, RandomSampler, TensorDictPrioritizedReplayBuffer
 
@@ -33,8 +33,6 @@ def _buffer():
 def test_update_tensordict_priority_reads_nested_keys_and_lazy_stacks():
     # plain TensorDicts are read through their entry dicts, anything else through get():
     # both must write the same priorities
-    from tensordict import LazyStackedTensorDict
-
     plain, lazy = _buffer(), _buffer()
     index = torch.tensor([1, 5, 6])
     priority = torch.tensor([4.0, 0.5, 2.0])
