@@ -68,7 +68,7 @@ def run_grpo(steps: int, *, seed: int = 0) -> list[float]:
 @pytest.mark.learning
 def test_grpo_raises_the_reward_of_a_tiny_model():
     # One torch thread: on a 64-wide model more threads only contend (with the default thread
-    # count this took 2-3 min on a loaded 2-core machine, with one thread about 20 s).
+    # count this took 2-3 min on a loaded 2-core machine, with one thread 3-22 s).
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
