@@ -76,7 +76,8 @@ def pong_transformed() -> EnvBase:
 def timed(make: Callable[[], EnvBase], steps: int, *, policy: bool) -> float:
     env = make()
     env.set_seed(0)
-    action = env.action_spec.zero()
+    torch.manual_seed(0)
+    action = env.action_spec.rand()  # one fixed valid action (a one-hot of zeros is invalid)
     fn = (lambda td: td.set("action", action)) if policy else None
     env.rollout(10, fn, break_when_any_done=False)  # warm-up: specs, caches
     start = time.process_time()

@@ -10,6 +10,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_core.fast_td import entries, is_plain
 from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
@@ -89,8 +90,14 @@ class Transform(nn.Module):
         )
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # Root entries of a plain TensorDict are read from its entry dict (what ``get`` gives,
+        # without the key checks): this loop runs on every env step.
+        flat = entries(tensordict) if is_plain(tensordict) else None
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            value = tensordict.get(in_key, None)
+            if flat is not None and type(in_key) is str:
+                value = flat.get(in_key, None)
+            else:
+                value = tensordict.get(in_key, None)
             if value is not None:
                 tensordict.set(out_key, self._apply_transform(value))
         return tensordict

@@ -9,6 +9,8 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
+from rl_core.fast_td import entries, is_plain
+from rl_core.keys import DONE, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
@@ -137,11 +139,22 @@ class TransformedEnv(EnvBase):
         return self._cached("outputs_hidden_from_base", keys)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        base = self.base_env
-        inner = self.transform.inv(tensordict) if self._has_inverse() else tensordict
+        modules = self._modules
+        base, transform = modules["base_env"], modules["_transform"]
+        has_inverse = self._cache.get("has_inverse")
+        if has_inverse is None:
+            has_inverse = self._has_inverse()
+        inner = transform.inv(tensordict) if has_inverse else tensordict
         next_tensordict = base._step(inner)
-        complete_done_flags(next_tensordict, base._done_levels(), type(base).__name__)
-        return self.transform._step(tensordict, next_tensordict)
+        levels = base._cache.get("done_levels")
+        if levels is None:
+            levels = base._done_levels()
+        # The transforms see complete done flags; the common case (the three flags at the
+        # root) needs no completion.
+        names = entries(next_tensordict) if is_plain(next_tensordict) else ()
+        if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
+            complete_done_flags(next_tensordict, levels, type(base).__name__)
+        return transform._step(tensordict, next_tensordict)
 
     def _has_inverse(self) -> bool:
         return self._cached("has_inverse", lambda: self.transform.has_inverse)
