@@ -41,7 +41,8 @@ class TransformedEnv(EnvBase):
     def __init__(self, env: EnvBase, transform: Transform | None = None) -> None:
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
-        super().__init__(device=env.device, batch_size=env.batch_size)
+        # The device is the transformed specs' (see ``device``), found when first asked for.
+        super().__init__(device=None, batch_size=env.batch_size)
         self.base_env = env
         self.transform = Compose() if transform is None else transform
 
@@ -115,7 +116,13 @@ class TransformedEnv(EnvBase):
 
     @property
     def device(self) -> torch.device | None:
-        return self.base_env.device
+        """The device of the transformed outputs: the base env's unless a transform moves
+        every output elsewhere (``DeviceCastTransform``), read from the transformed specs."""
+        return self._cached("device", self._transformed_device)
+
+    def _transformed_device(self) -> torch.device | None:
+        shown = self.output_spec.device
+        return shown if shown is not None else self.base_env.device
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
