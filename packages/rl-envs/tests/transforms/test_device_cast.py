@@ -1,6 +1,5 @@
 import pytest
 import torch
-from tensordict import TensorDict
 
 from rl_core import Compose, StepCounter, TransformedEnv, check_env_specs
 from rl_core.testing import CountingEnv
@@ -31,7 +30,8 @@ def test_whole_cast_reset_and_step_outputs_on_the_device():
     t = DeviceCastTransform("meta")
     env = TransformedEnv(CountingEnv(device="cpu"), t)
     td = env.reset()
-    assert td.device == META and td["observation"].device == META
+    assert td.device == META
+    assert td["observation"].device == META
     assert td["done"].device == META
     # The inverse path targets the env's device (meta holds no values to move back, so the
     # moves themselves are checked by the cpu -> cpu rollouts below).
@@ -63,7 +63,8 @@ def test_keys_only_cast_on_env_specs():
     assert env.output_spec.device is None  # mixed devices
     assert env.device == env.base_env.device  # the env as a whole stays where it was
     td = env.reset()
-    assert td["observation"].device == META and td["done"].device == CPU
+    assert td["observation"].device == META
+    assert td["done"].device == CPU
 
 
 def test_keys_only_cpu_rollout_passes_check_env_specs(cartpole):
@@ -77,7 +78,8 @@ def test_keys_only_cpu_rollout_passes_check_env_specs(cartpole):
 
 def test_plain_tensordict_from_a_buffer(buffer_batch):
     out = DeviceCastTransform("meta")(buffer_batch.clone())
-    assert out.device == META and out["next", "reward"].device == META
+    assert out.device == META
+    assert out["next", "reward"].device == META
     partial = DeviceCastTransform("meta", in_keys=[("next", "observation")])(buffer_batch.clone())
     assert partial["next", "observation"].device == META
     assert partial["observation"].device == CPU
@@ -85,7 +87,7 @@ def test_plain_tensordict_from_a_buffer(buffer_batch):
 
 
 def test_errors(cartpole):
-    with pytest.raises(TypeError, match="DeviceCastTransform: expected device as a torch.device"):
+    with pytest.raises(TypeError, match=r"DeviceCastTransform: expected device as a torch\.device"):
         DeviceCastTransform(object())
     env = TransformedEnv(cartpole, DeviceCastTransform("meta", in_keys=["pixels"]))
     with pytest.raises(KeyError, match="DeviceCastTransform: the key 'pixels' is not an obs"):
@@ -101,4 +103,5 @@ def test_cuda_rollout(pendulum):
     env = TransformedEnv(pendulum, DeviceCastTransform("cuda"))
     check_env_specs(env, seed=0)
     traj = env.rollout(5, lambda td: td.set("action", torch.zeros(1, device="cuda")))
-    assert traj["next", "observation"].is_cuda and traj["action"].is_cuda
+    assert traj["next", "observation"].is_cuda
+    assert traj["action"].is_cuda
