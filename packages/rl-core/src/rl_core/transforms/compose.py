@@ -105,6 +105,13 @@ class Compose(Transform):
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
 
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        for t in self.transforms:
+            out = t.intercept_reset(tensordict)
+            if out is not None:
+                return out
+        return None
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for t in reversed(self.transforms):
             tensordict = t._inv_call(tensordict)

@@ -39,6 +39,8 @@ class Transform(nn.Module):
       policy wrote into, ``next_tensordict`` the env's output. Returns the new "next".
     - ``_reset(tensordict, tensordict_reset)``: the env reset; ``tensordict`` is the input of
       ``reset`` (``None`` or with ``"_reset"`` masks). Returns the new reset output.
+    - :meth:`intercept_reset` ``(tensordict)``: lets a transform stand in for the base env's
+      reset (envs that reset themselves, see ``AutoResetTransform`` in rl-envs).
     - ``_inv_apply_transform(value)`` / ``_inv_call(td)``: the inverse path, from the keys the
       policy writes (``out_keys_inv``) to the keys the base env reads (``in_keys_inv``).
     - ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``,
@@ -113,6 +115,28 @@ class Transform(nn.Module):
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
         return self._call(tensordict_reset)
+
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """The base env's reset output, given by the transform instead of the base env.
+
+        :class:`~rl_core.transforms.TransformedEnv` calls it on every reset, before it resets
+        its base env, with the ``tensordict`` given to ``reset`` (``None``, or holding
+        ``"_reset"`` masks). A transform returns ``None`` (the default) to let the base env
+        reset, or a TensorDict shaped like the env's batch holding what the base env's
+        ``reset`` would give (its observations; missing done flags are filled in as False):
+        the base env is then not reset, and every transform's ``_reset`` runs on that output
+        as usual. Rows of sub-envs that are not reset are ignored (the env keeps their
+        entries). In a :class:`~rl_core.transforms.Compose` the first transform that answers
+        wins; since the answer stands for the base env's own output, a transform that
+        intercepts should be the first of the list.
+
+        Args:
+            tensordict: the input of ``reset``.
+
+        Returns:
+            ``None``, or the reset output of the base env.
+        """
+        return None
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError(

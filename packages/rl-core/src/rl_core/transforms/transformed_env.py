@@ -133,8 +133,24 @@ class TransformedEnv(EnvBase):
         inner = (
             None if tensordict is None else tensordict.exclude(*self._outputs_hidden_from_base())
         )
-        tensordict_reset = self.base_env.reset(inner, **kwargs)
-        return self.transform._reset(tensordict, tensordict_reset)
+        transform = self.transform
+        tensordict_reset = None
+        if self._intercepts_reset():
+            tensordict_reset = transform.intercept_reset(tensordict)
+        if tensordict_reset is None:
+            tensordict_reset = self.base_env.reset(inner, **kwargs)
+        return transform._reset(tensordict, tensordict_reset)
+
+    def _intercepts_reset(self) -> bool:
+        """Whether a transform overrides :meth:`Transform.intercept_reset` (else it is not
+        called)."""
+
+        def find() -> bool:
+            transform = self.transform
+            parts = list(transform) if isinstance(transform, Compose) else [transform]
+            return any(type(t).intercept_reset is not Transform.intercept_reset for t in parts)
+
+        return self._cached("intercepts_reset", find)
 
     def _outputs_hidden_from_base(self) -> list:
         def keys() -> list:

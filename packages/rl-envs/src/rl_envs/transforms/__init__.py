@@ -9,6 +9,7 @@ live in rl-core.
 
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
+from rl_envs.transforms.auto_reset import AutoResetTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
@@ -66,6 +67,7 @@ __all__ = [
     "FrameSkipTransform",
     # episodes
     "NoopResetEnv",
+    "AutoResetTransform",
     "EndOfLifeTransform",
     "TimeMaxPool",
     # recording
