@@ -121,6 +121,10 @@ class Compose(Transform):
     def has_inverse(self) -> bool:
         return any(t.has_inverse for t in self.transforms)
 
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        return all(t.fusable for t in self.transforms)
+
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         for t in self.transforms:

@@ -47,6 +47,12 @@ class StepCounter(Transform):
         self.__dict__["_one"] = {}
 
     @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """Only when it truncates nothing (a truncation is a done flag the env below does not
+        know of)."""
+        return self.max_steps is None
+
+    @property
     def _count_path(self) -> tuple[str, ...]:
         key = self.step_count_key
         return (key,) if isinstance(key, str) else tuple(key)

@@ -155,6 +155,14 @@ class Transform(nn.Module):
         """The inverse path on a shallow copy of ``tensordict`` (the input is left as it is)."""
         return self._inv_call(tensordict.copy())
 
+    #: Whether the transform keeps an env's step-then-reset sequence as it is: its ``_step``
+    #: maps the step output (it does not step or reset the env, and leaves the done flags
+    #: as they are) and its ``_reset`` maps the reset output. A TransformedEnv whose
+    #: transforms all say so steps its base env through the base env's one-call step and
+    #: reset of finished sub-envs (``step_and_maybe_reset``), where the base env has one;
+    #: the result is the same. False by default; a subclass sets it only when it holds.
+    fusable: bool = False
+
     @property
     def has_inverse(self) -> bool:
         """Whether the inverse path does anything (the env skips it otherwise)."""

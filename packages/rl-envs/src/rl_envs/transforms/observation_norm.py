@@ -37,6 +37,8 @@ class ObservationNorm(Transform):
         [1.0, 2.0]
     """
 
+    fusable = True  # maps step and reset outputs only
+
     def __init__(
         self,
         loc: torch.Tensor | float | None = None,
