@@ -140,6 +140,28 @@ def test_fused_step_and_reset_matches_step_then_reset(num_envs):
         torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
 
 
+def test_fused_step_and_reset_through_nested_transformed_envs():
+    from rl_envs.transforms import ObservationNorm
+
+    def make(*extra):
+        norm = ObservationNorm(loc=torch.ones(4), scale=torch.full((4,), 2.0))
+        inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=3), norm)
+        env = TransformedEnv(inner, Compose(RewardSum(), StepCounter(), *extra))
+        env.set_seed(0)
+        return env
+
+    fused, generic = make(), make(_Unfusable())
+    assert fused._fuses_step_and_reset()
+    trajs = []
+    for env in (fused, generic):
+        torch.manual_seed(2)
+        trajs.append(env.rollout(50, break_when_any_done=False, policy=env.rand_action))
+    ours, ref = trajs
+    assert ref["next", "done"].any()
+    for key in ref.keys(True, True):
+        torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
+
+
 def test_truncating_step_counter_is_not_fused():
     env = TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5))
     assert not env._fuses_step_and_reset()

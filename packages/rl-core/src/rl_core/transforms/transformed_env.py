@@ -126,13 +126,6 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        # The base env gets the caller's entries (reset inputs such as a query or a state)
-        # except this env's outputs (observations, rewards, done flags) that the base env
-        # does not read: those may be transformed ones (other shapes, dtypes), and this env's
-        # own ``reset`` merges them back for the sub-envs that are not reset.
-        inner = (
-            None if tensordict is None else tensordict.exclude(*self._outputs_hidden_from_base())
-        )
         transform = self.transform
         tensordict_reset = self.__dict__.pop("_base_reset_output", None)
         if tensordict_reset is not None:
@@ -141,6 +134,15 @@ class TransformedEnv(EnvBase):
         if self._intercepts_reset():
             tensordict_reset = transform.intercept_reset(tensordict)
         if tensordict_reset is None:
+            # The base env gets the caller's entries (reset inputs such as a query or a
+            # state) except this env's outputs (observations, rewards, done flags) that the
+            # base env does not read: those may be transformed ones (other shapes, dtypes),
+            # and this env's own ``reset`` merges them back for the sub-envs not reset.
+            inner = (
+                None
+                if tensordict is None
+                else tensordict.exclude(*self._outputs_hidden_from_base())
+            )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
         return transform._reset(tensordict, tensordict_reset)
 
