@@ -225,3 +225,51 @@ def test_bad_transform_arguments():
 def test_categorical_spec_untouched_by_unrelated_transform():
     env = TransformedEnv(CountingEnv(), InitTracker())
     assert isinstance(env.action_spec, Categorical)
+
+
+class ServeReset(Transform):
+    """Stands in for the base env's reset once a value is stored (an intercepting transform)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stored = None
+
+    def intercept_reset(self, tensordict):
+        out, self.stored = self.stored, None
+        return out
+
+
+class CountResets(CountingEnv):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.resets = 0
+
+    def _reset(self, tensordict, **kwargs):
+        self.resets += 1
+        return super()._reset(tensordict, **kwargs)
+
+
+def test_intercept_reset_replaces_the_base_reset_and_the_other_transforms_still_run():
+    serve = ServeReset()
+    env = TransformedEnv(CountResets(max_count=100), Compose(serve, StepCounter()))
+    td = env.reset()
+    assert env.base_env.resets == 1
+    td = env.step(td.set("action", torch.ones(1, dtype=torch.int64)))
+    serve.stored = TensorDict(observation=torch.full((1,), 7.0))
+    out = env.reset()
+    assert env.base_env.resets == 1  # not reset: the transform answered
+    assert out["observation"].item() == 7.0
+    assert out["step_count"].item() == 0  # StepCounter's _reset ran on the served output
+    assert not out["done"].item()  # missing done flags are filled in as False
+    env.reset()  # nothing stored: the base env resets
+    assert env.base_env.resets == 2
+
+
+def test_intercept_reset_default_and_compose():
+    assert StepCounter().intercept_reset(None) is None
+    first, second = ServeReset(), ServeReset()
+    first.stored = TensorDict(observation=torch.ones(1))
+    second.stored = TensorDict(observation=torch.zeros(1))
+    compose = Compose(first, second)
+    assert compose.intercept_reset(None)["observation"].item() == 1.0
+    assert second.stored is not None  # not asked: the first transform answered

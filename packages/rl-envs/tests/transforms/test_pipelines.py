@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
+from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
 from rl_envs import GymEnv, ParallelEnv
 from rl_envs.transforms import (
     CatFrames,
@@ -104,3 +104,66 @@ def test_generic_transforms_on_a_pixel_env(pong):
     assert traj["vector"].shape == (4, 3 * 21 * 21)
     assert traj["next", "reward"].dtype == torch.float64
     assert traj["vector"].abs().max() <= 3.0
+
+
+class _Unfusable(Transform):
+    """Changes nothing but is not ``fusable``: the env then steps, then resets (generic)."""
+
+
+def _cartpole_pipeline(num_envs, *extra):
+    from rl_core import InitTracker
+    from rl_envs.transforms import ObservationNorm
+
+    base = GymEnv("CartPole-v1", num_envs=num_envs) if num_envs else GymEnv("CartPole-v1")
+    norm = ObservationNorm(loc=torch.ones(4), scale=torch.full((4,), 2.0), standard_normal=True)
+    env = TransformedEnv(base, Compose(norm, RewardSum(), StepCounter(), InitTracker(), *extra))
+    env.set_seed(0)
+    return env
+
+
+@pytest.mark.parametrize("num_envs", [0, 3])
+def test_fused_step_and_reset_matches_step_then_reset(num_envs):
+    """Oracle: the base env's fused step-and-reset under fusable transforms gives what the
+    generic path (step, then reset through the transforms) gives."""
+    fused = _cartpole_pipeline(num_envs)
+    generic = _cartpole_pipeline(num_envs, _Unfusable())
+    assert fused._fuses_step_and_reset()
+    assert not generic._fuses_step_and_reset()
+    trajs = []
+    for env in (fused, generic):
+        torch.manual_seed(1)
+        trajs.append(env.rollout(60, break_when_any_done=False, policy=env.rand_action))
+    ours, ref = trajs
+    assert ref["next", "done"].any()  # episodes ended (and were reset) on the way
+    assert set(ours.keys(True, True)) == set(ref.keys(True, True))
+    for key in ref.keys(True, True):
+        torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
+
+
+def test_fused_step_and_reset_through_nested_transformed_envs():
+    from rl_envs.transforms import ObservationNorm
+
+    def make(*extra):
+        norm = ObservationNorm(loc=torch.ones(4), scale=torch.full((4,), 2.0))
+        inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=3), norm)
+        env = TransformedEnv(inner, Compose(RewardSum(), StepCounter(), *extra))
+        env.set_seed(0)
+        return env
+
+    fused, generic = make(), make(_Unfusable())
+    assert fused._fuses_step_and_reset()
+    trajs = []
+    for env in (fused, generic):
+        torch.manual_seed(2)
+        trajs.append(env.rollout(50, break_when_any_done=False, policy=env.rand_action))
+    ours, ref = trajs
+    assert ref["next", "done"].any()
+    for key in ref.keys(True, True):
+        torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
+
+
+def test_truncating_step_counter_is_not_fused():
+    env = TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5))
+    assert not env._fuses_step_and_reset()
+    traj = env.rollout(12, break_when_any_done=False)
+    assert traj["next", "step_count"].max().item() <= 5

@@ -66,6 +66,41 @@ def test_render_cartpole_and_record(monkeypatch, tmp_path):
     assert env.transform[1].dump().exists()
 
 
+@pytest.mark.parametrize("kind", ["vector", "serial"])
+def test_render_batched_cartpole(kind, monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    pytest.importorskip("pygame")
+    if kind == "vector":
+        base = GymEnv("CartPole-v1", num_envs=2, render_mode="rgb_array")
+    else:
+        base = SerialEnv(2, lambda: GymEnv("CartPole-v1", render_mode="rgb_array"))
+    env = TransformedEnv(base, PixelRenderTransform())
+    check_env_specs(env, seed=0)
+    assert env.observation_spec["pixels"].shape == (2, 400, 600, 3)
+    traj = env.rollout(3, break_when_any_done=False)
+    pixels = traj["next", "pixels"]
+    assert pixels.shape == (2, 3, 400, 600, 3)
+    # One frame per sub-env: the frame of sub-env 1 is its own render, not sub-env 0's.
+    sub = base.env.envs[1] if kind == "vector" else base._envs[1].env
+    torch.testing.assert_close(pixels[1, -1], torch.as_tensor(sub.render()))
+    assert not torch.equal(pixels[0, -1], pixels[1, -1])
+    env.close()
+
+
+def test_render_needs_a_way_to_reach_the_sub_envs():
+    from rl_core.testing import CountingEnv
+
+    env = TransformedEnv(CountingEnv(batch_size=[2]), PixelRenderTransform())
+    with pytest.raises(TypeError, match="PixelRenderTransform: CountingEnv has no render method"):
+        env.reset()
+    frames = TransformedEnv(
+        CountingEnv(batch_size=[2]),
+        PixelRenderTransform(render_fn=lambda env: [torch.zeros(4, 4, 3, dtype=torch.uint8)]),
+    )
+    with pytest.raises(ValueError, match=r"PixelRenderTransform: expected one frame per sub-env"):
+        frames.reset()
+
+
 def test_buffer_batch_frames(tmp_path):
     recorder = VideoRecorder(folder=tmp_path)
     recorder(TensorDict(pixels=torch.rand(6, 3, 8, 8), batch_size=[6]))

@@ -93,7 +93,8 @@ class Compose(Transform):
         return tensordict
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for t in self.transforms:
+        # The ModuleList's own dict, read without nn.Module's attribute lookup (every step).
+        for t in self._modules["transforms"]._modules.values():
             next_tensordict = t._step(tensordict, next_tensordict)
         return next_tensordict
 
@@ -104,6 +105,13 @@ class Compose(Transform):
             tensordict_reset = t._reset(tensordict, tensordict_reset)
         return tensordict_reset
 
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        for t in self.transforms:
+            out = t.intercept_reset(tensordict)
+            if out is not None:
+                return out
+        return None
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for t in reversed(self.transforms):
             tensordict = t._inv_call(tensordict)
@@ -112,6 +120,10 @@ class Compose(Transform):
     @property
     def has_inverse(self) -> bool:
         return any(t.has_inverse for t in self.transforms)
+
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        return all(t.fusable for t in self.transforms)
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

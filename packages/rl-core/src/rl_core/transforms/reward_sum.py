@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from tensordict import TensorDictBase
 
+from rl_core.fast_td import get_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
 from rl_core.transforms.transform import Transform
@@ -27,6 +29,8 @@ class RewardSum(Transform):
         KeyError: a step comes without the running sum (the env was not reset through the
             transform).
     """
+
+    fusable = True  # maps step and reset outputs only
 
     def __init__(
         self,
@@ -69,18 +73,37 @@ class RewardSum(Transform):
                 raise RuntimeError("RewardSum: reset outside an env; it needs the reward spec.")
             self.transform_output_spec(env.output_spec.clone())
         for out_key in self.out_keys:
-            tensordict_reset.set(out_key, self._reward_specs[out_key].zero())
+            spec = self._reward_specs[out_key]
+            tensordict_reset.set(
+                out_key, torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device)
+            )
         return tensordict_reset
 
+    def _paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...], NestedKey]]:
+        """``(reward path, sum path, sum key)`` per in/out key pair, built once per key list."""
+        cached = self.__dict__.get("_path_cache")
+        keys = (tuple(self.in_keys), tuple(self.out_keys))
+        if cached is None or cached[0] != keys:
+            paths = [
+                (
+                    (i,) if isinstance(i, str) else tuple(i),
+                    (o,) if isinstance(o, str) else tuple(o),
+                    o,
+                )
+                for i, o in zip(self.in_keys, self.out_keys)
+            ]
+            cached = self.__dict__["_path_cache"] = (keys, paths)
+        return cached[1]
+
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for in_key, out_key in zip(self.in_keys, self.out_keys):
-            total = tensordict.get(out_key, None)
+        for in_path, out_path, out_key in self._paths():
+            total = get_leaf(tensordict, out_path, None)
             if total is None:
                 raise KeyError(
                     f"RewardSum: expected the running sum {out_key!r} in the TensorDict given to "
                     f"step; reset writes it. Reset the env first."
                 )
-            next_tensordict.set(out_key, total + next_tensordict.get(in_key))
+            next_tensordict.set(out_key, torch.add(total, get_leaf(next_tensordict, in_path)))
         return next_tensordict
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
+from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
 from rl_core.transforms.transform import Transform
@@ -43,6 +44,26 @@ class StepCounter(Transform):
         self.truncated_key = truncated_key
         self.step_count_key = step_count_key
         self.update_done = update_done
+        self.__dict__["_one"] = {}
+
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """Only when it truncates nothing (a truncation is a done flag the env below does not
+        know of)."""
+        return self.max_steps is None
+
+    @property
+    def _count_path(self) -> tuple[str, ...]:
+        key = self.step_count_key
+        return (key,) if isinstance(key, str) else tuple(key)
+
+    def _increment(self, count: torch.Tensor) -> torch.Tensor:
+        """``count + 1`` as a new tensor, adding a cached tensor of ones (fewer dispatches
+        than a Python scalar)."""
+        one = self._one.get((count.shape, count.device))
+        if one is None:
+            one = self._one[(count.shape, count.device)] = torch.ones_like(count)
+        return torch.add(count, one) if count.dtype == one.dtype else count + 1
 
     def _reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
@@ -53,14 +74,14 @@ class StepCounter(Transform):
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        count = tensordict.get(self.step_count_key, None)
+        count = get_leaf(tensordict, self._count_path, None)
         if count is None:
             raise KeyError(
                 f"StepCounter: expected {self.step_count_key!r} in the TensorDict given to step; "
                 f"it is written by reset. Reset the env first, and keep the entry when you build "
                 f"the next input (step_mdp keeps it)."
             )
-        count = count + 1
+        count = self._increment(count)
         next_tensordict.set(self.step_count_key, count)
         if self.max_steps is not None:
             truncated = count >= self.max_steps

@@ -10,6 +10,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_core.fast_td import entries, is_plain
 from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
@@ -38,6 +39,8 @@ class Transform(nn.Module):
       policy wrote into, ``next_tensordict`` the env's output. Returns the new "next".
     - ``_reset(tensordict, tensordict_reset)``: the env reset; ``tensordict`` is the input of
       ``reset`` (``None`` or with ``"_reset"`` masks). Returns the new reset output.
+    - :meth:`intercept_reset` ``(tensordict)``: lets a transform stand in for the base env's
+      reset (envs that reset themselves, see ``AutoResetTransform`` in rl-envs).
     - ``_inv_apply_transform(value)`` / ``_inv_call(td)``: the inverse path, from the keys the
       policy writes (``out_keys_inv``) to the keys the base env reads (``in_keys_inv``).
     - ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``,
@@ -89,8 +92,14 @@ class Transform(nn.Module):
         )
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # Root entries of a plain TensorDict are read from its entry dict (what ``get`` gives,
+        # without the key checks): this loop runs on every env step.
+        flat = entries(tensordict) if is_plain(tensordict) else None
         for in_key, out_key in zip(self.in_keys, self.out_keys):
-            value = tensordict.get(in_key, None)
+            if flat is not None and type(in_key) is str:
+                value = flat.get(in_key, None)
+            else:
+                value = tensordict.get(in_key, None)
             if value is not None:
                 tensordict.set(out_key, self._apply_transform(value))
         return tensordict
@@ -106,6 +115,28 @@ class Transform(nn.Module):
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
         return self._call(tensordict_reset)
+
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """The base env's reset output, given by the transform instead of the base env.
+
+        :class:`~rl_core.transforms.TransformedEnv` calls it on every reset, before it resets
+        its base env, with the ``tensordict`` given to ``reset`` (``None``, or holding
+        ``"_reset"`` masks). A transform returns ``None`` (the default) to let the base env
+        reset, or a TensorDict shaped like the env's batch holding what the base env's
+        ``reset`` would give (its observations; missing done flags are filled in as False):
+        the base env is then not reset, and every transform's ``_reset`` runs on that output
+        as usual. Rows of sub-envs that are not reset are ignored (the env keeps their
+        entries). In a :class:`~rl_core.transforms.Compose` the first transform that answers
+        wins; since the answer stands for the base env's own output, a transform that
+        intercepts should be the first of the list.
+
+        Args:
+            tensordict: the input of ``reset``.
+
+        Returns:
+            ``None``, or the reset output of the base env.
+        """
+        return None
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError(
@@ -123,6 +154,14 @@ class Transform(nn.Module):
     def inv(self, tensordict: TensorDictBase) -> TensorDictBase:
         """The inverse path on a shallow copy of ``tensordict`` (the input is left as it is)."""
         return self._inv_call(tensordict.copy())
+
+    #: Whether the transform keeps an env's step-then-reset sequence as it is: its ``_step``
+    #: maps the step output (it does not step or reset the env, and leaves the done flags
+    #: as they are) and its ``_reset`` maps the reset output. A TransformedEnv whose
+    #: transforms all say so steps its base env through the base env's one-call step and
+    #: reset of finished sub-envs (``step_and_maybe_reset``), where the base env has one;
+    #: the result is the same. False by default; a subclass sets it only when it holds.
+    fusable: bool = False
 
     @property
     def has_inverse(self) -> bool:

@@ -9,6 +9,8 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
+from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
@@ -39,7 +41,8 @@ class TransformedEnv(EnvBase):
     def __init__(self, env: EnvBase, transform: Transform | None = None) -> None:
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
-        super().__init__(device=env.device, batch_size=env.batch_size)
+        # The device is the transformed specs' (see ``device``), found when first asked for.
+        super().__init__(device=None, batch_size=env.batch_size)
         self.base_env = env
         self.transform = Compose() if transform is None else transform
 
@@ -113,19 +116,46 @@ class TransformedEnv(EnvBase):
 
     @property
     def device(self) -> torch.device | None:
-        return self.base_env.device
+        """The device of the transformed outputs: the base env's unless a transform moves
+        every output elsewhere (``DeviceCastTransform``), read from the transformed specs."""
+        return self._cached("device", self._transformed_device)
+
+    def _transformed_device(self) -> torch.device | None:
+        shown = self.output_spec.device
+        return shown if shown is not None else self.base_env.device
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        # The base env gets the caller's entries (reset inputs such as a query or a state)
-        # except this env's outputs (observations, rewards, done flags) that the base env
-        # does not read: those may be transformed ones (other shapes, dtypes), and this env's
-        # own ``reset`` merges them back for the sub-envs that are not reset.
-        inner = (
-            None if tensordict is None else tensordict.exclude(*self._outputs_hidden_from_base())
-        )
-        tensordict_reset = self.base_env.reset(inner, **kwargs)
-        return self.transform._reset(tensordict, tensordict_reset)
+        transform = self.transform
+        tensordict_reset = self.__dict__.pop("_base_reset_output", None)
+        if tensordict_reset is not None:
+            # Given by ``_merge_reset_rows``: the base env's fused reset of finished sub-envs.
+            return transform._reset(tensordict, tensordict_reset)
+        if self._intercepts_reset():
+            tensordict_reset = transform.intercept_reset(tensordict)
+        if tensordict_reset is None:
+            # The base env gets the caller's entries (reset inputs such as a query or a
+            # state) except this env's outputs (observations, rewards, done flags) that the
+            # base env does not read: those may be transformed ones (other shapes, dtypes),
+            # and this env's own ``reset`` merges them back for the sub-envs not reset.
+            inner = (
+                None
+                if tensordict is None
+                else tensordict.exclude(*self._outputs_hidden_from_base())
+            )
+            tensordict_reset = self.base_env.reset(inner, **kwargs)
+        return transform._reset(tensordict, tensordict_reset)
+
+    def _intercepts_reset(self) -> bool:
+        """Whether a transform overrides :meth:`Transform.intercept_reset` (else it is not
+        called)."""
+
+        def find() -> bool:
+            transform = self.transform
+            parts = list(transform) if isinstance(transform, Compose) else [transform]
+            return any(type(t).intercept_reset is not Transform.intercept_reset for t in parts)
+
+        return self._cached("intercepts_reset", find)
 
     def _outputs_hidden_from_base(self) -> list:
         def keys() -> list:
@@ -137,11 +167,93 @@ class TransformedEnv(EnvBase):
         return self._cached("outputs_hidden_from_base", keys)
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        next_tensordict, _ = self._base_step(tensordict, fused=False)
+        return next_tensordict
+
+    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        """The base env's fused step and reset (see :meth:`EnvBase._step_and_reset`), when it
+        has one and every transform is ``fusable`` (none steps or resets the env, none
+        changes done flags, none intercepts resets); ``None`` (step, then reset) otherwise.
+
+        The transforms' ``_step`` runs on the step output; :meth:`_merge_reset_rows` then
+        gives the base env's reset rows to the transforms' ``_reset`` through ``reset``, so
+        the result is what ``step`` then ``reset`` give (an oracle test compares them).
+        """
+        if not self._cached("fused_step_reset", self._fuses_step_and_reset):
+            return None
+        return self._base_step(tensordict, fused=True)
+
+    def _fuses_step_and_reset(self) -> bool:
         base = self.base_env
-        inner = self.transform.inv(tensordict) if self._has_inverse() else tensordict
-        next_tensordict = base._step(inner)
-        complete_done_flags(next_tensordict, base._done_levels(), type(base).__name__)
-        return self.transform._step(tensordict, next_tensordict)
+        return (
+            type(base)._step_and_reset is not EnvBase._step_and_reset
+            and self.transform.fusable
+            and not self._intercepts_reset()
+        )
+
+    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        base_pending, base_next = pending
+        base = self.base_env
+        self._mark_finished(next_root)
+        # The base env's next root as ``reset`` hands it to the base env (this env's outputs
+        # left out, see ``_reset``), holding the base env's own observations and flags.
+        plan = self._cached("base_root_plan", self._base_root_plan)
+        if plan is not None and is_plain(next_root) and is_plain(base_next):
+            # Root-level keys only: the same entries, picked from the entry dicts.
+            hidden, own = plan
+            source = {k: v for k, v in entries(next_root).items() if k not in hidden}
+            found = entries(base_next)
+            source.update((k, found[k]) for k in own)
+            base_root = build_tensordict(source, next_root.batch_size, next_root.device)
+        else:
+            base_root = next_root.exclude(*self._outputs_hidden_from_base(), *self.reset_keys)
+            for key in (*base.observation_keys, *base.done_keys):
+                base_root.set(key, base_next.get(key))
+        self.__dict__["_base_reset_output"] = base._merge_reset_rows(base_root, base_pending)
+        try:
+            return self.reset(next_root)
+        finally:
+            self.__dict__.pop("_base_reset_output", None)
+
+    def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
+        """For :meth:`_merge_reset_rows`: the root keys left out of the base env's root and
+        the base env's own observations and flags; ``None`` when a key is nested."""
+        base = self.base_env
+        hidden = [*self._outputs_hidden_from_base(), *self.reset_keys, NEXT]
+        own = [*base.observation_keys, *base.done_keys]
+        if not all(isinstance(k, str) for k in (*hidden, *own)):
+            return None
+        return set(hidden), own
+
+    def _base_step(
+        self, tensordict: TensorDictBase, *, fused: bool
+    ) -> tuple[TensorDictBase, Any] | None:
+        modules = self._modules
+        base, transform = modules["base_env"], modules["_transform"]
+        has_inverse = self._cache.get("has_inverse")
+        if has_inverse is None:
+            has_inverse = self._has_inverse()
+        inner = transform.inv(tensordict) if has_inverse else tensordict
+        pending = None
+        if fused:
+            out = base._step_and_reset(inner)
+            if out is None:
+                return None
+            next_tensordict, pending = out
+        else:
+            next_tensordict = base._step(inner)
+        levels = base._cache.get("done_levels")
+        if levels is None:
+            levels = base._done_levels()
+        # The transforms see complete done flags; the common case (the three flags at the
+        # root) needs no completion.
+        names = entries(next_tensordict) if is_plain(next_tensordict) else ()
+        if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
+            complete_done_flags(next_tensordict, levels, type(base).__name__)
+        if pending is not None:
+            # The base env's outputs as it gave them, before the transforms map them.
+            pending = (pending, next_tensordict.copy())
+        return transform._step(tensordict, next_tensordict), pending
 
     def _has_inverse(self) -> bool:
         return self._cached("has_inverse", lambda: self.transform.has_inverse)

@@ -9,9 +9,11 @@ live in rl-core.
 
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
+from rl_envs.transforms.auto_reset import AutoResetTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
+from rl_envs.transforms.device_cast import DeviceCastTransform
 from rl_envs.transforms.dtype_cast import DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
 from rl_envs.transforms.frame_skip import FrameSkipTransform
@@ -45,6 +47,7 @@ __all__ = [
     "ClipTransform",
     "SignTransform",
     "DTypeCastTransform",
+    "DeviceCastTransform",
     "TensorDictPrimer",
     # pixels
     "ToTensorImage",
@@ -64,6 +67,7 @@ __all__ = [
     "FrameSkipTransform",
     # episodes
     "NoopResetEnv",
+    "AutoResetTransform",
     "EndOfLifeTransform",
     "TimeMaxPool",
     # recording

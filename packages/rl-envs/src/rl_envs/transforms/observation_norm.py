@@ -37,6 +37,8 @@ class ObservationNorm(Transform):
         [1.0, 2.0]
     """
 
+    fusable = True  # maps step and reset outputs only
+
     def __init__(
         self,
         loc: torch.Tensor | float | None = None,
@@ -74,12 +76,8 @@ class ObservationNorm(Transform):
 
         Computed once per (loc, scale, device) so that a step costs one fused op.
         """
-        loc, scale = self.loc, self.scale
-        if loc is None or scale is None:
-            raise RuntimeError(
-                "ObservationNorm: loc and scale are not set; pass them to the constructor, "
-                "call init_stats(num_iter) or load a state_dict first."
-            )
+        buffers = self._buffers  # the buffers themselves, without nn.Module's attribute lookup
+        loc, scale = buffers["loc"], buffers["scale"]
         cached = self.__dict__.get("_affine_cache")
         if (
             cached is not None
@@ -88,14 +86,28 @@ class ObservationNorm(Transform):
             and cached[2] == loc._version
             and cached[3] == scale._version
             and cached[4].device == value.device
+            and cached[6] == self.standard_normal
         ):
             return cached[4], cached[5]
+        if loc is None or scale is None:
+            raise RuntimeError(
+                "ObservationNorm: loc and scale are not set; pass them to the constructor, "
+                "call init_stats(num_iter) or load a state_dict first."
+            )
         if self.standard_normal:
             weight, bias = 1.0 / scale, -loc / scale
         else:
             weight, bias = scale, loc
         weight, bias = weight.to(value.device), bias.to(value.device)
-        self.__dict__["_affine_cache"] = (loc, scale, loc._version, scale._version, weight, bias)
+        self.__dict__["_affine_cache"] = (
+            loc,
+            scale,
+            loc._version,
+            scale._version,
+            weight,
+            bias,
+            self.standard_normal,
+        )
         return weight, bias
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:

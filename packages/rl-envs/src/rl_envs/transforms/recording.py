@@ -154,28 +154,66 @@ def _hwc(frame: torch.Tensor) -> np.ndarray:
 
 
 def _default_render(env: EnvBase) -> Any:
+    """A frame per sub-env: the gymnasium env's ``render()`` (a tuple of frames for a vector
+    env), each sub-env's frame for a ``SerialEnv``, else ``env.render()``."""
     gym_env = getattr(env, "env", None)
     if gym_env is not None and callable(getattr(gym_env, "render", None)):
         return gym_env.render()
+    sub_envs = getattr(env, "_envs", None)  # SerialEnv: the sub-envs live in this process
+    if sub_envs is not None:
+        return [_default_render(sub) for sub in sub_envs]
     render = getattr(env, "render", None)
     if not callable(render):
         raise TypeError(
-            f"PixelRenderTransform: {type(env).__name__} has no render method; pass render_fn."
+            f"PixelRenderTransform: {type(env).__name__} has no render method and its sub-envs "
+            f"cannot be reached from this process (a ParallelEnv's live in workers); pass "
+            f"render_fn, or put a PixelRenderTransform in each sub-env."
         )
     return render()
 
 
+def _as_frames(frame: Any, batch_size: torch.Size, device: Any) -> torch.Tensor | None:
+    """The rendered frame(s) as one uint8 tensor ``[*batch_size, H, W, C]``."""
+    if frame is None:
+        return None
+    if isinstance(frame, list | tuple):
+        if any(f is None for f in frame):
+            return None
+        frame = np.stack([np.asarray(f) for f in frame])
+    out = torch.as_tensor(np.ascontiguousarray(frame), device=device)
+    lead = len(batch_size)
+    if lead and out.shape[:lead] != batch_size:
+        try:
+            out = out.reshape(*batch_size, *out.shape[-3:])
+        except RuntimeError:
+            raise ValueError(
+                f"PixelRenderTransform: expected one frame per sub-env (batch size "
+                f"{tuple(batch_size)}), got frames of shape {tuple(out.shape)}."
+            ) from None
+    return out
+
+
 class PixelRenderTransform(Transform):
-    """Adds rendered frames (uint8 ``[H, W, 3]``) to the observations of an env that has none.
+    """Adds rendered frames (uint8 ``[*batch, H, W, 3]``) to the observations of an env that
+    has none.
+
+    Batched envs get one frame per sub-env: a ``GymEnv`` of a gymnasium vector env
+    (``num_envs``) renders every sub-env at once, a ``SerialEnv`` each of its sub-envs. The
+    sub-envs of a ``ParallelEnv`` live in worker processes: give each sub-env its own
+    PixelRenderTransform (``create_env_fn`` returning a TransformedEnv) instead.
 
     Args:
         out_keys: where the frames go. Defaults to ``["pixels"]``.
-        render_fn: called with the base env, returns an ``[H, W, 3]`` array or tensor.
-            Defaults to ``env.env.render()`` (the gymnasium env of a ``GymEnv``, made with
-            ``render_mode="rgb_array"``) or ``env.render()``.
+        render_fn: called with the base env, returns the frame(s): an ``[*batch, H, W, 3]``
+            array or tensor, or a sequence of ``[H, W, 3]`` frames, one per sub-env. Defaults
+            to ``env.env.render()`` (the gymnasium env of a ``GymEnv``, made with
+            ``render_mode="rgb_array"``), the sub-envs' frames of a ``SerialEnv``, or
+            ``env.render()``.
 
     Raises:
-        RuntimeError: (on the specs) the env below is batched, or renders nothing.
+        RuntimeError: (on the specs) the env renders nothing.
+        TypeError: (on the specs) the env has no way to render (a ``ParallelEnv``).
+        ValueError: (on the specs) not one frame per sub-env.
 
     Examples:
         >>> t = PixelRenderTransform()
@@ -202,13 +240,14 @@ class PixelRenderTransform(Transform):
         return env
 
     def _render(self, device: Any = None) -> torch.Tensor:
-        frame = self.render_fn(self._base())
+        base = self._base()
+        frame = _as_frames(self.render_fn(base), base.batch_size, device)
         if frame is None:
             raise RuntimeError(
                 "PixelRenderTransform: the env rendered nothing; make it with "
                 "render_mode='rgb_array'."
             )
-        return torch.as_tensor(np.ascontiguousarray(frame), device=device)
+        return frame
 
     def _reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
@@ -223,11 +262,6 @@ class PixelRenderTransform(Transform):
 
     def transform_observation_spec(self, observation_spec: Composite) -> Composite:
         base = self._base()
-        if base.batch_size != torch.Size([]):
-            raise RuntimeError(
-                f"PixelRenderTransform: expected an unbatched env, got batch size "
-                f"{tuple(base.batch_size)}; put the transform in each sub-env."
-            )
         base.reset()  # gymnasium renders only after a reset
         frame = self._render()
         observation_spec[self.out_keys[0]] = Bounded(
