@@ -10,6 +10,8 @@ from rl_core.fast_td import entries, get_leaf, is_plain, leaf_paths
 # Steps kept before they are stacked into the buffer (one ``torch.stack(..., out=...)`` per
 # entry and chunk instead of one copy per entry and step).
 CHUNK = 32
+# Leaves of at most this many elements per step are stacked into time-major blocks first.
+MAX_BLOCK_NUMEL = 4096
 
 
 def _levels(td: TensorDict) -> list[tuple[tuple[str, ...], int]]:
@@ -85,22 +87,18 @@ class BatchWriter:
         # Steps are stacked along dim 0 of time-major blocks (a contiguous write, several times
         # faster than stacking into the strided ``[*batch, T]`` view) and copied into the
         # buffer once per batch. An env without batch dims writes into the buffer directly.
-        self.time_dim = len(batch)
-        if self.time_dim:
-            self.blocks = [
-                torch.empty(
-                    (
-                        self.steps,
-                        *target.shape[: self.time_dim],
-                        *target.shape[self.time_dim + 1 :],
-                    ),
-                    dtype=target.dtype,
-                    device=target.device,
-                )
-                for target in self.targets
-            ]
-        else:
-            self.blocks = self.targets
+        # Large leaves (images) are stacked into the buffer directly: no second copy is kept.
+        self.time_dim = dim = len(batch)
+        self.blocks = [
+            torch.empty(
+                (self.steps, *target.shape[:dim], *target.shape[dim + 1 :]),
+                dtype=target.dtype,
+                device=target.device,
+            )
+            if dim and target[(slice(None),) * dim + (0,)].numel() <= MAX_BLOCK_NUMEL
+            else None
+            for target in self.targets
+        ]
         self.copied = 0
         return True
 
@@ -151,13 +149,16 @@ class BatchWriter:
             return
         start, n = self.written, len(pending)
         try:
-            for (level, name), block in zip(self.slots, self.blocks):
+            for (level, name), block, target in zip(self.slots, self.blocks, self.targets):
                 column = [levels[level][name] for levels in steps]
-                view = block.narrow(0, start, n)
-                if column[0].device == block.device:
-                    torch.stack(column, 0, out=view)
+                dim = 0 if block is not None else self.time_dim
+                view = (
+                    block.narrow(0, start, n) if block is not None else target.narrow(dim, start, n)
+                )
+                if column[0].device == view.device:
+                    torch.stack(column, dim, out=view)
                 else:
-                    view.copy_(torch.stack(column, 0))
+                    view.copy_(torch.stack(column, dim))
         except (KeyError, RuntimeError, TypeError):
             self._switch_to_fallback(pending)
             return
@@ -170,7 +171,8 @@ class BatchWriter:
         if self.time_dim and n:
             dim = self.time_dim
             for block, target in zip(self.blocks, self.targets):
-                target.narrow(dim, start, n).copy_(block.narrow(0, start, n).movedim(0, dim))
+                if block is not None:
+                    target.narrow(dim, start, n).copy_(block.narrow(0, start, n).movedim(0, dim))
         self.copied = self.written
 
     def _switch_to_fallback(self, pending: list[TensorDictBase]) -> None:
