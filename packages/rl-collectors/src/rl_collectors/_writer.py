@@ -34,7 +34,10 @@ class BatchWriter:
     The buffer is shaped from the first transition it sees and reused for every batch. Each
     ``append`` keeps a reference to the transition (the collector hands over fresh TensorDicts:
     ``step_and_maybe_reset`` builds a new root every step); every ``CHUNK`` steps the kept
-    transitions are stacked into the buffer, one op per entry. A transition whose structure
+    transitions are stacked, one op per entry, into time-major blocks (``[T, *batch, ...]``,
+    a contiguous write) that are copied into the buffer once per batch (leaves of more than
+    ``MAX_BLOCK_NUMEL`` elements per step, and envs without batch dims, are stacked into the
+    buffer directly). A transition whose structure
     differs from the first (an entry more or less, another shape, a non-tensor entry) makes
     the batch a stack of its transitions instead, so no entry is lost.
 
