@@ -51,18 +51,20 @@ def generic_loop(env, policy, steps):
     return torch.stack(out, -1)
 
 
-def test_batches_match_the_generic_loop():
+@pytest.mark.parametrize(("steps", "batches"), [(5, 4), (75, 2)])  # T < and > the chunk
+def test_batches_match_the_generic_loop(steps, batches):
     env = make_env()
     env.set_seed(3)
     torch.manual_seed(0)
-    expected = generic_loop(env, RandomBit(), 20)
+    expected = generic_loop(env, RandomBit(), steps * batches)
     env = make_env()
     env.set_seed(3)
     torch.manual_seed(0)
-    collector = SyncDataCollector(env, RandomBit(), frames_per_batch=15, total_frames=60)
-    batches = [b for _, b in zip(range(4), collector)]
-    got = torch.cat(batches, -1)
-    assert got.batch_size == torch.Size([3, 20])
+    collector = SyncDataCollector(
+        env, RandomBit(), frames_per_batch=3 * steps, total_frames=3 * steps * batches
+    )
+    got = torch.cat(list(collector), -1)
+    assert got.batch_size == torch.Size([3, steps * batches])
     assert set(got.keys(True, True)) == set(expected.keys(True, True))
     for key in expected.keys(True, True):
         torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))

@@ -23,7 +23,7 @@ from rl_collectors._common import (
 )
 from rl_collectors._writer import BatchWriter
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
-from rl_core import EnvBase, ExplorationType, set_exploration_type, step_mdp
+from rl_core import EnvBase, ExplorationType, set_exploration_type
 
 
 class SyncDataCollector:
@@ -278,13 +278,8 @@ class SyncDataCollector:
 
     def _step_no_reset(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         td = self.env.step(td)
-        env = self.env
-        return td, step_mdp(
-            td,
-            reward_keys=env.reward_keys,
-            done_keys=env.done_keys,
-            action_keys=env.action_keys,
-        )
+        # The env's precomputed step_mdp (the same result as step_mdp with its keys).
+        return td, self.env.step_mdp_plan()(td)
 
     def _update_traj_ids(self, td: TensorDictBase) -> None:
         done = finished(td, self._done_paths, len(self.env.batch_size))

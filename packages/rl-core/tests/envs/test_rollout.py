@@ -97,6 +97,31 @@ def test_heterogeneous_steps_lose_no_data():
     assert torch.equal(traj.get(("next", "observation")).squeeze(-1), torch.arange(1.0, 101.0))
 
 
+def test_batched_rollout_writes_small_and_large_leaves_in_order():
+    # Small leaves go through time-major blocks, a large one straight into the buffer; both
+    # must hold every step, batch first then time, also after a switch to the lazy stack.
+    env = CountingEnv(max_count=10_000, batch_size=[3])
+    calls = {"n": 0}
+
+    def policy(td):
+        calls["n"] += 1
+        td.set("big", torch.full((3, 5000), float(calls["n"])))
+        if calls["n"] == 90:
+            td.set("extra", torch.ones(3))
+        return _ones_policy(td)
+
+    for max_steps, lazy in ((80, False), (100, True)):
+        calls["n"] = 0
+        traj = env.rollout(max_steps, policy)
+        assert traj.batch_size == (3, max_steps)
+        assert isinstance(traj, LazyStackedTensorDict) is lazy
+        steps = torch.arange(1.0, max_steps + 1)
+        for row in range(3):
+            assert torch.equal(traj.get(("next", "observation"))[row].squeeze(-1), steps)
+            assert torch.equal(traj.get("big")[row, :, 0], steps)
+            assert torch.equal(traj.get("big")[row, :, -1], steps)
+
+
 def test_callback_sees_every_transition():
     env = CountingEnv(max_count=100)
     seen = []

@@ -42,6 +42,23 @@ def test_one_hot_actions(space):
     assert td["action_value"] is values
 
 
+@pytest.mark.parametrize("dtype", [None, torch.bool, torch.int64, torch.uint8, torch.float32])
+def test_greedy_one_hot_matches_argmax_one_hot_with_ties_and_nans(dtype):
+    # The oracle: one_hot(argmax) and the gathered value, on values with ties and NaNs.
+    values = torch.randint(0, 3, (300, N)).float()
+    values[::7, 2] = float("nan")
+    index, chosen = greedy_action(values)
+    reference = values.argmax(-1)
+    assert torch.equal(index, reference)
+    torch.testing.assert_close(chosen, values.gather(-1, reference.unsqueeze(-1)), equal_nan=True)
+    spec = None if dtype is None else OneHot(N, shape=(300, N), dtype=dtype)
+    module = QValueModule("one_hot") if spec is None else QValueModule(spec=spec)
+    out = module(TensorDict(action_value=values, batch_size=[300]))
+    expected = torch.nn.functional.one_hot(reference, N).to(dtype or torch.bool)
+    assert out["action"].dtype == expected.dtype
+    assert torch.equal(out["action"], expected)
+
+
 def test_one_hot_dtype_follows_the_spec():
     values, _ = _values_and_mask((3,))
     td = QValueModule(OneHot(N, dtype=torch.int64))(TensorDict(action_value=values, batch_size=[3]))

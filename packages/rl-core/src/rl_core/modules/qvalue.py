@@ -50,8 +50,11 @@ def greedy_action(
         (tensor([2, 2]), tensor([[2.],
                 [4.]]))
     """
-    scores = action_value if mask is None else action_value.masked_fill(~mask, float("-inf"))
-    index = scores.argmax(-1)
+    if mask is None:
+        # One op for both (ties and NaNs pick the same index as argmax: the first).
+        chosen, index = action_value.max(-1, keepdim=True)
+        return index.squeeze(-1), chosen
+    index = action_value.masked_fill(~mask, float("-inf")).argmax(-1)
     return index, action_value.gather(-1, index.unsqueeze(-1))
 
 
@@ -174,8 +177,11 @@ class QValueModule(TensorDictModuleBase):
         index, chosen = greedy_action(action_value, mask)
         spec = self.action_spec
         if self.action_space == "one_hot":
-            n = action_value.shape[-1]
-            return one_hot(index, n).to(torch.bool if spec is None else spec.dtype), chosen
+            # The one-hot vector of ``index``: a scatter into zeros (``one_hot`` also checks
+            # the index range, which an argmax always satisfies).
+            dtype = torch.bool if spec is None else spec.dtype
+            action = torch.zeros_like(action_value, dtype=dtype)
+            return action.scatter_(-1, index.unsqueeze(-1), 1), chosen
         if spec is None:
             return index, chosen
         # A Categorical(shape=(..., 1)) keeps a trailing singleton that the Q-values lack.

@@ -107,8 +107,9 @@ class StepRows:
         if mask is None:
             row[...] = obs
         else:
-            row[...] = previous
-            row[mask] = np.asarray(obs)[mask]
+            np.copyto(row, previous)
+            # The rows of ``mask``: ``where`` broadcasts the (num_envs,) mask over each row.
+            np.copyto(row, obs, where=mask.reshape(mask.shape + (1,) * (row.ndim - 1)))
         _, done_t, terminated_t, truncated_t = self.views[i]
         return {
             self.observation[0]: self.obs_views[i],

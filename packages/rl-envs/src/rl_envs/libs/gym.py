@@ -484,11 +484,10 @@ class GymWrapper(EnvBase):
         observation on the CPU, no info entries, a class stepping as ``GymWrapper`` does) and
         spec checks are off (they check each reset output); ``None`` (step then reset)
         elsewhere. The oracle test compares it with ``step`` then ``reset``."""
-        if (
-            self._info_readers
-            or spec_checks_enabled()
-            or not self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
-        ):
+        applies = self._cache.get("numpy_rows_apply")
+        if applies is None:
+            applies = self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
+        if not applies or self._info_readers or spec_checks_enabled():
             return None
         next_td = self._step(tensordict)
         done = self._rows.finished
