@@ -121,3 +121,24 @@ def test_iql_example_runs_to_completion(load_example, tmp_path):
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "learning_curve.png").is_file()
     assert (run_dir / "logs" / "scalars" / "eval" / "return.csv").read_text().count("\n") == 3
+
+
+def test_mappo_example_runs_to_completion(load_example, tmp_path):
+    mappo = load_example("mappo")
+    line = "--total-frames 800 --frames-per-batch 400 --num-envs 4 --eval-episodes 8"
+    result = mappo.train(mappo.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 800
+    assert -100 < result["random_return"] < 0  # simple-spread rewards are distances: negative
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
+
+
+def test_mappo_example_ippo_variant_runs(load_example, tmp_path):
+    mappo = load_example("mappo")
+    line = "--total-frames 400 --frames-per-batch 400 --num-envs 4 --eval-episodes 8"
+    cfg = mappo.parse_config(flags(f"{line} --no-centralised-critic --no-plot", tmp_path))
+    critic = mappo.make_actor_critic(mappo.make_env(cfg), cfg)[1]
+    assert critic.module.centralized is False
+    assert mappo.train(cfg)["frames"] == 400
