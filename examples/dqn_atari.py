@@ -75,7 +75,7 @@ class Config:
     init_random_frames: int = 50_000  # uniform-random actions before learning starts
     updates_per_batch: int = 4  # gradient steps per collected batch
     batch_size: int = 32
-    buffer_size: int = 1_000_000
+    buffer_size: int = 100_000  # transitions; about 5.6 GB on disk as uint8 frames
     lr: float = 1e-4
     gamma: float = 0.99
     eps_init: float = 1.0

@@ -13,7 +13,7 @@ entry carries an agent dimension (``("agents", "observation")`` is ``[num_envs, 
   and ``ClipPPOLoss`` runs on the ``("agents", ...)`` keys.
 
 Before training, the script plays ``eval_episodes`` episodes with uniformly random actions;
-after training, as many with the policy's most likely actions. The learning test compares the
+after training, as many with the trained policy. The learning test compares the
 two mean returns.
 
 Run:  ``uv run python examples/mappo.py``; ``--help`` lists every flag.
@@ -69,7 +69,7 @@ class Config:
     max_grad_norm: float = 1.0
     hidden: int = 64  # width of the two hidden layers of both networks
     centralised_critic: bool = True  # MAPPO; --no-centralised-critic: IPPO
-    eval_episodes: int = 48  # episodes of the random baseline and of the final evaluation
+    eval_episodes: int = 64  # episodes of the random baseline and of the final evaluation
     logger: str = "csv"  # csv | tensorboard | wandb | mlflow
     exp_name: str | None = None  # defaults to mappo_<task>_<seed>_<unix time>
     out_dir: str = "runs"
@@ -130,9 +130,11 @@ def make_actor_critic(
 
 def evaluate(env: TransformedEnv, policy: ProbabilisticActor | None, episodes: int) -> float:
     """Mean per-agent episode return over ``episodes`` episodes: of uniformly random actions
-    (``policy=None``) or of the policy's most likely actions."""
+    (``policy=None``) or of actions sampled from the policy (its most likely actions do worse
+    on this task: agents that always take the same move from the same view collide or
+    stall)."""
     returns: list[float] = []
-    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+    with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
         while len(returns) < episodes:
             rollout = env.rollout(
                 10_000, policy, break_when_all_done=True, break_when_any_done=False
@@ -270,8 +272,8 @@ def train(cfg: Config) -> dict[str, float]:
     last_batches = sum(last) / len(last) if last else float("nan")
     print(
         f"done: {frames} frames in {seconds:.1f} s; mean episode return per agent: random "
-        f"policy {random_return:.2f}, trained policy {final_return:.2f} (its most likely "
-        f"actions; {last_batches:.2f} while training, last 3 batches); outputs in {run_dir}"
+        f"policy {random_return:.2f}, trained policy {final_return:.2f} ({last_batches:.2f} "
+        f"in the last 3 training batches); outputs in {run_dir}"
     )
     return {
         "random_return": random_return,
