@@ -67,24 +67,6 @@ def test_dqn_example_runs_to_completion(load_example, tmp_path, target_update):
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "learning_curve.png").is_file()
     assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
-    from tensordict import TensorDict
-
-    stored = TensorDict.load_memmap(run_dir / "buffer")  # the replay buffer, on disk
-    assert stored["observation"].shape == (300, 4, 84, 84)
-    assert stored["observation"].dtype == torch.uint8
-    assert stored["next", "end-of-life"].dtype == torch.bool
-
-
-def test_dqn_atari_frames_round_trip_through_uint8(load_example):
-    from tensordict import TensorDict
-
-    dqn_atari = load_example("dqn_atari")
-    x = torch.rand(5, 4, 84, 84)
-    td = TensorDict(observation=x.clone(), next=TensorDict(observation=x.clone()), batch_size=[])
-    back = dqn_atari.frames_to(dqn_atari.frames_to(td, torch.uint8), torch.float32)
-    assert back["observation"].dtype == torch.float32
-    assert (back["observation"] - x).abs().max() <= 0.5 / 255 + 1e-6
-    assert torch.equal(back["next", "observation"], back["observation"])
 
 
 def test_dqn_example_rejects_an_unknown_target_update(load_example, capsys):
@@ -176,3 +158,21 @@ def test_dqn_atari_example_runs_to_completion(load_example, tmp_path):
     run_dir = tmp_path / "run"
     assert (run_dir / "checkpoint.pt").is_file()
     assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
+    from tensordict import TensorDict
+
+    stored = TensorDict.load_memmap(run_dir / "buffer")  # the replay buffer, on disk
+    assert stored["observation"].shape == (300, 4, 84, 84)
+    assert stored["observation"].dtype == torch.uint8
+    assert stored["next", "end-of-life"].dtype == torch.bool
+
+
+def test_dqn_atari_frames_round_trip_through_uint8(load_example):
+    from tensordict import TensorDict
+
+    dqn_atari = load_example("dqn_atari")
+    x = torch.rand(5, 4, 84, 84)
+    td = TensorDict(observation=x.clone(), next=TensorDict(observation=x.clone()), batch_size=[])
+    back = dqn_atari.frames_to(dqn_atari.frames_to(td, torch.uint8), torch.float32)
+    assert back["observation"].dtype == torch.float32
+    assert (back["observation"] - x).abs().max() <= 0.5 / 255 + 1e-6
+    assert torch.equal(back["next", "observation"], back["observation"])
