@@ -51,6 +51,7 @@ class Config:
     gamma: float = 0.99
     gae_lambda: float = 0.95
     clip_epsilon: float = 0.2
+    clip_value: bool = False  # clip the value update at clip_epsilon too
     entropy_coeff: float = 0.0
     critic_coeff: float = 0.5
     max_grad_norm: float = 0.5
@@ -154,6 +155,7 @@ def train(cfg: Config) -> dict[str, float]:
         actor,
         critic,
         clip_epsilon=cfg.clip_epsilon,
+        clip_value=cfg.clip_value,
         entropy_bonus=cfg.entropy_coeff > 0,
         entropy_coeff=cfg.entropy_coeff,
         critic_coeff=cfg.critic_coeff,

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,3 +158,57 @@ def test_grpo_example_runs_smollm2(load_example, tmp_path):
     result = grpo.train(grpo.parse_config(flags(line, tmp_path)))
     assert result["updates"] == 1
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
+
+
+def test_mappo_example_runs_to_completion(load_example, tmp_path):
+    mappo = load_example("mappo")
+    line = "--total-frames 800 --frames-per-batch 400 --num-envs 4 --eval-episodes 8"
+    result = mappo.train(mappo.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 800
+    assert -100 < result["random_return"] < 0  # simple-spread rewards are distances: negative
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "learning_curve.png").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
+
+
+def test_mappo_example_ippo_variant_runs(load_example, tmp_path):
+    mappo = load_example("mappo")
+    line = "--total-frames 400 --frames-per-batch 400 --num-envs 4 --eval-episodes 8"
+    cfg = mappo.parse_config(flags(f"{line} --no-centralised-critic --no-plot", tmp_path))
+    critic = mappo.make_actor_critic(mappo.make_env(cfg), cfg)[1]
+    assert critic.module.centralized is False
+    assert mappo.train(cfg)["frames"] == 400
+
+
+def test_dqn_atari_example_runs_to_completion(load_example, tmp_path):
+    pytest.importorskip("ale_py")
+    dqn_atari = load_example("dqn_atari")
+    line = (
+        "--num-envs 2 --total-frames 256 --frames-per-batch 32 --init-random-frames 128 "
+        "--buffer-size 300 --updates-per-batch 1 --batch-size 8 --max-episode-steps 100"
+    )
+    result = dqn_atari.train(dqn_atari.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 256
+    assert result["episodes"] >= 2  # each env is truncated at 100 steps
+    run_dir = tmp_path / "run"
+    assert (run_dir / "checkpoint.pt").is_file()
+    assert (run_dir / "logs" / "scalars" / "train" / "loss.csv").is_file()
+    from tensordict import TensorDict
+
+    stored = TensorDict.load_memmap(run_dir / "buffer")  # the replay buffer, on disk
+    assert stored["observation"].shape == (300, 4, 84, 84)
+    assert stored["observation"].dtype == torch.uint8
+    assert stored["next", "end-of-life"].dtype == torch.bool
+
+
+def test_dqn_atari_frames_round_trip_through_uint8(load_example):
+    from tensordict import TensorDict
+
+    dqn_atari = load_example("dqn_atari")
+    x = torch.rand(5, 4, 84, 84)
+    td = TensorDict(observation=x.clone(), next=TensorDict(observation=x.clone()), batch_size=[])
+    back = dqn_atari.frames_to(dqn_atari.frames_to(td, torch.uint8), torch.float32)
+    assert back["observation"].dtype == torch.float32
+    assert (back["observation"] - x).abs().max() <= 0.5 / 255 + 1e-6
+    assert torch.equal(back["next", "observation"], back["observation"])
