@@ -69,9 +69,8 @@ def squeeze_feature(x: Tensor) -> Tensor:
 
 def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
     """The action distribution of the converted actor ``name`` (online parameters)."""
-    params = getattr(loss, f"{name}_params")
-    with params.to_module(loss.__dict__[name], preserve_module_state=False):
-        return actor_dist(loss.__dict__[name], tensordict)
+    with loss.use_network(name) as net:
+        return actor_dist(net, tensordict)
 
 
 def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:

@@ -164,14 +164,14 @@ class SACLoss(C.DetachedParamsCache, LossModule):
         return self.log_alpha.detach().clamp(self.min_log_alpha, self.max_log_alpha).exp()
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _sample(
         self, td: TensorDictBase, params: TensorDictBase
     ) -> tuple[TensorDictBase, torch.Tensor]:
-        with params.to_module(self.actor_network, preserve_module_state=False):
-            dist = C.actor_dist(self.actor_network, td)
+        with self.use_network("actor_network", params=params) as net:
+            dist = C.actor_dist(net, td)
         action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
         td.set(self.tensor_keys.action, action)
         return td, log_prob
@@ -213,15 +213,13 @@ class SACLoss(C.DetachedParamsCache, LossModule):
                     if self.delay_value
                     else self.value_network_params
                 )
-                with v_params.to_module(self.value_network, preserve_module_state=False):
-                    next_value = self.value_network(tensordict.get(K.NEXT).copy()).get(keys.value)
+                with self.use_network("value_network", params=v_params) as net:
+                    next_value = net(tensordict.get(K.NEXT).copy()).get(keys.value)
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         if self.version == 1:
-            with self.value_network_params.to_module(
-                self.value_network, preserve_module_state=False
-            ):
-                value = self.value_network(tensordict.copy()).get(keys.value)
+            with self.use_network("value_network") as net:
+                value = net(tensordict.copy()).get(keys.value)
             value_target = (q_new - alpha * log_prob).detach().unsqueeze(-1)
             out["loss_value"] = C.reduce(
                 distance_loss(value, value_target, self.loss_function), self.reduction
