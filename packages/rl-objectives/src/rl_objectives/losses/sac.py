@@ -161,7 +161,13 @@ class SACLoss(C.DetachedParamsCache, LossModule):
     @property
     def alpha(self) -> torch.Tensor:
         """The current temperature ``exp(log_alpha)`` (clamped), detached."""
-        return self.log_alpha.detach().clamp(self.min_log_alpha, self.max_log_alpha).exp()
+        return self._log_alpha().detach().exp()
+
+    def _log_alpha(self) -> torch.Tensor:
+        """``log_alpha`` clamped to the bounds (no clamp op when there are none)."""
+        if self.min_log_alpha == -math.inf and self.max_log_alpha == math.inf:
+            return self.log_alpha
+        return self.log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with self.use_network("qvalue_network", params=params) as net:
@@ -190,7 +196,7 @@ class SACLoss(C.DetachedParamsCache, LossModule):
         q_new = C.squeeze_feature(q_new)
         loss_actor = alpha * log_prob - q_new
         # critics
-        pred = self._q(tensordict.copy(), self.qvalue_network_params)
+        pred = self._q(tensordict, self.qvalue_network_params)  # the ensemble writes nothing
         out: dict[str, torch.Tensor] = {}
         with torch.no_grad():
             if self.version == 2:
@@ -225,7 +231,7 @@ class SACLoss(C.DetachedParamsCache, LossModule):
                 distance_loss(value, value_target, self.loss_function), self.reduction
             )
         # temperature
-        log_alpha = self.log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
+        log_alpha = self._log_alpha()
         loss_alpha = -log_alpha * (log_prob.detach() + self.target_entropy)
         with torch.no_grad():
             td_error = (pred - target).abs().max(0).values
