@@ -178,3 +178,27 @@ def test_dqn_planned_loading_matches_to_module(monkeypatch):
         return offpolicy_batch(action=torch.randint(N_ACT, (8,), generator=g), seed=step)
 
     _assert_planned_loading_matches_to_module(loss, make_td, monkeypatch)
+
+
+def test_a_copy_of_a_used_loss_reads_its_own_parameters():
+    import copy
+
+    from _continuous import ACT, q_critic, tanh_actor
+
+    from rl_objectives import SACLoss
+
+    loss = SACLoss(tanh_actor()[0], q_critic())
+    td = offpolicy_batch(action=torch.rand(8, ACT) - 0.5)
+    fresh = copy.deepcopy(loss)  # copied before any cache exists
+    loss(td.clone())  # detached critics and loading plans cached
+    used = copy.deepcopy(loss)
+    for copied in (fresh, used):
+        with torch.no_grad():
+            for p in copied.parameters():
+                p.add_(0.1)
+    torch.manual_seed(0)
+    want = fresh(td.clone())
+    torch.manual_seed(0)
+    got = used(td.clone())
+    for key in ("loss_actor", "loss_qvalue", "loss_alpha"):
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0)

@@ -289,6 +289,12 @@ class DetachedParamsCache:
         self.__dict__.pop("_detached_cache", None)
         return super()._apply(fn, *args, **kwargs)  # type: ignore[misc]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy's detached views must look at the copy's parameters: rebuilt on first use
+        state = dict(super().__getstate__())  # type: ignore[misc]
+        state.pop("_detached_cache", None)
+        return state
+
 
 def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> Tensor:
     """``module(td.copy())[out_key]``, calling the wrapped network directly when that is the
