@@ -108,12 +108,13 @@ def _parameter_step_structure(actor: nn.Module) -> tuple[Any, ...] | None:
 def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:
     """``(parameter module, head)`` of a two-step probabilistic actor whose first step is a
     plain ``TensorDictModule`` writing exactly the head's inputs; ``None`` otherwise."""
-    try:
-        parts = _PARAMETER_STEPS[actor]
-    except KeyError:
-        parts = _PARAMETER_STEPS[actor] = _parameter_step_structure(actor)
-    except TypeError:  # not weak-referenceable
+    if torch.compiler.is_compiling():  # dynamo cannot guard on the weak dictionary
         parts = _parameter_step_structure(actor)
+    else:
+        try:
+            parts = _PARAMETER_STEPS[actor]
+        except KeyError:
+            parts = _PARAMETER_STEPS[actor] = _parameter_step_structure(actor)
     if parts is None:
         return None
     first, head, out_keys, in_keys = parts
