@@ -96,3 +96,13 @@ def test_gradients_flow():
     net = MLP(3, 1)
     net(torch.randn(4, 3)).sum().backward()
     assert all(p.grad is not None for p in net.parameters())
+
+
+def test_several_inputs_with_equal_or_broadcast_batch_shapes():
+    torch.manual_seed(0)
+    mlp = MLP(5, 2, depth=1, num_cells=4)
+    obs, act = torch.randn(3, 4, 3), torch.randn(3, 4, 2)
+    torch.testing.assert_close(mlp(obs, act), mlp(torch.cat([obs, act], -1)), rtol=0, atol=0)
+    shared = torch.randn(4, 3)  # broadcast over the leading dim of act
+    expected = mlp(torch.cat([shared.expand(3, 4, 3), act], -1))
+    torch.testing.assert_close(mlp(shared, act), expected, rtol=0, atol=0)

@@ -338,3 +338,158 @@ class TestValueEstimator:
     def test_forward_is_abstract(self):
         with pytest.raises(TypeError, match="abstract"):
             LossModule()
+
+
+# use_network's planned loading against TensorDict.to_module (the generic path)
+
+
+class TwoNetLoss(LossModule):
+    """A critic with a target copy and a BatchNorm'd trunk, so buffers are loaded too."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.convert_to_functional(net, "value_network", create_target_params=True)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDict:
+        with self.use_network("value_network") as net:
+            value = net(tensordict.copy()).get(STATE_VALUE)
+        with torch.no_grad(), self.use_network("value_network", target=True) as net:
+            target = net(tensordict.get(NEXT).copy()).get(STATE_VALUE)
+        detached = self.value_network_params.detach()
+        with self.use_network("value_network", params=detached) as net:
+            frozen = net(tensordict.copy()).get(STATE_VALUE)
+        error = (value - target).pow(2).mean() + frozen.mean()
+        return TensorDict(loss_value=error)
+
+
+def _generic_use_network(self, name, *, target=False, params=None):
+    """What use_network computes, written with to_module only."""
+    if params is None:
+        params = getattr(self, f"target_{name}_params" if target else f"{name}_params")
+    module = self.__dict__[name]
+    return _swapped(params, module)
+
+
+class _swapped:
+    def __init__(self, params, module):
+        self.ctx = params.to_module(module, preserve_module_state=False)
+        self.module = module
+
+    def __enter__(self):
+        self.ctx.__enter__()
+        return self.module
+
+    def __exit__(self, *exc):
+        return self.ctx.__exit__(*exc)
+
+
+def _two_net_loss():
+    torch.manual_seed(0)
+    trunk = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 1))
+    loss = TwoNetLoss(TensorDictModule(trunk, [OBSERVATION], [STATE_VALUE]))
+    with torch.no_grad():
+        loss.target_value_network_params.apply_(
+            lambda x: x.mul_(0.5) if x.is_floating_point() else x
+        )
+    return loss
+
+
+def _two_net_batch(seed):
+    g = torch.Generator().manual_seed(seed)
+    return TensorDict(
+        {
+            OBSERVATION: torch.randn(6, 3, generator=g),
+            NEXT: {OBSERVATION: torch.randn(6, 3, generator=g)},
+        },
+        batch_size=[6],
+    )
+
+
+def _value_and_grads(loss, td, generic, monkeypatch):
+    with monkeypatch.context() as m:
+        if generic:
+            m.setattr(LossModule, "use_network", _generic_use_network)
+        value = loss(td.clone())["loss_value"]
+    grads = torch.autograd.grad(value, list(loss.parameters()))
+    state = {k: v.clone() for k, v in loss.state_dict().items()}
+    return value.detach(), grads, state
+
+
+def _assert_paths_agree(loss, td, monkeypatch):
+    before = {k: v.clone() for k, v in loss.state_dict().items()}
+    fast = _value_and_grads(loss, td, False, monkeypatch)
+    loss.load_state_dict(before)  # in place: both paths start from the same running stats
+    slow = _value_and_grads(loss, td, True, monkeypatch)
+    assert fast[0] == slow[0]
+    for a, b in zip(fast[1], slow[1], strict=True):
+        assert torch.equal(a, b)
+    for key in fast[2]:  # running statistics of the BatchNorm moved the same way
+        assert torch.equal(fast[2][key], slow[2][key]), key
+
+
+def test_use_network_plan_matches_to_module_through_training(monkeypatch):
+    from rl_core.objectives import SoftUpdate
+
+    loss = _two_net_loss()
+    loss.train()
+    updater = SoftUpdate(loss, tau=0.3)
+    optim = torch.optim.Adam(loss.parameters(), lr=0.05)
+    for step in range(3):
+        td = _two_net_batch(step)
+        _assert_paths_agree(loss, td, monkeypatch)
+        optim.zero_grad()
+        loss(td)["loss_value"].backward()
+        optim.step()
+        updater.step()
+    loss.eval()
+    _assert_paths_agree(loss, _two_net_batch(9), monkeypatch)
+
+
+def test_use_network_plan_follows_replaced_tensors(monkeypatch):
+    loss = _two_net_loss()
+    td = _two_net_batch(0)
+    loss(td.clone())  # plans made
+    loss.double()  # new tensors in the parameter TensorDicts
+    _assert_paths_agree(loss, td.double(), monkeypatch)
+    state = {k: v * 2 if v.is_floating_point() else v for k, v in loss.state_dict().items()}
+    loss.load_state_dict(state, assign=True)
+    _assert_paths_agree(loss, td.double(), monkeypatch)
+    copied = copy.deepcopy(loss)
+    with torch.no_grad():
+        for p in copied.parameters():
+            p.add_(1.0)
+    _assert_paths_agree(copied, td.double(), monkeypatch)
+    _assert_paths_agree(loss, td.double(), monkeypatch)
+
+
+def test_use_network_restores_the_structure_and_nests():
+    loss = _two_net_loss()
+    structure = loss.value_network
+    weight = structure.module[0].weight
+    assert weight.device.type == "meta"
+    with loss.use_network("value_network") as outer:
+        assert outer.module[0].weight is loss.value_network_params["module", "0", "weight"]
+        with loss.use_network("value_network", target=True) as inner:
+            target_weight = loss.target_value_network_params["module", "0", "weight"]
+            assert inner.module[0].weight is target_weight
+        assert outer.module[0].weight is loss.value_network_params["module", "0", "weight"]
+    assert structure.module[0].weight is weight
+    params = loss.value_network_params
+    with (
+        pytest.raises(KeyError, match="no networks named 'critic'"),
+        loss.use_network("critic", params=params),
+    ):
+        pass
+
+
+def test_use_network_falls_back_when_params_do_not_fill_the_network():
+    # no plan covers every slot, so to_module runs, which leaves layer 3 on the meta device
+    loss = _two_net_loss()
+    partial = loss.value_network_params.detach().exclude(("module", "3"))
+    with (
+        pytest.raises(RuntimeError, match="meta"),
+        loss.use_network("value_network", params=partial) as net,
+    ):
+        net(_two_net_batch(0))
+    with loss.use_network("value_network") as net:  # the full set still runs
+        assert net(_two_net_batch(0)).get(STATE_VALUE).shape == (6, 1)

@@ -95,3 +95,110 @@ def test_actor_dist_fast_path_matches_get_dist():
         distribution_class=OneHotCategorical,
     )
     assert C._plain_parameter_step(shifted) is None
+
+
+class _ToModule:
+    """``LossModule.use_network`` written with ``TensorDict.to_module`` only: the generic path."""
+
+    def __init__(self, loss, name, *, target=False, params=None):
+        if params is None:
+            params = getattr(loss, f"target_{name}_params" if target else f"{name}_params")
+        self.module = loss.__dict__[name]
+        self.swap = params.to_module(self.module, preserve_module_state=False)
+
+    def __enter__(self):
+        self.swap.__enter__()
+        return self.module
+
+    def __exit__(self, *exc):
+        return self.swap.__exit__(*exc)
+
+
+def _generic_use_network(self, name, *, target=False, params=None):
+    return _ToModule(self, name, target=target, params=params)
+
+
+def _losses_and_grads(loss, td, seed):
+    torch.manual_seed(seed)
+    out = loss(td.clone())
+    total = sum(v for k, v in out.items() if k.startswith("loss"))
+    params = list(loss.parameters())
+    grads = torch.autograd.grad(total, params, allow_unused=True)
+    return {k: v.detach() for k, v in out.items()}, grads
+
+
+def _assert_planned_loading_matches_to_module(loss, make_td, monkeypatch):
+    """Planned and generic parameter loading give identical losses and gradients, also after
+    optimizer steps and soft target updates."""
+    from rl_core.objectives import LossModule, SoftUpdate
+
+    optim = torch.optim.Adam(loss.parameters(), lr=0.01)
+    updater = SoftUpdate(loss, tau=0.2)
+    for step in range(3):
+        td = make_td(step)
+        fast = _losses_and_grads(loss, td, step)
+        with monkeypatch.context() as m:
+            m.setattr(LossModule, "use_network", _generic_use_network)
+            slow = _losses_and_grads(loss, td, step)
+        for key in fast[0].keys():
+            assert torch.equal(fast[0][key], slow[0][key]), key
+        for a, b in zip(fast[1], slow[1], strict=True):
+            assert (a is None and b is None) or torch.equal(a, b)
+        optim.zero_grad()
+        torch.manual_seed(step)
+        out = loss(td.clone())
+        sum(v for k, v in out.items() if k.startswith("loss")).backward()
+        optim.step()
+        updater.step()
+
+
+def test_sac_planned_loading_matches_to_module(monkeypatch):
+    from _continuous import ACT, q_critic, tanh_actor
+
+    from rl_objectives import SACLoss
+
+    loss = SACLoss(tanh_actor()[0], q_critic(), delay_actor=True)
+
+    def make_td(step):
+        g = torch.Generator().manual_seed(step)
+        return offpolicy_batch(action=torch.rand(8, ACT, generator=g) * 1.6 - 0.8, seed=step)
+
+    _assert_planned_loading_matches_to_module(loss, make_td, monkeypatch)
+
+
+def test_dqn_planned_loading_matches_to_module(monkeypatch):
+    torch.manual_seed(0)
+    net = QValueActor(
+        MLP(OBS, N_ACT, depth=1, num_cells=16), in_keys=["observation"], action_space="categorical"
+    )
+    loss = DQNLoss(net, double_dqn=True)
+
+    def make_td(step):
+        g = torch.Generator().manual_seed(step)
+        return offpolicy_batch(action=torch.randint(N_ACT, (8,), generator=g), seed=step)
+
+    _assert_planned_loading_matches_to_module(loss, make_td, monkeypatch)
+
+
+def test_a_copy_of_a_used_loss_reads_its_own_parameters():
+    import copy
+
+    from _continuous import ACT, q_critic, tanh_actor
+
+    from rl_objectives import SACLoss
+
+    loss = SACLoss(tanh_actor()[0], q_critic())
+    td = offpolicy_batch(action=torch.rand(8, ACT) - 0.5)
+    fresh = copy.deepcopy(loss)  # copied before any cache exists
+    loss(td.clone())  # detached critics and loading plans cached
+    used = copy.deepcopy(loss)
+    for copied in (fresh, used):
+        with torch.no_grad():
+            for p in copied.parameters():
+                p.add_(0.1)
+    torch.manual_seed(0)
+    want = fresh(td.clone())
+    torch.manual_seed(0)
+    got = used(td.clone())
+    for key in ("loss_actor", "loss_qvalue", "loss_alpha"):
+        torch.testing.assert_close(got[key], want[key], rtol=0, atol=0)

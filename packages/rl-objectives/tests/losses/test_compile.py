@@ -172,6 +172,12 @@ CASES = {
     ),
     "SACLoss": (lambda: SACLoss(tanh_actor()[0], q_critic()), _continuous),
     "CQLLoss": (lambda: CQLLoss(tanh_actor()[0], q_critic(), num_random=2), _continuous),
+    "CQLLoss-lagrange-max_q_backup": (
+        lambda: CQLLoss(
+            tanh_actor()[0], q_critic(), num_random=2, with_lagrange=True, max_q_backup=True
+        ),
+        _continuous,
+    ),
     "IQLLoss": (
         lambda: IQLLoss(
             tanh_actor()[0],

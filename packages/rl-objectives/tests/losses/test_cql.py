@@ -2,6 +2,7 @@ import math
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -72,3 +73,117 @@ def test_cql_matches_reference():
         grads(out["loss_qvalue"] + out["loss_cql"], qparams), grads(q_loss + cql, qparams)
     )
     assert all(g is None for g in grads(out["loss_cql"], list(param_net.parameters())))
+
+
+def _q_ref(loss, i, target, obs, act):
+    params = loss.target_qvalue_network_params if target else loss.qvalue_network_params
+    net = loss.qvalue_network.nets[i].module
+    with params["nets", str(i), "module"].to_module(net):
+        return net(obs, act)
+
+
+def _option_reference(loss, param_net, td, *, n, max_q_backup):
+    """The CQL terms written out for ``alpha=1``, ``gamma=0.9``, ``T=1``, weight 2, l2."""
+    obs, nobs = td["observation"], td["next", "observation"]
+    _a, logp = tanh_sample(param_net, obs)
+    with torch.no_grad():
+        if max_q_backup:
+            nobs_n = nobs.expand(n, *nobs.shape)
+            a2, _ = tanh_sample(param_net, nobs, (n,))
+            per_critic = [_q_ref(loss, i, True, nobs_n, a2).max(0).values for i in range(2)]
+            nq = torch.min(*per_critic)
+        else:
+            a2, _logp2 = tanh_sample(param_net, nobs)
+            nq = torch.min(_q_ref(loss, 0, True, nobs, a2), _q_ref(loss, 1, True, nobs, a2))
+        y = td["next", "reward"] + 0.9 * (~td["next", "terminated"]).float() * nq
+        rand_a = torch.rand(n, 8, ACT) * 2 - 1
+        curr_a, curr_lp = tanh_sample(param_net, obs, (n,))
+        next_a, next_lp = tanh_sample(param_net, nobs, (n,))
+    preds = [_q_ref(loss, i, False, obs, td["action"]) for i in range(2)]
+    q_loss = sum((p - y).pow(2).mean() for p in preds)
+    obs_n = obs.expand(n, 8, obs.shape[-1])
+    penalties = []
+    for i in range(2):
+        cat = torch.cat(
+            [
+                _q_ref(loss, i, False, obs_n, rand_a) - ACT * math.log(0.5),
+                _q_ref(loss, i, False, obs_n, next_a) - next_lp.unsqueeze(-1),
+                _q_ref(loss, i, False, obs_n, curr_a) - curr_lp.unsqueeze(-1),
+            ],
+            0,
+        )
+        penalties.append(2.0 * (torch.logsumexp(cat, 0) - preds[i]))  # [8, 1] per critic
+    return q_loss, penalties, logp
+
+
+def _option_loss(**kwargs):
+    actor, param_net = tanh_actor()
+    loss = CQLLoss(
+        actor,
+        q_critic(),
+        gamma=0.9,
+        loss_function="l2",
+        min_q_weight=2.0,
+        num_random=4,
+        **kwargs,
+    )
+    with torch.no_grad():
+        loss.target_qvalue_network_params.apply_(lambda x: x.mul_(0.9))
+    g = torch.Generator().manual_seed(3)
+    td = offpolicy_batch(action=torch.rand(8, ACT, generator=g) * 1.6 - 0.8)
+    return loss, param_net, td
+
+
+def test_cql_max_q_backup_matches_reference():
+    loss, param_net, td = _option_loss(max_q_backup=True, deterministic_backup=False)
+    torch.manual_seed(5)
+    out = loss(td)
+    torch.manual_seed(5)
+    q_loss, penalties, _ = _option_reference(loss, param_net, td, n=4, max_q_backup=True)
+    torch.testing.assert_close(out["loss_qvalue"], q_loss)
+    torch.testing.assert_close(out["loss_cql"], sum(p.mean() for p in penalties))
+    qparams = list(loss.qvalue_network_params.values(True, True))
+    assert_same_grads(grads(out["loss_qvalue"], qparams), grads(q_loss, qparams))
+    assert "loss_alpha_prime" not in out.keys()
+    assert not hasattr(loss, "log_alpha_prime")
+
+
+def test_cql_with_lagrange_matches_reference():
+    loss, param_net, td = _option_loss(with_lagrange=True, lagrange_thresh=0.5)
+    assert loss.target_action_gap == 0.5
+    names = [name for name, _ in loss.named_parameters()]
+    assert "log_alpha_prime" in names
+    assert loss.log_alpha_prime.item() == 0.0
+    with torch.no_grad():
+        loss.log_alpha_prime.fill_(0.3)
+    torch.manual_seed(5)
+    out = loss(td)
+    torch.manual_seed(5)
+    q_loss, penalties, _ = _option_reference(loss, param_net, td, n=4, max_q_backup=False)
+    alpha_prime = math.exp(0.3)
+    cql = sum(alpha_prime * (p - 0.5) for p in penalties).mean()
+    mean_penalty = sum(p.mean() for p in penalties) / 2
+    alpha_prime_loss = -loss.log_alpha_prime.exp() * (mean_penalty.detach() - 0.5)
+    torch.testing.assert_close(out["loss_qvalue"], q_loss)
+    torch.testing.assert_close(out["loss_cql"], cql)
+    torch.testing.assert_close(out["loss_alpha_prime"], alpha_prime_loss)
+    qparams = list(loss.qvalue_network_params.values(True, True))
+    assert_same_grads(grads(out["loss_cql"], qparams), grads(cql, qparams))
+    (got,) = grads(out["loss_alpha_prime"], [loss.log_alpha_prime])
+    (want,) = grads(alpha_prime_loss, [loss.log_alpha_prime])
+    torch.testing.assert_close(got, want)
+    # each term trains its own parameters only
+    assert all(g is None for g in grads(out["loss_alpha_prime"], qparams))
+    assert grads(out["loss_cql"], [loss.log_alpha_prime]) == (None,)
+
+
+@pytest.mark.parametrize(("thresh", "direction"), [(-1e3, 1.0), (1e3, -1.0)])
+def test_cql_lagrange_moves_alpha_prime_toward_the_threshold(thresh, direction):
+    # alpha_prime grows while the penalty is above the threshold, shrinks while below
+    loss, _, td = _option_loss(with_lagrange=True, lagrange_thresh=thresh)
+    opt = torch.optim.SGD([loss.log_alpha_prime], lr=1e-4)
+    for _ in range(2):
+        opt.zero_grad()
+        loss(td.clone())["loss_alpha_prime"].backward()
+        opt.step()
+    assert direction * loss.log_alpha_prime.item() > 0.0

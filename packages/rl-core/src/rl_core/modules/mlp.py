@@ -153,8 +153,13 @@ class MLP(nn.Sequential):
             A tensor of shape ``[*B, *out_shape]``.
         """
         if len(inputs) > 1:
-            batch = torch.broadcast_shapes(*(x.shape[:-1] for x in inputs))
-            x = torch.cat([t.expand(*batch, t.shape[-1]) for t in inputs], dim=-1)
+            shapes = [t.shape[:-1] for t in inputs]
+            if any(shape != shapes[0] for shape in shapes[1:]):
+                # (torch.broadcast_shapes costs more than the small layers; skipped when the
+                # batch shapes already agree, where expanding changes nothing)
+                batch = torch.broadcast_shapes(*shapes)
+                inputs = tuple(t.expand(*batch, t.shape[-1]) for t in inputs)
+            x = torch.cat(inputs, dim=-1)
         else:
             (x,) = inputs
         out = super().forward(x)

@@ -16,6 +16,7 @@ from tensordict.nn import TensorDictParams
 from torch import nn
 
 from rl_core.keys import NestedKey
+from rl_core.objectives._swap import SwapPlanCache, loaded
 
 
 def _is_nested_key(value: object) -> bool:
@@ -212,8 +213,19 @@ class LossModule(nn.Module, abc.ABC):
         return getattr(self, f"target_{name}_params" if target else f"{name}_params")
 
     @contextmanager
-    def use_network(self, name: str, *, target: bool = False) -> Iterator[nn.Module]:
-        """Loads the online (or target) parameters into the network ``name`` for a block.
+    def use_network(
+        self, name: str, *, target: bool = False, params: TensorDictBase | None = None
+    ) -> Iterator[nn.Module]:
+        """Loads the online (or target, or given) parameters into the network ``name``.
+
+        The tensors go in as they are (no new leaf ``Parameter`` is made), so gradients reach
+        the loss's parameters, and a detached or target set computes no gradient. Outside
+        ``torch.compile`` the loading follows a plan made on first use, a few dict
+        assignments, which holds the parameter tensors: optimizer steps, target updaters,
+        ``load_state_dict`` and ``.to()``/``.float()`` all update them in place (the plans
+        are dropped on the last two anyway), but a tensor *assigned* into a parameter
+        TensorDict after the first call is not seen (update it in place instead). Under
+        ``torch.compile`` the TensorDict's ``to_module`` is used.
 
         Args:
             name: a name given to :meth:`convert_to_functional`.
@@ -221,6 +233,8 @@ class LossModule(nn.Module, abc.ABC):
         Keyword Args:
             target: load ``target_{name}_params`` instead of ``{name}_params``. Defaults to
                 ``False``.
+            params: load this TensorDict instead (the same structure, e.g. a detached copy of
+                ``{name}_params``); its leaves must stay the same objects while it is used.
 
         Yields:
             The network, ready to call.
@@ -228,10 +242,44 @@ class LossModule(nn.Module, abc.ABC):
         Raises:
             KeyError: no (target) network has this name.
         """
-        params = self._params_of("use_network", name, target=target)
+        if params is None:
+            params = self._params_of("use_network", name, target=target)
+        elif name not in self._network_names:
+            self._params_of("use_network", name, target=False)  # raises the KeyError
         module = self.__dict__[name]
-        with params.to_module(module):
-            yield module
+        plan = None
+        if not torch.compiler.is_compiling():
+            cache = self.__dict__.get("_swap_plans")
+            if cache is None:
+                cache = self.__dict__["_swap_plans"] = SwapPlanCache()
+            plan = cache.get(name, module, params)
+        if plan is None:
+            with params.to_module(module, preserve_module_state=False):
+                yield module
+        else:
+            with loaded(plan, module):
+                yield module
+
+    def _drop_swap_plans(self) -> None:
+        cache = self.__dict__.get("_swap_plans")
+        if cache is not None:
+            cache.clear()
+
+    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        # .to()/.float()/... may put new tensors in the parameter TensorDicts
+        self._drop_swap_plans()
+        return super()._apply(fn, *args, **kwargs)
+
+    def _load_from_state_dict(self, *args: Any, **kwargs: Any) -> None:
+        # load_state_dict(assign=True) replaces the tensors
+        self._drop_swap_plans()
+        super()._load_from_state_dict(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # copies and pickles rebuild their plans (a plan points into this loss's networks)
+        state = dict(super().__getstate__())
+        state.pop("_swap_plans", None)
+        return state
 
     def target_parameters(self) -> Iterator[torch.Tensor]:
         """Yields every tensor of every target copy (parameters and buffers alike)."""

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import torch
 from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule
 from torch import Tensor, nn
 
+from rl_core.modules import ValueOperator
 from rl_core.objectives import LossModule
 from rl_objectives.utils import ValueEstimators
 from rl_objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
@@ -69,14 +72,18 @@ def squeeze_feature(x: Tensor) -> Tensor:
 
 def get_dist(loss: LossModule, name: str, tensordict: TensorDictBase) -> Any:
     """The action distribution of the converted actor ``name`` (online parameters)."""
-    params = getattr(loss, f"{name}_params")
-    with params.to_module(loss.__dict__[name], preserve_module_state=False):
-        return actor_dist(loss.__dict__[name], tensordict)
+    with loss.use_network(name) as net:
+        return actor_dist(net, tensordict)
 
 
-def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:
-    """``(parameter module, head)`` of a two-step probabilistic actor whose first step is a
-    plain ``TensorDictModule`` writing exactly the head's inputs; ``None`` otherwise."""
+# Structural part of _plain_parameter_step, per actor (the structure of a module is fixed
+# once the loss holds it; hooks are checked on every call).
+_PARAMETER_STEPS: weakref.WeakKeyDictionary[nn.Module, tuple[Any, ...] | None] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _parameter_step_structure(actor: nn.Module) -> tuple[Any, ...] | None:
     from tensordict.nn import (
         ProbabilisticTensorDictModule,
         ProbabilisticTensorDictSequential,
@@ -92,10 +99,33 @@ def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:
     if (
         type(first) is not TensorDictModule
         or not isinstance(head, ProbabilisticTensorDictModule)
-        or first._forward_hooks
+        or sorted(map(str, first.out_keys)) != sorted(map(str, head.in_keys))
+    ):
+        return None
+    return first, head, list(first.out_keys), list(head.in_keys)
+
+
+def _plain_parameter_step(actor: nn.Module) -> tuple[Any, Any] | None:
+    """``(parameter module, head)`` of a two-step probabilistic actor whose first step is a
+    plain ``TensorDictModule`` writing exactly the head's inputs; ``None`` otherwise."""
+    if torch.compiler.is_compiling():  # dynamo cannot guard on the weak dictionary
+        parts = _parameter_step_structure(actor)
+    else:
+        try:
+            parts = _PARAMETER_STEPS[actor]
+        except KeyError:
+            parts = _PARAMETER_STEPS[actor] = _parameter_step_structure(actor)
+    if parts is None:
+        return None
+    first, head, out_keys, in_keys = parts
+    if (
+        first._forward_hooks
         or first._forward_pre_hooks
         or type(head.distribution_kwargs) is not dict
-        or sorted(map(str, first.out_keys)) != sorted(map(str, head.in_keys))
+        or actor.module[0] is not first
+        or actor.module[1] is not head
+        or first.out_keys != out_keys
+        or head.in_keys != in_keys
     ):
         return None
     return first, head
@@ -260,15 +290,17 @@ class DetachedParamsCache:
         self.__dict__.pop("_detached_cache", None)
         return super()._apply(fn, *args, **kwargs)  # type: ignore[misc]
 
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy's detached views must look at the copy's parameters: rebuilt on first use
+        state = dict(super().__getstate__())  # type: ignore[misc]
+        state.pop("_detached_cache", None)
+        return state
+
 
 def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> Tensor:
     """``module(td.copy())[out_key]``, calling the wrapped network directly when that is the
     same computation: a plain ``TensorDictModule``/``ValueOperator`` with one output calls its
     network on the tensors at ``in_keys``, in order, and writes the result at ``out_key``."""
-    from tensordict.nn import TensorDictModule
-
-    from rl_core.modules import ValueOperator
-
     if (
         type(module) in (TensorDictModule, ValueOperator)
         and len(module.out_keys) == 1

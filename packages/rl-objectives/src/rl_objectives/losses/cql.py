@@ -34,6 +34,26 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
     their log-probs), ``T = temperature``. The sampled actions carry no gradient; the penalty
     trains the critics only.
 
+    ``max_q_backup=True`` replaces the SAC backup by ``min_i max_j Q_target_i(s', a'_j)`` over
+    ``num_random`` actions ``a'_j ~ pi(s')`` (no entropy term, whatever
+    ``deterministic_backup`` says).
+
+    ``with_lagrange=True`` tunes the penalty weight ``alpha_prime = exp(log_alpha_prime)``
+    (clamped at 1e6; ``log_alpha_prime`` is a parameter starting at 0) by dual descent so that
+    the penalty of each critic stays near ``lagrange_thresh``: with ``c_i`` the weighted
+    penalty of critic ``i`` above (per sample),
+
+    - ``loss_cql = alpha_prime * sum_i (c_i - lagrange_thresh)`` (``alpha_prime`` detached:
+      this term trains the critics);
+    - ``loss_alpha_prime = -alpha_prime * (mean_i mean(c_i) - lagrange_thresh)`` (the penalty
+      detached: this term trains ``log_alpha_prime`` only, and is a scalar whatever the
+      ``reduction``).
+
+    Its value is TorchRL's ``loss_alpha_prime``. Unlike TorchRL, whose ``loss_cql`` is not
+    scaled by ``alpha_prime`` and whose ``loss_alpha_prime`` also sends gradient to the
+    critics, each term here trains only its own parameters, as in the CQL paper's updates, so
+    that the sum of the ``loss_*`` terms can be minimised with one optimizer.
+
     Args:
         actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
@@ -49,7 +69,10 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         target_entropy: a float or ``"auto"`` (``-action_dim``). Defaults to ``"auto"``.
         temperature: ``T``. Defaults to 1.0.
         min_q_weight: weight of the penalty. Defaults to 1.0.
-        num_random: actions of each kind per state. Defaults to 10.
+        num_random: actions of each kind per state (and of the max backup). Defaults to 10.
+        max_q_backup: back up the max over ``num_random`` next actions. Defaults to ``False``.
+        with_lagrange: tune ``alpha_prime`` (``log_alpha_prime``). Defaults to ``False``.
+        lagrange_thresh: the penalty level ``alpha_prime`` aims at. Defaults to 0.0.
         deterministic_backup: drop the entropy term from the backup. Defaults to ``True``.
         delay_qvalue: target copies of the critics. Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
@@ -81,6 +104,7 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
     """
 
     log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
+    log_alpha_prime: torch.Tensor  # log of the penalty weight (with_lagrange only): a parameter
 
     @dataclass
     class _AcceptedKeys:
@@ -109,6 +133,9 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         min_q_weight: float = 1.0,
         num_random: int = 10,
         deterministic_backup: bool = True,
+        max_q_backup: bool = False,
+        with_lagrange: bool = False,
+        lagrange_thresh: float = 0.0,
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
@@ -141,6 +168,11 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         self.min_q_weight = float(min_q_weight)
         self.num_random = num_random
         self.deterministic_backup = deterministic_backup
+        self.max_q_backup = bool(max_q_backup)
+        self.with_lagrange = bool(with_lagrange)
+        self.target_action_gap = float(lagrange_thresh)  # TorchRL's attribute name
+        if self.with_lagrange:
+            self.log_alpha_prime = nn.Parameter(torch.zeros(()))
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
@@ -156,21 +188,41 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
             self.qvalue_network.out_key = kwargs["state_action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _dist(self, td: TensorDictBase) -> Any:
         return C.get_dist(self, "actor_network", td)
 
-    def _q_at(self, td: TensorDictBase, action: torch.Tensor) -> torch.Tensor:
-        """Online ``Q_i(s, a_j)`` for ``[N, *B, A]`` actions: ``[K, N, *B, 1]``."""
+    def _q_at(
+        self, td: TensorDictBase, action: torch.Tensor, params: TensorDictBase | None = None
+    ) -> torch.Tensor:
+        """``Q_i(s, a_j)`` for ``[N, *B, A]`` actions (online by default): ``[K, N, *B, 1]``."""
         repeated = td.expand(action.shape[0], *td.batch_size).clone(False)
         repeated.set(self.tensor_keys.action, action)
-        return self._q(repeated, self.qvalue_network_params)
+        return self._q(repeated, self.qvalue_network_params if params is None else params)
+
+    def _next_value(
+        self, next_td: TensorDictBase, alpha: torch.Tensor, batch_dims: int
+    ) -> torch.Tensor:
+        """The backed-up next-state value ``[*B, 1]`` (no gradient)."""
+        keys = self.tensor_keys
+        q_params = (
+            self.target_qvalue_network_params if self.delay_qvalue else self.qvalue_network_params
+        )
+        if self.max_q_backup:
+            actions, _ = C.sample_with_log_prob(self._dist(next_td), batch_dims, (self.num_random,))
+            return self._q_at(next_td, actions, q_params).max(1).values.min(0).values
+        next_action, next_log_prob = C.sample_with_log_prob(self._dist(next_td), batch_dims)
+        next_value = self._q(next_td.copy().set(keys.action, next_action), q_params).min(0).values
+        if not self.deterministic_backup:
+            next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
+        return next_value
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Returns ``loss_actor``, ``loss_qvalue``, ``loss_cql``, ``loss_alpha``, ``alpha``,
-        ``entropy``; writes ``td_error``."""
+        """Returns ``loss_actor``, ``loss_qvalue``, ``loss_cql``, ``loss_alpha`` (and
+        ``loss_alpha_prime`` with ``with_lagrange``), ``alpha``, ``entropy``; writes
+        ``td_error``."""
         keys = self.tensor_keys
         batch_dims = tensordict.batch_dims
         alpha = self.log_alpha.detach().exp()
@@ -185,18 +237,9 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         # critics: SAC backup
         next_td = tensordict.get(K.NEXT)
         with torch.no_grad():
-            next_action, next_log_prob = C.sample_with_log_prob(self._dist(next_td), batch_dims)
-            q_params = (
-                self.target_qvalue_network_params
-                if self.delay_qvalue
-                else self.qvalue_network_params
+            target = C.bootstrap_target(
+                self, tensordict, self._next_value(next_td, alpha, batch_dims)
             )
-            next_value = (
-                self._q(next_td.copy().set(keys.action, next_action), q_params).min(0).values
-            )
-            if not self.deterministic_backup:
-                next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
-            target = C.bootstrap_target(self, tensordict, next_value)
         pred = self._q(tensordict, self.qvalue_network_params)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         # conservative penalty
@@ -219,14 +262,21 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         q_curr = self._q_at(tensordict, curr_action) - curr_log_prob.unsqueeze(-1)
         q_next = self._q_at(tensordict, next_action_n) - next_log_prob_n.unsqueeze(-1)
         stacked = torch.cat([q_random, q_next, q_curr], dim=1) / self.temperature
-        penalty = torch.logsumexp(stacked, dim=1) * self.temperature - pred
-        loss_cql = self.min_q_weight * penalty.sum(0)
+        penalty = self.min_q_weight * (torch.logsumexp(stacked, dim=1) * self.temperature - pred)
+        out: dict[str, torch.Tensor] = {}
+        if self.with_lagrange:
+            alpha_prime = self.log_alpha_prime.exp().clamp(max=1e6)
+            per_critic = penalty.detach().flatten(1).mean(1)
+            out["loss_alpha_prime"] = -alpha_prime * (per_critic.mean() - self.target_action_gap)
+            loss_cql = alpha_prime.detach() * (penalty - self.target_action_gap).sum(0)
+        else:
+            loss_cql = penalty.sum(0)
         with torch.no_grad():
             td_error = (pred - target).abs().max(0).values
             while td_error.dim() > batch_dims:
                 td_error = td_error.mean(-1)
             tensordict.set(keys.priority, td_error)
-        return TensorDict(
+        out.update(
             loss_actor=C.reduce(loss_actor, self.reduction),
             loss_qvalue=C.reduce(error.sum(0), self.reduction),
             loss_cql=C.reduce(loss_cql, self.reduction),
@@ -234,3 +284,4 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
             alpha=alpha,
             entropy=-log_prob.detach().mean(),
         )
+        return TensorDict(out)

@@ -117,23 +117,17 @@ class DQNLoss(C.DetachedParamsCache, LossModule):
 
     def _action_values(self, td: TensorDictBase, *, target: bool) -> torch.Tensor:
         key = self.tensor_keys.action_value
-        params = self.target_value_network_params if target else self.value_network_params
         cache = self.__dict__.setdefault("_detached_cache", {})
         if "qvalue_head" not in cache:
             cache["qvalue_head"] = self._qvalue_head()
         head, qmodule = cache["qvalue_head"]
-        if head is not None and qmodule.action_value_key == key:
-            # Fast path: the action values are the output of the first step of a QValueActor;
-            # the QValueModule after it (greedy action, chosen value) is not needed here.
-            sub = cache.get(("head", target))
-            if sub is None:
-                sub = cache[("head", target)] = params.get(("module", "0"))
-            with sub.to_module(head, preserve_module_state=False):
+        with self.use_network("value_network", target=target) as net:
+            if head is not None and qmodule.action_value_key == key:
+                # Fast path: the action values are the output of the first step of a
+                # QValueActor; the QValueModule after it (greedy action, chosen value) is not
+                # needed here.
                 return C.read_output(head, td, key)
-        # preserve_module_state=False: target tensors go in as they are, not as new leaf
-        # Parameters (which would make autograd compute gradients nobody reads)
-        with params.to_module(self.value_network, preserve_module_state=False):
-            return self.value_network(td.copy()).get(key)
+            return net(td.copy()).get(key)
 
     def _mask(self, td: TensorDictBase, action_value: torch.Tensor) -> torch.Tensor:
         """Masks the action values of forbidden actions when the network reads a mask."""

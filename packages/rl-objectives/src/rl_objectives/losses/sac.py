@@ -161,17 +161,23 @@ class SACLoss(C.DetachedParamsCache, LossModule):
     @property
     def alpha(self) -> torch.Tensor:
         """The current temperature ``exp(log_alpha)`` (clamped), detached."""
-        return self.log_alpha.detach().clamp(self.min_log_alpha, self.max_log_alpha).exp()
+        return self._log_alpha().detach().exp()
+
+    def _log_alpha(self) -> torch.Tensor:
+        """``log_alpha`` clamped to the bounds (no clamp op when there are none)."""
+        if self.min_log_alpha == -math.inf and self.max_log_alpha == math.inf:
+            return self.log_alpha
+        return self.log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _sample(
         self, td: TensorDictBase, params: TensorDictBase
     ) -> tuple[TensorDictBase, torch.Tensor]:
-        with params.to_module(self.actor_network, preserve_module_state=False):
-            dist = C.actor_dist(self.actor_network, td)
+        with self.use_network("actor_network", params=params) as net:
+            dist = C.actor_dist(net, td)
         action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
         td.set(self.tensor_keys.action, action)
         return td, log_prob
@@ -190,7 +196,7 @@ class SACLoss(C.DetachedParamsCache, LossModule):
         q_new = C.squeeze_feature(q_new)
         loss_actor = alpha * log_prob - q_new
         # critics
-        pred = self._q(tensordict.copy(), self.qvalue_network_params)
+        pred = self._q(tensordict, self.qvalue_network_params)  # the ensemble writes nothing
         out: dict[str, torch.Tensor] = {}
         with torch.no_grad():
             if self.version == 2:
@@ -213,21 +219,19 @@ class SACLoss(C.DetachedParamsCache, LossModule):
                     if self.delay_value
                     else self.value_network_params
                 )
-                with v_params.to_module(self.value_network, preserve_module_state=False):
-                    next_value = self.value_network(tensordict.get(K.NEXT).copy()).get(keys.value)
+                with self.use_network("value_network", params=v_params) as net:
+                    next_value = net(tensordict.get(K.NEXT).copy()).get(keys.value)
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         if self.version == 1:
-            with self.value_network_params.to_module(
-                self.value_network, preserve_module_state=False
-            ):
-                value = self.value_network(tensordict.copy()).get(keys.value)
+            with self.use_network("value_network") as net:
+                value = net(tensordict.copy()).get(keys.value)
             value_target = (q_new - alpha * log_prob).detach().unsqueeze(-1)
             out["loss_value"] = C.reduce(
                 distance_loss(value, value_target, self.loss_function), self.reduction
             )
         # temperature
-        log_alpha = self.log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
+        log_alpha = self._log_alpha()
         loss_alpha = -log_alpha * (log_prob.detach() + self.target_entropy)
         with torch.no_grad():
             td_error = (pred - target).abs().max(0).values
