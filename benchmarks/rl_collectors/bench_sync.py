@@ -69,7 +69,7 @@ def collector_loop(policy: nn.Module) -> float:
 
 def per_step_costs(policy: nn.Module, steps: int = 2_000) -> dict[str, float]:
     """Microseconds per step of each part of the collector loop, timed alone."""
-    from rl_collectors._writer import BatchWriter
+    from rl_core.envs import TrajectoryWriter
 
     env = GymEnv("CartPole-v1", num_envs=NUM_ENVS)
     env.set_seed(0)
@@ -91,7 +91,7 @@ def per_step_costs(policy: nn.Module, steps: int = 2_000) -> dict[str, float]:
         for root in acted:
             env.step_and_maybe_reset(root.clone(False))
         env_us = (time.process_time() - start) / steps * 1e6
-    writer = BatchWriter(steps)
+    writer = TrajectoryWriter(steps)
     start = time.process_time()
     writer.start()
     for transition in transitions:

@@ -21,9 +21,9 @@ from rl_collectors._common import (
     module_device,
     policy_on_device,
 )
-from rl_collectors._writer import BatchWriter
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
 from rl_core import EnvBase, ExplorationType, set_exploration_type
+from rl_core.envs import TrajectoryWriter
 
 
 class SyncDataCollector:
@@ -34,7 +34,7 @@ class SyncDataCollector:
     Sub-envs that finish are reset (``env.step_and_maybe_reset``) and the collection goes on
     where the previous batch stopped. The policy runs under ``torch.no_grad()`` and
     ``set_exploration_type(exploration_type)``. Transitions are written into a buffer
-    allocated at the first step and reused (``BatchWriter``), and the iterator yields a copy
+    allocated at the first step and reused (rl-core's ``TrajectoryWriter``), and the iterator yields a copy
     of it (``return_same_td=True`` yields the buffer itself).
 
     Args:
@@ -169,7 +169,7 @@ class SyncDataCollector:
             self._call = torch.compile(self.policy, **options)
         self._checked = trust_policy or policy is None
         self._done_paths = done_paths(self.env)
-        self._writer = BatchWriter(self.steps, device=self.storing_device)
+        self._writer = TrajectoryWriter(self.steps, device=self.storing_device)
         self._carrier: TensorDictBase | None = None
         self._traj_ids: torch.Tensor | None = None
         self._next_traj_id = 0
