@@ -15,7 +15,7 @@ from rl_core.envs import EnvBase
 from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE
 from rl_envs.batched import _worker
-from rl_envs.batched._meta import Path, as_env_factories
+from rl_envs.batched._meta import Path, as_env_factories, rows_to_reset
 from rl_envs.batched._pool import WorkerPool, default_start_method
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._transport import (
@@ -301,8 +301,7 @@ class ParallelEnv(BatchedEnvBase):
         masks: list[torch.Tensor | None] = []
         if tensordict is not None:
             masks = [get_leaf(tensordict, path, None) for path in self._paths("masks")]
-        present = [mask for mask in masks if mask is not None]
-        rows = self._sub_rows_to_reset(present) if present else None
+        rows = rows_to_reset(masks, n)
         if rows is None or bool(rows.all()):
             message = _worker.RESET + pickle.dumps((False, None, kwargs))
             replies = self._send(range(n), message, "resetting")
