@@ -120,21 +120,10 @@ class GymGroupSteps(SerialSteps):
         return self.group._merge_reset_rows(next_root, pending)
 
     def random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
+        self, start: TensorDictBase, max_steps: int, **stop: bool
     ) -> TensorDictBase | None:
-        layout = self.layout
-        out = self.group._random_rollout(
-            layout.to_sub(start),
-            max_steps,
-            break_when_any_done=break_when_any_done,
-            break_when_all_done=break_when_all_done,
-        )
-        return None if out is None else layout.to_self(out)
+        out = self.group._random_rollout(self.layout.to_sub(start), max_steps, **stop)
+        return None if out is None else self.layout.to_self(out)
 
     def numpy_stepper(self) -> GymNumpyStepper | None:
         # Paths stepping on numpy rows write the sub-envs' device's outputs.

@@ -98,14 +98,10 @@ class SerialSteps(ABC):
         raise NotImplementedError("SerialEnv: this strategy has no fused step-and-reset.")
 
     def random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
+        self, start: TensorDictBase, max_steps: int, **stop: bool
     ) -> TensorDictBase | None:
-        """``EnvBase._random_rollout``; ``None``: the generic loop."""
+        """``EnvBase._random_rollout`` (``stop``: its ``break_when_*`` options); ``None``: the
+        generic loop."""
         return None
 
     def numpy_stepper(self) -> GymNumpyStepper | None:

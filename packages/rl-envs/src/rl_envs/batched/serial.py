@@ -154,12 +154,11 @@ class SerialEnv(BatchedEnvBase):
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
         """Vectorized gymnasium sub-envs take random rollouts in the group's gymnasium loop."""
-        return self._steps.random_rollout(
-            start,
-            max_steps,
-            break_when_any_done=break_when_any_done,
-            break_when_all_done=break_when_all_done,
-        )
+        stop = {
+            "break_when_any_done": break_when_any_done,
+            "break_when_all_done": break_when_all_done,
+        }
+        return self._steps.random_rollout(start, max_steps, **stop)
 
     def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
         for env in self._envs:
