@@ -3,7 +3,7 @@ import pickle
 import torch
 from tensordict import TensorDict
 
-from rl_envs.batched import _worker
+from rl_envs.batched import _wire
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._transport import PipeTransport, SharedMemoryTransport
 
@@ -29,8 +29,8 @@ def _shared():
 def test_shared_memory_inputs_go_to_the_buffers_with_a_presence_byte_per_entry():
     transport = SharedMemoryTransport(_shared(), PATHS, BATCH, None)
     td = TensorDict({"action": torch.ones(2, 1)}, batch_size=BATCH)
-    message = transport.inputs(_worker.STEP, td)
-    assert message == _worker.STEP + bytes([1, 0])
+    message = transport.inputs(_wire.STEP, td)
+    assert message == _wire.STEP + bytes([1, 0])
     assert torch.equal(transport.leaves["sent"][0], torch.ones(2, 1))
     transport.leaves["step_outputs"][0].fill_(3.0)
     out = transport.outputs("step_outputs", {})
@@ -42,8 +42,8 @@ def test_shared_memory_inputs_go_to_the_buffers_with_a_presence_byte_per_entry()
 def test_pipe_inputs_carry_each_workers_row():
     transport = PipeTransport(PATHS, BATCH, None)
     td = TensorDict({"action": torch.tensor([[1.0], [2.0]])}, batch_size=BATCH)
-    messages = transport.inputs(_worker.STEP, td)
-    rows = [pickle.loads(m[len(_worker.STEP) :]) for m in messages]
+    messages = transport.inputs(_wire.STEP, td)
+    rows = [pickle.loads(m[len(_wire.STEP) :]) for m in messages]
     assert [row["action"].item() for row in rows] == [1.0, 2.0]
     replies = {i: pickle.dumps(TensorDict({"obs": torch.full((4,), float(i))})) for i in (0, 1)}
     assert transport.outputs("step_outputs", replies)["obs"][:, 0].tolist() == [0.0, 1.0]

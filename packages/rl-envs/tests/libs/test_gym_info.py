@@ -125,3 +125,15 @@ class TestInfoReaderEnv(EnvConformanceSuite):
 
     def make_env(self):
         return GymWrapper(self.echo_env(BOX, horizon=3)).set_info_dict_reader()
+
+
+def test_with_info_entries_expands_the_reader_specs_to_the_batch():
+    from rl_envs.libs._gym_info import with_info_entries
+
+    observation = Composite({"observation": Unbounded(shape=(3, 4))}, shape=(3,))
+    reader = default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
+    merged = with_info_entries(observation, reader, lambda: pytest.fail("no reset needed"), "X")
+    assert merged["steps"].shape == (3,)
+    assert "steps" not in observation.keys()  # the given spec is not modified
+    inferred = with_info_entries(observation, default_info_dict_reader(), lambda: {"n": 1}, "X")
+    assert inferred["n"].shape == (3,)

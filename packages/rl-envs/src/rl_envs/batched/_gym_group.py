@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tensordict import TensorDictBase
+
 from rl_core.envs import EnvBase
 from rl_core.specs import Composite
-from rl_envs.libs.gym import GymWrapper, runs_own_steps
+from rl_envs.batched._serial_steps import SerialLayout, SerialSteps
+from rl_envs.libs._gym_stepper import GymNumpyStepper, runs_own_steps
+from rl_envs.libs.gym import GymWrapper
 
 
 def _same_env(env: Any) -> Any:
@@ -19,7 +23,7 @@ def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | N
 
     Applies when every sub-env is an unbatched ``GymWrapper`` (``GymEnv``) that steps as
     ``GymWrapper`` does (no override of its step or reset methods, see
-    :func:`rl_envs.libs.gym.runs_own_steps`): their gymnasium envs
+    :func:`rl_envs.libs._gym_stepper.runs_own_steps`): their gymnasium envs
     (wrappers included) go into one ``gymnasium.vector.SyncVectorEnv`` with autoreset disabled,
     so a step converts the outputs of all sub-envs at once. The group is used only when its
     specs equal ``reference``'s (the batched env's); sub-envs reading ``info`` entries or
@@ -70,4 +74,60 @@ def _same_specs(group: EnvBase, reference: EnvBase) -> bool:
     return all(mine.to("cpu") == theirs.to("cpu") for mine, theirs in pairs)
 
 
-__all__ = ["gym_vector_group"]
+class GymGroupSteps(SerialSteps):
+    """Steps a SerialEnv's gymnasium sub-envs together, through their vector group.
+
+    The group (see :func:`gym_vector_group`) is a ``GymWrapper`` over one ``SyncVectorEnv``
+    of the sub-envs' gymnasium envs: its steps, resets (``reset_mask`` for partial ones),
+    fused step-and-resets and random rollouts are the SerialEnv's, moved between the devices
+    where the SerialEnv's device is not the sub-envs'.
+
+    Args:
+        envs: the sub-envs (their gymnasium envs are the group's).
+        layout: the SerialEnv's batch size, devices and entry paths.
+        group: the vector group.
+    """
+
+    vectorized = True
+
+    def __init__(self, envs: Sequence[EnvBase], layout: SerialLayout, group: GymWrapper) -> None:
+        super().__init__(envs, layout)
+        self.group = group
+        # The group's outputs are the SerialEnv's as they are: no device move.
+        self.same_device = layout.device == layout.sub_device
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        layout = self.layout
+        return layout.to_self(self.group._step(layout.to_sub(tensordict)))
+
+    def reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        layout = self.layout
+        sub = None if tensordict is None else layout.to_sub(tensordict)
+        return layout.to_self(self.group._reset(sub, **kwargs))
+
+    def step_and_maybe_reset(
+        self, env: EnvBase, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        # One masked reset of the vector env (EnvBase's step then reset of the finished
+        # sub-envs, or the fused hook below) beats resetting sub-envs one by one.
+        return EnvBase.step_and_maybe_reset(env, tensordict)
+
+    def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        # The group's own fused step-and-reset, where the outputs need no device move.
+        return self.group._step_and_reset(tensordict) if self.same_device else None
+
+    def merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        return self.group._merge_reset_rows(next_root, pending)
+
+    def random_rollout(
+        self, start: TensorDictBase, max_steps: int, **stop: bool
+    ) -> TensorDictBase | None:
+        out = self.group._random_rollout(self.layout.to_sub(start), max_steps, **stop)
+        return None if out is None else self.layout.to_self(out)
+
+    def numpy_stepper(self) -> GymNumpyStepper | None:
+        # Paths stepping on numpy rows write the sub-envs' device's outputs.
+        return self.group.numpy_stepper() if self.same_device else None
+
+
+__all__ = ["GymGroupSteps", "gym_vector_group"]

@@ -134,4 +134,22 @@ def unique(paths: Sequence[Path]) -> list[Path]:
     return list(dict.fromkeys(paths))
 
 
-__all__ = ["EnvMetadata", "Path", "as_env_factories", "spec_leaf_paths", "unique"]
+def rows_to_reset(masks: Sequence[torch.Tensor | None], num_workers: int) -> torch.Tensor | None:
+    """One bool per sub-env: any ``"_reset"`` mask of ``masks`` (at any level) is set in its
+    row; ``None`` when no mask is given (``None`` entries are absent masks)."""
+    rows = None
+    for mask in masks:
+        if mask is not None:
+            flags = mask.reshape(num_workers, -1).any(-1)
+            rows = flags if rows is None else rows | flags
+    return rows
+
+
+__all__ = [
+    "EnvMetadata",
+    "Path",
+    "as_env_factories",
+    "rows_to_reset",
+    "spec_leaf_paths",
+    "unique",
+]

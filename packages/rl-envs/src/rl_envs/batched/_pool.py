@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from rl_envs.batched import _worker
+from rl_envs.batched import _wire, _worker
 from rl_envs.batched._wire import read_frame
 
 # Waiting for replies, this process first polls the pipes without sleeping for up to
@@ -134,7 +134,7 @@ class WorkerPool:
         replies = self._receive(indices, what)
         for i in indices:
             reply = replies[i]
-            if reply[:1] == _worker.ERROR:
+            if reply[:1] == _wire.ERROR:
                 name, message, trace = pickle.loads(reply[1:])
                 raise REMOTE_ERRORS.get(name, RuntimeError)(
                     f"ParallelEnv: worker {i} raised {name} while {what}: {message}\n"
@@ -228,7 +228,7 @@ class WorkerPool:
         for process, conn in zip(self.processes, self.conns):
             if process.is_alive():
                 with contextlib.suppress(BrokenPipeError, ConnectionError, OSError):
-                    conn.send_bytes(_worker.CLOSE)
+                    conn.send_bytes(_wire.CLOSE)
         deadline = time.monotonic() + self.grace
         for process in self.processes:
             process.join(timeout=max(deadline - time.monotonic(), 0.0))

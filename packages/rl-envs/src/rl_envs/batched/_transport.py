@@ -8,7 +8,8 @@ Two implementations of one interface, :class:`Transport`:
 - :class:`PipeTransport`: each message carries the pickled rows (entries that cannot live in
   shared memory, such as non-tensor data, need it).
 
-The commands and the worker side are in :mod:`rl_envs.batched._worker`.
+The commands are described in :mod:`rl_envs.batched._worker`; the worker side of each
+transport is in :mod:`rl_envs.batched._worker_transport`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.fast_td import TreeBuilder, get_leaf, set_leaf
-from rl_envs.batched import _worker
+from rl_envs.batched import _wire
 from rl_envs.batched._meta import Path
 from rl_envs.batched._shared import RowCopies, SharedBuffers
 
@@ -151,7 +152,7 @@ class SharedMemoryTransport(Transport):
         return self.builders[name].build(self._values(name), self.batch_size, self.device)
 
     def fused_outputs(self, replies: dict[int, bytes]) -> tuple[TensorDictBase, Any]:
-        pending = {i: None for i, reply in replies.items() if reply == _worker.RESET_DONE}
+        pending = {i: None for i, reply in replies.items() if reply == _wire.RESET_DONE}
         return self.outputs("step_outputs", replies), pending or None
 
     def reset_rows(self, pending: dict[int, Any]) -> list[torch.Tensor]:
@@ -162,7 +163,7 @@ class SharedMemoryTransport(Transport):
         _, masks, targets, kwargs = request
         for leaf, mask in zip(self.leaves["masks"], masks):
             leaf.copy_(mask if mask is not None else torch.zeros_like(leaf))
-        replies = send(targets, _worker.RESET + pickle.dumps((True, None, kwargs)), "resetting")
+        replies = send(targets, _wire.RESET + pickle.dumps((True, None, kwargs)), "resetting")
         return self.outputs("reset_outputs", replies)
 
 
@@ -192,7 +193,7 @@ class PipeTransport(Transport):
     def partial_reset(self, send: Any, request: PartialReset) -> TensorDictBase:
         tensordict, masks, targets, kwargs = request
         messages = [
-            _worker.RESET
+            _wire.RESET
             + pickle.dumps((True, [m[i].cpu() if m is not None else None for m in masks], kwargs))
             for i in targets
         ]

@@ -1,9 +1,27 @@
-"""ParallelEnv's wire protocol: reading one framed message from a worker pipe."""
+"""ParallelEnv's wire protocol: the command and reply bytes, and reading one framed message.
+
+Every message's first byte names the command (parent to worker) or says ``OK``/``ERROR``
+(worker to parent); the rest is the command's argument or the reply's payload. The commands
+are described in :mod:`rl_envs.batched._worker`.
+"""
 
 from __future__ import annotations
 
 import os
 import struct
+
+STEP = b"s"
+STEP_AND_RESET = b"m"
+RESET = b"r"
+SEED = b"e"
+ROLLOUT = b"o"
+ROOT = b"t"
+CLOSE = b"c"
+OK = b"k"
+ERROR = b"x"
+# In the reply to STEP_AND_RESET (after OK), through shared memory: some sub-env finished and
+# was reset.
+RESET_DONE = b"1"
 
 
 def read_frame(fd: int) -> bytes:
@@ -52,4 +70,16 @@ def read_frame(fd: int) -> bytes:
     return bytes(buffer)
 
 
-__all__ = ["read_frame"]
+__all__ = [
+    "CLOSE",
+    "ERROR",
+    "OK",
+    "RESET",
+    "RESET_DONE",
+    "ROLLOUT",
+    "ROOT",
+    "SEED",
+    "STEP",
+    "STEP_AND_RESET",
+    "read_frame",
+]

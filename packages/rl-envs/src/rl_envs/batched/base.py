@@ -111,14 +111,6 @@ class BatchedEnvBase(EnvBase):
             return [(*level, RESET) for level in levels]
         raise KeyError(name)
 
-    def _sub_rows_to_reset(self, masks: list[torch.Tensor]) -> torch.Tensor:
-        """One bool per sub-env: any ``"_reset"`` mask (at any level) is set in its row."""
-        rows = None
-        for mask in masks:
-            flags = mask.reshape(self.num_workers, -1).any(-1)
-            rows = flags if rows is None else rows | flags
-        return rows
-
     def __repr__(self) -> str:
         inner = super().__repr__().split("(", 1)[1]
         return f"{type(self).__name__}(num_workers={self.num_workers}, {inner}"

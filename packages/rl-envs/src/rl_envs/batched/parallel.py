@@ -14,8 +14,8 @@ from tensordict import TensorDictBase
 from rl_core.envs import EnvBase
 from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE
-from rl_envs.batched import _worker
-from rl_envs.batched._meta import Path, as_env_factories
+from rl_envs.batched import _wire
+from rl_envs.batched._meta import Path, as_env_factories, rows_to_reset
 from rl_envs.batched._pool import WorkerPool, default_start_method
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._transport import (
@@ -237,7 +237,7 @@ class ParallelEnv(BatchedEnvBase):
     def _send_roots(self, tensordict: TensorDictBase) -> None:
         """Gives every worker its row of ``tensordict`` as the root to step from."""
         roots = tensordict.select(*self._paths("reset_outputs"), strict=False).to("cpu")
-        messages = [_worker.ROOT + pickle.dumps(roots[i]) for i in range(self.num_workers)]
+        messages = [_wire.ROOT + pickle.dumps(roots[i]) for i in range(self.num_workers)]
         self._send(range(self.num_workers), messages, "taking the next root")
         self.__dict__["_stale_roots"] = False
 
@@ -261,7 +261,7 @@ class ParallelEnv(BatchedEnvBase):
             return None
         rows = start.to("cpu")
         messages = [
-            _worker.ROLLOUT + pickle.dumps((rows[i], max_steps)) for i in range(self.num_workers)
+            _wire.ROLLOUT + pickle.dumps((rows[i], max_steps)) for i in range(self.num_workers)
         ]
         self.__dict__["_stale_roots"] = True
         replies = self._send(range(self.num_workers), messages, "rolling out")
@@ -271,7 +271,7 @@ class ParallelEnv(BatchedEnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._stale_roots:
             self._send_roots(tensordict)
-        message = self._transport.inputs(_worker.STEP, tensordict)
+        message = self._transport.inputs(_wire.STEP, tensordict)
         replies = self._send(range(self.num_workers), message, "stepping")
         return self._transport.outputs("step_outputs", replies)
 
@@ -284,7 +284,7 @@ class ParallelEnv(BatchedEnvBase):
         """
         if self._stale_roots:
             self._send_roots(tensordict)
-        message = self._transport.inputs(_worker.STEP_AND_RESET, tensordict)
+        message = self._transport.inputs(_wire.STEP_AND_RESET, tensordict)
         replies = self._send(range(self.num_workers), message, "stepping")
         return self._transport.fused_outputs(replies)
 
@@ -301,10 +301,9 @@ class ParallelEnv(BatchedEnvBase):
         masks: list[torch.Tensor | None] = []
         if tensordict is not None:
             masks = [get_leaf(tensordict, path, None) for path in self._paths("masks")]
-        present = [mask for mask in masks if mask is not None]
-        rows = self._sub_rows_to_reset(present) if present else None
+        rows = rows_to_reset(masks, n)
         if rows is None or bool(rows.all()):
-            message = _worker.RESET + pickle.dumps((False, None, kwargs))
+            message = _wire.RESET + pickle.dumps((False, None, kwargs))
             replies = self._send(range(n), message, "resetting")
             self.__dict__["_stale_roots"] = False
             return self._transport.outputs("reset_outputs", replies)
@@ -316,7 +315,7 @@ class ParallelEnv(BatchedEnvBase):
 
     def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
         for i in range(self.num_workers):
-            reply = self._send([i], _worker.SEED + pickle.dumps((seed, static_seed)), "seeding")
+            reply = self._send([i], _wire.SEED + pickle.dumps((seed, static_seed)), "seeding")
             seed = pickle.loads(reply[i])
         return seed
 

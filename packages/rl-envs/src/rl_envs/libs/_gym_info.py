@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -195,4 +195,47 @@ def default_info_dict_reader(
     return InfoDictReader(keys, spec, ignore_private=ignore_private)
 
 
-__all__ = ["InfoDictReader", "default_info_dict_reader"]
+def with_info_entries(
+    observation_spec: Composite,
+    reader: Any,
+    reset_info: Callable[[], Mapping[str, Any]],
+    where: str,
+) -> Composite:
+    """``observation_spec`` with the entries ``reader`` writes, expanded to its batch shape.
+
+    The reader's specs are its ``info_spec``; when it has none yet, its ``infer_spec`` builds
+    them from ``reset_info()``, the ``info`` of a reset of the env.
+
+    Args:
+        observation_spec: the wrapper's observation spec (not modified).
+        reader: the info reader.
+        reset_info: resets the env and returns the ``info`` dict.
+        where: the caller, as errors name it.
+
+    Raises:
+        TypeError: the reader has no specs and cannot infer them.
+        ValueError: an entry of the reader clashes with an observation entry.
+    """
+    spec = getattr(reader, "info_spec", None)
+    if spec is None:
+        infer = getattr(reader, "infer_spec", None)
+        if infer is None:
+            raise TypeError(
+                f"{where}: the reader has no info_spec and no infer_spec method; give it the "
+                f"specs of the entries it writes."
+            )
+        spec = infer(reset_info(), len(observation_spec.shape))
+    merged = observation_spec.clone()
+    batch = tuple(observation_spec.shape)
+    for key in spec.keys():
+        if key in merged.keys():
+            raise ValueError(
+                f"{where}: the info entry {key!r} clashes with an observation entry of the "
+                f"same name."
+            )
+        leaf = spec[key]
+        merged[key] = leaf.expand(*batch, *leaf.shape)
+    return merged
+
+
+__all__ = ["InfoDictReader", "default_info_dict_reader", "with_info_entries"]

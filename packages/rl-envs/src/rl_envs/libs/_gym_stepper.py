@@ -9,9 +9,11 @@ and resets finished sub-envs (``reset_mask`` for a vector env, a full reset for 
 writing their reset observations into a row, after which the final observations are gone from
 the env (callers that keep them read the row first).
 
-:func:`numpy_rows_apply` decides which wrappers the numpy-row paths (the rollout loop and the
-workers' direct path) may take: those whose outputs are one array observation and the flags,
-and whose class steps as ``GymWrapper`` does (no override of its step or reset methods).
+:func:`runs_own_steps` tells whether a wrapper's class steps as ``GymWrapper`` does (no
+override of its step, reset or seed methods), which every fast path that drives the gymnasium
+env directly needs; :func:`numpy_rows_apply` decides which wrappers the numpy-row paths (the
+rollout loop and the workers' direct path) may take: those whose outputs are one array
+observation and the flags, and whose class steps as ``GymWrapper`` does.
 """
 
 from __future__ import annotations
@@ -141,6 +143,40 @@ class GymNumpyStepper:
             obs_block[i][mask] = np.asarray(obs)[mask]
 
 
+def runs_own_steps(env: Any) -> bool:
+    """Whether ``env`` is a :class:`GymWrapper` that steps, resets and seeds as GymWrapper does.
+
+    False for other envs and for subclasses overriding a step, reset or seed method (``_step``,
+    ``_reset``, ``_set_seed``, ``step``, ``reset``, ``step_and_maybe_reset``, ``set_seed``):
+    a fast path that drives the gymnasium env directly would skip the override.
+
+    Examples:
+        >>> from rl_envs.libs import GymEnv
+        >>> class Shaped(GymEnv):
+        ...     def _step(self, tensordict):
+        ...         return super()._step(tensordict)
+        >>> runs_own_steps(GymEnv("CartPole-v1")), runs_own_steps(Shaped("CartPole-v1"))
+        (True, False)
+    """
+    from rl_envs.libs.gym import GymWrapper
+
+    if not isinstance(env, GymWrapper):
+        return False
+    kind = type(env)
+    return all(
+        getattr(kind, name) is getattr(GymWrapper, name)
+        for name in (
+            "_step",
+            "_reset",
+            "_set_seed",
+            "step",
+            "reset",
+            "step_and_maybe_reset",
+            "set_seed",
+        )
+    )
+
+
 def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     """Whether ``wrapper``'s steps are plain arrays that the numpy-row paths can move.
 
@@ -151,8 +187,6 @@ def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     ``SAME_STEP``.
     """
     from gymnasium import spaces
-
-    from rl_envs.libs.gym import runs_own_steps
 
     return runs_own_steps(wrapper) and not (
         wrapper.from_pixels
@@ -169,4 +203,4 @@ def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     )
 
 
-__all__ = ["Blocks", "GymNumpyStepper", "numpy_rows_apply"]
+__all__ = ["Blocks", "GymNumpyStepper", "numpy_rows_apply", "runs_own_steps"]

@@ -63,6 +63,28 @@ def splice(mask: np.ndarray, new: TensorDictBase, old: TensorDictBase) -> Tensor
     return out
 
 
+def with_final_observations(
+    out: TensorDictBase, finished: np.ndarray, final_obs: Any, decode_single: Any
+) -> TensorDictBase:
+    """A copy of ``out`` with the final observations of the ``finished`` sub-envs.
+
+    Args:
+        out: a ``SAME_STEP`` vector env's step output (reset observations where finished).
+        finished: the bool ``(num_envs,)`` mask of the finished sub-envs.
+        final_obs: gymnasium's ``info["final_obs"]`` (one observation per sub-env).
+        decode_single: ``(key, key in the observation or None, decoder)`` per entry, decoding
+            one sub-env's observation.
+    """
+    final = out.clone()
+    for i in np.flatnonzero(finished):
+        obs = final_obs[i]
+        single = {
+            key: decode(obs if src is None else obs[src]) for key, src, decode in decode_single
+        }
+        final.update_at_(single, int(i))
+    return final
+
+
 class SameStepResets:
     """Keeps what a ``SAME_STEP`` vector env returns for the sub-envs it reset inside a step.
 
@@ -120,4 +142,11 @@ def zeros_like_spec(spec: Any, batch_size: torch.Size) -> TensorDict:
     return out
 
 
-__all__ = ["SameStepResets", "autoreset_mode", "reset_mask", "splice", "zeros_like_spec"]
+__all__ = [
+    "SameStepResets",
+    "autoreset_mode",
+    "reset_mask",
+    "splice",
+    "with_final_observations",
+    "zeros_like_spec",
+]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -12,25 +11,25 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase, spec_checks_enabled
 from rl_core.fast_td import build_tensordict, entries, get_leaf, is_plain, set_leaf
-from rl_core.keys import ACTION, DONE, OBSERVATION, PIXELS, TERMINATED, TRUNCATED
-from rl_core.specs import Bounded, Composite
-from rl_envs.libs._gym_codecs import make_decoder, make_encoder, require
-from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
+from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.specs import Composite
+from rl_envs.libs._gym_codecs import make_encoder, require
+from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader, with_info_entries
 from rl_envs.libs._gym_make import (
     check_frame_skip,
     frame_skip_wrapper,
     import_gymnasium,
-    register_namespace,
 )
+from rl_envs.libs._gym_observations import observation_layout
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
-from rl_envs.libs._gym_rows import StepRows, block_observation
 from rl_envs.libs._gym_specs import gym_space_to_spec
-from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply
+from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply, runs_own_steps
 from rl_envs.libs._gym_vector import (
     SameStepResets,
     autoreset_mode,
     reset_mask,
     splice,
+    with_final_observations,
     zeros_like_spec,
 )
 
@@ -42,38 +41,6 @@ def _get(td: TensorDictBase, key: str, who: str) -> Any:
         if value is not None:
             return value
     return require(td, key, who)
-
-
-def runs_own_steps(env: EnvBase) -> bool:
-    """Whether ``env`` is a :class:`GymWrapper` that steps, resets and seeds as GymWrapper does.
-
-    False for other envs and for subclasses overriding a step, reset or seed method (``_step``,
-    ``_reset``, ``_set_seed``, ``step``, ``reset``, ``step_and_maybe_reset``, ``set_seed``):
-    a fast path that drives the gymnasium env directly would skip the override.
-
-    Examples:
-        >>> from rl_envs.libs import GymEnv
-        >>> class Shaped(GymEnv):
-        ...     def _step(self, tensordict):
-        ...         return super()._step(tensordict)
-        >>> runs_own_steps(GymEnv("CartPole-v1")), runs_own_steps(Shaped("CartPole-v1"))
-        (True, False)
-    """
-    if not isinstance(env, GymWrapper):
-        return False
-    kind = type(env)
-    return all(
-        getattr(kind, name) is getattr(GymWrapper, name)
-        for name in (
-            "_step",
-            "_reset",
-            "_set_seed",
-            "step",
-            "reset",
-            "step_and_maybe_reset",
-            "set_seed",
-        )
-    )
 
 
 class GymWrapper(EnvBase):
@@ -169,7 +136,6 @@ class GymWrapper(EnvBase):
                 self.device if self.device is not None and self.device.type == "cpu" else None
             ),
             _same_step=None,
-            _decode_single=None,
         )
         if vector:
             mode = autoreset_mode(env)
@@ -229,65 +195,25 @@ class GymWrapper(EnvBase):
         return getattr(env, f"single_{name}") if self._vector else getattr(env, name)
 
     def _set_observation_spec(self, pixels_only: bool) -> None:
-        batch = tuple(self.batch_size)
-        space = self._space("observation_space")
-        spec = gym_space_to_spec(
-            space, batch_size=batch, categorical_action_encoding=self._categorical
+        layout = observation_layout(
+            self._env,
+            self._space("observation_space"),
+            tuple(self.batch_size),
+            vector=self._vector,
+            categorical=self._categorical,
+            from_pixels=self._from_pixels,
+            pixels_only=pixels_only,
+            same_step=self._same_step is not None,
+            who=type(self).__name__,
         )
-        # Vector envs copy their observations by default: no second copy is needed then.
-        copy = not (self._vector and getattr(self._env, "copy", False))
-        single = None
-        if self._same_step is not None:
-            single = gym_space_to_spec(space, categorical_action_encoding=self._categorical)
-        if isinstance(spec, Composite):
-            state = {key: spec[key] for key in spec.keys()}
-            plan = [(key, key, space.spaces[key], spec[key]) for key in spec.keys()]
-        else:
-            state = {OBSERVATION: spec}
-            plan = [(OBSERVATION, None, space, spec)]
-        keep_state = not (self._from_pixels and pixels_only)
-        entries = dict(state) if keep_state else {}
-        if self._from_pixels:
-            if PIXELS in entries:
-                raise ValueError(
-                    f"{type(self).__name__}: the observation space already has a {PIXELS!r} "
-                    f"entry; use pixels_only=True or rename that entry."
-                )
-            entries[PIXELS] = self._pixels_spec()
-        # (key, key in the gymnasium observation or None for the whole of it, decoder)
-        decoders = [
-            (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
-        ]
-        decoders = decoders if keep_state else []
-        block = block_observation(plan[0], batch) if len(decoders) == 1 and copy else None
-        self.__dict__["_rows"] = StepRows(batch, block)
-        # The next roots of fused step-and-resets (``_merge_reset_rows``) go into their own
-        # blocks: the merged observation is a new array either way.
-        reset_block = block_observation(plan[0], batch) if len(decoders) == 1 else None
-        self.__dict__["_reset_rows"] = StepRows(batch, reset_block)
-        # Resets read every observation; steps read those the row blocks do not hold.
-        self.__dict__["_observations"] = self._observation_reader(decoders)
-        step_decoders = decoders if block is None else []
-        self.__dict__["_step_observations"] = (
-            self._observation_reader(step_decoders) if step_decoders or self._from_pixels else None
+        self.__dict__.update(
+            _rows=layout.rows,
+            _reset_rows=layout.reset_rows,
+            _observations=layout.read,
+            _step_observations=layout.read_step,
+            _decode_single=layout.decode_single,
         )
-        if single is not None and keep_state:
-            self.__dict__["_decode_single"] = tuple(
-                (key, src, make_decoder(sub, single[src] if src is not None else single, ()))
-                for key, src, sub, _ in plan
-            )
-        self.observation_spec = Composite(entries, shape=self.batch_size)
-
-    def _pixels_spec(self) -> Bounded:
-        if getattr(self._env, "render_mode", None) != "rgb_array":
-            raise ValueError(
-                f"{type(self).__name__}: from_pixels needs an env that renders 'rgb_array', "
-                f"got render_mode={getattr(self._env, 'render_mode', None)!r}. Make it with "
-                f"render_mode='rgb_array'."
-            )
-        self._env.reset()
-        frame = self._read_pixels()
-        return Bounded(0, 255, shape=frame.shape, dtype=frame.dtype)
+        self.observation_spec = Composite(layout.entries, shape=self.batch_size)
 
     def _set_action_spec(self) -> None:
         batch = tuple(self.batch_size)
@@ -344,28 +270,12 @@ class GymWrapper(EnvBase):
         """
         if info_dict_reader is None:
             info_dict_reader = default_info_dict_reader(ignore_private=ignore_private)
-        spec = getattr(info_dict_reader, "info_spec", None)
-        if spec is None:
-            infer = getattr(info_dict_reader, "infer_spec", None)
-            if infer is None:
-                raise TypeError(
-                    f"{type(self).__name__}.set_info_dict_reader: the reader has no info_spec "
-                    f"and no infer_spec method; give it the specs of the entries it writes."
-                )
-            _, info = self._env.reset()
-            if self._same_step is not None:
-                self._same_step.clear()
-            spec = infer(info, len(self.batch_size))
-        observation_spec = self.observation_spec.clone()
-        for key in spec.keys():
-            if key in observation_spec.keys():
-                raise ValueError(
-                    f"{type(self).__name__}.set_info_dict_reader: the info entry {key!r} "
-                    f"clashes with an observation entry of the same name."
-                )
-            leaf = spec[key]
-            observation_spec[key] = leaf.expand(*self.batch_size, *leaf.shape)
-        self.observation_spec = observation_spec
+        self.observation_spec = with_info_entries(
+            self.observation_spec,
+            info_dict_reader,
+            self._reset_info,
+            f"{type(self).__name__}.set_info_dict_reader",
+        )
         self._info_readers.append(info_dict_reader)
         # Steps now carry info entries: the numpy-row paths holding the stepper stop.
         stepper = self._stepper
@@ -375,31 +285,14 @@ class GymWrapper(EnvBase):
         )
         return self
 
+    def _reset_info(self) -> dict[str, Any]:
+        """The ``info`` of a reset of the gymnasium env (to infer a reader's specs from)."""
+        _, info = self._env.reset()
+        if self._same_step is not None:
+            self._same_step.clear()
+        return info
+
     # ------------------------------------------------------------------ reading outputs
-    def _read_pixels(self) -> torch.Tensor:
-        frames = self._env.render()
-        frames = np.stack(frames) if self._vector else np.array(frames)
-        return torch.from_numpy(frames)
-
-    def _observation_reader(self, decoders: list[tuple]) -> Callable[[Any], dict[str, Any]]:
-        """``read(obs)``: the observation entries that ``decoders`` (and pixels) give, as a dict.
-
-        ``decoders`` holds ``(key, key in the gymnasium observation or None for the whole of
-        it, decoder)``.
-        """
-        pixels = self._from_pixels
-        if not pixels and len(decoders) == 1 and decoders[0][1] is None:
-            key, _, decode = decoders[0]
-            return lambda obs: {key: decode(obs)}  # one observation: the common case
-
-        def read(obs: Any) -> dict[str, Any]:
-            out = {key: decode(obs if src is None else obs[src]) for key, src, decode in decoders}
-            if pixels:
-                out[PIXELS] = self._read_pixels()
-            return out
-
-        return read
-
     def _read_info(self, info: dict[str, Any], td: TensorDictBase) -> TensorDictBase:
         for reader in self._info_readers:
             td = reader(info, td)
@@ -409,14 +302,7 @@ class GymWrapper(EnvBase):
         self, out: TensorDictBase, finished: np.ndarray, final_obs: Any, final_info: dict
     ) -> TensorDictBase:
         """SAME_STEP: ``out`` with the final observations and infos of the finished sub-envs."""
-        final = out.clone()
-        for i in np.flatnonzero(finished):
-            obs = final_obs[i]
-            single = {
-                key: decode(obs if src is None else obs[src])
-                for key, src, decode in self._decode_single
-            }
-            final.update_at_(single, int(i))
+        final = with_final_observations(out, finished, final_obs, self._decode_single)
         if self._info_readers:
             infos = self._read_info(final_info, TensorDict(batch_size=self.batch_size))
             final = splice(finished, infos, final)
@@ -573,108 +459,8 @@ class GymWrapper(EnvBase):
         super().close()
 
 
-class GymEnv(GymWrapper):
-    """A gymnasium env made by name: ``gymnasium.make``, or a vector env with ``num_envs > 0``.
-
-    With ``num_envs > 0`` the env is ``gymnasium.make_vec(env_name, num_envs, ...)`` with
-    autoreset DISABLED: rl-core resets the sub-envs that finish (see :class:`GymWrapper`), so
-    trajectories never hold a reset step and keep every final observation. ``ALE/...`` ids
-    register ale-py's Atari games first.
-
-    Args:
-        env_name: the gymnasium id, e.g. ``"CartPole-v1"``.
-
-    Keyword Args:
-        num_envs: ``0`` for one env (batch size ``()``); ``n > 0`` for a vector env of ``n``
-            sub-envs (batch size ``(n,)``). Defaults to ``0``.
-        from_pixels: add rendered frames under ``"pixels"`` (the env is made with
-            ``render_mode="rgb_array"``). Defaults to ``False``.
-        pixels_only: with ``from_pixels``, drop the state observations. Defaults to ``True``.
-        frame_skip: repeat every action this many times, summing rewards (inside each
-            sub-env of a vector env). Defaults to ``None``.
-        device: where the output tensors live. Defaults to ``None`` (the CPU).
-        categorical_action_encoding: ``Categorical`` instead of ``OneHot`` for ``Discrete``
-            spaces. Defaults to ``False``.
-        vectorization_mode: ``"sync"`` (``SyncVectorEnv``, one process) or ``"async"``
-            (``AsyncVectorEnv``, one process per sub-env) when ``num_envs > 0``. Defaults to
-            ``"sync"``.
-        **make_kwargs: passed to ``gymnasium.make`` (to ``make_vec`` for vector envs, where
-            ``vector_kwargs`` may set another ``autoreset_mode``).
-
-    Raises:
-        ImportError: gymnasium (or ale-py for ``ALE/`` ids) is not installed.
-        ValueError: ``num_envs`` is negative or ``vectorization_mode`` is unknown.
-
-    Examples:
-        >>> from rl_envs.libs import GymEnv
-        >>> env = GymEnv("CartPole-v1")
-        >>> env.set_seed(0)
-        1
-        >>> traj = env.rollout(100, break_when_any_done=False)
-        >>> traj.batch_size, traj["action"].shape
-        (torch.Size([100]), torch.Size([100, 2]))
-        >>> venv = GymEnv("CartPole-v1", num_envs=4, categorical_action_encoding=True)
-        >>> venv.rollout(10, break_when_any_done=False)["next", "observation"].shape
-        torch.Size([4, 10, 4])
-        >>> venv.close()
-    """
-
-    def __init__(
-        self,
-        env_name: str,
-        *,
-        num_envs: int = 0,
-        from_pixels: bool = False,
-        pixels_only: bool = True,
-        frame_skip: int | None = None,
-        device: torch.device | str | int | None = None,
-        categorical_action_encoding: bool = False,
-        vectorization_mode: str = "sync",
-        **make_kwargs: Any,
-    ) -> None:
-        who = type(self).__name__
-        gym = import_gymnasium(who)
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 0:
-            raise ValueError(
-                f"{who}: expected num_envs to be an int >= 0 (0 for a single env), got "
-                f"{num_envs!r}."
-            )
-        if vectorization_mode not in ("sync", "async"):
-            raise ValueError(
-                f"{who}: expected vectorization_mode 'sync' or 'async', got {vectorization_mode!r}."
-            )
-        skip = check_frame_skip(frame_skip, who)
-        register_namespace(gym, env_name)
-        if from_pixels:
-            make_kwargs.setdefault("render_mode", "rgb_array")
-        if num_envs == 0:
-            env = gym.make(env_name, **make_kwargs)
-        else:
-            vector_kwargs = dict(make_kwargs.pop("vector_kwargs", None) or {})
-            vector_kwargs.setdefault("autoreset_mode", gym.vector.AutoresetMode.DISABLED)
-            wrappers = [functools.partial(frame_skip_wrapper, skip=skip)] if skip > 1 else None
-            env = gym.make_vec(
-                env_name,
-                num_envs=num_envs,
-                vectorization_mode=vectorization_mode,
-                vector_kwargs=vector_kwargs,
-                wrappers=wrappers,
-                **make_kwargs,
-            )
-            skip = 1
-        self.__dict__["env_name"] = env_name
-        try:
-            super().__init__(
-                env,
-                categorical_action_encoding=categorical_action_encoding,
-                from_pixels=from_pixels,
-                pixels_only=pixels_only,
-                frame_skip=skip if skip > 1 else None,
-                device=device,
-            )
-        except BaseException:
-            env.close()
-            raise
-
+# GymEnv subclasses GymWrapper in its own module: imported once GymWrapper exists, and
+# re-exported here so that ``from rl_envs.libs.gym import GymEnv`` keeps working.
+from rl_envs.libs._gym_env import GymEnv  # noqa: E402
 
 __all__ = ["GymEnv", "GymWrapper"]
