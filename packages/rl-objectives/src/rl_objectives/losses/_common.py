@@ -193,6 +193,25 @@ def forward_estimator_keys(loss: LossModule, kwargs: dict[str, Any]) -> None:
     estimator.set_keys(**{k: v for k, v in kwargs.items() if k in known})
 
 
+class BootstrappedTargets:
+    """Mixin for losses whose TD target bootstraps from the loss's own (target) networks.
+
+    Such a loss computes the next-state value itself and hands it to the estimator, so only
+    the TD(0), TD(1) and TD(lambda) estimators apply, built without a value network and with
+    ``skip_existing=True``. Renamed keys are passed on to the estimator; a loss that renames
+    more (its networks' output keys) overrides ``_forward_value_estimator_keys`` and calls
+    :func:`forward_estimator_keys` itself.
+    """
+
+    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
+        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
+        hyperparams.setdefault("skip_existing", True)
+        return build_estimator(self, value_type, hyperparams, None, allowed=allowed)
+
+    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
+        forward_estimator_keys(self, kwargs)
+
+
 def gather_action_value(action_value: Tensor, action: Tensor) -> Tensor:
     """The value of the taken action, ``[*B, 1]``: one-hot (same shape) or index actions."""
     if action.shape == action_value.shape:

@@ -20,7 +20,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["CQLLoss"]
 
 
-class CQLLoss(C.DetachedParamsCache, LossModule):
+class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """CQL(H) (Kumar et al., 2020) on top of SAC, for offline data.
 
     The SAC terms (``loss_actor``, ``loss_alpha``, ``loss_qvalue``; the backup is
@@ -176,11 +176,6 @@ class CQLLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

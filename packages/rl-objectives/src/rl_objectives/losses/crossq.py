@@ -20,7 +20,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["CrossQLoss"]
 
 
-class CrossQLoss(C.DetachedParamsCache, LossModule):
+class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """CrossQ (Bhatt et al., 2024): SAC's terms, no target critics, one joint critic pass.
 
     The critics (typically with batch normalisation) see ``(s, a_data)`` and ``(s', a')`` in
@@ -117,11 +117,6 @@ class CrossQLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -17,7 +16,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["DDPGLoss"]
 
 
-class DDPGLoss(C.DetachedParamsCache, LossModule):
+class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """DDPG: ``loss_actor = -mean(Q(s, mu(s)))`` and ``loss_value = d(Q(s, a), y)``.
 
     ``y = r + gamma * (1 - terminated) * Q_target(s', mu_target(s'))``. The actor loss does
@@ -88,14 +87,6 @@ class DDPGLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with params.to_module(self.value_network, preserve_module_state=False):

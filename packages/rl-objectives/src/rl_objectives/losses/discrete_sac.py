@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -20,7 +19,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["DiscreteSACLoss"]
 
 
-class DiscreteSACLoss(C.DetachedParamsCache, LossModule):
+class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """SAC over ``n`` discrete actions, with expectations taken exactly over the actions.
 
     With ``p = softmax(logits(s))``, ``Q = min_i Q_i(s, .)`` and ``alpha = exp(log_alpha)``:
@@ -122,11 +121,6 @@ class DiscreteSACLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

@@ -19,7 +19,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["DQNLoss"]
 
 
-class DQNLoss(C.DetachedParamsCache, LossModule):
+class DQNLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """``loss = mean(d(Q(s, a), r + gamma * (1 - terminated) * max_a' Q_target(s', a')))``.
 
     With ``double_dqn=True`` the next action is the online network's greedy action, valued by
@@ -93,14 +93,6 @@ class DQNLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
 
     def _qvalue_head(self) -> tuple[Any, Any]:
         """``(action-value module, QValueModule)`` when the network is a plain QValueActor."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -19,7 +18,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["IQLLoss"]
 
 
-class IQLLoss(C.DetachedParamsCache, LossModule):
+class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """IQL (Kostrikov et al., 2021), for offline data; ``q(s, a) = min_i Q_target_i(s, a)``:
 
     - ``loss_value = mean(|tau - 1(q - V(s) < 0)| * (q - V(s)) ** 2)`` (expectile ``tau``);
@@ -114,11 +113,6 @@ class IQLLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

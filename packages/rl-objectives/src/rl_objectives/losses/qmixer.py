@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -17,7 +16,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["QMixerLoss"]
 
 
-class QMixerLoss(C.DetachedParamsCache, LossModule):
+class QMixerLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """QMIX/VDN: a mixer turns the agents' chosen Q-values into a team value trained by TD.
 
     ``Q_tot(s, a) = mixer(Q_i(o_i, a_i), state)``; the target is ``r + gamma * (1 -
@@ -103,14 +102,6 @@ class QMixerLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
 
     def _global_value(
         self, td: TensorDictBase, local: torch.Tensor, *, target: bool

@@ -20,7 +20,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["REDQLoss"]
 
 
-class REDQLoss(C.DetachedParamsCache, LossModule):
+class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """REDQ (Chen et al., 2021): SAC with a large critic ensemble and random-subset targets.
 
     - ``loss_actor = mean(alpha * log_pi(a | s) - mean_i Q_i(s, a))`` (all critics, frozen);
@@ -127,11 +127,6 @@ class REDQLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

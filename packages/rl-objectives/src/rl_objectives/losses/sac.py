@@ -20,7 +20,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["SACLoss"]
 
 
-class SACLoss(C.DetachedParamsCache, LossModule):
+class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """SAC. With ``alpha = exp(log_alpha)`` and ``a ~ pi(s)`` reparameterised:
 
     - ``loss_actor = mean(alpha * log_pi(a | s) - min_i Q_i(s, a))`` (critics frozen);
@@ -147,11 +147,6 @@ class SACLoss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)

@@ -18,7 +18,7 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 __all__ = ["TD3Loss"]
 
 
-class TD3Loss(C.DetachedParamsCache, LossModule):
+class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """TD3: clipped double-Q targets with target policy smoothing.
 
     ``a' = clamp(mu_target(s') + clamp(N(0, policy_noise), -noise_clip, noise_clip), low,
@@ -111,11 +111,6 @@ class TD3Loss(C.DetachedParamsCache, LossModule):
         self.gamma = gamma
         self.reduction = C.check_reduction(owner, reduction)
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)
