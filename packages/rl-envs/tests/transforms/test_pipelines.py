@@ -167,3 +167,30 @@ def test_truncating_step_counter_is_not_fused():
     assert not env._fuses_step_and_reset()
     traj = env.rollout(12, break_when_any_done=False)
     assert traj["next", "step_count"].max().item() <= 5
+
+
+class _RewardSumThatEndsEpisodes(RewardSum):
+    """Overrides ``_step`` (it sets the done flags), so RewardSum's ``fusable`` must not
+    carry over to it."""
+
+    def _step(self, tensordict, next_tensordict):
+        next_tensordict = super()._step(tensordict, next_tensordict)
+        next_tensordict.set("done", torch.ones_like(next_tensordict.get("done")))
+        return next_tensordict
+
+
+class _DeclaredFusableRewardSum(_RewardSumThatEndsEpisodes):
+    fusable = True  # declared by the subclass itself: honoured
+
+
+def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
+    plain = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), RewardSum())
+    overriding = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), _RewardSumThatEndsEpisodes())
+    in_compose = TransformedEnv(
+        GymEnv("CartPole-v1", num_envs=2), Compose(StepCounter(), _RewardSumThatEndsEpisodes())
+    )
+    declared = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), _DeclaredFusableRewardSum())
+    assert plain._fuses_step_and_reset()
+    assert not overriding._fuses_step_and_reset()
+    assert not in_compose._fuses_step_and_reset()
+    assert declared._fuses_step_and_reset()

@@ -123,7 +123,7 @@ class Compose(Transform):
 
     @property
     def fusable(self) -> bool:  # type: ignore[override]
-        return all(t.fusable for t in self.transforms)
+        return all(t._fusable_as_declared() for t in self.transforms)
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

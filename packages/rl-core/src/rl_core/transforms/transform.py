@@ -161,7 +161,20 @@ class Transform(nn.Module):
     #: transforms all say so steps its base env through the base env's one-call step and
     #: reset of finished sub-envs (``step_and_maybe_reset``), where the base env has one;
     #: the result is the same. False by default; a subclass sets it only when it holds.
+    #: It holds for the class that sets it: a subclass of that class that overrides
+    #: ``_call``, ``_step`` or ``_reset`` is not fused unless it sets ``fusable`` itself.
     fusable: bool = False
+
+    def _fusable_as_declared(self) -> bool:
+        """``fusable``, honoured only where no class below the one that declared it
+        overrides the step or reset methods (their new behaviour was never declared)."""
+        if not self.fusable:
+            return False
+        cls = type(self)
+        declarer = next(k for k in cls.__mro__ if "fusable" in vars(k))
+        return all(
+            getattr(cls, name) is getattr(declarer, name) for name in ("_call", "_step", "_reset")
+        )
 
     @property
     def has_inverse(self) -> bool:

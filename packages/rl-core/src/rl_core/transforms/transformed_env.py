@@ -187,7 +187,7 @@ class TransformedEnv(EnvBase):
         base = self.base_env
         return (
             type(base)._step_and_reset is not EnvBase._step_and_reset
-            and self.transform.fusable
+            and self.transform._fusable_as_declared()
             and not self._intercepts_reset()
         )
 
