@@ -136,8 +136,8 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
                 f"{type(self).__name__}: expected the value target at {keys.value_target!r}."
             )
         old_value = td.get(keys.value, None)
-        with self.critic_network_params.to_module(self.critic_network, preserve_module_state=False):
-            value = self.critic_network(td.copy()).get(keys.value)
+        with self.use_network("critic_network") as critic:
+            value = critic(td.copy()).get(keys.value)
         error = distance_loss(target, value, self.loss_critic_type)
         if self.clip_value is not None:
             if old_value is None:

@@ -69,9 +69,7 @@ class BCLoss(LossModule):
                 log_prob = log_prob.sum(-1)
             loss = -log_prob
         else:
-            with self.actor_network_params.to_module(
-                self.actor_network, preserve_module_state=False
-            ):
-                pred = self.actor_network(tensordict.copy()).get(self.tensor_keys.action)
+            with self.use_network("actor_network") as net:
+                pred = net(tensordict.copy()).get(self.tensor_keys.action)
             loss = distance_loss(pred, action.detach(), self.loss_function)
         return TensorDict(loss_bc=C.reduce(loss, self.reduction))

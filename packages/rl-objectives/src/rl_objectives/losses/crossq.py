@@ -128,7 +128,7 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         mode = net.training
         net.train(train and self.training)
         try:
-            with params.to_module(net, preserve_module_state=False):
+            with self.use_network("qvalue_network", params=params):
                 return net(td)
         finally:
             net.train(mode)

@@ -89,12 +89,12 @@ class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.value_network, preserve_module_state=False):
-            return C.read_output(self.value_network, td, self.tensor_keys.state_action_value)
+        with self.use_network("value_network", params=params) as net:
+            return C.read_output(net, td, self.tensor_keys.state_action_value)
 
     def _act(self, td: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
-        with params.to_module(self.actor_network, preserve_module_state=False):
-            return self.actor_network(td)
+        with self.use_network("actor_network", params=params) as net:
+            return net(td)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_value`` and value diagnostics; writes ``td_error``."""

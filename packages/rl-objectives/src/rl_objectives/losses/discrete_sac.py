@@ -128,8 +128,8 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             self.qvalue_network.out_key = kwargs["action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _log_probs(self, td: TensorDictBase) -> torch.Tensor:
         dist = C.get_dist(self, "actor_network", td)

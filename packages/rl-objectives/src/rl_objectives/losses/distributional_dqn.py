@@ -122,9 +122,8 @@ class DistributionalDQNLoss(LossModule):
         self.reduction = C.check_reduction(owner, reduction)
 
     def _log_probs(self, td: TensorDictBase, *, target: bool) -> torch.Tensor:
-        params = self.target_value_network_params if target else self.value_network_params
-        with params.to_module(self.value_network, preserve_module_state=False):
-            return C.read_output(self.value_network, td, self.tensor_keys.action_value)
+        with self.use_network("value_network", target=target) as net:
+            return C.read_output(net, td, self.tensor_keys.action_value)
 
     def _taken(self, log_probs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         """``[*B, atoms, n]`` and a one-hot or index action -> ``[*B, atoms]``."""

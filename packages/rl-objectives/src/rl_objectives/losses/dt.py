@@ -62,8 +62,8 @@ class DTLoss(LossModule):
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``."""
         target = tensordict.get(self.tensor_keys.action_target).detach()
-        with self.actor_network_params.to_module(self.actor_network, preserve_module_state=False):
-            pred = self.actor_network(tensordict.copy()).get(self.tensor_keys.action_pred)
+        with self.use_network("actor_network") as net:
+            pred = net(tensordict.copy()).get(self.tensor_keys.action_pred)
         return TensorDict(
             loss=C.reduce(distance_loss(pred, target, self.loss_function), self.reduction)
         )

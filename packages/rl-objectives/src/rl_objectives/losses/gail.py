@@ -76,10 +76,8 @@ class GAILLoss(LossModule):
 
     def _logits(self, observation: torch.Tensor, action: torch.Tensor, batch_size) -> torch.Tensor:
         td = TensorDict({K.OBSERVATION: observation, K.ACTION: action}, batch_size=batch_size)
-        with self.discriminator_network_params.to_module(
-            self.discriminator_network, preserve_module_state=False
-        ):
-            return self.discriminator_network(td).get(self.tensor_keys.discriminator_pred)
+        with self.use_network("discriminator_network") as net:
+            return net(td).get(self.tensor_keys.discriminator_pred)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss`` (and ``gp_loss`` with the gradient penalty)."""

@@ -120,16 +120,16 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             self.qvalue_network.out_key = kwargs["state_action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _q_data(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         """``Q_i(s, a_data)`` for every critic: ``[K, *B, 1]``."""
         return self._q(td, params)
 
     def _v(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.value_network, preserve_module_state=False):
-            return C.read_output(self.value_network, td, self.tensor_keys.value)
+        with self.use_network("value_network", params=params) as net:
+            return C.read_output(net, td, self.tensor_keys.value)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_value`` and ``entropy``; writes

@@ -106,17 +106,13 @@ class QMixerLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def _global_value(
         self, td: TensorDictBase, local: torch.Tensor, *, target: bool
     ) -> torch.Tensor:
-        params = self.target_mixer_network_params if target else self.mixer_network_params
         mix_td = td.copy().set(self.tensor_keys.local_value, local)
-        with params.to_module(self.mixer_network, preserve_module_state=False):
-            return C.read_output(self.mixer_network, mix_td, self.tensor_keys.global_value)
+        with self.use_network("mixer_network", target=target) as net:
+            return C.read_output(net, mix_td, self.tensor_keys.global_value)
 
     def _local_values(self, td: TensorDictBase, *, target: bool) -> torch.Tensor:
-        params = (
-            self.target_local_value_network_params if target else self.local_value_network_params
-        )
-        with params.to_module(self.local_value_network, preserve_module_state=False):
-            return self.local_value_network(td.copy()).get(self.tensor_keys.action_value)
+        with self.use_network("local_value_network", target=target) as net:
+            return net(td.copy()).get(self.tensor_keys.action_value)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``; writes ``td_error`` (``[*B]``) into ``tensordict``."""

@@ -134,8 +134,8 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             self.qvalue_network.out_key = kwargs["state_action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha``, ``entropy``;

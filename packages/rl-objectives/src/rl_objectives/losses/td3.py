@@ -118,12 +118,12 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             self.qvalue_network.out_key = kwargs["state_action_value"]
 
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with params.to_module(self.qvalue_network, preserve_module_state=False):
-            return self.qvalue_network(td)
+        with self.use_network("qvalue_network", params=params) as net:
+            return net(td)
 
     def _act(self, td: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
-        with params.to_module(self.actor_network, preserve_module_state=False):
-            return self.actor_network(td)
+        with self.use_network("actor_network", params=params) as net:
+            return net(td)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue`` and diagnostics; writes ``td_error``."""
