@@ -63,13 +63,14 @@ def _global_hooks() -> bool:
 def _calls_forward(module: nn.Module) -> bool:
     """Whether ``module(x)`` is its class's ``forward(x)``: no hook, no compiled call, no
     ``forward`` on the instance (what ``nn.Module.__call__`` checks, per module)."""
+    state = module.__dict__
     return not (
-        module._forward_hooks
-        or module._forward_pre_hooks
-        or module._backward_hooks
-        or module._backward_pre_hooks
-        or "forward" in module.__dict__
-        or module.__dict__.get("_compiled_call_impl") is not None
+        state.get("_forward_hooks")
+        or state.get("_forward_pre_hooks")
+        or state.get("_backward_hooks")
+        or state.get("_backward_pre_hooks")
+        or "forward" in state
+        or state.get("_compiled_call_impl") is not None
     )
 
 
@@ -96,22 +97,30 @@ class _Generic:
 class _Module:
     """A plain TensorDictModule (or Actor, ValueOperator): read, call the network, write."""
 
-    __slots__ = ("in_paths", "module", "out_keys", "single")
+    __slots__ = ("actor", "in_paths", "module", "one_in", "out_keys", "single")
 
     def __init__(self, module: TensorDictModule, in_paths: list, out_keys: list) -> None:
         self.module, self.in_paths, self.out_keys = module, in_paths, out_keys
+        self.one_in = in_paths[0] if len(in_paths) == 1 else None
         self.single = out_keys[0] if len(out_keys) == 1 and out_keys[0] != "_" else None
+        self.actor = type(module) is Actor
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         module = self.module
         if type(tensordict) is not TensorDict or not _calls_forward(module):
             return module(tensordict)
-        tensors = []
-        for path in self.in_paths:
-            value = get_leaf(tensordict, path, None)
+        if self.one_in is not None:
+            value = get_leaf(tensordict, self.one_in, None)
             if type(value) is not torch.Tensor:
                 return module(tensordict)  # missing or non-tensor: the generic lookup
-            tensors.append(value)
+            tensors: Any = (value,)
+        else:
+            tensors = []
+            for path in self.in_paths:
+                value = get_leaf(tensordict, path, None)
+                if type(value) is not torch.Tensor:
+                    return module(tensordict)
+                tensors.append(value)
         network = module._modules.get("module")
         if network is None:
             network = module.module  # a plain callable
@@ -123,7 +132,7 @@ class _Module:
                 self._write(tensordict, out)
         except Exception as err:
             raise err from _failure(module)
-        if type(module) is Actor and module.safe:
+        if self.actor and module.safe:
             project_into(tensordict, module.spec)
         return tensordict
 
@@ -187,14 +196,15 @@ class _Sequence:
         module = self.module
         if type(tensordict) is not TensorDict or not _calls_forward(module):
             return module(tensordict)
-        current = tensordict
-        for index, node in enumerate(self.nodes):
-            try:
+        current, index = tensordict, 0
+        try:
+            for node in self.nodes:
                 current = node(current)
-            except Exception as err:
-                name = index if self.names is None else self.names[index]
-                err.add_note(f"Failed while executing module '{name}'.")
-                raise
+                index += 1
+        except Exception as err:
+            name = index if self.names is None else self.names[index]
+            err.add_note(f"Failed while executing module '{name}'.")
+            raise
         if not self.write_back:
             return current
         if current is not tensordict:

@@ -10,7 +10,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequ
 from torch import nn
 from torch.nn.functional import one_hot
 
-from rl_core.fast_td import set_leaf
+from rl_core.fast_td import get_leaf, set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import as_composite, expand_to, leaf_spec
 from rl_core.specs import Categorical, MultiCategorical, MultiOneHot, OneHot, TensorSpec
@@ -221,7 +221,8 @@ class QValueModule(TensorDictModuleBase):
 
     def _write(self, tensordict: TensorDictBase) -> TensorDictBase:
         # The body of ``forward`` (which :class:`PolicyCallPlan` calls without the dispatch).
-        action_value = tensordict.get(self.action_value_key)
+        key = self.action_value_key
+        action_value = get_leaf(tensordict, (key,) if type(key) is str else key)
         mask = None
         if self.action_mask_key is not None:
             mask = tensordict.get(self.action_mask_key)
