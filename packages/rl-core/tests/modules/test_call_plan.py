@@ -270,3 +270,16 @@ def test_env_rollout_through_the_plan_matches_the_generic_call():
     assert set(got.keys(True, True)) == set(expected.keys(True, True))
     for key in expected.keys(True, True):
         torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))
+
+
+def test_readme_section_example_runs(tmp_path):
+    from pathlib import Path
+
+    from rl_core.testing.readme import run_readme_example
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text.split("## Calling a policy fast", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"## Example\n\n```python\n{block}```\n")
+    assert run_readme_example(readme) == ["True", "True"]
