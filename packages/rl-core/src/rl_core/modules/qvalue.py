@@ -239,8 +239,12 @@ class QValueModule(TensorDictModuleBase):
             action = expand_to(self.action_spec, action.shape).project(action)
         key_action, key_values, key_chosen = self.out_keys
         # ``tensordict.set`` for each (the checks are skipped where the value already fits).
+        # The values go back where they were read from unless ``out_keys`` names another key:
+        # setting an entry to the tensor it holds changes nothing (and a locked TensorDict
+        # already raised on the action).
         set_leaf(tensordict, key_action, action)
-        set_leaf(tensordict, key_values, action_value)
+        if key_values != key:
+            set_leaf(tensordict, key_values, action_value)
         set_leaf(tensordict, key_chosen, chosen)
         return tensordict
 
