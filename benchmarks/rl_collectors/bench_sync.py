@@ -25,9 +25,13 @@ import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
 
+import rl_core.modules
 from rl_collectors import SyncDataCollector
-from rl_core.modules import MLP, PolicyCallPlan, QValueActor
+from rl_core.modules import MLP, QValueActor
 from rl_envs import GymEnv
+
+# Absent from rl-core sources older than it (runs against main's sources, for before figures).
+PolicyCallPlan = getattr(rl_core.modules, "PolicyCallPlan", None)
 
 NUM_ENVS = 8
 FRAMES = 50_000
@@ -86,7 +90,7 @@ def per_step_costs(policy: nn.Module, steps: int = 2_000) -> dict[str, float]:
         for root in roots:
             policy(root.clone(False))
         policy_us = (time.process_time() - start) / steps * 1e6
-        plan = PolicyCallPlan(policy)  # how the collector calls the policy
+        plan = policy if PolicyCallPlan is None else PolicyCallPlan(policy)  # as the collector
         start = time.process_time()
         for root in roots:
             plan(root.clone(False))
