@@ -9,7 +9,8 @@ actor: Q-values, argmax, one-hot action) and a bare ``TensorDictModule`` around
 (``time.process_time``), best of ``REPEATS``; the ratio is collector / plain loop, measured
 in this process. One torch thread.
 
-A second table splits the collector's per-step cost: the policy call, the env's
+A second table splits the collector's per-step cost: the policy call (through rl-core's
+``PolicyCallPlan``, as the collector calls it, and as ``policy(td)``), the env's
 ``step_and_maybe_reset`` and the batch writer, each timed alone.
 
 Run: ``uv run python benchmarks/rl_collectors/bench_sync.py``
@@ -24,9 +25,13 @@ import torch
 from tensordict.nn import TensorDictModule
 from torch import nn
 
+import rl_core.modules
 from rl_collectors import SyncDataCollector
 from rl_core.modules import MLP, QValueActor
 from rl_envs import GymEnv
+
+# Absent from rl-core sources older than it (runs against main's sources, for before figures).
+PolicyCallPlan = getattr(rl_core.modules, "PolicyCallPlan", None)
 
 NUM_ENVS = 8
 FRAMES = 50_000
@@ -85,6 +90,11 @@ def per_step_costs(policy: nn.Module, steps: int = 2_000) -> dict[str, float]:
         for root in roots:
             policy(root.clone(False))
         policy_us = (time.process_time() - start) / steps * 1e6
+        plan = policy if PolicyCallPlan is None else PolicyCallPlan(policy)  # as the collector
+        start = time.process_time()
+        for root in roots:
+            plan(root.clone(False))
+        plan_us = (time.process_time() - start) / steps * 1e6
         td = env.reset()
         acted = [policy(root.clone(False)) for root in roots]
         start = time.process_time()
@@ -99,7 +109,12 @@ def per_step_costs(policy: nn.Module, steps: int = 2_000) -> dict[str, float]:
     writer.result()
     writer_us = (time.process_time() - start) / steps * 1e6
     env.close()
-    return {"policy": policy_us, "env.step_and_maybe_reset": env_us, "writer": writer_us}
+    return {
+        "policy through PolicyCallPlan": plan_us,
+        "policy(td)": policy_us,
+        "env.step_and_maybe_reset": env_us,
+        "writer": writer_us,
+    }
 
 
 def main() -> None:

@@ -346,3 +346,42 @@ def test_transformed_env_and_seeding():
         return collector.next()
 
     assert (build() == build()).all()
+
+
+def _qvalue_policy():
+    """A Q-value policy (fast call plan) with epsilon-greedy exploration (generic module)."""
+    from rl_core.modules import QValueActor
+
+    torch.manual_seed(7)
+    spec = make_env().action_spec
+    actor = QValueActor(nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 2)), spec=spec)
+    return TensorDictSequential(actor, EGreedyModule(spec, eps_init=0.3, eps_end=0.3))
+
+
+def _threshold_policy():
+    torch.manual_seed(7)
+    net = nn.Sequential(nn.Linear(1, 1), _Threshold())
+    return TensorDictModule(net, in_keys=["observation"], out_keys=["action"])
+
+
+@pytest.mark.parametrize("policy_factory", [_qvalue_policy, _threshold_policy])
+def test_the_call_plan_gives_the_batches_of_the_generic_call(policy_factory):
+    """Oracle: the collector (policy through rl-core's PolicyCallPlan) against the generic
+    step-by-step loop calling ``policy(td)``, same seeds, same policy."""
+    from rl_core.modules import PolicyCallPlan
+
+    policy = policy_factory()
+    assert PolicyCallPlan(policy).fast
+    env = make_env()
+    env.set_seed(3)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        expected = generic_loop(env, policy, 40)
+    env = make_env()
+    env.set_seed(3)
+    torch.manual_seed(0)
+    collector = SyncDataCollector(env, policy, frames_per_batch=3 * 20, total_frames=3 * 40)
+    got = torch.cat(list(collector), -1)
+    assert set(got.keys(True, True)) == set(expected.keys(True, True))
+    for key in expected.keys(True, True):
+        torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))

@@ -142,3 +142,43 @@ def test_readme_section_example_runs(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"## Example\n\n```python\n{block}```\n")
     assert run_readme_example(readme) == ["torch.Size([1])"]
+
+
+def test_module_io_keys_accepts_only_plain_calls():
+    from tensordict.nn import TensorDictModule
+    from torch import nn
+
+    from rl_core.fast_td import module_io_keys
+
+    plain = TensorDictModule(nn.Identity(), in_keys=["a", ("b", "c")], out_keys=["d", ("e", "f")])
+    assert module_io_keys(plain) == ([("a",), ("b", "c")], ["d", ("e", "f")])
+    not_plain = [
+        TensorDictModule(nn.Identity(), in_keys={"x": "a"}, out_keys=["d"]),
+        TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["d"], inplace=False),
+        TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["d"], inplace="empty"),
+        TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["d"], method="forward"),
+        TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["d"], get_kwargs={"x": 1}),
+        TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["d", "e"]).select_out_keys("e"),
+    ]
+    assert [module_io_keys(module) for module in not_plain] == [None] * len(not_plain)
+
+
+def test_sequence_children_accepts_only_plain_sequences():
+    from collections import OrderedDict
+
+    from tensordict.nn import TensorDictModule, TensorDictSequential
+    from torch import nn
+
+    from rl_core.fast_td import sequence_children
+
+    first = TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["b"])
+    second = TensorDictModule(nn.Identity(), in_keys=["b"], out_keys=["c"])
+    assert sequence_children(TensorDictSequential(first, second)) == [first, second]
+    named = TensorDictSequential(OrderedDict(one=first, two=second), inplace=True)
+    assert sequence_children(named) == [first, second]
+    not_plain = [
+        TensorDictSequential(first, second, partial_tolerant=True),
+        TensorDictSequential(first, second, inplace=False),
+        TensorDictSequential(first, second, selected_out_keys=["c"]),
+    ]
+    assert [sequence_children(seq) for seq in not_plain] == [None] * len(not_plain)

@@ -24,6 +24,7 @@ from rl_collectors._common import (
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
 from rl_core import EnvBase, ExplorationType, set_exploration_type
 from rl_core.envs import TrajectoryWriter
+from rl_core.modules import PolicyCallPlan
 
 
 class SyncDataCollector:
@@ -164,6 +165,7 @@ class SyncDataCollector:
         self._env_device = self.env.device or torch.device("cpu")
         self._cast = self.policy_device is not None and self.policy_device != self._env_device
         self._call = self.policy
+        self._plan: PolicyCallPlan | None = None  # built per batch (see _collect)
         if compile_policy and policy is not None:
             options = compile_policy if isinstance(compile_policy, dict) else {}
             self._call = torch.compile(self.policy, **options)
@@ -232,7 +234,12 @@ class SyncDataCollector:
 
     def _collect(self, random: bool) -> TensorDictBase:
         env, writer = self.env, self._writer
-        policy = env.rand_action if random or self.policy is None else self._policy
+        if random or self.policy is None:
+            policy = env.rand_action
+        else:
+            # Built per batch, so a policy changed between batches is planned again.
+            self._plan = PolicyCallPlan(self._call)
+            policy = self._policy if self._cast or not self._checked else self._plan
         step = env.step_and_maybe_reset if self.reset_when_done else self._step_no_reset
         track = self.track_traj_ids
         ids = []
@@ -254,9 +261,9 @@ class SyncDataCollector:
 
     def _policy(self, td: TensorDictBase) -> TensorDictBase:
         if self._cast:
-            out = self._call(td.to(self.policy_device)).to(self._env_device)
+            out = self._plan(td.to(self.policy_device)).to(self._env_device)
         else:
-            out = self._call(td)
+            out = self._plan(td)
         if not self._checked:
             self._check_output(out)
         return out

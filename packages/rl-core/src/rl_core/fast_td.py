@@ -18,6 +18,9 @@ anything else.
   paths) built from values already known to fit, without checks.
 * :class:`StepMdpPlan`: ``step_mdp`` with an env's keys resolved once
   (:meth:`rl_core.envs.EnvBase.step_mdp_plan` hands it out).
+* :func:`module_io_keys`, :func:`sequence_children`: the call layout of a
+  ``TensorDictModule`` / ``TensorDictSequential`` whose call is plain (read by
+  :class:`rl_core.modules.PolicyCallPlan`).
 
 Examples:
     >>> import torch
@@ -298,6 +301,67 @@ class StepMdpPlan:
         return self._merge(tensordict, nxt, root_drop, next_drop)
 
 
+def module_io_keys(module: Any) -> tuple[list[Path], list[Any]] | None:
+    """The ``(in paths, out keys)`` of a ``TensorDictModule`` whose call is plain, else ``None``.
+
+    Plain: the tensors at ``in_keys`` go to the wrapped module positionally (``in_keys`` was no
+    dict, no ``get_kwargs``), the module itself is called (no ``method``, no
+    ``method_kwargs``), the outputs are written into the input (``inplace=True``) and every
+    output key is kept (no ``select_out_keys``). Only the configuration is read here; the
+    caller checks the type, the hooks and the call-time modes.
+
+    Examples:
+        >>> from tensordict.nn import TensorDictModule
+        >>> from torch import nn
+        >>> module_io_keys(TensorDictModule(nn.Identity(), in_keys=[("a", "b")], out_keys=["c"]))
+        ([('a', 'b')], ['c'])
+        >>> module_io_keys(TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["c"],
+        ...     inplace=False)) is None
+        True
+    """
+    state = module.__dict__
+    if (
+        state.get("_kwargs", _MISSING) is not None
+        or state.get("_get_kwargs", _MISSING)
+        or state.get("method", _MISSING) is not None
+        or state.get("method_kwargs", _MISSING)
+        or state.get("inplace", _MISSING) is not True
+        or module.out_keys != module.out_keys_source
+    ):
+        return None
+    in_paths = [(key,) if type(key) is str else tuple(key) for key in module.in_keys]
+    return in_paths, list(module.out_keys_source)
+
+
+def sequence_children(sequence: Any) -> list[Any] | None:
+    """The modules of a ``TensorDictSequential`` whose call is plain, in order, else ``None``.
+
+    Plain: the modules run one after the other on the input (``inplace`` ``True`` or
+    ``None``; with ``True`` the outputs of a module that returned another TensorDict are
+    copied back into the input, with ``None`` that TensorDict is returned), none is
+    skipped for missing inputs (``partial_tolerant=False``) and every output key is kept (no
+    ``select_out_keys``). The caller checks the type, the hooks and the call-time modes.
+
+    Examples:
+        >>> from tensordict.nn import TensorDictModule, TensorDictSequential
+        >>> from torch import nn
+        >>> first = TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["b"])
+        >>> second = TensorDictModule(nn.Identity(), in_keys=["b"], out_keys=["c"])
+        >>> len(sequence_children(TensorDictSequential(first, second)))
+        2
+    """
+    state = sequence.__dict__
+    inplace = state.get("inplace", _MISSING)
+    if (
+        (inplace is not True and inplace is not None)
+        or state.get("partial_tolerant", _MISSING) is not False
+        or sequence._select_before_return
+    ):
+        return None
+    modules = sequence.module
+    return list(modules.values()) if isinstance(modules, torch.nn.ModuleDict) else list(modules)
+
+
 __all__ = [
     "Path",
     "StepMdpPlan",
@@ -309,5 +373,7 @@ __all__ = [
     "get_leaf",
     "is_plain",
     "leaf_paths",
+    "module_io_keys",
+    "sequence_children",
     "set_leaf",
 ]

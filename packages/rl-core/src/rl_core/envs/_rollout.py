@@ -113,13 +113,16 @@ def rollout(
     mdp_plan = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
     ever_done: torch.Tensor | None = None
+    from rl_core.modules.call_plan import PolicyCallPlan  # lazy: envs import no modules
+
+    call = PolicyCallPlan(policy)  # policy(td), with the plain TensorDict-module calls resolved
     for _ in range(max_steps):
         if policy_device is not None:
             td = policy(td.to(policy_device, non_blocking=True))
             if env_device is not None:
                 td = td.to(env_device, non_blocking=True)
         else:
-            td = policy(td)
+            td = call(td)
         if break_when_any_done:
             td = env.step(td)
             next_root = None

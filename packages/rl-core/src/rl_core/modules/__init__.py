@@ -3,6 +3,7 @@ recurrence."""
 
 from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
+from rl_core.modules.call_plan import PolicyCallPlan
 from rl_core.modules.convnet import ConvNet
 from rl_core.modules.distributions import (
     Delta,
@@ -39,6 +40,8 @@ __all__ = [
     "ActorCriticWrapper",
     "QValueModule",
     "QValueActor",
+    # calling a policy
+    "PolicyCallPlan",
     # exploration
     "EGreedyModule",
     "AdditiveGaussianModule",

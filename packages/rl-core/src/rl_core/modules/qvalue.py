@@ -10,6 +10,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequ
 from torch import nn
 from torch.nn.functional import one_hot
 
+from rl_core.fast_td import get_leaf, set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import as_composite, expand_to, leaf_spec
 from rl_core.specs import Categorical, MultiCategorical, MultiOneHot, OneHot, TensorSpec
@@ -174,14 +175,19 @@ class QValueModule(TensorDictModuleBase):
     def _single(
         self, action_value: torch.Tensor, mask: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        index, chosen = greedy_action(action_value, mask)
         spec = self.action_spec
         if self.action_space == "one_hot":
-            # The one-hot vector of ``index``: a scatter into zeros (``one_hot`` also checks
-            # the index range, which an argmax always satisfies).
+            # The one-hot vector of the greedy index: a scatter into zeros (``one_hot`` also
+            # checks the index range, which an argmax always satisfies). Without a mask the
+            # index comes from ``max`` with its last dim kept, as ``scatter_`` takes it.
+            if mask is None:
+                chosen, index = action_value.max(-1, keepdim=True)
+            else:
+                index, chosen = greedy_action(action_value, mask)
+                index = index.unsqueeze(-1)
             dtype = torch.bool if spec is None else spec.dtype
-            action = torch.zeros_like(action_value, dtype=dtype)
-            return action.scatter_(-1, index.unsqueeze(-1), 1), chosen
+            return torch.zeros_like(action_value, dtype=dtype).scatter_(-1, index, 1), chosen
+        index, chosen = greedy_action(action_value, mask)
         if spec is None:
             return index, chosen
         # A Categorical(shape=(..., 1)) keeps a trailing singleton that the Q-values lack.
@@ -211,7 +217,12 @@ class QValueModule(TensorDictModuleBase):
     @dispatch(auto_batch_size=False)
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Writes the greedy action, the action values and the chosen value."""
-        action_value = tensordict.get(self.action_value_key)
+        return self._write(tensordict)
+
+    def _write(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # The body of ``forward`` (which :class:`PolicyCallPlan` calls without the dispatch).
+        key = self.action_value_key
+        action_value = get_leaf(tensordict, (key,) if type(key) is str else key)
         mask = None
         if self.action_mask_key is not None:
             mask = tensordict.get(self.action_mask_key)
@@ -227,9 +238,14 @@ class QValueModule(TensorDictModuleBase):
         if self.safe and self.action_spec is not None:
             action = expand_to(self.action_spec, action.shape).project(action)
         key_action, key_values, key_chosen = self.out_keys
-        tensordict.set(key_action, action)
-        tensordict.set(key_values, action_value)
-        tensordict.set(key_chosen, chosen)
+        # ``tensordict.set`` for each (the checks are skipped where the value already fits).
+        # The values go back where they were read from unless ``out_keys`` names another key:
+        # setting an entry to the tensor it holds changes nothing (and a locked TensorDict
+        # already raised on the action).
+        set_leaf(tensordict, key_action, action)
+        if key_values != key:
+            set_leaf(tensordict, key_values, action_value)
+        set_leaf(tensordict, key_chosen, chosen)
         return tensordict
 
 
