@@ -14,6 +14,8 @@ op (``torch.ops.rl_core.*``)       public wrapper
 ``sum_tree_update_``               :func:`sum_tree_update_`
 ``min_tree_update_``               :func:`min_tree_update_`
 ``sum_tree_find_prefixsum``        :func:`sum_tree_find_prefixsum`
+``sum_min_tree_update_``           :func:`sum_min_tree_update_` (both trees, one call)
+``sum_tree_sample``                :func:`sum_tree_sample` (draws + importance weights)
 =================================  =========================================================
 
 :func:`td0_return_estimate`, the tree constructors and :func:`sum_tree_total` /
@@ -82,6 +84,7 @@ from rl_core.ops.kernel_packages import (
     KernelLoadWarning,
     load_kernel_packages,
 )
+from rl_core.ops.priority_trees import sum_min_tree_update_, sum_tree_sample
 from rl_core.ops.segment_tree import (
     make_min_tree,
     make_sum_tree,
@@ -109,6 +112,8 @@ __all__ = [
     "sum_tree_find_prefixsum",
     "sum_tree_total",
     "min_tree_min",
+    "sum_min_tree_update_",
+    "sum_tree_sample",
     # the reference kernels (test oracle)
     "reference",
     # kernel packages (rl-kernels) found through entry points

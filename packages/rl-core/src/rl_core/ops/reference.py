@@ -44,6 +44,8 @@ __all__ = [
     "sum_tree_update_",
     "min_tree_update_",
     "sum_tree_find_prefixsum",
+    "sum_min_tree_update_",
+    "sum_tree_sample",
 ]
 
 
@@ -282,3 +284,49 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         node = torch.add(go_right.to(torch.int64), node, alpha=2)  # 2 * node + go_right
         capacity //= 2
     return node.sub_(tree.shape[0] // 2)
+
+
+def sum_min_tree_update_(sum_tree: Tensor, min_tree: Tensor, index: Tensor, value: Tensor) -> None:
+    """Writes ``value`` at leaves ``index`` of a sum tree and of a min tree (one fused op).
+
+    Exactly :func:`sum_tree_update_` on ``sum_tree`` then :func:`min_tree_update_` on
+    ``min_tree`` with the same arguments. The leaf range is checked before anything is
+    written, so on an error both trees are unchanged.
+
+    Args:
+        sum_tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
+        min_tree: the min tree, same size, dtype and device; modified in place.
+        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+        value: ``[K]`` new leaf values, same dtype as the trees.
+
+    Raises:
+        ValueError: an index is outside ``[0, capacity)``.
+    """
+    sum_tree_update_(sum_tree, index, value)
+    min_tree_update_(min_tree, index, value)
+
+
+def sum_tree_sample(
+    sum_tree: Tensor, min_tree: Tensor, uniform: Tensor, beta: float
+) -> tuple[Tensor, Tensor]:
+    """Proportional draws from a sum tree and their importance weights (one fused op).
+
+    ``index = sum_tree_find_prefixsum(sum_tree, uniform * total)`` with ``total =
+    sum_tree[1]``, so a ``uniform`` drawn from ``[0, 1)`` picks leaf ``i`` with probability
+    ``leaf[i] / total``; ``weight = (leaf[index] / min_tree[1]) ** -beta``, the importance
+    weights of prioritized replay (1 for the smallest stored priority, below 1 above it).
+
+    Args:
+        sum_tree: the sum tree, 1-D of size ``2 * capacity``.
+        min_tree: the min tree over the same leaves, same size, dtype and device.
+        uniform: ``[K]`` draws in ``[0, 1)``, same dtype as the trees.
+        beta: importance-sampling exponent.
+
+    Returns:
+        ``(index, weight)``: int64 ``[K]`` leaf numbers and ``[K]`` weights in the trees'
+        dtype.
+    """
+    index = sum_tree_find_prefixsum(sum_tree, uniform * sum_tree[1])
+    leaves = sum_tree[sum_tree.shape[0] // 2 :]
+    weight = leaves.index_select(0, index).div_(min_tree[1]).pow_(-beta)
+    return index, weight
