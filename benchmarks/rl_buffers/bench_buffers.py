@@ -188,7 +188,13 @@ def bench_prioritized(items: int, rounds: int) -> None:
     # while ``shadow`` lives, they take precedence over an installed kernel package's
     # (torch.library's public override; deleting the Library restores the kernels).
     shadow = torch.library.Library("rl_core", "IMPL")
-    for name in ("sum_tree_update_", "min_tree_update_", "sum_tree_find_prefixsum"):
+    for name in (
+        "sum_tree_update_",
+        "min_tree_update_",
+        "sum_tree_find_prefixsum",
+        "sum_min_tree_update_",
+        "sum_tree_sample",
+    ):
         shadow.impl(name, getattr(reference, name), "CPU")
     ref_wall, ref_cpu = best_of_wall_and_cpu(max(rounds // 40, 3), 10, reference=step)
     del shadow

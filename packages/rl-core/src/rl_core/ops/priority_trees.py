@@ -106,18 +106,17 @@ def sum_tree_sample(
         >>> from rl_core.ops import make_min_tree, make_sum_tree, sum_min_tree_update_
         >>> from rl_core.ops import sum_tree_sample
         >>> sums, mins = sum_min_tree_update_(
-        ...     make_sum_tree(4), make_min_tree(4), torch.arange(4), torch.tensor([1.0, 0, 2, 1])
+        ...     make_sum_tree(4), make_min_tree(4), torch.arange(4), torch.tensor([1.0, 0.5, 2, 1])
         ... )
         >>> index, weight = sum_tree_sample(sums, mins, torch.tensor([0.1, 0.5, 0.9]), beta=1.0)
         >>> index.tolist(), weight.tolist()
-        ([0, 2, 3], [1.0, 0.5, 1.0])
+        ([0, 2, 3], [0.5, 0.25, 0.5])
     """
     where = "sum_tree_sample"
     _check_pair(where, sum_tree, min_tree)
     if uniform.device != sum_tree.device:
         raise ValueError(
-            f"{where}: expected uniform on {sum_tree.device} like the trees, got "
-            f"{uniform.device}."
+            f"{where}: expected uniform on {sum_tree.device} like the trees, got {uniform.device}."
         )
     if isinstance(beta, bool) or not isinstance(beta, int | float) or not beta >= 0:
         raise ValueError(f"{where}: expected beta to be a float >= 0, got {beta!r}.")
