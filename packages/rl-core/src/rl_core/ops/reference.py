@@ -211,12 +211,20 @@ def _tree_update_(name: str, tree: Tensor, index: Tensor, value: Tensor, combine
     lefts, rights = tree[0::2], tree[1::2]
     nodes = leaves + capacity
     tree.index_copy_(0, nodes, value.index_select(0, last))
-    while capacity > 1:
+    # Levels with at least as many nodes as written leaves: only the written leaves'
+    # ancestors, gathered and combined.
+    while capacity > 1 and capacity > 2 * leaves.numel():
         # Siblings share a parent: a repeated parent gets the same value from each write.
         nodes = nodes >> 1
         parent = combine(lefts.index_select(0, nodes), rights.index_select(0, nodes))
         tree.index_copy_(0, nodes, parent)
         capacity //= 2
+    # The small levels above: each level whole, in one strided op (the nodes no leaf is
+    # under are recomputed from unchanged children, so they keep their values).
+    while capacity > 1:
+        half = capacity // 2
+        combine(lefts[half:capacity], rights[half:capacity], out=tree[half:capacity])
+        capacity = half
 
 
 def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
