@@ -52,6 +52,12 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
+The two fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``) are the exception
+to "reference registered for ``CompositeExplicitAutograd``": their default kernel calls the
+basic tree ops through the dispatcher, so on a backend where a package registered only the
+basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
+reference (the oracle) all the same, and a package may register fused kernels too.
+
 How a kernel package is found: it declares an entry point in the group
 ``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper here runs
 :func:`load_kernel_packages`, which imports it (see :mod:`rl_core.ops.kernel_packages`).
