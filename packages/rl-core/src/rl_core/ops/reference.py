@@ -289,7 +289,8 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         left_sum = lefts.index_select(0, node)
         go_right = (remaining >= left_sum).logical_and_(rights.index_select(0, node) > 0)
         remaining = torch.where(go_right, remaining - left_sum, remaining)
-        node = torch.add(go_right.to(torch.int64), node, alpha=2)  # 2 * node + go_right
+        # 2 * node + go_right in one call: bool + int64 promotes to int64 exactly.
+        node = torch.add(go_right, node, alpha=2)
         capacity //= 2
     return node.sub_(tree.shape[0] // 2)
 
