@@ -103,3 +103,45 @@ def test_state_round_trip_and_empty():
         PrioritizedSampler(8, 0.7, 0.5).load_state_dict(sampler.state_dict())
     sampler._empty()
     assert float(sampler._tree.sum()) == 0.0
+
+
+def test_update_fast_path_matches_the_generic_path():
+    """A 1-D int64 index with one float32 priority each takes the fast path; a list index
+    and float64 priorities take the generic one: trees, running maximum and errors agree."""
+    gen = torch.Generator().manual_seed(2)
+    fast = PrioritizedSampler(100, 0.6, 0.4)
+    generic = PrioritizedSampler(100, 0.6, 0.4)
+    for sampler in (fast, generic):
+        sampler.extend(torch.arange(100))
+    for _ in range(5):
+        index = torch.randint(0, 100, (40,), generator=gen)  # repeats: last write wins
+        priority = torch.rand(40, generator=gen) * 3
+        fast.update_priority(index, priority)
+        generic.update_priority(index.tolist(), priority.double())
+        assert torch.equal(fast._tree, generic._tree)
+        assert torch.equal(fast._min_tree, generic._min_tree)
+        assert fast.default_priority == generic.default_priority
+    for index, priority in ([[3, 100], [1.0, 1.0]], [[3, -1], [1.0, 1.0]]):
+        with pytest.raises(IndexError, match="expected indices in") as fast_error:
+            fast.update_priority(torch.tensor(index), torch.tensor(priority))
+        with pytest.raises(IndexError, match="expected indices in") as generic_error:
+            generic.update_priority(index, torch.tensor(priority, dtype=torch.float64))
+        assert str(fast_error.value) == str(generic_error.value)
+    for bad in (-0.5, float("nan")):
+        with pytest.raises(ValueError, match="expected priorities >= 0") as fast_error:
+            fast.update_priority(torch.tensor([1, 2]), torch.tensor([1.0, bad]))
+        with pytest.raises(ValueError, match="expected priorities >= 0") as generic_error:
+            generic.update_priority([1, 2], torch.tensor([1.0, bad], dtype=torch.float64))
+        assert str(fast_error.value) == str(generic_error.value)
+    assert torch.equal(fast._tree, generic._tree)  # nothing written by a rejected update
+
+
+def test_sample_draws_through_the_fused_op_as_the_separate_ops_do():
+    storage, sampler = setup(torch.rand(50, generator=torch.Generator().manual_seed(4)))
+    torch.manual_seed(7)
+    index, info = sampler.sample(storage, 300)
+    torch.manual_seed(7)
+    tree = sampler._tree
+    expected = torch.ops.rl_core.sum_tree_find_prefixsum(tree, torch.rand(300) * tree[1])
+    assert torch.equal(index, expected)
+    assert torch.equal(info["priority_weight"], sampler.weights(index, 50))

@@ -34,11 +34,26 @@ def _tree_args(name, capacity, batch, dtype):
     if name == "sum_tree_find_prefixsum":
         return (tree, torch.rand(batch, generator=gen, dtype=dtype) * tree[1])
     index = torch.randint(0, capacity, (batch,), generator=gen)
+    if name in ("sum_min_tree_update_", "sum_tree_sample"):
+        min_tree = torch.full((2 * capacity,), float("inf"), dtype=dtype)
+        reference.min_tree_update_(min_tree, torch.arange(capacity), tree[capacity:])
+        if name == "sum_tree_sample":
+            return (tree, min_tree, torch.rand(batch, generator=gen, dtype=dtype), 0.6)
+        return (tree, min_tree, index, torch.rand(batch, generator=gen, dtype=dtype))
     return (tree, index, torch.rand(batch, generator=gen, dtype=dtype))
 
 
+TREE_OPS = (
+    "sum_tree_update_",
+    "min_tree_update_",
+    "sum_tree_find_prefixsum",
+    "sum_min_tree_update_",
+    "sum_tree_sample",
+)
+
+
 def _samples(name):
-    if name in ("sum_tree_update_", "min_tree_update_", "sum_tree_find_prefixsum"):
+    if name in TREE_OPS:
         return [
             _tree_args(name, c, k, d)
             for c, k, d in [(1, 1, torch.float32), (8, 5, torch.float32), (16, 9, torch.float64)]
@@ -84,6 +99,13 @@ def _public_call(name):
     if name == "sum_tree_find_prefixsum":
         tree = ops.sum_tree_update_(ops.make_sum_tree(4), torch.arange(4), torch.ones(4))
         return ops.sum_tree_find_prefixsum(tree, torch.tensor([0.5, 2.5]))
+    if name == "sum_tree_sample":
+        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
+        ops.sum_min_tree_update_(*trees, torch.arange(4), torch.tensor([1.0, 2.0, 0.5, 4.0]))
+        return ops.sum_tree_sample(*trees, torch.tensor([0.1, 0.5, 0.9]), 0.5)
+    if name == "sum_min_tree_update_":
+        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
+        return ops.sum_min_tree_update_(*trees, torch.tensor([1, 2]), torch.tensor([3.0, 4.0]))
     tree = ops.make_sum_tree(4) if name == "sum_tree_update_" else ops.make_min_tree(4)
     getattr(ops, name)(tree, torch.tensor([1, 2]), torch.tensor([3.0, 4.0]))
     return tree

@@ -13,6 +13,12 @@ from rl_core import ops
 
 __all__ = ["PrioritizedSampler"]
 
+# The ops' overloads, resolved once: the hot paths below build every argument themselves
+# (right dtype, device and layout), so they skip the wrappers' checks and the overload
+# lookup of ``torch.ops.rl_core.<name>(...)``.
+_SAMPLE = torch.ops.rl_core.sum_tree_sample.default
+_UPDATE = torch.ops.rl_core.sum_min_tree_update_.default
+
 
 def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -27,9 +33,10 @@ class PrioritizedSampler(Sampler):
     """Draws item ``i`` with probability ``p_i / sum_j p_j``, ``p_i = (priority_i + eps) ** alpha``.
 
     The priorities sit in a sum tree and a min tree driven by ``rl_core.ops``
-    (``sum_tree_update_``, ``min_tree_update_``, ``sum_tree_find_prefixsum``): with
-    ``rl-kernels`` installed the compiled kernels run, with no change here. New items get the highest priority seen so far (1.0 at first), so
-    each is likely drawn soon. Each batch comes with importance weights
+    (``sum_min_tree_update_`` writes both, ``sum_tree_sample`` draws a batch with its
+    importance weights): with ``rl-kernels`` installed the compiled kernels run, with no
+    change here. New items get the highest priority seen so far (1.0 at first), so each is
+    likely drawn soon. Each batch comes with importance weights
     ``w_i = (p_i / min_j p_j) ** -beta`` (at most 1) under ``"priority_weight"``, the
     minimum taken over the stored items.
 
@@ -115,8 +122,7 @@ class PrioritizedSampler(Sampler):
         self._write(index, torch.full(index.shape, self._max_priority, dtype=self.dtype))
 
     def _write(self, index: Tensor, value: Tensor) -> None:
-        torch.ops.rl_core.sum_tree_update_(self._tree, index, value)
-        torch.ops.rl_core.min_tree_update_(self._min_tree, index, value)
+        _UPDATE(self._tree, self._min_tree, index, value)
 
     def add(self, index: int) -> None:
         self.extend(torch.tensor([index]))
@@ -133,6 +139,32 @@ class PrioritizedSampler(Sampler):
             ValueError: a priority is negative or NaN, or shapes do not match.
             IndexError: an index is outside ``[0, max_capacity)``.
         """
+        if (
+            type(index) is Tensor
+            and type(priority) is Tensor
+            and index.dtype == torch.int64
+            and priority.dtype == self.dtype
+            and index.dim() == 1
+            and priority.shape == index.shape
+            and index.numel()
+            and not priority.requires_grad
+            and priority.device == self._tree.device
+        ):
+            # A sampled batch's index and new priorities (the training loop's case): the
+            # same checks and writes as below, in fewer torch calls.
+            low, high = (bound.item() for bound in torch.aminmax(index))  # one op, both
+            if low < 0 or high >= self.max_capacity:
+                self._check_index(f"{type(self).__name__}.update_priority", index)  # raises
+            low = priority.min().item()
+            if not low >= 0:  # also NaN
+                raise ValueError(
+                    f"{type(self).__name__}.update_priority: expected priorities >= 0 (e.g. "
+                    f"|td_error|), got a minimum of {low}."
+                )
+            value = priority.add(self.eps).pow_(self.alpha)
+            self._max_priority = max(self._max_priority, value.max().item())
+            _UPDATE(self._tree, self._min_tree, index.contiguous(), value)
+            return
         where = f"{type(self).__name__}.update_priority"
         index = torch.as_tensor(index)
         priority = torch.as_tensor(priority)
@@ -185,10 +217,9 @@ class PrioritizedSampler(Sampler):
                 f"is {self.max_capacity}. Build the sampler with max_capacity >= the storage's "
                 f"max_size."
             )
-        tree = self._tree
-        query = torch.rand(batch_size, dtype=self.dtype).mul_(tree[1])
-        index = torch.ops.rl_core.sum_tree_find_prefixsum(tree, query)
-        return index, {"priority_weight": self.weights(index, n)}
+        uniform = torch.rand(batch_size, dtype=self.dtype)
+        index, weight = _SAMPLE(self._tree, self._min_tree, uniform, self.beta)
+        return index, {"priority_weight": weight}
 
     def weights(self, index: Tensor, n: int) -> Tensor:
         """Importance weights ``(p_i / min_j p_j) ** -beta`` of items ``index`` among ``n``."""
@@ -216,7 +247,7 @@ class PrioritizedSampler(Sampler):
         self._tree.copy_(tree)
         self._min_tree.fill_(float("inf"))
         written = (tree[self._capacity :] > 0).nonzero().reshape(-1)  # priorities are >= eps
-        torch.ops.rl_core.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
+        ops.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
         self._max_priority = float(state_dict["max_priority"])
 
     def _empty(self) -> None:

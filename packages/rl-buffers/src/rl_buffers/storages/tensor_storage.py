@@ -264,6 +264,8 @@ class TensorStorage(Storage):
     def ravel(self, index: Any) -> Tensor:
         """Flat item numbers of ``index``: a tuple of per-dim tensors (as :meth:`unravel`
         returns for ``ndim > 1``) is raveled, a tensor is taken as flat item numbers."""
+        if type(index) is Tensor and index.dtype == torch.long and index.dim() == 1:
+            return index  # flat item numbers already (a sampled batch's "index")
         if not isinstance(index, tuple) or self._tree is None:
             return torch.as_tensor(index, dtype=torch.long).reshape(-1)
         shape = self._tree.shape

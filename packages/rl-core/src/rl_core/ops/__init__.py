@@ -14,6 +14,8 @@ op (``torch.ops.rl_core.*``)       public wrapper
 ``sum_tree_update_``               :func:`sum_tree_update_`
 ``min_tree_update_``               :func:`min_tree_update_`
 ``sum_tree_find_prefixsum``        :func:`sum_tree_find_prefixsum`
+``sum_min_tree_update_``           :func:`sum_min_tree_update_` (both trees, one call)
+``sum_tree_sample``                :func:`sum_tree_sample` (draws + importance weights)
 =================================  =========================================================
 
 :func:`td0_return_estimate`, the tree constructors and :func:`sum_tree_total` /
@@ -50,6 +52,12 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
+The two fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``) are the exception
+to "reference registered for ``CompositeExplicitAutograd``": their default kernel calls the
+basic tree ops through the dispatcher, so on a backend where a package registered only the
+basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
+reference (the oracle) all the same, and a package may register fused kernels too.
+
 How a kernel package is found: it declares an entry point in the group
 ``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper here runs
 :func:`load_kernel_packages`, which imports it (see :mod:`rl_core.ops.kernel_packages`).
@@ -82,6 +90,7 @@ from rl_core.ops.kernel_packages import (
     KernelLoadWarning,
     load_kernel_packages,
 )
+from rl_core.ops.priority_trees import sum_min_tree_update_, sum_tree_sample
 from rl_core.ops.segment_tree import (
     make_min_tree,
     make_sum_tree,
@@ -109,6 +118,8 @@ __all__ = [
     "sum_tree_find_prefixsum",
     "sum_tree_total",
     "min_tree_min",
+    "sum_min_tree_update_",
+    "sum_tree_sample",
     # the reference kernels (test oracle)
     "reference",
     # kernel packages (rl-kernels) found through entry points

@@ -35,6 +35,12 @@ SCHEMAS: dict[str, str] = {
     "sum_tree_update_": "(Tensor(a!) tree, Tensor index, Tensor value) -> ()",
     "min_tree_update_": "(Tensor(a!) tree, Tensor index, Tensor value) -> ()",
     "sum_tree_find_prefixsum": "(Tensor tree, Tensor value) -> Tensor",
+    "sum_min_tree_update_": (
+        "(Tensor(a!) sum_tree, Tensor(b!) min_tree, Tensor index, Tensor value) -> ()"
+    ),
+    "sum_tree_sample": (
+        "(Tensor sum_tree, Tensor min_tree, Tensor uniform, float beta) -> (Tensor, Tensor)"
+    ),
 }
 
 
@@ -159,6 +165,29 @@ def _sum_tree_find_prefixsum_check(tree, value):
     _check_tree_layout("sum_tree_find_prefixsum", tree, None, value)
 
 
+def _check_tree_pair(name: str, sum_tree: Tensor, min_tree: Tensor) -> None:
+    torch._check(
+        min_tree.shape == sum_tree.shape
+        and min_tree.dtype == sum_tree.dtype
+        and min_tree.device == sum_tree.device,
+        lambda: (
+            f"rl_core::{name}: expected min_tree like sum_tree ({tuple(sum_tree.shape)} "
+            f"{sum_tree.dtype} on {sum_tree.device}), got {tuple(min_tree.shape)} "
+            f"{min_tree.dtype} on {min_tree.device}."
+        ),
+    )
+
+
+def _sum_min_tree_update_check(sum_tree, min_tree, index, value):
+    _check_tree_layout("sum_min_tree_update_", sum_tree, index, value)
+    _check_tree_pair("sum_min_tree_update_", sum_tree, min_tree)
+
+
+def _sum_tree_sample_check(sum_tree, min_tree, uniform, beta):
+    _check_tree_layout("sum_tree_sample", sum_tree, None, uniform)
+    _check_tree_pair("sum_tree_sample", sum_tree, min_tree)
+
+
 # In every value schema, reward is the third argument from the end; outputs are shaped like it.
 def _like_reward(*args: Tensor) -> Tensor:
     return torch.empty_like(args[-3])
@@ -176,6 +205,30 @@ def _leaf_indices_like_value(tree: Tensor, value: Tensor) -> Tensor:
     return torch.empty_like(value, dtype=torch.int64)
 
 
+def _leaves_and_weights(sum_tree, min_tree, uniform, beta) -> tuple[Tensor, Tensor]:
+    return torch.empty_like(uniform, dtype=torch.int64), torch.empty_like(uniform)
+
+
+# The fused tree ops' kernels for backends without a fused kernel of their own: they call
+# the basic ops, so a backend with kernels for those (rl-kernels' CUDA ones) runs them. On
+# the CPU without a kernel package this is the pure-torch reference.
+def _sum_min_tree_update_composite(sum_tree, min_tree, index, value):
+    torch.ops.rl_core.sum_tree_update_.default(sum_tree, index, value)
+    torch.ops.rl_core.min_tree_update_.default(min_tree, index, value)
+
+
+def _sum_tree_sample_composite(sum_tree, min_tree, uniform, beta):
+    index = torch.ops.rl_core.sum_tree_find_prefixsum.default(sum_tree, uniform * sum_tree[1])
+    leaves = sum_tree[sum_tree.shape[0] // 2 :]
+    return index, leaves.index_select(0, index).div_(min_tree[1]).pow_(-beta)
+
+
+_COMPOSITES = {
+    "sum_min_tree_update_": _sum_min_tree_update_composite,
+    "sum_tree_sample": _sum_tree_sample_composite,
+}
+
+
 # name -> (layout check, fake kernel); the fake kernels only describe the outputs.
 _CHECKS_AND_FAKES = {
     "generalized_advantage_estimate": (_gae_check, _two_like_reward),
@@ -184,6 +237,8 @@ _CHECKS_AND_FAKES = {
     "sum_tree_update_": (_sum_tree_update_check, _no_output),
     "min_tree_update_": (_min_tree_update_check, _no_output),
     "sum_tree_find_prefixsum": (_sum_tree_find_prefixsum_check, _leaf_indices_like_value),
+    "sum_min_tree_update_": (_sum_min_tree_update_check, _no_output),
+    "sum_tree_sample": (_sum_tree_sample_check, _leaves_and_weights),
 }
 
 
@@ -204,7 +259,7 @@ for _name, _schema in SCHEMAS.items():
     torch.library.impl(
         f"{NAMESPACE}::{_name}",
         "CompositeExplicitAutograd",
-        _checked(_check, getattr(reference, _name)),
+        _checked(_check, _COMPOSITES.get(_name) or getattr(reference, _name)),
         lib=_LIB,
     )
     torch.library.register_fake(f"{NAMESPACE}::{_name}", _checked(_check, _fake), lib=_LIB)

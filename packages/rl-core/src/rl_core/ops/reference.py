@@ -44,6 +44,8 @@ __all__ = [
     "sum_tree_update_",
     "min_tree_update_",
     "sum_tree_find_prefixsum",
+    "sum_min_tree_update_",
+    "sum_tree_sample",
 ]
 
 
@@ -209,12 +211,20 @@ def _tree_update_(name: str, tree: Tensor, index: Tensor, value: Tensor, combine
     lefts, rights = tree[0::2], tree[1::2]
     nodes = leaves + capacity
     tree.index_copy_(0, nodes, value.index_select(0, last))
-    while capacity > 1:
+    # Levels with at least as many nodes as written leaves: only the written leaves'
+    # ancestors, gathered and combined.
+    while capacity > 1 and capacity > 2 * leaves.numel():
         # Siblings share a parent: a repeated parent gets the same value from each write.
         nodes = nodes >> 1
         parent = combine(lefts.index_select(0, nodes), rights.index_select(0, nodes))
         tree.index_copy_(0, nodes, parent)
         capacity //= 2
+    # The small levels above: each level whole, in one strided op (the nodes no leaf is
+    # under are recomputed from unchanged children, so they keep their values).
+    while capacity > 1:
+        half = capacity // 2
+        combine(lefts[half:capacity], rights[half:capacity], out=tree[half:capacity])
+        capacity = half
 
 
 def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
@@ -279,6 +289,53 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
         left_sum = lefts.index_select(0, node)
         go_right = (remaining >= left_sum).logical_and_(rights.index_select(0, node) > 0)
         remaining = torch.where(go_right, remaining - left_sum, remaining)
-        node = torch.add(go_right.to(torch.int64), node, alpha=2)  # 2 * node + go_right
+        # 2 * node + go_right in one call: bool + int64 promotes to int64 exactly.
+        node = torch.add(go_right, node, alpha=2)
         capacity //= 2
     return node.sub_(tree.shape[0] // 2)
+
+
+def sum_min_tree_update_(sum_tree: Tensor, min_tree: Tensor, index: Tensor, value: Tensor) -> None:
+    """Writes ``value`` at leaves ``index`` of a sum tree and of a min tree (one fused op).
+
+    Exactly :func:`sum_tree_update_` on ``sum_tree`` then :func:`min_tree_update_` on
+    ``min_tree`` with the same arguments. The leaf range is checked before anything is
+    written, so on an error both trees are unchanged.
+
+    Args:
+        sum_tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
+        min_tree: the min tree, same size, dtype and device; modified in place.
+        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+        value: ``[K]`` new leaf values, same dtype as the trees.
+
+    Raises:
+        ValueError: an index is outside ``[0, capacity)``.
+    """
+    sum_tree_update_(sum_tree, index, value)
+    min_tree_update_(min_tree, index, value)
+
+
+def sum_tree_sample(
+    sum_tree: Tensor, min_tree: Tensor, uniform: Tensor, beta: float
+) -> tuple[Tensor, Tensor]:
+    """Proportional draws from a sum tree and their importance weights (one fused op).
+
+    ``index = sum_tree_find_prefixsum(sum_tree, uniform * total)`` with ``total =
+    sum_tree[1]``, so a ``uniform`` drawn from ``[0, 1)`` picks leaf ``i`` with probability
+    ``leaf[i] / total``; ``weight = (leaf[index] / min_tree[1]) ** -beta``, the importance
+    weights of prioritized replay (1 for the smallest stored priority, below 1 above it).
+
+    Args:
+        sum_tree: the sum tree, 1-D of size ``2 * capacity``.
+        min_tree: the min tree over the same leaves, same size, dtype and device.
+        uniform: ``[K]`` draws in ``[0, 1)``, same dtype as the trees.
+        beta: importance-sampling exponent.
+
+    Returns:
+        ``(index, weight)``: int64 ``[K]`` leaf numbers and ``[K]`` weights in the trees'
+        dtype.
+    """
+    index = sum_tree_find_prefixsum(sum_tree, uniform * sum_tree[1])
+    leaves = sum_tree[sum_tree.shape[0] // 2 :]
+    weight = leaves.index_select(0, index).div_(min_tree[1]).pow_(-beta)
+    return index, weight

@@ -1,0 +1,97 @@
+"""The fused prioritized-replay ops: the same results as the separate tree ops."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from rl_core import ops
+from rl_core.ops import reference
+
+
+def _trees(capacity, dtype=torch.float32):
+    return ops.make_sum_tree(capacity, dtype), ops.make_min_tree(capacity, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_update_equals_the_two_tree_updates(dtype):
+    gen = torch.Generator().manual_seed(0)
+    sums, mins = _trees(64, dtype)
+    expected_sums, expected_mins = _trees(64, dtype)
+    for _ in range(4):
+        # few distinct leaves: repeats in every batch, the last write must win
+        index = torch.randint(0, 20, (50,), generator=gen)
+        value = torch.rand(50, generator=gen, dtype=dtype)
+        ops.sum_min_tree_update_(sums, mins, index, value)
+        reference.sum_tree_update_(expected_sums, index, value)
+        reference.min_tree_update_(expected_mins, index, value)
+        assert torch.equal(sums, expected_sums)
+        assert torch.equal(mins, expected_mins)
+
+
+def test_fused_update_takes_a_scalar_and_checks_its_arguments():
+    sums, mins = ops.sum_min_tree_update_(*_trees(4), torch.tensor([0, 2]), 2.0)
+    assert sums[4:].tolist() == [2.0, 0.0, 2.0, 0.0]
+    assert float(mins[1]) == 2.0
+    before = (sums.clone(), mins.clone())
+    with pytest.raises(ValueError, match=r"expected leaf indices in \[0, 4\), got values in"):
+        ops.sum_min_tree_update_(sums, mins, torch.tensor([1, 4]), torch.ones(2))
+    assert torch.equal(sums, before[0])
+    assert torch.equal(mins, before[1])
+    with pytest.raises(
+        ValueError,
+        match=r"sum_min_tree_update_: expected min_tree of shape \(8,\), torch.float32 on cpu "
+        r"like sum_tree, got \(16,\)",
+    ):
+        ops.sum_min_tree_update_(sums, ops.make_min_tree(8), torch.tensor([0]), 1.0)
+    with pytest.raises(TypeError, match=r"sum_min_tree_update_: expected an int64 index"):
+        ops.sum_min_tree_update_(sums, mins, torch.tensor([0], dtype=torch.int32), 1.0)
+
+
+def test_sample_equals_search_and_weights():
+    gen = torch.Generator().manual_seed(3)
+    sums, mins = _trees(256)
+    priorities = torch.rand(200, generator=gen)
+    priorities[torch.rand(200, generator=gen) < 0.3] = 0.0  # zero leaves are never drawn
+    written = priorities > 0
+    ops.sum_min_tree_update_(sums, mins, torch.arange(200)[written], priorities[written])
+    ops.sum_tree_update_(sums, torch.arange(200)[~written], 0.0)
+    uniform = torch.cat([torch.rand(3000, generator=gen), torch.tensor([0.0, 1.0, 1 - 1e-7])])
+    index, weight = ops.sum_tree_sample(sums, mins, uniform, 0.4)
+    expected = ops.sum_tree_find_prefixsum(sums, uniform * sums[1])
+    assert torch.equal(index, expected)
+    assert bool((priorities[index] > 0).all())
+    assert torch.equal(weight, (sums[256:][index] / mins[1]).pow(-0.4))
+    assert float(weight.max()) <= 1.0
+    assert index.dtype == torch.int64
+    assert weight.dtype == torch.float32
+
+
+def test_sample_reshapes_like_uniform_and_checks_beta():
+    sums, mins = ops.sum_min_tree_update_(*_trees(4), torch.arange(4), torch.ones(4))
+    index, weight = ops.sum_tree_sample(sums, mins, torch.tensor([[0.1, 0.3], [0.6, 0.9]]), 0.0)
+    assert index.tolist() == [[0, 1], [2, 3]]
+    assert weight.tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    with pytest.raises(ValueError, match=r"sum_tree_sample: expected beta to be a float >= 0"):
+        ops.sum_tree_sample(sums, mins, torch.rand(2), -0.5)
+    with pytest.raises(ValueError, match=r"sum_tree_sample: expected min_tree of shape \(8,\)"):
+        ops.sum_tree_sample(sums, ops.make_min_tree(2), torch.rand(2), 0.5)
+    empty_index, empty_weight = ops.sum_tree_sample(sums, mins, torch.rand(0), 0.5)
+    assert empty_index.shape == empty_weight.shape == (0,)
+
+
+def test_sample_is_proportional_to_the_priorities():
+    gen = torch.Generator().manual_seed(11)
+    priorities = torch.tensor([1.0, 0.0, 2.0, 5.0, 0.5, 0.0, 1.5, 0.0])
+    sums, mins = _trees(8, torch.float64)
+    ops.sum_min_tree_update_(sums, mins, torch.arange(8), priorities.double())
+    draws = 40_000
+    index, _ = ops.sum_tree_sample(
+        sums, mins, torch.rand(draws, generator=gen, dtype=torch.float64), 1.0
+    )
+    counts = torch.bincount(index, minlength=8).double()
+    expected = priorities.double() / priorities.sum() * draws
+    nonzero = expected > 0
+    assert counts[~nonzero].sum() == 0
+    chi2 = float(((counts[nonzero] - expected[nonzero]) ** 2 / expected[nonzero]).sum())
+    assert chi2 < 20.5  # chi-square, 4 degrees of freedom, p = 0.0004

@@ -1,0 +1,128 @@
+// CPU kernels of the fused prioritized-replay ops of rl_core: sum_min_tree_update_ (the
+// same leaves written into a sum tree and a min tree, one pass) and sum_tree_sample
+// (prefix-sum draws plus importance weights, one pass). They give bit for bit what the
+// separate ops give (see rl_core.ops.reference.sum_min_tree_update_ / sum_tree_sample).
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "../checks.h"
+
+namespace rl_kernels {
+namespace {
+
+void check_tree_pair(const char* op, const at::Tensor& sum_tree, const at::Tensor& min_tree) {
+  TORCH_CHECK(min_tree.sizes() == sum_tree.sizes() &&
+                  min_tree.scalar_type() == sum_tree.scalar_type() &&
+                  min_tree.device() == sum_tree.device(),
+              "rl_core::", op, ": expected min_tree like sum_tree (", py_shape(sum_tree.sizes()),
+              " ", py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(), "), got ",
+              py_shape(min_tree.sizes()), " ", py_dtype(min_tree.scalar_type()), " on ",
+              min_tree.device().str(), ".");
+}
+
+// Both trees level by level with one list of nodes: the leaves in order (a repeated leaf
+// keeps its last value), then each level's nodes from their final children.
+void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
+                             const at::Tensor& index, const at::Tensor& value) {
+  constexpr const char* op = "sum_min_tree_update_";
+  const int64_t capacity = check_tree_layout(op, sum_tree, &index, value);
+  check_tree_pair(op, sum_tree, min_tree);
+  const int64_t count = index.numel();
+  if (count == 0) return;
+  const auto idx = index.contiguous();
+  const int64_t* pi = idx.const_data_ptr<int64_t>();
+  const auto [low, high] = std::minmax_element(pi, pi + count);
+  check_leaf_range(op, *low, *high, capacity);
+  const auto val = value.contiguous();
+  at::Tensor sums = sum_tree.is_contiguous() ? sum_tree : sum_tree.contiguous();
+  at::Tensor mins = min_tree.is_contiguous() ? min_tree : min_tree.contiguous();
+  std::vector<int64_t> nodes(static_cast<size_t>(count));
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
+    scalar_t* ps = sums.mutable_data_ptr<scalar_t>();
+    scalar_t* pm = mins.mutable_data_ptr<scalar_t>();
+    const scalar_t* pv = val.const_data_ptr<scalar_t>();
+    for (int64_t k = 0; k < count; ++k) {
+      const int64_t node = pi[k] + capacity;
+      nodes[k] = node;
+      ps[node] = pv[k];
+      pm[node] = pv[k];
+      __builtin_prefetch(ps + (node >> 1), 1);
+      __builtin_prefetch(pm + (node >> 1), 1);
+    }
+    for (int64_t level = capacity >> 1; level >= 1; level >>= 1) {
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t node = nodes[k] >> 1;
+        nodes[k] = node;
+        ps[node] = ps[2 * node] + ps[2 * node + 1];
+        pm[node] = nan_min(pm[2 * node], pm[2 * node + 1]);
+        __builtin_prefetch(ps + (node >> 1), 1);  // written at the next level
+        __builtin_prefetch(pm + (node >> 1), 1);
+      }
+    }
+  });
+  if (!sums.is_same(sum_tree)) sum_tree.copy_(sums);
+  if (!mins.is_same(min_tree)) min_tree.copy_(mins);
+}
+
+// The descent of sum_tree_find_prefixsum for queries uniform * total, all queries a level
+// at a time (the loads of a level are independent, their cache misses overlap); the leaf
+// reached gives the weight (leaf / smallest) ** -beta, the power taken by torch's own pow
+// so that it rounds as the reference does.
+std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cpu(const at::Tensor& sum_tree,
+                                                       const at::Tensor& min_tree,
+                                                       const at::Tensor& uniform, double beta) {
+  constexpr const char* op = "sum_tree_sample";
+  const int64_t capacity = check_tree_layout(op, sum_tree, nullptr, uniform);
+  check_tree_pair(op, sum_tree, min_tree);
+  auto leaf = at::empty(uniform.sizes(), uniform.options().dtype(at::kLong));
+  auto weight = at::empty(uniform.sizes(), uniform.options());
+  const int64_t count = uniform.numel();
+  if (count == 0) return {leaf, weight};
+  const auto t = sum_tree.contiguous();
+  const auto q = uniform.contiguous();
+  int64_t* node = leaf.mutable_data_ptr<int64_t>();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
+    const scalar_t* pt = t.const_data_ptr<scalar_t>();
+    const scalar_t* pq = q.const_data_ptr<scalar_t>();
+    scalar_t* pw = weight.mutable_data_ptr<scalar_t>();
+    const scalar_t total = pt[1];
+    const scalar_t smallest = min_tree.const_data_ptr<scalar_t>()[min_tree.stride(0)];
+    // pw holds each query's remaining mass during the descent, its weight afterwards.
+    for (int64_t k = 0; k < count; ++k) {
+      const scalar_t start = static_cast<scalar_t>(pq[k] * total);
+      pw[k] = start < scalar_t(0) ? scalar_t(0) : start;  // clamp(min=0); NaN stays NaN
+      node[k] = 1;
+    }
+    for (int64_t level = 1; level < capacity; level <<= 1) {
+      for (int64_t k = 0; k < count; ++k) {
+        const int64_t left = 2 * node[k];
+        const scalar_t left_sum = pt[left];
+        // Branch-free: the direction is random, a branch would mispredict half the time.
+        const bool go_right = (pw[k] >= left_sum) & (pt[left + 1] > scalar_t(0));
+        pw[k] = go_right ? static_cast<scalar_t>(pw[k] - left_sum) : pw[k];
+        node[k] = left + static_cast<int64_t>(go_right);
+        __builtin_prefetch(pt + 2 * node[k]);  // read at the next level
+      }
+    }
+    for (int64_t k = 0; k < count; ++k) {
+      pw[k] = static_cast<scalar_t>(pt[node[k]] / smallest);
+      node[k] -= capacity;
+    }
+  });
+  weight.pow_(-beta);
+  return {leaf, weight};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(rl_core, CPU, m) {
+  m.impl("sum_min_tree_update_", &sum_min_tree_update_cpu);
+  m.impl("sum_tree_sample", &sum_tree_sample_cpu);
+}
+
+}  // namespace rl_kernels

@@ -1,0 +1,138 @@
+"""The fused prioritized-replay kernels (sum_min_tree_update_, sum_tree_sample) against
+rl_core's reference kernels, bit for bit, and opcheck on them.
+
+On CUDA the fused ops run rl_core's composite kernel over the CUDA kernels of the basic
+tree ops (rl-kernels has no fused CUDA kernel); the same tests cover that.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import rl_kernels  # noqa: F401  (registers the kernels)
+from rl_core import ops
+from rl_core.ops import reference
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def _trees(capacity, dtype, device="cpu"):
+    return (
+        ops.make_sum_tree(capacity, dtype, device=device),
+        ops.make_min_tree(capacity, dtype, device=device),
+    )
+
+
+@pytest.mark.parametrize("name", ["sum_min_tree_update_", "sum_tree_sample"])
+def test_fused_kernels_are_registered_for_cpu(name):
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"rl_core::{name}", "CPU")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000)])
+def test_fused_update_matches_reference(device, dtype, capacity, count):
+    expected = _trees(capacity, dtype)
+    got = _trees(capacity, dtype, device)
+    for seed in range(3):
+        gen = torch.Generator().manual_seed(seed)
+        index = torch.randint(0, min(capacity, max(1, count // 3)), (count,), generator=gen)
+        value = torch.rand(count, generator=gen).to(dtype)
+        reference.sum_min_tree_update_(*expected, index, value)
+        torch.ops.rl_core.sum_min_tree_update_(*got, index.to(device), value.to(device))
+        assert torch.equal(got[0].cpu(), expected[0])
+        assert torch.equal(got[1].cpu(), expected[1])
+
+
+def test_fused_update_of_strided_trees(device):
+    storage = torch.zeros(2, 32, dtype=torch.float64, device=device)
+    storage[1] = float("inf")
+    sums, mins = storage[0, ::2], storage[1, ::2]
+    index = torch.tensor([0, 3, 5, 3, 7, 1], device=device)
+    value = torch.arange(6.0, dtype=torch.float64, device=device)
+    torch.ops.rl_core.sum_min_tree_update_(sums, mins, index, value)
+    expected = _trees(8, torch.float64)
+    reference.sum_min_tree_update_(*expected, index.cpu(), value.cpu())
+    assert torch.equal(sums.cpu(), expected[0])
+    assert torch.equal(mins.cpu(), expected[1])
+    assert torch.equal(storage[0, 1::2].cpu(), torch.zeros(16, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 0.4, 1.0])
+def test_fused_sample_matches_reference(device, dtype, beta):
+    gen = torch.Generator().manual_seed(5)
+    capacity = 512
+    trees = _trees(capacity, dtype)
+    priorities = torch.rand(capacity, generator=gen).to(dtype)
+    priorities[torch.rand(capacity, generator=gen) < 0.3] = 0  # never drawn
+    priorities[-20:] = 0  # an empty tail: draws at the total land before it
+    reference.sum_min_tree_update_(*trees, torch.arange(capacity), priorities)
+    uniform = torch.cat(
+        [torch.rand(3000, generator=gen), torch.tensor([-0.5, 0.0, 1.0, 2.0, 1 - 1e-7])]
+    ).to(dtype)
+    expected = reference.sum_tree_sample(*trees, uniform, beta)
+    got = torch.ops.rl_core.sum_tree_sample(
+        trees[0].to(device), trees[1].to(device), uniform.to(device), beta
+    )
+    assert torch.equal(got[0].cpu(), expected[0])
+    assert torch.equal(got[1].cpu(), expected[1])
+    assert bool((priorities[got[0].cpu()] > 0).all())
+
+
+def test_fused_sample_of_empty_and_zero_trees(device):
+    trees = _trees(16, torch.float32, device)
+    index, weight = torch.ops.rl_core.sum_tree_sample(*trees, torch.rand(3, device=device), 0.5)
+    assert index.tolist() == [0, 0, 0]  # an all-zero tree gives leaf 0
+    index, weight = torch.ops.rl_core.sum_tree_sample(*trees, torch.rand(0, device=device), 0.5)
+    assert index.shape == weight.shape == (0,)
+    assert index.dtype == torch.int64
+
+
+def test_fused_kernels_check_their_arguments(device):
+    sums, mins = _trees(8, torch.float32, device)
+    before = (sums.clone(), mins.clone())
+    with pytest.raises(
+        ValueError,
+        match=r"sum_min_tree_update_: expected leaf indices in \[0, 8\), got values in \[-1, 8\]",
+    ):
+        torch.ops.rl_core.sum_min_tree_update_(
+            sums, mins, torch.tensor([3, -1, 8], device=device), torch.ones(3, device=device)
+        )
+    assert torch.equal(sums, before[0])
+    assert torch.equal(mins, before[1])
+    with pytest.raises(
+        RuntimeError, match=r"rl_core::sum_tree_sample: expected min_tree like sum_tree \(\(16,\)"
+    ):
+        torch.ops.rl_core.sum_tree_sample(
+            sums, torch.zeros(32, device=device), torch.rand(2, device=device), 0.5
+        )
+    with pytest.raises(RuntimeError, match=r"rl_core::sum_min_tree_update_: expected min_tree"):
+        torch.ops.rl_core.sum_min_tree_update_(
+            sums,
+            mins.double(),
+            torch.tensor([1], device=device),
+            torch.ones(1, device=device),
+        )
+
+
+def test_opcheck_fused_ops(device):
+    gen = torch.Generator().manual_seed(4)
+    sums, mins = _trees(8, torch.float64)
+    reference.sum_min_tree_update_(
+        sums, mins, torch.arange(8), torch.rand(8, generator=gen, dtype=torch.float64)
+    )
+    sums, mins = sums.to(device), mins.to(device)
+    torch.library.opcheck(
+        torch.ops.rl_core.sum_min_tree_update_.default,
+        (
+            sums.clone(),
+            mins.clone(),
+            torch.tensor([1, 5, 1], device=device),
+            torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64, device=device),
+        ),
+    )
+    torch.library.opcheck(
+        torch.ops.rl_core.sum_tree_sample.default,
+        (sums, mins, torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64, device=device), 0.5),
+    )
