@@ -9,7 +9,7 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
-from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_core.transforms.compose import Compose
@@ -251,8 +251,15 @@ class TransformedEnv(EnvBase):
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:
-            # The base env's outputs as it gave them, before the transforms map them.
-            pending = (pending, next_tensordict.copy())
+            # The base env's outputs as it gave them, before the transforms map them (a
+            # shallow copy: the entries of a plain TensorDict in a new entry dict).
+            if names and all(type(v) is torch.Tensor for v in names.values()):
+                kept = build_tensordict(
+                    dict(names), batch_size_of(next_tensordict), device_of(next_tensordict)
+                )
+            else:
+                kept = next_tensordict.copy()
+            pending = (pending, kept)
         return transform._step(tensordict, next_tensordict), pending
 
     def _has_inverse(self) -> bool:
