@@ -169,7 +169,9 @@ def test_zero_resets_match_torch_zeros_and_are_fresh_tensors():
         first, second = env.reset(), env.reset()
         for key, dtype in (("episode_reward", torch.float32), ("step_count", torch.int64)):
             a, b = first[key], second[key]
-            assert a.dtype == dtype and a.shape == (3, 1) and a.device == cpu
+            assert a.dtype == dtype
+            assert a.shape == (3, 1)
+            assert a.device == cpu
             assert torch.equal(a, torch.zeros(3, 1, dtype=dtype))
             assert a.data_ptr() != b.data_ptr()
             a.add_(5)
@@ -196,5 +198,6 @@ def test_reward_sum_and_step_counter_lean_paths_match_the_generic_loop():
         )
 
     lean, generic = run(False), run(True)
-    assert torch.equal(lean[0], generic[0]) and torch.equal(lean[1], generic[1])
+    assert torch.equal(lean[0], generic[0])
+    assert torch.equal(lean[1], generic[1])
     assert lean[1][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1, 2, 3]
