@@ -194,3 +194,63 @@ def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
     assert not overriding._fuses_step_and_reset()
     assert not in_compose._fuses_step_and_reset()
     assert declared._fuses_step_and_reset()
+
+
+def _nested_pipeline():
+    from rl_envs.transforms import ObservationNorm
+
+    inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(RewardSum()))
+    return TransformedEnv(inner, Compose(StepCounter(), ObservationNorm(loc=1.0, scale=2.0)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: _cartpole_pipeline(0), lambda: _cartpole_pipeline(3), _nested_pipeline],
+    ids=["single", "vector-partial-resets", "nested"],
+)
+def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(make):
+    """Oracle: without a policy, the base env's gymnasium loop runs and the transforms are
+    replayed on its trajectory; the result equals the generic loop fed the same actions
+    (check_random_rollout, with and without break_when_any_done), and the fast path is the
+    one taken."""
+    from rl_core.testing import check_random_rollout
+
+    env = make()
+    start = env.reset()
+    assert (
+        env._random_rollout(start, 30, break_when_any_done=False, break_when_all_done=False)
+        is not None
+    )
+    check_random_rollout(make, steps=120)
+    traj = make().rollout(120, break_when_any_done=False)
+    assert traj["next", "done"].any()  # episodes ended and were reset on the way
+    counts = traj["next", "step_count"]
+    assert counts.min() == 1
+
+
+def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_apply():
+    from rl_envs.transforms import ObservationNorm
+
+    pendulum = GymEnv("Pendulum-v1")
+    cases = [
+        # truncation changes the done flags: not fusable
+        TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5)),
+        # an inverse path on the action
+        TransformedEnv(pendulum, ObservationNorm(loc=0.0, scale=2.0, in_keys_inv=["action"])),
+        # not fusable
+        TransformedEnv(GymEnv("CartPole-v1"), Compose(RewardSum(), _Unfusable())),
+    ]
+    for env in cases:
+        start = env.reset()
+        assert (
+            env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False)
+            is None
+        )
+    # a start holding an entry the env does not output
+    env = TransformedEnv(GymEnv("CartPole-v1"), ObservationNorm(loc=0.0, scale=1.0))
+    start = env.reset().set("extra", torch.zeros(1))
+    assert (
+        env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False) is None
+    )
+    traj = env.rollout(5, auto_reset=False, tensordict=start, break_when_any_done=False)
+    assert traj["extra"].shape == (5, 1)
