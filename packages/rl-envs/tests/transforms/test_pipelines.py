@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
-from rl_envs import GymEnv, ParallelEnv
+from rl_envs import GymEnv, GymWrapper, ParallelEnv
 from rl_envs.transforms import (
     CatFrames,
     GrayScale,
@@ -196,43 +196,46 @@ def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
     assert declared._fuses_step_and_reset()
 
 
-def _nested_pipeline():
-    from rl_envs.transforms import ObservationNorm
-
-    inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), Compose(RewardSum()))
-    return TransformedEnv(inner, Compose(StepCounter(), ObservationNorm(loc=1.0, scale=2.0)))
-
-
-@pytest.mark.parametrize(
-    "make",
-    [lambda: _cartpole_pipeline(0), lambda: _cartpole_pipeline(3), _nested_pipeline],
-    ids=["single", "vector-partial-resets", "nested"],
-)
-def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(make):
+@pytest.mark.parametrize("num_envs", [0, 3], ids=["single", "vector-partial-resets"])
+def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(num_envs):
     """Oracle: without a policy, the base env's gymnasium loop runs and the transforms are
     replayed on its trajectory; the result equals the generic loop fed the same actions
     (check_random_rollout, with and without break_when_any_done), and the fast path is the
     one taken."""
     from rl_core.testing import check_random_rollout
 
-    env = make()
+    env = _cartpole_pipeline(num_envs)
     start = env.reset()
     assert (
         env._random_rollout(start, 30, break_when_any_done=False, break_when_all_done=False)
         is not None
     )
-    check_random_rollout(make, steps=120)
-    traj = make().rollout(120, break_when_any_done=False)
+    check_random_rollout(lambda: _cartpole_pipeline(num_envs), steps=120)
+    traj = _cartpole_pipeline(num_envs).rollout(120, break_when_any_done=False)
     assert traj["next", "done"].any()  # episodes ended and were reset on the way
-    counts = traj["next", "step_count"]
-    assert counts.min() == 1
+    assert traj["next", "step_count"].min() == 1
+
+
+class _GymReadingTheRoot(GymWrapper):
+    """A subclass whose step reads more than the action: the replay must not apply."""
+
+    def _step(self, tensordict):
+        return super()._step(tensordict)
 
 
 def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_apply():
+    import gymnasium
+
     from rl_envs.transforms import ObservationNorm
 
     pendulum = GymEnv("Pendulum-v1")
+    inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), RewardSum())
+    wrapped = _GymReadingTheRoot(gymnasium.make("CartPole-v1"))
     cases = [
+        # the base env (a TransformedEnv) reads its transforms' entries from the root
+        TransformedEnv(inner, Compose(StepCounter(), ObservationNorm(loc=1.0, scale=2.0))),
+        # a GymWrapper subclass overriding _step does not inherit the declaration
+        TransformedEnv(wrapped, RewardSum()),
         # truncation changes the done flags: not fusable
         TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5)),
         # an inverse path on the action

@@ -3,15 +3,17 @@ transforms replayed step by step on its trajectory.
 
 ``TransformedEnv.rollout()`` without a policy would step the base env one TensorDict at a
 time. Where the base env has its own random-action loop (``EnvBase._random_rollout``, e.g.
-``GymEnv``'s gymnasium loop) and the transforms only map what the env gives (all ``fusable``,
-none intercepting resets, none on the inverse path, the action spec as the base env's), the
+``GymEnv``'s gymnasium loop), a step that reads only the actions (it declares
+``_step_reads_actions_only``: in the generic loop it is handed the transformed root), and the
+transforms only map what the env gives (all ``fusable``, none intercepting resets, none on the
+inverse path, the action spec as the base env's), the
 base env runs its loop and :func:`replay_random_rollout` then walks its trajectory once with
 the generic loop's own calls, the base env's step replaced by a row of the trajectory: the
 transforms' ``_step`` on the base env's step output, ``_write_step``, ``step_mdp``, and at the
 end of an episode ``reset`` of the finished sub-envs fed the base env's reset output (the
 trajectory's next root row) the way the fused step-and-reset feeds it. The result is what the
 generic loop gives for the same actions; ``rl_core.testing.check_random_rollout`` verifies it
-(tests on CartPole, vector envs with partial resets, nested TransformedEnvs).
+(tests on CartPole and vector envs with partial resets).
 """
 
 from __future__ import annotations
@@ -30,12 +32,25 @@ if TYPE_CHECKING:
     from rl_core.transforms.transformed_env import TransformedEnv
 
 
+def reads_actions_only(env: EnvBase) -> bool:
+    """Whether ``env``'s class declares that its ``_step`` reads nothing of its input but the
+    actions (the class attribute ``_step_reads_actions_only``, e.g. rl-envs' ``GymWrapper``),
+    honoured only where ``_step`` is the declaring class's own."""
+    cls = type(env)
+    if not getattr(cls, "_step_reads_actions_only", False):
+        return False
+    declarer = next(k for k in cls.__mro__ if "_step_reads_actions_only" in vars(k))
+    return cls._step is declarer._step
+
+
 def replays(env: TransformedEnv) -> bool:
     """Whether the transforms of ``env`` can be replayed on the base env's random rollout:
-    they map the env's outputs only, the base env reads no state from the root, and every key
-    involved sits at the root (str keys)."""
+    the base env has such a loop and its step reads only the actions (in the generic loop it
+    is handed the transformed root: the same step only if it reads nothing the transforms
+    change), the transforms map the env's outputs only, and every key involved sits at the
+    root (str keys)."""
     base = env.base_env
-    if type(base)._random_rollout is EnvBase._random_rollout:
+    if type(base)._random_rollout is EnvBase._random_rollout or not reads_actions_only(base):
         return False
     keys = [
         *env.observation_keys,
