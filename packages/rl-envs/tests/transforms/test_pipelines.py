@@ -257,3 +257,23 @@ def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_app
     )
     traj = env.rollout(5, auto_reset=False, tensordict=start, break_when_any_done=False)
     assert traj["extra"].shape == (5, 1)
+
+
+def test_rollout_without_policy_replay_stops_when_all_sub_envs_are_done():
+    """break_when_all_done: the replayed trajectory ends where the generic loop fed the same
+    actions ends, with the same entries."""
+    env = _cartpole_pipeline(3)
+    fast = env.rollout(200, break_when_any_done=False, break_when_all_done=True)
+    actions = fast["action"].unbind(1)
+    taken = iter(actions)
+    env = _cartpole_pipeline(3)
+    slow = env.rollout(
+        200,
+        lambda td: td.set("action", next(taken)),
+        break_when_any_done=False,
+        break_when_all_done=True,
+    )
+    assert fast.batch_size == slow.batch_size
+    assert fast.batch_size[1] < 200
+    for key in slow.keys(True, True):
+        assert torch.equal(fast.get(key), slow.get(key)), key
