@@ -6,11 +6,11 @@ time. Where the base env has its own random-action loop (``EnvBase._random_rollo
 ``GymEnv``'s gymnasium loop), a step that reads only the actions (it declares
 ``_step_reads_actions_only``: in the generic loop it is handed the transformed root), and the
 transforms only map what the env gives (all ``fusable``, none intercepting resets, none on the
-inverse path, the action spec as the base env's), the
-base env runs its loop and :func:`replay_random_rollout` then walks its trajectory once with
-the generic loop's own calls, the base env's step replaced by a row of the trajectory: the
-transforms' ``_step`` on the base env's step output, ``_write_step``, ``step_mdp``, and at the
-end of an episode ``reset`` of the finished sub-envs fed the base env's reset output (the
+inverse path, the action spec as the base env's), the base env runs its loop and
+:func:`replay_random_rollout` then walks its trajectory once with the generic loop's own
+calls, the base env's step replaced by a row of the trajectory: the transforms' ``_step`` on
+the base env's step output, ``_write_step``, ``step_mdp``, and at the end of an episode
+``reset`` of the finished sub-envs fed the base env's reset output (the
 trajectory's next root row) the way the fused step-and-reset feeds it. The result is what the
 generic loop gives for the same actions; ``rl_core.testing.check_random_rollout`` verifies it
 (tests on CartPole and vector envs with partial resets).
@@ -136,6 +136,7 @@ def replay_random_rollout(
     next_td = base_traj.get(NEXT)
     next_keys = list(entries(next_td)) if is_plain(next_td) else list(next_td.keys())
     next_values = {key: next_td.get(key) for key in next_keys}
+    next_device = device_of(next_td) if is_plain(next_td) else next_td.device
     # The base env's next roots, read at the steps that end an episode only.
     roots = {key: base_traj.get(key) for key in (*base.observation_keys, *base.done_keys)}
     index = (slice(None),) * time_dim
@@ -154,7 +155,9 @@ def replay_random_rollout(
             for key, rows in actions.items():
                 td.set(key, rows[i])
         # _base_step without the base env's step: its output is the trajectory's row.
-        raw = build_tensordict({key: rows[i] for key, rows in next_rows.items()}, batch, device)
+        raw = build_tensordict(
+            {key: rows[i] for key, rows in next_rows.items()}, batch, next_device
+        )
         td = env._write_step(td, transform._step(td, raw))
         writer.append(td)
         finished = any_set(entries(raw)[DONE])
