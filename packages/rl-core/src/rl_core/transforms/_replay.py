@@ -10,10 +10,10 @@ inverse path, the action spec as the base env's), the base env runs its loop and
 :func:`replay_random_rollout` then walks its trajectory once with the generic loop's own
 calls, the base env's step replaced by a row of the trajectory: the transforms' ``_step`` on
 the base env's step output, ``_write_step``, ``step_mdp``, and at the end of an episode
-``reset`` of the finished sub-envs fed the base env's reset output (the
-trajectory's next root row) the way the fused step-and-reset feeds it. The result is what the
-generic loop gives for the same actions; ``rl_core.testing.check_random_rollout`` verifies it
-(tests on CartPole and vector envs with partial resets).
+``reset`` of the finished sub-envs fed the base env's reset output (the trajectory's next
+root row) the way the fused step-and-reset feeds it. The result is what the generic loop
+gives for the same actions; ``rl_core.testing.check_random_rollout`` verifies it (tests on
+CartPole and vector envs with partial resets in rl-envs, on a stateful counting env here).
 """
 
 from __future__ import annotations
