@@ -11,8 +11,9 @@ env alternate, so that a change of the machine's load hits both alike):
    ``RewardClipping``, ``NoopResetEnv``, ``StepCounter``) on ``ALE/Pong-v5`` against the bare
    Pong env, the same way: the cost per step is reported.
 3. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
-   (``_random_rollout``); a TransformedEnv has no such loop and goes step by step, so the
-   fast path is lost under transforms. The ratio says how much.
+   (``_random_rollout``); the TransformedEnv runs that loop too and then replays its
+   transforms step by step on the trajectory (they are ``fusable``), still one TensorDict
+   step at a time for the transforms. The ratio says how much that costs.
 
 With a policy, CartPole under these three transforms steps through the base env's fused
 step-and-reset (the transforms are ``fusable``); the empty ``Compose`` line is the wrapper's

@@ -157,3 +157,47 @@ def test_exclude_refuses_done_flags():
     env = TransformedEnv(CountingEnv(), ExcludeTransform("done"))
     with pytest.raises(ValueError, match=r"ExcludeTransform: 'done' is a reward or done flag"):
         _ = env.observation_spec
+
+
+def test_zero_resets_match_torch_zeros_and_are_fresh_tensors():
+    # RewardSum and StepCounter build reset zeros from cached templates where the device is
+    # known: each reset must give torch.zeros' shape, dtype and device, as a tensor of its own.
+    cpu = torch.device("cpu")
+    for device in (None, cpu):
+        env = TransformedEnv(CountingEnv(batch_size=(3,), device=device), RewardSum())
+        env.append_transform(StepCounter())
+        first, second = env.reset(), env.reset()
+        for key, dtype in (("episode_reward", torch.float32), ("step_count", torch.int64)):
+            a, b = first[key], second[key]
+            assert a.dtype == dtype
+            assert a.shape == (3, 1)
+            assert a.device == cpu
+            assert torch.equal(a, torch.zeros(3, 1, dtype=dtype))
+            assert a.data_ptr() != b.data_ptr()
+            a.add_(5)
+            assert torch.equal(b, torch.zeros(3, 1, dtype=dtype))
+
+
+def test_reward_sum_and_step_counter_lean_paths_match_the_generic_loop():
+    # The plain root-level step path of each against the same transform reading nested keys
+    # (the generic get_leaf/set path), on a batched env with partial resets.
+    def run(nested):
+        if nested:
+            sums = RewardSum(in_keys=["reward"], out_keys=[("stats", "episode_reward")])
+            counter = StepCounter(step_count_key=("stats", "step_count"))
+        else:
+            sums, counter = RewardSum(), StepCounter()
+        env = TransformedEnv(CountingEnv(max_count=3, batch_size=(2,)), sums)
+        env.append_transform(counter)
+        torch.manual_seed(0)
+        traj = env.rollout(9, _ones, break_when_any_done=False)
+        prefix = ("stats",) if nested else ()
+        return (
+            traj["next", (*prefix, "episode_reward")],
+            traj["next", (*prefix, "step_count")],
+        )
+
+    lean, generic = run(False), run(True)
+    assert torch.equal(lean[0], generic[0])
+    assert torch.equal(lean[1], generic[1])
+    assert lean[1][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1, 2, 3]

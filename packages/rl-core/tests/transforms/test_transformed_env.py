@@ -273,3 +273,78 @@ def test_intercept_reset_default_and_compose():
     compose = Compose(first, second)
     assert compose.intercept_reset(None)["observation"].item() == 1.0
     assert second.stored is not None  # not asked: the first transform answered
+
+
+class _StatefulCounter(CountingEnv):
+    """CountingEnv whose count lives in the env (its step reads only the action, and says so)
+    and which has its own random-action loop (here the generic loop itself), so that a
+    TransformedEnv over it replays its transforms on that loop's trajectory."""
+
+    _step_reads_actions_only = True
+
+    def _reset(self, tensordict, **kwargs):
+        out = super()._reset(tensordict, **kwargs)
+        count = out.get("observation")
+        if tensordict is not None and "_reset" in tensordict.keys():
+            mask = tensordict.get("_reset")
+            count = torch.where(mask, count, self.count)
+        self.count = count
+        return out.set("observation", count.clone())
+
+    def _step(self, tensordict):
+        tensordict = tensordict.clone(False).set("observation", self.count)
+        out = super()._step(tensordict)
+        self.count = out.get("observation")
+        return out
+
+    def _random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
+        return self.rollout(
+            max_steps,
+            self.rand_action,
+            auto_reset=False,
+            tensordict=start,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+        )
+
+
+class _Halve(Transform):
+    """A fusable map of the observation in place (the base env never reads it back)."""
+
+    fusable = True
+
+    def __init__(self):
+        super().__init__(in_keys=["observation"])
+
+    def _apply_transform(self, value):
+        return value / 2
+
+
+def _replayed_env():
+    base = _StatefulCounter(max_count=4, batch_size=(3,))
+    env = TransformedEnv(base, Compose(_Halve(), RewardSum(), StepCounter(), InitTracker()))
+    env.set_seed(0)
+    return env
+
+
+def test_rollout_without_policy_replays_transforms_on_the_base_env_loop():
+    from rl_core.testing import check_random_rollout
+
+    env = _replayed_env()
+    assert (
+        env._random_rollout(env.reset(), 10, break_when_any_done=False, break_when_all_done=False)
+        is not None
+    )
+    check_random_rollout(_replayed_env, steps=40)
+    traj = _replayed_env().rollout(40, break_when_any_done=False)
+    assert traj["next", "done"].any()  # partial resets on the way
+    assert traj["observation"].max() <= 2.0  # halved counts (at most 4 / 2)
+    # without the declaration the generic loop runs
+    base = CountingEnv(max_count=4, batch_size=(3,))
+    plain = TransformedEnv(base, Compose(_Halve(), RewardSum()))
+    assert (
+        plain._random_rollout(
+            plain.reset(), 10, break_when_any_done=False, break_when_all_done=False
+        )
+        is None
+    )

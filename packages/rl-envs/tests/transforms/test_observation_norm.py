@@ -83,3 +83,39 @@ def test_stats_estimated_once_serve_parallel_env_workers(cartpole):
         assert torch.allclose(env.reset()["observation"], expected, atol=1e-5)
     finally:
         env.close()
+
+
+def test_env_path_equals_the_generic_transform_on_the_same_values(cartpole):
+    # ObservationNorm._call inlines _apply_transform: on the env path (steps and resets,
+    # through the fused step-and-reset) each output is bit-equal to _apply_transform of the
+    # base env's observation, for both forms.
+    torch.manual_seed(0)
+    loc, scale = torch.randn(4), torch.rand(4) + 0.5
+    for standard_normal in (True, False):
+        norm = ObservationNorm(
+            loc=loc, scale=scale, out_keys=["normed"], standard_normal=standard_normal
+        )
+        env = TransformedEnv(cartpole, Compose(norm, RewardSum()))
+        env.set_seed(3)
+        traj = env.rollout(40, break_when_any_done=False)
+        assert traj["next", "done"].any()  # resets happened within the rollout
+        for prefix in ((), ("next",)):
+            raw, normed = traj[(*prefix, "observation")], traj[(*prefix, "normed")]
+            for t in range(raw.shape[0]):
+                assert torch.equal(normed[t], norm._apply_transform(raw[t]))
+        env.transform = Compose()  # frees the transforms for the next round
+
+
+class _Shifted(ObservationNorm):
+    """A subclass mapping values its own way: its _apply_transform must be used."""
+
+    def _apply_transform(self, value):
+        return super()._apply_transform(value) + 100.0
+
+
+def test_a_subclass_apply_transform_is_honoured_on_the_env_path(cartpole):
+    env = TransformedEnv(cartpole, _Shifted(loc=torch.zeros(4), scale=torch.ones(4)))
+    obs = env.reset()["observation"]
+    assert obs.min() > 90.0
+    td = env.rand_step(env.reset())
+    assert td["next", "observation"].min() > 90.0

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
-from rl_envs import GymEnv, ParallelEnv
+from rl_envs import GymEnv, GymWrapper, ParallelEnv
 from rl_envs.transforms import (
     CatFrames,
     GrayScale,
@@ -194,3 +194,86 @@ def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
     assert not overriding._fuses_step_and_reset()
     assert not in_compose._fuses_step_and_reset()
     assert declared._fuses_step_and_reset()
+
+
+@pytest.mark.parametrize("num_envs", [0, 3], ids=["single", "vector-partial-resets"])
+def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(num_envs):
+    """Oracle: without a policy, the base env's gymnasium loop runs and the transforms are
+    replayed on its trajectory; the result equals the generic loop fed the same actions
+    (check_random_rollout, with and without break_when_any_done), and the fast path is the
+    one taken."""
+    from rl_core.testing import check_random_rollout
+
+    env = _cartpole_pipeline(num_envs)
+    start = env.reset()
+    assert (
+        env._random_rollout(start, 30, break_when_any_done=False, break_when_all_done=False)
+        is not None
+    )
+    check_random_rollout(lambda: _cartpole_pipeline(num_envs), steps=120)
+    traj = _cartpole_pipeline(num_envs).rollout(120, break_when_any_done=False)
+    assert traj["next", "done"].any()  # episodes ended and were reset on the way
+    assert traj["next", "step_count"].min() == 1
+
+
+class _GymReadingTheRoot(GymWrapper):
+    """A subclass whose step reads more than the action: the replay must not apply."""
+
+    def _step(self, tensordict):
+        return super()._step(tensordict)
+
+
+def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_apply():
+    import gymnasium
+
+    from rl_envs.transforms import ObservationNorm
+
+    pendulum = GymEnv("Pendulum-v1")
+    inner = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), RewardSum())
+    wrapped = _GymReadingTheRoot(gymnasium.make("CartPole-v1"))
+    cases = [
+        # the base env (a TransformedEnv) reads its transforms' entries from the root
+        TransformedEnv(inner, Compose(StepCounter(), ObservationNorm(loc=1.0, scale=2.0))),
+        # a GymWrapper subclass overriding _step does not inherit the declaration
+        TransformedEnv(wrapped, RewardSum()),
+        # truncation changes the done flags: not fusable
+        TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5)),
+        # an inverse path on the action
+        TransformedEnv(pendulum, ObservationNorm(loc=0.0, scale=2.0, in_keys_inv=["action"])),
+        # not fusable
+        TransformedEnv(GymEnv("CartPole-v1"), Compose(RewardSum(), _Unfusable())),
+    ]
+    for env in cases:
+        start = env.reset()
+        assert (
+            env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False)
+            is None
+        )
+    # a start holding an entry the env does not output
+    env = TransformedEnv(GymEnv("CartPole-v1"), ObservationNorm(loc=0.0, scale=1.0))
+    start = env.reset().set("extra", torch.zeros(1))
+    assert (
+        env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False) is None
+    )
+    traj = env.rollout(5, auto_reset=False, tensordict=start, break_when_any_done=False)
+    assert traj["extra"].shape == (5, 1)
+
+
+def test_rollout_without_policy_replay_stops_when_all_sub_envs_are_done():
+    """break_when_all_done: the replayed trajectory ends where the generic loop fed the same
+    actions ends, with the same entries."""
+    env = _cartpole_pipeline(3)
+    fast = env.rollout(200, break_when_any_done=False, break_when_all_done=True)
+    actions = fast["action"].unbind(1)
+    taken = iter(actions)
+    env = _cartpole_pipeline(3)
+    slow = env.rollout(
+        200,
+        lambda td: td.set("action", next(taken)),
+        break_when_any_done=False,
+        break_when_all_done=True,
+    )
+    assert fast.batch_size == slow.batch_size
+    assert fast.batch_size[1] < 200
+    for key in slow.keys(True, True):
+        assert torch.equal(fast.get(key), slow.get(key)), key

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import get_leaf
+from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
 from rl_core.transforms.transform import Transform
@@ -73,11 +73,22 @@ class RewardSum(Transform):
                 raise RuntimeError("RewardSum: reset outside an env; it needs the reward spec.")
             self.transform_output_spec(env.output_spec.clone())
         for out_key in self.out_keys:
-            spec = self._reward_specs[out_key]
-            tensordict_reset.set(
-                out_key, torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device)
-            )
+            tensordict_reset.set(out_key, self._zero(self._reward_specs[out_key]))
         return tensordict_reset
+
+    def _zero(self, spec: TensorSpec) -> torch.Tensor:
+        """``torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device)``, through a cached
+        template of the same shape, dtype and device where the spec has a device
+        (``zeros_like`` takes fewer argument checks; resets are frequent)."""
+        shape, dtype, device = spec.shape, spec.dtype, spec.device
+        if device is None:
+            return torch.zeros(shape, dtype=dtype)  # the default device at this call
+        zeros = self.__dict__.setdefault("_zeros", {})
+        key = (shape, dtype, device)
+        template = zeros.get(key)
+        if template is None:
+            template = zeros[key] = torch.zeros(shape, dtype=dtype, device=device)
+        return torch.zeros_like(template)
 
     def _paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...], NestedKey]]:
         """``(reward path, sum path, sum key)`` per in/out key pair, built once per key list."""
@@ -96,7 +107,18 @@ class RewardSum(Transform):
         return cached[1]
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        for in_path, out_path, out_key in self._paths():
+        paths = self._paths()
+        if len(paths) == 1 and is_plain(tensordict) and is_plain(next_tensordict):
+            # One reward, both TensorDicts plain: the loop below with get_leaf inlined (every
+            # env step runs it).
+            ((in_path, out_path, out_key),) = paths
+            if len(out_path) == 1 and len(in_path) == 1:
+                total = entries(tensordict).get(out_key, None)
+                reward = entries(next_tensordict).get(in_path[0], None)
+                if total is not None and reward is not None:
+                    set_leaf(next_tensordict, out_key, torch.add(total, reward))
+                    return next_tensordict
+        for in_path, out_path, out_key in paths:
             total = get_leaf(tensordict, out_path, None)
             if total is None:
                 raise KeyError(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import get_leaf
+from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
 from rl_core.transforms.transform import Transform
@@ -55,7 +55,11 @@ class StepCounter(Transform):
     @property
     def _count_path(self) -> tuple[str, ...]:
         key = self.step_count_key
-        return (key,) if isinstance(key, str) else tuple(key)
+        cached = self.__dict__.get("_count_path_cache")
+        if cached is None or cached[0] is not key:
+            path = (key,) if isinstance(key, str) else tuple(key)
+            cached = self.__dict__["_count_path_cache"] = (key, path)
+        return cached[1]
 
     def _increment(self, count: torch.Tensor) -> torch.Tensor:
         """``count + 1`` as a new tensor, adding a cached tensor of ones (fewer dispatches
@@ -68,21 +72,44 @@ class StepCounter(Transform):
     def _reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
-        shape = (*tensordict_reset.batch_size, 1)
-        count = torch.zeros(shape, dtype=torch.int64, device=tensordict_reset.device)
+        batch, device = tensordict_reset.batch_size, tensordict_reset.device
+        if device is None:
+            # The default device, as torch.zeros takes it when the call is made.
+            count = torch.zeros((*batch, 1), dtype=torch.int64)
+        else:
+            # ``torch.zeros`` of the same shape, dtype and device, through a cached template
+            # (``zeros_like`` takes fewer argument checks; resets are frequent).
+            zeros = self.__dict__.setdefault("_zeros", {})
+            template = zeros.get((batch, device))
+            if template is None:
+                template = zeros[(batch, device)] = torch.zeros(
+                    (*batch, 1), dtype=torch.int64, device=device
+                )
+            count = torch.zeros_like(template)
         tensordict_reset.set(self.step_count_key, count)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        count = get_leaf(tensordict, self._count_path, None)
+        key = self.step_count_key
+        if type(key) is str and is_plain(tensordict):
+            count = entries(tensordict).get(key, None)  # what get_leaf reads, one call less
+        else:
+            count = get_leaf(tensordict, self._count_path, None)
         if count is None:
             raise KeyError(
                 f"StepCounter: expected {self.step_count_key!r} in the TensorDict given to step; "
                 f"it is written by reset. Reset the env first, and keep the entry when you build "
                 f"the next input (step_mdp keeps it)."
             )
-        count = self._increment(count)
-        next_tensordict.set(self.step_count_key, count)
+        one = self._one.get((count.shape, count.device))
+        if one is None or count.dtype != one.dtype:
+            count = self._increment(count)
+        else:
+            count = torch.add(count, one)  # _increment inlined: every env step runs it
+        if type(key) is str:
+            set_leaf(next_tensordict, key, count)
+        else:
+            next_tensordict.set(key, count)
         if self.max_steps is not None:
             truncated = count >= self.max_steps
             previous = next_tensordict.get(self.truncated_key, None)

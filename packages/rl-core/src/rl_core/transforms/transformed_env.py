@@ -9,9 +9,10 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
-from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
+from rl_core.transforms._replay import base_start, replay_random_rollout, replays
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
@@ -251,9 +252,44 @@ class TransformedEnv(EnvBase):
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:
-            # The base env's outputs as it gave them, before the transforms map them.
-            pending = (pending, next_tensordict.copy())
+            # The base env's outputs as it gave them, before the transforms map them (a
+            # shallow copy: the entries of a plain TensorDict in a new entry dict).
+            if names and all(type(v) is torch.Tensor for v in names.values()):
+                kept = build_tensordict(
+                    dict(names), batch_size_of(next_tensordict), device_of(next_tensordict)
+                )
+            else:
+                kept = next_tensordict.copy()
+            pending = (pending, kept)
         return transform._step(tensordict, next_tensordict), pending
+
+    def _random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """The base env's random-action loop with the transforms replayed on its trajectory
+        (see ``rl_core.transforms._replay``), where the transforms only map the env's outputs
+        and the base env has such a loop; ``None`` (the generic loop) otherwise."""
+        if not replays(self):
+            return None
+        base_root = base_start(self, start)
+        if base_root is None:
+            return None
+        traj = self.base_env._random_rollout(
+            base_root,
+            max_steps,
+            break_when_any_done=break_when_any_done,
+            break_when_all_done=break_when_all_done,
+        )
+        if traj is None:
+            return None
+        return replay_random_rollout(
+            self, start, traj, max_steps, break_when_any_done=break_when_any_done
+        )
 
     def _has_inverse(self) -> bool:
         return self._cached("has_inverse", lambda: self.transform.has_inverse)

@@ -93,6 +93,12 @@ class GymWrapper(EnvBase):
         >>> env.close()
     """
 
+    #: ``_step`` reads the actions of its input and nothing else (the state lives in the
+    #: gymnasium env): rl-core's ``TransformedEnv`` may then replay fusable transforms on this
+    #: env's random-action loop (see ``rl_core.transforms._replay``). Honoured for the class
+    #: that sets it: a subclass overriding ``_step`` must set it again.
+    _step_reads_actions_only = True
+
     def __init__(
         self,
         env: Any,
