@@ -23,7 +23,12 @@ from rl_envs.libs._gym_make import (
 from rl_envs.libs._gym_observations import observation_layout
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
 from rl_envs.libs._gym_specs import gym_space_to_spec
-from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply, runs_own_steps
+from rl_envs.libs._gym_stepper import (
+    GymNumpyStepper,
+    make_stepper,
+    numpy_rows_apply,
+    runs_own_steps,
+)
 from rl_envs.libs._gym_vector import (
     SameStepResets,
     autoreset_mode,
@@ -212,6 +217,10 @@ class GymWrapper(EnvBase):
             _observations=layout.read,
             _step_observations=layout.read_step,
             _decode_single=layout.decode_single,
+            # The rows hold every step output (no info readers aside): steps write into them.
+            _rows_only=layout.rows.observation is not None
+            and layout.read_step is None
+            and self._same_step is None,
         )
         self.observation_spec = Composite(layout.entries, shape=self.batch_size)
 
@@ -224,7 +233,9 @@ class GymWrapper(EnvBase):
         self.action_spec = spec
         who = self.name
         encode = make_encoder(space, spec, batch, who=who)
-        self.__dict__["_stepper"] = GymNumpyStepper(self._env, encode, vector=self._vector)
+        self.__dict__["_stepper"] = make_stepper(
+            self._env, encode, vector=self._vector, infos=bool(self._info_readers)
+        )
         if isinstance(spec, Composite):
             self.__dict__["_read_action"] = lambda td: td  # the encoder reads each entry
         else:
@@ -280,8 +291,8 @@ class GymWrapper(EnvBase):
         # Steps now carry info entries: the numpy-row paths holding the stepper stop.
         stepper = self._stepper
         stepper.retired = True
-        self.__dict__["_stepper"] = GymNumpyStepper(
-            stepper.env, stepper.encode, vector=stepper.vector
+        self.__dict__["_stepper"] = make_stepper(
+            stepper.env, stepper.encode, vector=stepper.vector, infos=True
         )
         return self
 
@@ -311,6 +322,12 @@ class GymWrapper(EnvBase):
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         stepper = self._stepper
+        if self._rows_only and not self._info_readers:
+            # Every output goes into the row blocks: gymnasium's arrays are copied once.
+            out = self._rows.step(stepper, self._read_action(tensordict))
+            td = build_tensordict(out, self.batch_size, self._cpu_device)
+            target = self._target_device
+            return td if target is None else td.to(target, non_blocking=True)
         obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
         out = self._rows.write(stepper, obs, reward, terminated, truncated)
         read = self._step_observations
