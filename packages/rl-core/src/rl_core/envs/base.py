@@ -19,7 +19,7 @@ from rl_core.envs._flags import (
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
-from rl_core.fast_td import StepMdpPlan, entries, get_leaf, is_plain, set_leaf
+from rl_core.fast_td import StepMdpPlan, entries, get_leaf, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -427,7 +427,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
-        names = entries(next_td) if is_plain(next_td) else ()
+        names = entries(next_td) if type(next_td) is TensorDict else ()
         # The common case, all three flags written at the root only, needs no completion.
         if not (
             levels == _ROOT_LEVEL and DONE in names and TERMINATED in names and TRUNCATED in names

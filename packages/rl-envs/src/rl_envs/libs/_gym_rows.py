@@ -101,7 +101,11 @@ class StepRows:
         """Steps ``stepper`` with ``action`` straight into the next row
         (``stepper.step_at``); returns the tensor views of that row, as :meth:`write` does.
         Needs a block observation (no observation is returned)."""
-        i = self._next_row()
+        i = self.row  # _next_row, inline: this runs between two gymnasium steps
+        if i == self.rows:
+            self._allocate()
+            i = 0
+        self.row = i + 1
         self.finished = stepper.step_at(action, self.blocks, i)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         return {
