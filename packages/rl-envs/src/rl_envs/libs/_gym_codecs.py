@@ -306,7 +306,7 @@ def _discrete_encoder(
 # One-hot actions of at most this many elements are remembered once checked and encoded, up
 # to this many distinct ones per encoder.
 _SMALL_ONE_HOT = 64
-_SEEN_ONE_HOT = 4096
+_SEEN_ONE_HOT = 1024
 
 
 def _single_discrete_encoder(
