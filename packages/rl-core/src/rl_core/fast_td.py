@@ -329,32 +329,29 @@ class StepMdpPlan:
             KeyError: ``tensordict`` has no ``"next"`` entry.
         """
         if type(tensordict) is TensorDict:
-            nxt = tensordict._tensordict.get("next", None)
+            root = tensordict._tensordict
+            nxt = root.get("next", None)
             if self._flat and type(nxt) is TensorDict:
-                merged = self._merge_flat(tensordict._tensordict, nxt)
-                if merged is not None:
-                    return merged
+                # With flat rules, a "next" of plain tensors: the root entries that neither
+                # "next" holds nor a rule drops, then the entries of "next" no rule drops, in
+                # that order (what the level merge gives). Inline: this runs every env step.
+                found = nxt._tensordict
+                skip = self._next_skip
+                picked = {name: value for name, value in found.items() if name not in skip}
+                for value in picked.values():
+                    if type(value) is not torch.Tensor:
+                        break  # a group, or non-tensor data: merged level by level
+                else:
+                    skip = self._root_skip
+                    out = {n: v for n, v in root.items() if n not in found and n not in skip}
+                    out.update(picked)
+                    return build_tensordict(out, nxt._batch_size, nxt._device)
         else:
             nxt = tensordict.get("next", None)
         if nxt is None:
             return self._generic(tensordict)  # raises step_mdp's KeyError
         root_drop, next_drop = self._rules
         return self._merge(tensordict, nxt, root_drop, next_drop)
-
-    def _merge_flat(self, root: dict[str, Any], nxt: TensorDict) -> TensorDict | None:
-        """What ``_merge_level`` gives with flat rules when ``nxt`` (a plain TensorDict) holds
-        plain tensors only (``None`` otherwise): the root entries that neither ``nxt`` holds
-        nor a rule drops, then the entries of ``nxt`` that no rule drops, in that order."""
-        found = nxt._tensordict
-        skip = self._next_skip
-        picked = {name: value for name, value in found.items() if name not in skip}
-        for value in picked.values():
-            if type(value) is not torch.Tensor:
-                return None  # a group, or non-tensor data: merged level by level
-        skip = self._root_skip
-        out = {n: v for n, v in root.items() if n not in found and n not in skip}
-        out.update(picked)
-        return build_tensordict(out, nxt._batch_size, nxt._device)
 
 
 __all__ = [
