@@ -116,6 +116,82 @@ def test_step_mdp_plan_matches_step_mdp():
         plan(td.exclude("next"))
 
 
+def _flat_transition() -> TensorDict:
+    return TensorDict(
+        {
+            "obs": torch.zeros(2, 3),
+            "hidden": torch.ones(2, 5),
+            "action": torch.ones(2, 1),
+            "done": torch.zeros(2, 1, dtype=torch.bool),
+            "_reset": torch.ones(2, 1, dtype=torch.bool),
+            "group": {"x": torch.ones(2)},
+            "next": {
+                "obs": torch.ones(2, 3),
+                "reward": torch.ones(2, 1),
+                "done": torch.ones(2, 1, dtype=torch.bool),
+                "_reset": torch.ones(2, 1, dtype=torch.bool),
+            },
+        },
+        batch_size=[2],
+    )
+
+
+def _same(got: TensorDict, expected: TensorDict) -> None:
+    # the same entries, in the same order, holding the same tensors
+    assert list(got.keys(True, True)) == list(expected.keys(True, True))
+    for key in expected.keys(True, True):
+        assert got.get(key) is expected.get(key)
+    assert got.batch_size == expected.batch_size
+    assert got.device == expected.device
+
+
+def test_step_mdp_plan_flat_path_matches_the_level_merge():
+    # Flat rules and a "next" of tensors: the two comprehensions of the flat path.
+    plan = StepMdpPlan(["reward"], ["done"], ["action"])
+    assert plan._flat
+    td = _flat_transition()
+    expected = step_mdp(td, reward_keys=["reward"], done_keys=["done"], action_keys=["action"])
+    _same(plan(td), expected)
+    assert "_reset" not in plan(td).keys()
+    # a group under "next" merges level by level (the flat path steps aside)
+    td.set(("next", "group"), TensorDict({"y": torch.zeros(2)}, [2]))
+    expected = step_mdp(td, reward_keys=["reward"], done_keys=["done"], action_keys=["action"])
+    _same(plan(td), expected)
+    assert set(plan(td)["group"].keys()) == {"x", "y"}
+    # nested rules never take the flat path
+    assert not StepMdpPlan([("agents", "reward")], ["done"], ["action"])._flat
+
+
+def test_build_tensordict_matches_new_unsafe():
+    source = {"a": torch.zeros(2, 3), "b": TensorDict({"c": torch.ones(2)}, [2])}
+    for device in (None, torch.device("cpu"), "cpu"):
+        built = build_tensordict(dict(source), torch.Size([2]), device)
+        reference = TensorDict._new_unsafe(
+            source=dict(source), batch_size=torch.Size([2]), device=device, nested=False
+        )
+        assert vars(built).keys() == vars(reference).keys()
+        assert built.device == reference.device
+        assert built.batch_size == reference.batch_size
+        _same(built, reference)
+        built.set("d", torch.ones(2))  # a working TensorDict: set, lock, clone
+        built.lock_()
+        with pytest.raises(RuntimeError, match="locked"):
+            built.set("e", torch.ones(2))
+        assert (built.clone() == built).all()
+
+
+def test_set_leaf_respects_locks_and_falls_back_for_misfits():
+    td = TensorDict({"a": torch.zeros(2)}, [2]).lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        set_leaf(td, "b", torch.zeros(2))
+    on_cpu = TensorDict({}, [2], device="cpu")
+    set_leaf(on_cpu, "sub", TensorDict({"x": torch.zeros(2)}, [2]))  # no device: set moves it
+    assert on_cpu["sub"].device == torch.device("cpu")
+    nested = TensorDict({}, [2])
+    set_leaf(nested, "n", TensorDict({"x": torch.zeros(2, 4)}, [2, 4]))
+    assert nested["n"].batch_size == (2, 4)
+
+
 @pytest.mark.parametrize("batch_size", [(), (3,)])
 def test_env_hands_out_its_plan(batch_size):
     env = CountingEnv(batch_size=batch_size)

@@ -38,10 +38,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import tensordict._td as _td_module
 import torch
 from tensordict import TensorDict, TensorDictBase
 
 Path = tuple[str, ...]
+
+_new_tensordict = TensorDict.__new__
+# build_tensordict sets up a TensorDict itself where tensordict's entry dict is a plain dict.
+_PLAIN_ENTRY_DICT = getattr(_td_module, "_StringOnlyDict", None) is dict
+_is_compiling = torch.compiler.is_compiling
 
 _MISSING: Any = object()
 
@@ -132,12 +138,24 @@ def set_leaf(td: TensorDictBase, key: str, value: Any) -> None:
     if type(td) is TensorDict and type(key) is str:
         batch, device = td._batch_size, td._device
         kind = type(value)
-        if (
-            (kind is TensorDict or (kind is torch.Tensor and not value.is_nested))
-            and value.shape[: len(batch)] == batch
-            and (device is None or value.device == device)
-        ):
-            td._set_str(key, value, inplace=False, validated=True)
+        if kind is torch.Tensor:
+            fits = (
+                not value.is_nested
+                and (not batch or value.shape[: len(batch)] == batch)
+                and (device is None or value.device == device)
+            )
+        elif kind is TensorDict:
+            fits = (not batch or value._batch_size[: len(batch)] == batch) and (
+                device is None or value._device == device
+            )
+        else:
+            fits = False
+        if fits:
+            if td._is_locked or hasattr(td, "_consolidated"):
+                # tensordict raises (locked) or marks its consolidated copy stale
+                td._set_str(key, value, inplace=False, validated=True)
+            else:
+                td._tensordict[key] = value  # what _set_str does for a validated value
             return
     td.set(key, value)
 
@@ -189,7 +207,23 @@ def build_tensordict(
         >>> build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2])).batch_size
         torch.Size([2])
     """
-    return TensorDict._new_unsafe(source=source, batch_size=batch_size, device=device, nested=False)
+    if (
+        not _PLAIN_ENTRY_DICT
+        or (device is not None and type(device) is not torch.device)
+        or _td_module._CHECK_INVARIANTS
+        or _is_compiling()
+    ):
+        return TensorDict._new_unsafe(
+            source=source, batch_size=batch_size, device=device, nested=False
+        )
+    # What ``_new_unsafe`` does for a flat dict on a torch.device (or none), eagerly, without
+    # its argument handling, and keeping ``source`` as the entry dict instead of a copy.
+    td = _new_tensordict(TensorDict)
+    td._device = device
+    td._tensordict = source
+    td._batch_size = batch_size
+    td._td_dim_names = None
+    return td
 
 
 def batch_size_of(td: TensorDict) -> torch.Size:
@@ -284,6 +318,12 @@ class StepMdpPlan:
         self._rules = ted._mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
         self._merge: Callable[..., TensorDictBase] = ted._merge_level
         self._generic: Callable[..., TensorDictBase] = ted.step_mdp
+        root_drop, next_drop = self._rules
+        # Rules that drop root-level entries only (no group to merge level by level): a
+        # transition whose "next" holds tensors only is merged by two dict comprehensions.
+        self._flat = all(rule is True for rule in (*root_drop.values(), *next_drop.values()))
+        self._root_skip = frozenset(("next", "_reset", *root_drop))
+        self._next_skip = frozenset(("_reset", *next_drop))
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         """The next root of the transition ``tensordict`` (see :func:`rl_core.ted.step_mdp`).
@@ -292,7 +332,23 @@ class StepMdpPlan:
             KeyError: ``tensordict`` has no ``"next"`` entry.
         """
         if type(tensordict) is TensorDict:
-            nxt = tensordict._tensordict.get("next", None)
+            root = tensordict._tensordict
+            nxt = root.get("next", None)
+            if self._flat and type(nxt) is TensorDict:
+                # With flat rules, a "next" of plain tensors: the root entries that neither
+                # "next" holds nor a rule drops, then the entries of "next" no rule drops, in
+                # that order (what the level merge gives). Inline: this runs every env step.
+                found = nxt._tensordict
+                skip = self._next_skip
+                picked = {name: value for name, value in found.items() if name not in skip}
+                for value in picked.values():
+                    if type(value) is not torch.Tensor:
+                        break  # a group, or non-tensor data: merged level by level
+                else:
+                    skip = self._root_skip
+                    out = {n: v for n, v in root.items() if n not in found and n not in skip}
+                    out.update(picked)
+                    return build_tensordict(out, nxt._batch_size, nxt._device)
         else:
             nxt = tensordict.get("next", None)
         if nxt is None:

@@ -102,3 +102,41 @@ def test_observations_do_not_share_memory_with_the_env(echo_env):
     td["action"] = torch.tensor([3, 4])
     env.step(td)
     assert torch.equal(first, torch.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.float32])
+def test_small_one_hot_actions_remembered_give_the_same_results(monkeypatch, dtype):
+    # Oracle: encodings of small one-hot actions seen before (a lookup) against the check and
+    # argmax of every call.
+    from rl_core.specs import OneHot
+    from rl_envs.libs import _gym_codecs
+
+    space, batch = gym.spaces.Discrete(3, start=1), (4,)
+    spec = OneHot(3, shape=(*batch, 3), dtype=dtype)
+    encoders = []
+    for small in (64, 0):  # remembered, then not
+        monkeypatch.setattr(_gym_codecs, "_SMALL_ONE_HOT", small)
+        encoders.append(_gym_codecs.make_encoder(space, spec, batch, who="Env"))
+    torch.manual_seed(0)
+    valid = [spec.rand() for _ in range(20)] * 2  # each seen twice: the second is looked up
+    invalid = [torch.tensor([[1, 0, 0], [0, 0, 0], [0, 1, 0], [0, 0, 1]]).to(dtype)]
+    if dtype is not torch.bool:
+        invalid += [
+            torch.tensor([[1, 0, 0], [2, 0, 0], [0, 1, 0], [0, 0, 1]]).to(dtype),
+            torch.tensor([[1, 0, 0], [-1, 1, 1], [0, 1, 0], [0, 0, 1]]).to(dtype),
+        ]
+    if dtype.is_floating_point:
+        invalid += [
+            torch.tensor([[1, 0, 0], [0.5, 0.5, 0], [0, 1, 0], [0, 0, 1]]),
+            torch.tensor([[1, 0, 0], [float("nan"), 1, 0], [0, 1, 0], [0, 0, 1]]),
+        ]
+    invalid.append(torch.ones(3, 3, dtype=dtype))  # wrong shape
+    for value in valid:
+        small, large = (encode(value) for encode in encoders)
+        assert small.dtype == large.dtype
+        assert small.tolist() == large.tolist()
+        small[...] = 0  # a fresh array each call: what was remembered stays as it was
+    for value in invalid:
+        for encode in encoders:
+            with pytest.raises(ValueError, match=r"Env\.step: bad action at key 'action'"):
+                encode(value)

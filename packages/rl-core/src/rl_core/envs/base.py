@@ -19,7 +19,7 @@ from rl_core.envs._flags import (
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
-from rl_core.fast_td import StepMdpPlan, entries, get_leaf, is_plain, set_leaf
+from rl_core.fast_td import StepMdpPlan, entries, get_leaf, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -427,7 +427,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
-        names = entries(next_td) if is_plain(next_td) else ()
+        names = entries(next_td) if type(next_td) is TensorDict else ()
         # The common case, all three flags written at the root only, needs no completion.
         if not (
             levels == _ROOT_LEVEL and DONE in names and TERMINATED in names and TRUNCATED in names
@@ -572,6 +572,13 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action."""
         return self.step(self.rand_action(tensordict))
+
+    #: Declared by an env class whose ``_step`` reads nothing of its input but the actions
+    #: (its state lives elsewhere, e.g. in a gymnasium env). ``TransformedEnv.rollout()``
+    #: without a policy may then replay its transforms on this env's ``_random_rollout``.
+    #: Honoured only for the class that sets it: a subclass overriding ``_step`` must set it
+    #: again. A hook for subclasses, like ``_step``.
+    _step_reads_actions_only: bool = False
 
     def _random_rollout(
         self,

@@ -37,7 +37,7 @@ def reads_actions_only(env: EnvBase) -> bool:
     actions (the class attribute ``_step_reads_actions_only``, e.g. rl-envs' ``GymWrapper``),
     honoured only where ``_step`` is the declaring class's own."""
     cls = type(env)
-    if not getattr(cls, "_step_reads_actions_only", False):
+    if not cls._step_reads_actions_only:
         return False
     declarer = next(k for k in cls.__mro__ if "_step_reads_actions_only" in vars(k))
     return cls._step is declarer._step

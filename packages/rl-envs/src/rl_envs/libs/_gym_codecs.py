@@ -267,16 +267,27 @@ def _discrete_encoder(
             return lambda value: _offset(_numpy(value).argmax(-1), start, np_dtype)
 
         eye = np.eye(spec.n, dtype=np.int64)
+        # Valid small actions seen before (by dtype and bytes; the shape is checked) and their
+        # encodings: a vector env's policy repeats a few of them, and a lookup beats the check.
+        seen: dict[tuple[np.dtype, bytes], np.ndarray] = {}
 
         def encode_one_hot(value: Any) -> np.ndarray:
             array = _numpy(value)
             if array.shape != check.shape:
                 raise check.error(value)
+            key = (array.dtype, array.tobytes()) if array.size <= _SMALL_ONE_HOT else None
+            if key is not None:
+                known = seen.get(key)
+                if known is not None:
+                    return known.copy()
             index = array.argmax(-1)
             # A valid action is the one-hot vector of its argmax (one 1, zeros elsewhere).
             if not (array == eye[index]).all():
                 raise check.error(value)
-            return _offset(index, start, np_dtype)
+            encoded = _offset(index, start, np_dtype)
+            if key is not None and len(seen) < _SEEN_ONE_HOT:
+                seen[key] = encoded.copy()
+            return encoded
 
         return encode_one_hot
     if check is None:
@@ -290,6 +301,12 @@ def _discrete_encoder(
         return _offset(array, start, np_dtype)
 
     return encode_index
+
+
+# One-hot actions of at most this many elements are remembered once checked and encoded, up
+# to this many distinct ones per encoder.
+_SMALL_ONE_HOT = 64
+_SEEN_ONE_HOT = 1024
 
 
 def _single_discrete_encoder(

@@ -130,10 +130,12 @@ def observation_layout(
         decoders = [
             (key, src, make_decoder(sub, leaf, batch, copy=copy)) for key, src, sub, leaf in plan
         ]
-    block = block_observation(plan[0], batch) if len(decoders) == 1 and copy else None
+    # A small observation goes into row blocks (one copy, no tensor built per step), for
+    # vector envs too: their own copy is skipped where the sub-envs are stepped directly.
+    block = block_observation(plan[0], batch) if len(decoders) == 1 else None
     # The next roots of fused step-and-resets go into their own blocks: the merged
     # observation is a new array either way.
-    reset_block = block_observation(plan[0], batch) if len(decoders) == 1 else None
+    reset_block = block
     # Resets read every observation; steps read those the row blocks do not hold.
     step_decoders = decoders if block is None else []
     decode_single = None

@@ -97,6 +97,25 @@ class StepRows:
             out[self.observation[0]] = self.obs_views[i]
         return out
 
+    def step(self, stepper: Any, action: Any) -> dict:
+        """Steps ``stepper`` with ``action`` straight into the next row
+        (``stepper.step_at``); returns the tensor views of that row, as :meth:`write` does.
+        Needs a block observation (no observation is returned)."""
+        i = self.row  # _next_row, inline: this runs between two gymnasium steps
+        if i == self.rows:
+            self._allocate()
+            i = 0
+        self.row = i + 1
+        self.finished = stepper.step_at(action, self.blocks, i)
+        reward_t, done_t, terminated_t, truncated_t = self.views[i]
+        return {
+            self.observation[0]: self.obs_views[i],
+            REWARD: reward_t,
+            DONE: done_t,
+            TERMINATED: terminated_t,
+            TRUNCATED: truncated_t,
+        }
+
     def write_reset(self, previous: np.ndarray, mask: np.ndarray | None, obs: Any) -> dict:
         """The next root's observation and done flags after a reset of the sub-envs of
         ``mask`` (all of them when ``None``), as views of the next row: the observation rows

@@ -14,6 +14,8 @@ override of its step, reset or seed methods), which every fast path that drives 
 env directly needs; :func:`numpy_rows_apply` decides which wrappers the numpy-row paths (the
 rollout loop and the workers' direct path) may take: those whose outputs are one array
 observation and the flags, and whose class steps as ``GymWrapper`` does.
+:func:`sub_env_steps_apply` decides where a wrapper's stepper may step the sub-envs of its
+``SyncVectorEnv`` directly (:func:`make_stepper` picks the stepper).
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ class GymNumpyStepper:
             ``(mask, observation)``: the bool ``(num_envs,)`` mask of the reset sub-envs and
             gymnasium's reset observation of every sub-env (only the rows of ``mask`` are
             reset observations: in ``NEXT_STEP`` mode the others are stale) for a vector env;
-            ``(None, observation)`` for a single env, reset whole.
+            ``(None, observation)`` for a single env, reset whole. The observation may be
+            the env's own buffer (``SyncVectorStepper``): read it before the next step.
         """
         if not self.vector:
             return None, self.reset()[0]
@@ -141,6 +144,52 @@ class GymNumpyStepper:
             obs_block[i] = obs
         else:
             obs_block[i][mask] = np.asarray(obs)[mask]
+
+
+# The state of a SyncVectorEnv that SyncVectorStepper reads and keeps (gymnasium >= 1.1).
+_SYNC_STATE = ("envs", "_env_obs", "_observations", "_rewards", "_terminations", "_truncations")
+
+
+def sub_env_steps_apply(env: Any, *, infos: bool) -> bool:
+    """Whether ``env``'s sub-envs may be stepped directly (``_gym_sync_stepper``).
+
+    True for an exact ``gymnasium.vector.SyncVectorEnv`` (its type, not a subclass: a subclass
+    may step otherwise) in ``DISABLED`` autoreset mode, holding the state the direct stepper
+    keeps, when no ``info`` is read (``infos`` False: no info reader). There the direct loop
+    gives what ``SyncVectorEnv.step`` and its masked ``reset`` give, minus the ``info`` dict.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from rl_envs.libs import GymEnv
+        >>> sub_env_steps_apply(GymEnv("CartPole-v1", num_envs=2).env, infos=False)
+        True
+        >>> sub_env_steps_apply(gym.make_vec("CartPole-v1", num_envs=2), infos=False)
+        False
+    """
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    return (
+        not infos
+        and type(env) is SyncVectorEnv
+        and env.metadata.get("autoreset_mode") == AutoresetMode.DISABLED
+        and getattr(env, "autoreset_mode", None) == AutoresetMode.DISABLED
+        and all(hasattr(env, name) for name in (*_SYNC_STATE, "_autoreset_envs"))
+    )
+
+
+def make_stepper(env: Any, encode: Encoder, *, vector: bool, infos: bool) -> GymNumpyStepper:
+    """The stepper of a wrapper's gymnasium ``env``: a ``SyncVectorStepper`` where
+    :func:`sub_env_steps_apply` holds, else a :class:`GymNumpyStepper`.
+
+    Keyword Args:
+        vector: ``env`` is a vector env.
+        infos: the wrapper reads ``info`` entries (it has info readers).
+    """
+    if vector and sub_env_steps_apply(env, infos=infos):
+        from rl_envs.libs._gym_sync_stepper import SyncVectorStepper
+
+        return SyncVectorStepper(env, encode)
+    return GymNumpyStepper(env, encode, vector=vector)
 
 
 def runs_own_steps(env: Any) -> bool:
@@ -203,4 +252,11 @@ def numpy_rows_apply(wrapper: GymWrapper) -> bool:
     )
 
 
-__all__ = ["Blocks", "GymNumpyStepper", "numpy_rows_apply", "runs_own_steps"]
+__all__ = [
+    "Blocks",
+    "GymNumpyStepper",
+    "make_stepper",
+    "numpy_rows_apply",
+    "runs_own_steps",
+    "sub_env_steps_apply",
+]

@@ -9,9 +9,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import EnvBase, spec_checks_enabled
-from rl_core.fast_td import build_tensordict, entries, get_leaf, is_plain, set_leaf
-from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.envs import EnvBase
+from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.keys import ACTION, DONE, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_envs.libs._gym_codecs import make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader, with_info_entries
@@ -21,9 +21,11 @@ from rl_envs.libs._gym_make import (
     import_gymnasium,
 )
 from rl_envs.libs._gym_observations import observation_layout
-from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
+from rl_envs.libs._gym_paths import GymRowPaths
 from rl_envs.libs._gym_specs import gym_space_to_spec
-from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply, runs_own_steps
+from rl_envs.libs._gym_stepper import (
+    make_stepper,
+)
 from rl_envs.libs._gym_vector import (
     SameStepResets,
     autoreset_mode,
@@ -43,7 +45,7 @@ def _get(td: TensorDictBase, key: str, who: str) -> Any:
     return require(td, key, who)
 
 
-class GymWrapper(EnvBase):
+class GymWrapper(GymRowPaths, EnvBase):
     """Wraps a gymnasium env (``gymnasium.Env`` or ``gymnasium.vector.VectorEnv``) as an EnvBase.
 
     Specs follow the space mapping of :func:`rl_envs.libs.gym_space_to_spec`: a non-dict
@@ -93,11 +95,7 @@ class GymWrapper(EnvBase):
         >>> env.close()
     """
 
-    #: ``_step`` reads the actions of its input and nothing else (the state lives in the
-    #: gymnasium env): rl-core's ``TransformedEnv`` may then replay fusable transforms on this
-    #: env's random-action loop (see ``rl_core.transforms._replay``). Honoured for the class
-    #: that sets it: a subclass overriding ``_step`` must set it again.
-    _step_reads_actions_only = True
+    _step_reads_actions_only = True  # see EnvBase: _step reads only the actions
 
     def __init__(
         self,
@@ -218,6 +216,10 @@ class GymWrapper(EnvBase):
             _observations=layout.read,
             _step_observations=layout.read_step,
             _decode_single=layout.decode_single,
+            # The rows hold every step output (no info readers aside): steps write into them.
+            _rows_only=layout.rows.observation is not None
+            and layout.read_step is None
+            and self._same_step is None,
         )
         self.observation_spec = Composite(layout.entries, shape=self.batch_size)
 
@@ -230,7 +232,9 @@ class GymWrapper(EnvBase):
         self.action_spec = spec
         who = self.name
         encode = make_encoder(space, spec, batch, who=who)
-        self.__dict__["_stepper"] = GymNumpyStepper(self._env, encode, vector=self._vector)
+        self.__dict__["_stepper"] = make_stepper(
+            self._env, encode, vector=self._vector, infos=bool(self._info_readers)
+        )
         if isinstance(spec, Composite):
             self.__dict__["_read_action"] = lambda td: td  # the encoder reads each entry
         else:
@@ -286,8 +290,8 @@ class GymWrapper(EnvBase):
         # Steps now carry info entries: the numpy-row paths holding the stepper stop.
         stepper = self._stepper
         stepper.retired = True
-        self.__dict__["_stepper"] = GymNumpyStepper(
-            stepper.env, stepper.encode, vector=stepper.vector
+        self.__dict__["_stepper"] = make_stepper(
+            stepper.env, stepper.encode, vector=stepper.vector, infos=True
         )
         return self
 
@@ -317,6 +321,12 @@ class GymWrapper(EnvBase):
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         stepper = self._stepper
+        if self._rows_only and not self._info_readers:
+            # Every output goes into the row blocks: gymnasium's arrays are copied once.
+            out = self._rows.step(stepper, self._read_action(tensordict))
+            td = build_tensordict(out, self.batch_size, self._cpu_device)
+            target = self._target_device
+            return td if target is None else td.to(target, non_blocking=True)
         obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
         out = self._rows.write(stepper, obs, reward, terminated, truncated)
         read = self._step_observations
@@ -368,88 +378,6 @@ class GymWrapper(EnvBase):
     def _reset_flags(self) -> tuple[torch.Tensor, ...]:
         """``done``, ``terminated``, ``truncated`` of a reset: new all-False tensors."""
         return torch.zeros((3, *self.batch_size, 1), dtype=torch.bool).unbind(0)
-
-    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
-        """``step_and_maybe_reset`` in one go on numpy rows: the step, then the reset of the
-        finished sub-envs (``GymNumpyStepper.reset_finished``), their rows merged by
-        :meth:`_merge_reset_rows`. Only where ``numpy_stepper()`` applies (one array
-        observation on the CPU, no info entries, a class stepping as ``GymWrapper`` does) and
-        spec checks are off (they check each reset output); ``None`` (step then reset)
-        elsewhere. The oracle test compares it with ``step`` then ``reset``."""
-        applies = self._cache.get("numpy_rows_apply")
-        if applies is None:
-            applies = self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
-        if not applies or self._info_readers or spec_checks_enabled():
-            return None
-        next_td = self._step(tensordict)
-        done = self._rows.finished
-        if done is None:
-            return next_td, None
-        return next_td, self._stepper.reset_finished(done)
-
-    def _merge_reset_rows(
-        self, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
-    ) -> TensorDictBase:
-        """What ``reset(next_root)`` gives with the finished sub-envs' ``"_reset"`` mask:
-        their rows of the observation from gymnasium's reset, the others kept, the done
-        flags all False (a sub-env that did not finish has all three False already)."""
-        mask, obs = pending
-        rows = self._reset_rows
-        if rows.observation is not None:
-            # A small observation: the merged rows go into the next block row (no torch call;
-            # the block's dtype is the space's, as the decoded reset observation's).
-            previous = get_leaf(next_root, (OBSERVATION,)).numpy()
-            for key, value in rows.write_reset(previous, mask, obs).items():
-                set_leaf(next_root, key, value)
-            return next_root
-        fresh = self._observations(obs)[OBSERVATION]
-        if mask is not None:
-            merged = get_leaf(next_root, (OBSERVATION,)).numpy().copy()
-            merged[mask] = fresh.numpy()[mask]
-            fresh = torch.from_numpy(merged)
-        set_leaf(next_root, OBSERVATION, fresh)
-        for key, flag in zip((DONE, TERMINATED, TRUNCATED), self._reset_flags(), strict=True):
-            set_leaf(next_root, key, flag)
-        return next_root
-
-    def _random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-    ) -> TensorDictBase | None:
-        """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
-        if self._info_readers or not runs_own_steps(self):
-            return None
-        # Info readers are checked above: they can be added after the plan is cached.
-        plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
-        if plan is None:
-            return None
-        return random_rollout(
-            self,
-            plan,
-            start,
-            max_steps,
-            break_when_any_done=break_when_any_done,
-            break_when_all_done=break_when_all_done,
-        )
-
-    def numpy_stepper(self) -> GymNumpyStepper | None:
-        """The stepper of this wrapper's gymnasium env, for paths that step it on numpy rows.
-
-        Returns it where those paths give what ``step``/``reset`` give (see
-        ``_gym_stepper.numpy_rows_apply``: one array observation, no pixels or info entries,
-        outputs on the CPU, not ``SAME_STEP``, and a class that does not override the step or
-        reset methods); ``None`` elsewhere.
-
-        Examples:
-            >>> from rl_envs.libs import GymEnv
-            >>> GymEnv("CartPole-v1").numpy_stepper() is not None
-            True
-        """
-        return self._stepper if numpy_rows_apply(self) else None
 
     def _set_seed(self, seed: int | None) -> None:
         if seed is None:

@@ -1,0 +1,155 @@
+"""Steps the sub-envs of a ``gymnasium.vector.SyncVectorEnv`` directly, without its bookkeeping.
+
+``SyncVectorEnv.step`` loops over its sub-envs and, around each sub-env step, builds the
+``info`` dict (``_add_info``) and checks the autoreset mode; a masked ``reset`` loops over every
+sub-env to find the masked ones and builds the ``info`` dict too. A ``GymWrapper`` without
+info readers reads none of those infos. :class:`SyncVectorStepper` runs the same loop without
+them: it splits the actions with ``gymnasium.vector.utils.iterate`` (the sub-envs get the
+same action objects), steps (or resets) each sub-env, and keeps the vector env's own state
+(``_env_obs``, ``_rewards``, ``_terminations``, ``_truncations``, ``_autoreset_envs``) as
+``SyncVectorEnv`` does (its output buffer ``_observations`` included), so the generic path
+can take over at any step.
+
+Where it applies (an exact ``SyncVectorEnv`` in ``DISABLED`` autoreset mode, no info reader)
+is decided once, by ``_gym_stepper.sub_env_steps_apply``; the oracle test
+(``tests/libs/test_gym_sync_stepper.py``) steps a wrapper through it and one through
+``SyncVectorEnv`` side by side.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+import numpy as np
+
+from rl_envs.libs._gym_codecs import Encoder
+from rl_envs.libs._gym_stepper import Blocks, GymNumpyStepper
+
+
+class SyncVectorStepper(GymNumpyStepper):
+    """A :class:`GymNumpyStepper` of a ``SyncVectorEnv`` that steps its sub-envs itself.
+
+    Outputs, sub-env calls and the vector env's state afterwards are those of
+    ``SyncVectorEnv.step`` / ``reset(options={"reset_mask": mask})`` in ``DISABLED`` mode, but
+    the returned ``info`` is always ``{}`` (the wrapper reads none). A step while a sub-env
+    still waits for its reset, a full reset and a reset with a seed or options go through the
+    ``SyncVectorEnv`` itself.
+
+    Args:
+        env: a ``gymnasium.vector.SyncVectorEnv`` with autoreset ``DISABLED``.
+        encode: the action encoder (see ``make_encoder``).
+    """
+
+    def __init__(self, env: Any, encode: Encoder) -> None:
+        from gymnasium.vector.utils import concatenate, iterate
+
+        super().__init__(env, encode, vector=True)
+        self._iterate = iterate
+        self._concatenate = concatenate
+
+    def _step_sub_envs(self, actions: Any) -> bool:
+        """Steps every sub-env with its share of ``actions``, into the vector env's arrays.
+
+        Returns False (nothing stepped) when a sub-env still waits for its reset: the caller
+        then steps through ``SyncVectorEnv.step``, which raises gymnasium's error.
+        """
+        vec = self.env
+        if vec._autoreset_envs.any():
+            return False
+        env_obs, rewards = vec._env_obs, vec._rewards
+        terminations, truncations = vec._terminations, vec._truncations
+        parts = self._iterate(vec.action_space, actions)
+        for i, (action, sub_env) in enumerate(zip(parts, vec.envs, strict=True)):
+            env_obs[i], rewards[i], terminations[i], truncations[i], _ = sub_env.step(action)
+        vec._autoreset_envs = np.logical_or(terminations, truncations)
+        return True
+
+    def _concatenated(self) -> Any:
+        """Gymnasium's batched observation of ``_env_obs``, in the vector env's own buffer."""
+        vec = self.env
+        vec._observations = self._concatenate(
+            vec.single_observation_space, vec._env_obs, vec._observations
+        )
+        return vec._observations
+
+    def _observations(self) -> Any:
+        """:meth:`_concatenated`, copied where the vector env copies its outputs."""
+        obs = self._concatenated()
+        if not self.env.copy:
+            return obs
+        if type(obs) is np.ndarray and not obs.dtype.hasobject:
+            return obs.copy()  # what deepcopy does for such an array
+        return deepcopy(obs)
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict]:
+        """``SyncVectorEnv.step`` of the encoded ``action``; ``info`` is ``{}``."""
+        encoded = self.encode(action)
+        if not self._step_sub_envs(encoded):
+            return self.env.step(encoded)
+        vec = self.env
+        return (
+            self._observations(),
+            np.copy(vec._rewards),
+            np.copy(vec._terminations),
+            np.copy(vec._truncations),
+            {},
+        )
+
+    def step_at(self, action: Any, blocks: Blocks, i: int, *, encoded: bool = False) -> Any:
+        """Steps with ``action`` and writes the outputs into row ``i`` of ``blocks`` (see
+        :meth:`GymNumpyStepper.step_at`), with no copy of gymnasium's arrays in between."""
+        actions = action if encoded else self.encode(action)
+        if not self._step_sub_envs(actions):
+            return super().step_at(actions, blocks, i, encoded=True)
+        vec = self.env
+        # Into gymnasium's own buffer first (its dtype), then the row: as the generic path.
+        obs = self._concatenated() if blocks[0] is not None else None
+        return self.write_at(blocks, i, obs, vec._rewards, vec._terminations, vec._truncations)
+
+    def reset(
+        self,
+        mask: np.ndarray | None = None,
+        *,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict]:
+        """Resets the sub-envs of ``mask`` as ``SyncVectorEnv.reset(options={"reset_mask":
+        mask})`` does; ``info`` is ``{}``. Anything else (no mask, every sub-env, a seed,
+        options, a mask gymnasium would reject) goes through the ``SyncVectorEnv``."""
+        if seed is not None or options is not None or not self._resets_directly(mask):
+            return super().reset(mask, seed=seed, options=options)
+        self._reset_sub_envs(mask)
+        return self._observations(), {}
+
+    def reset_finished(self, done: Any) -> tuple[np.ndarray | None, Any]:
+        """:meth:`GymNumpyStepper.reset_finished`, with no copy of the observation: it is the
+        vector env's buffer, to read before the next step or reset."""
+        mask = np.array(done, dtype=np.bool_)
+        if not self._resets_directly(mask):
+            return super().reset_finished(mask)
+        self._reset_sub_envs(mask)
+        return mask, self._concatenated()
+
+    def _resets_directly(self, mask: Any) -> bool:
+        """Whether ``mask`` is a partial reset mask that gymnasium accepts."""
+        return (
+            type(mask) is np.ndarray
+            and mask.dtype == np.bool_
+            and mask.shape == (self.env.num_envs,)
+            and bool(mask.any())
+            and not mask.all()
+        )
+
+    def _reset_sub_envs(self, mask: np.ndarray) -> None:
+        vec = self.env
+        vec._terminations[mask] = False
+        vec._truncations[mask] = False
+        vec._autoreset_envs[mask] = False
+        env_obs, envs = vec._env_obs, vec.envs
+        sub_options: dict[str, Any] = {}  # what is left of gymnasium's options once popped
+        for i in np.flatnonzero(mask).tolist():
+            env_obs[i], _ = envs[i].reset(seed=None, options=sub_options)
+
+
+__all__ = ["SyncVectorStepper"]

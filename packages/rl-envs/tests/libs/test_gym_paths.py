@@ -1,0 +1,38 @@
+"""GymWrapper's numpy-row paths (``_gym_paths``): the fused step-and-reset against the generic
+step then reset, where every output goes into row blocks and where the observation is too
+large for them."""
+
+import numpy as np
+import pytest
+
+from rl_core.testing import check_random_rollout, check_step_and_reset
+from rl_envs.libs import GymEnv, GymWrapper
+
+gym = pytest.importorskip("gymnasium")
+
+
+def _large_box_vector(echo_env):
+    # 4 sub-envs x 300 floats: more than a row block holds, so steps decode the observation.
+    space = gym.spaces.Box(-1.0, 1.0, (300,), np.float32)
+    return GymWrapper(
+        gym.vector.SyncVectorEnv(
+            [lambda: echo_env(space, horizon=5)] * 4, autoreset_mode="Disabled"
+        )
+    )
+
+
+def test_fused_path_with_observations_in_row_blocks():
+    for num_envs in (0, 3):
+        env = GymEnv("CartPole-v1", num_envs=num_envs)
+        assert env._rows_only
+        env.close()
+        check_step_and_reset(lambda n=num_envs: GymEnv("CartPole-v1", num_envs=n), steps=80)
+
+
+def test_fused_path_with_a_large_observation(echo_env):
+    env = _large_box_vector(echo_env)
+    assert not env._rows_only
+    assert env.numpy_stepper() is not None
+    env.close()
+    check_step_and_reset(lambda: _large_box_vector(echo_env), steps=30)
+    check_random_rollout(lambda: _large_box_vector(echo_env), steps=30)
