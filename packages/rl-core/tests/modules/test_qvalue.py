@@ -59,6 +59,20 @@ def test_greedy_one_hot_matches_argmax_one_hot_with_ties_and_nans(dtype):
     assert torch.equal(out["action"], expected)
 
 
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_bool_one_hot_from_comparison_or_scatter_is_one_hot_of_argmax(contiguous):
+    # Contiguous values compare the index with arange(n); others scatter into zeros.
+    values = torch.randn(N, 5, 2)[..., 0].t()  # (5, N), not contiguous
+    if contiguous:
+        values = values.contiguous()
+    module = QValueModule(spec=OneHot(N))
+    out = module(TensorDict(action_value=values, batch_size=[5]))
+    expected = torch.nn.functional.one_hot(values.argmax(-1), N).bool()
+    assert out["action"].dtype is torch.bool
+    assert torch.equal(out["action"], expected)
+    assert list(module.state_dict()) == []  # the cached arange is no state
+
+
 def test_one_hot_dtype_follows_the_spec():
     values, _ = _values_and_mask((3,))
     td = QValueModule(OneHot(N, dtype=torch.int64))(TensorDict(action_value=values, batch_size=[3]))

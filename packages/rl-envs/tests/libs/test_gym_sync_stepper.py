@@ -1,6 +1,8 @@
 """Oracle tests of SyncVectorStepper: a wrapper stepping its SyncVectorEnv's sub-envs directly
 against one stepping through ``SyncVectorEnv.step``/``reset`` (same seed, same actions)."""
 
+from typing import Any, ClassVar
+
 import numpy as np
 import pytest
 import torch
@@ -83,6 +85,84 @@ def test_step_and_maybe_reset_matches_sync_vector_env(make, categorical):
         outputs.append(_steps_and_resets(env, actions))
     finished = sum(bool(td["next", "done"].any()) for td in outputs[1][::2])
     assert finished > 0  # resets of some sub-envs were compared
+    for mine, theirs in zip(*outputs, strict=True):
+        assert_tensordict_equal(mine, theirs)
+    _same_vector_state(direct, oracle)
+
+
+class Loose(gym.Env):
+    """A float32 Box env whose observations are not always float32 arrays of the row shape:
+    float64 arrays (``kind="float64"``), lists (``"list"``), or a wrong shape at step 5
+    (``"shape"``). Gymnasium's concatenate casts, converts or raises; so must the direct path.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+
+    def __init__(self, kind):
+        self.kind = kind
+        self.observation_space = gym.spaces.Box(-10, 10, (2,), np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.steps = 0
+        self.horizon = 8 if kind == "shape" else 3
+
+    def _obs(self):
+        value = self.np_random.normal(size=2)
+        if self.kind == "list":
+            return value.tolist()
+        if self.kind == "shape" and self.steps == 5:
+            return value[:1]
+        return value if self.kind in ("float64", "shape") else value.astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.steps += 1
+        return self._obs(), float(action), self.steps >= self.horizon + int(action), False, {}
+
+
+@pytest.mark.parametrize("kind", ["float64", "list"])
+def test_observations_gymnasium_casts_or_converts_match(kind):
+    # The direct path concatenates float32 arrays of the row shape itself; the others go
+    # through gymnasium's concatenate: both give SyncVectorEnv's observations.
+    direct, oracle = _pair(lambda: Loose(kind), num_envs=3)
+    actions = _actions(direct, 20, seed=3)
+    outputs = []
+    for env in (direct, oracle):
+        env.set_seed(2)
+        outputs.append(_steps_and_resets(env, actions))
+    for mine, theirs in zip(*outputs, strict=True):
+        assert_tensordict_equal(mine, theirs)
+    _same_vector_state(direct, oracle)
+    assert np.array_equal(direct.env._observations, oracle.env._observations)
+
+
+def test_observation_of_a_wrong_shape_raises_gymnasium_error():
+    direct, oracle = _pair(lambda: Loose("shape"), num_envs=2)
+    action = TensorDict(action=torch.tensor([[0, 1], [0, 1]]), batch_size=[2])
+    errors = []
+    for env in (direct, oracle):
+        env.set_seed(0)
+        td = env.reset()
+        for _ in range(4):
+            td = env.step_mdp_plan()(env.step(td.update(action)))
+        with pytest.raises(ValueError, match="shape") as info:
+            env.step(td.update(action))  # the 5th step returns an observation of shape (1,)
+        errors.append(str(info.value))
+    assert errors[0] == errors[1]
+
+
+def test_discrete_observations_match(echo_env):
+    # 0-d observations (a Discrete space): gymnasium's concatenate, not the flat one.
+    space = gym.spaces.Discrete(5)
+    direct, oracle = _pair(lambda: echo_env(space, horizon=3), num_envs=3)
+    actions = _actions(direct, 12, seed=4)
+    outputs = []
+    for env in (direct, oracle):
+        env.set_seed(1)
+        outputs.append(_steps_and_resets(env, actions))
     for mine, theirs in zip(*outputs, strict=True):
         assert_tensordict_equal(mine, theirs)
     _same_vector_state(direct, oracle)

@@ -141,6 +141,8 @@ class QValueModule(TensorDictModuleBase):
         self.action_mask_key = action_mask_key
         self.in_keys = [action_value_key] + ([action_mask_key] if action_mask_key else [])
         self.out_keys = out_keys
+        # ``arange(n)`` per (n, device): a bool one-hot is ``index == arange(n)`` (see _single).
+        self._columns: dict[tuple[int, torch.device], torch.Tensor] = {}
 
     @staticmethod
     def _resolve_space(space: str | None, spec: TensorSpec | None, where: str) -> str:
@@ -186,6 +188,9 @@ class QValueModule(TensorDictModuleBase):
                 index, chosen = greedy_action(action_value, mask)
                 index = index.unsqueeze(-1)
             dtype = torch.bool if spec is None else spec.dtype
+            if dtype is torch.bool and action_value.is_contiguous():
+                # The same tensor as the scatter below, in one op: column j is index == j.
+                return index == self._arange(action_value), chosen
             return torch.zeros_like(action_value, dtype=dtype).scatter_(-1, index, 1), chosen
         index, chosen = greedy_action(action_value, mask)
         if spec is None:
@@ -194,6 +199,14 @@ class QValueModule(TensorDictModuleBase):
         if spec.shape[-1:] == (1,) and action_value.shape[-1 - spec.ndim : -1] != spec.shape:
             index = index.unsqueeze(-1)
         return index.to(spec.dtype), chosen
+
+    def _arange(self, action_value: torch.Tensor) -> torch.Tensor:
+        key = (action_value.shape[-1], action_value.device)
+        columns = self._columns.get(key)
+        if columns is None:
+            columns = torch.arange(key[0], device=key[1])
+            self._columns[key] = columns
+        return columns
 
     def _multi(
         self, action_value: torch.Tensor, mask: torch.Tensor | None

@@ -42,11 +42,18 @@ class SyncVectorStepper(GymNumpyStepper):
     """
 
     def __init__(self, env: Any, encode: Encoder) -> None:
+        from gymnasium import spaces
         from gymnasium.vector.utils import concatenate, iterate
 
         super().__init__(env, encode, vector=True)
         self._iterate = iterate
         self._concatenate = concatenate
+        # The spaces whose ``iterate`` is ``iter(items)`` and whose ``concatenate`` is
+        # ``np.stack(items, axis=0, out=out)`` (gymnasium's ``_iterate_base`` and
+        # ``_concatenate_base``): exact types, a subclass may register its own.
+        self._iter_spaces = (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)
+        self._stack_spaces = (*self._iter_spaces, spaces.Discrete)
+        self._flat_out: tuple[np.ndarray, Any, np.ndarray] | None = None
 
     def _step_sub_envs(self, actions: Any) -> bool:
         """Steps every sub-env with its share of ``actions``, into the vector env's arrays.
@@ -55,11 +62,15 @@ class SyncVectorStepper(GymNumpyStepper):
         then steps through ``SyncVectorEnv.step``, which raises gymnasium's error.
         """
         vec = self.env
-        if vec._autoreset_envs.any():
+        if np.count_nonzero(vec._autoreset_envs):  # ``any()``, without numpy's Python layer
             return False
         env_obs, rewards = vec._env_obs, vec._rewards
         terminations, truncations = vec._terminations, vec._truncations
-        parts = self._iterate(vec.action_space, actions)
+        space = vec.action_space
+        if type(space) in self._iter_spaces and type(actions) is np.ndarray and actions.ndim:
+            parts = iter(actions)  # what ``iterate`` does for these spaces
+        else:
+            parts = self._iterate(space, actions)
         for i, (action, sub_env) in enumerate(zip(parts, vec.envs, strict=True)):
             env_obs[i], rewards[i], terminations[i], truncations[i], _ = sub_env.step(action)
         vec._autoreset_envs = np.logical_or(terminations, truncations)
@@ -68,10 +79,38 @@ class SyncVectorStepper(GymNumpyStepper):
     def _concatenated(self) -> Any:
         """Gymnasium's batched observation of ``_env_obs``, in the vector env's own buffer."""
         vec = self.env
-        vec._observations = self._concatenate(
-            vec.single_observation_space, vec._env_obs, vec._observations
-        )
+        out, items = vec._observations, vec._env_obs
+        flat = self._flat_view(out, vec.single_observation_space)
+        if flat is not None:
+            # ``np.stack(items, axis=0, out=out)`` (gymnasium's concatenate of these spaces)
+            # is one ``concatenate`` into the flat view of ``out`` where every item is an
+            # array of the row shape: same values, same ``same_kind`` casting and errors.
+            shape = out.shape[1:]
+            for item in items:
+                if type(item) is not np.ndarray or item.shape != shape:
+                    break
+            else:
+                np.concatenate(items, axis=0, out=flat)
+                return out
+        vec._observations = self._concatenate(vec.single_observation_space, items, out)
         return vec._observations
+
+    def _flat_view(self, out: Any, space: Any) -> np.ndarray | None:
+        """``out`` with its first two dims merged, as a view (cached per buffer), where
+        gymnasium's concatenate of ``space`` into ``out`` is ``np.stack``; else None."""
+        cached = self._flat_out
+        if cached is not None and cached[0] is out and cached[1] is space:
+            return cached[2]
+        if (
+            type(space) not in self._stack_spaces
+            or type(out) is not np.ndarray
+            or out.ndim < 2
+            or not out.flags.c_contiguous
+        ):
+            return None
+        flat = out.reshape(-1, *out.shape[2:])
+        self._flat_out = (out, space, flat)
+        return flat
 
     def _observations(self) -> Any:
         """:meth:`_concatenated`, copied where the vector env copies its outputs."""
@@ -137,8 +176,7 @@ class SyncVectorStepper(GymNumpyStepper):
             type(mask) is np.ndarray
             and mask.dtype == np.bool_
             and mask.shape == (self.env.num_envs,)
-            and bool(mask.any())
-            and not mask.all()
+            and 0 < np.count_nonzero(mask) < mask.shape[0]  # some but not all
         )
 
     def _reset_sub_envs(self, mask: np.ndarray) -> None:
@@ -148,7 +186,7 @@ class SyncVectorStepper(GymNumpyStepper):
         vec._autoreset_envs[mask] = False
         env_obs, envs = vec._env_obs, vec.envs
         sub_options: dict[str, Any] = {}  # what is left of gymnasium's options once popped
-        for i in np.flatnonzero(mask).tolist():
+        for i in mask.nonzero()[0].tolist():
             env_obs[i], _ = envs[i].reset(seed=None, options=sub_options)
 
 
