@@ -86,7 +86,7 @@ def test_stats_estimated_once_serve_parallel_env_workers(cartpole):
 
 
 def test_env_path_equals_the_generic_transform_on_the_same_values(cartpole):
-    # ObservationNorm._call inlines _apply_transform: on the env path (steps and resets,
+    # On the env path (Transform._call with set_leaf, steps and resets,
     # through the fused step-and-reset) each output is bit-equal to _apply_transform of the
     # base env's observation, for both forms.
     torch.manual_seed(0)

@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_core.fast_td import entries, is_plain
+from rl_core.fast_td import entries, is_plain, set_leaf
 from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
@@ -101,7 +101,7 @@ class Transform(nn.Module):
             else:
                 value = tensordict.get(in_key, None)
             if value is not None:
-                tensordict.set(out_key, self._apply_transform(value))
+                set_leaf(tensordict, out_key, self._apply_transform(value))
         return tensordict
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -6,10 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
 
 from rl_core import TensorSpec, Transform
-from rl_core.fast_td import entries, is_plain, set_leaf
 from rl_core.keys import OBSERVATION, NestedKey
 from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
 
@@ -118,29 +116,6 @@ class ObservationNorm(Transform):
         if not value.dtype.is_floating_point:
             value = value.to(weight.dtype)
         return torch.addcmul(bias, value, weight)
-
-    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
-        if type(self)._apply_transform is not ObservationNorm._apply_transform:
-            return super()._call(tensordict)  # a subclass maps values its own way
-        # Transform._call with _apply_transform inlined (this runs on every env step and
-        # reset): entries of a plain TensorDict read from its entry dict, one addcmul each.
-        flat = entries(tensordict) if is_plain(tensordict) else None
-        affine = self._affine
-        for in_key, out_key in zip(self.in_keys, self.out_keys):
-            if flat is not None and type(in_key) is str:
-                value = flat.get(in_key, None)
-            else:
-                value = tensordict.get(in_key, None)
-            if value is not None:
-                weight, bias = affine(value)
-                if not value.dtype.is_floating_point:
-                    value = value.to(weight.dtype)
-                value = torch.addcmul(bias, value, weight)
-                if type(out_key) is str:
-                    set_leaf(tensordict, out_key, value)
-                else:
-                    tensordict.set(out_key, value)
-        return tensordict
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         weight, bias = self._affine(value)
