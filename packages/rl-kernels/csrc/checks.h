@@ -7,6 +7,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -105,6 +106,16 @@ inline void check_leaf_range(const char* op, int64_t low, int64_t high, int64_t 
   TORCH_CHECK_VALUE(low >= 0 && high < capacity, op, ": expected leaf indices in [0, ",
                     capacity, "), got values in [", low, ", ", high,
                     "]. Drop out-of-range indices or build a tree with a larger capacity.");
+}
+
+// The leaf indices of a CPU tree update, contiguous, checked to lie in [0, capacity) (the
+// range from one pass over them); `index` must not be empty.
+inline at::Tensor checked_cpu_leaves(const char* op, const at::Tensor& index, int64_t capacity) {
+  at::Tensor idx = index.contiguous();
+  const int64_t* pi = idx.const_data_ptr<int64_t>();
+  const auto [low, high] = std::minmax_element(pi, pi + idx.numel());
+  check_leaf_range(op, *low, *high, capacity);
+  return idx;
 }
 
 // torch.minimum: NaN wins.

@@ -194,10 +194,8 @@ void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
   const int64_t capacity = check_tree_layout(op, tree, &index, value);
   const int64_t count = index.numel();
   if (count == 0) return;
-  const auto idx = index.contiguous();
+  const auto idx = checked_cpu_leaves(op, index, capacity);
   const int64_t* pi = idx.const_data_ptr<int64_t>();
-  const auto [low, high] = std::minmax_element(pi, pi + count);
-  check_leaf_range(op, *low, *high, capacity);
   const auto val = value.contiguous();
   at::Tensor work = tree.is_contiguous() ? tree : tree.contiguous();
   std::vector<int64_t> nodes(static_cast<size_t>(count));

@@ -34,10 +34,8 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
   check_tree_pair(op, sum_tree, min_tree);
   const int64_t count = index.numel();
   if (count == 0) return;
-  const auto idx = index.contiguous();
+  const auto idx = checked_cpu_leaves(op, index, capacity);
   const int64_t* pi = idx.const_data_ptr<int64_t>();
-  const auto [low, high] = std::minmax_element(pi, pi + count);
-  check_leaf_range(op, *low, *high, capacity);
   const auto val = value.contiguous();
   at::Tensor sums = sum_tree.is_contiguous() ? sum_tree : sum_tree.contiguous();
   at::Tensor mins = min_tree.is_contiguous() ? min_tree : min_tree.contiguous();
