@@ -156,6 +156,20 @@ def test_partial_reset_touches_only_masked_sub_envs():
     assert "_reset" not in out.keys()
 
 
+def test_a_one_element_reset_mask_resets_or_keeps_the_env():
+    # A single env's "_reset" mask has one element: True resets it, False keeps its entries.
+    env = CountingEnv(max_count=100)
+    td = env.reset()
+    for _ in range(2):
+        td = env.step(_ones_policy(td))["next"].exclude("reward")
+    kept = env.reset(td.clone().set("_reset", torch.tensor([False])))
+    assert kept["observation"].tolist() == [2.0]
+    fresh = env.reset(td.clone().set("_reset", torch.tensor([True])))
+    assert fresh["observation"].tolist() == [0.0]
+    assert "_reset" not in kept.keys()
+    assert "_reset" not in fresh.keys()
+
+
 def test_step_and_maybe_reset_resets_only_finished_sub_envs():
     env = CountingEnv(max_count=2, batch_size=[2])
     td = env.reset()

@@ -1,3 +1,5 @@
+import itertools
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -160,22 +162,39 @@ def test_exclude_refuses_done_flags():
 
 
 def test_zero_resets_match_torch_zeros_and_are_fresh_tensors():
-    # RewardSum and StepCounter build reset zeros from cached templates where the device is
-    # known: each reset must give torch.zeros' shape, dtype and device, as a tensor of its own.
+    # RewardSum and StepCounter cut reset zeros from blocks on the CPU: each reset must give
+    # torch.zeros' shape, dtype and device, as a tensor of its own, across block boundaries
+    # (more resets than the 64 rows of a block), whatever was done to earlier ones.
     cpu = torch.device("cpu")
     for device in (None, cpu):
         env = TransformedEnv(CountingEnv(batch_size=(3,), device=device), RewardSum())
         env.append_transform(StepCounter())
-        first, second = env.reset(), env.reset()
+        resets = [env.reset() for _ in range(70)]
         for key, dtype in (("episode_reward", torch.float32), ("step_count", torch.int64)):
-            a, b = first[key], second[key]
-            assert a.dtype == dtype
-            assert a.shape == (3, 1)
-            assert a.device == cpu
-            assert torch.equal(a, torch.zeros(3, 1, dtype=dtype))
-            assert a.data_ptr() != b.data_ptr()
-            a.add_(5)
-            assert torch.equal(b, torch.zeros(3, 1, dtype=dtype))
+            for a, b in itertools.pairwise(resets):
+                a, b = a[key], b[key]
+                assert a.dtype == dtype
+                assert a.shape == (3, 1)
+                assert a.device == cpu
+                assert a.is_contiguous()
+                assert torch.equal(a, torch.zeros(3, 1, dtype=dtype))
+                assert a.data_ptr() != b.data_ptr()
+                a.add_(5)
+                assert torch.equal(b, torch.zeros(3, 1, dtype=dtype))
+
+
+def test_zero_resets_follow_the_default_device():
+    # With a default device set (a torch function mode), device=None means that device.
+    from rl_core.transforms._zeros import zeros
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    with torch.device("meta"):
+        assert zeros(owner, (2, 1), torch.int64, None).device.type == "meta"
+    assert zeros(owner, (2, 1), torch.int64, None).device.type == "cpu"
+    assert zeros(owner, (2, 1), torch.int64, torch.device("meta")).device.type == "meta"
 
 
 def test_reward_sum_and_step_counter_lean_paths_match_the_generic_loop():

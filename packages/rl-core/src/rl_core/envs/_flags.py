@@ -95,7 +95,10 @@ def reset_masks(
 
 
 def _all_set(mask: torch.Tensor) -> bool:
-    """``bool(mask.all())``; a CPU bool mask is read through its numpy view (fewer torch calls)."""
+    """``bool(mask.all())``, with fewer torch calls: a one-element mask is read directly (as
+    :func:`any_set` reads one) and a CPU bool mask through its numpy view."""
+    if mask.numel() == 1:
+        return bool(mask)
     if mask.is_cpu and mask.dtype is torch.bool:
         return bool(mask.numpy().all())
     return bool(mask.all())

@@ -10,6 +10,7 @@ from tensordict import TensorDictBase
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
+from rl_core.transforms._zeros import zeros
 from rl_core.transforms.transform import Transform
 
 
@@ -73,22 +74,13 @@ class RewardSum(Transform):
                 raise RuntimeError("RewardSum: reset outside an env; it needs the reward spec.")
             self.transform_output_spec(env.output_spec.clone())
         for out_key in self.out_keys:
-            tensordict_reset.set(out_key, self._zero(self._reward_specs[out_key]))
+            spec = self._reward_specs[out_key]
+            zero = zeros(self, tuple(spec.shape), spec.dtype, spec.device)
+            if type(out_key) is str:
+                set_leaf(tensordict_reset, out_key, zero)
+            else:
+                tensordict_reset.set(out_key, zero)
         return tensordict_reset
-
-    def _zero(self, spec: TensorSpec) -> torch.Tensor:
-        """``torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device)``, through a cached
-        template of the same shape, dtype and device where the spec has a device
-        (``zeros_like`` takes fewer argument checks; resets are frequent)."""
-        shape, dtype, device = spec.shape, spec.dtype, spec.device
-        if device is None:
-            return torch.zeros(shape, dtype=dtype)  # the default device at this call
-        zeros = self.__dict__.setdefault("_zeros", {})
-        key = (shape, dtype, device)
-        template = zeros.get(key)
-        if template is None:
-            template = zeros[key] = torch.zeros(shape, dtype=dtype, device=device)
-        return torch.zeros_like(template)
 
     def _paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...], NestedKey]]:
         """``(reward path, sum path, sum key)`` per in/out key pair, built once per key list."""

@@ -8,6 +8,7 @@ from tensordict import TensorDictBase
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
+from rl_core.transforms._zeros import zeros
 from rl_core.transforms.transform import Transform
 
 
@@ -73,20 +74,12 @@ class StepCounter(Transform):
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
         batch, device = tensordict_reset.batch_size, tensordict_reset.device
-        if device is None:
-            # The default device, as torch.zeros takes it when the call is made.
-            count = torch.zeros((*batch, 1), dtype=torch.int64)
+        count = zeros(self, (*batch, 1), torch.int64, device)
+        key = self.step_count_key
+        if type(key) is str:
+            set_leaf(tensordict_reset, key, count)
         else:
-            # ``torch.zeros`` of the same shape, dtype and device, through a cached template
-            # (``zeros_like`` takes fewer argument checks; resets are frequent).
-            zeros = self.__dict__.setdefault("_zeros", {})
-            template = zeros.get((batch, device))
-            if template is None:
-                template = zeros[(batch, device)] = torch.zeros(
-                    (*batch, 1), dtype=torch.int64, device=device
-                )
-            count = torch.zeros_like(template)
-        tensordict_reset.set(self.step_count_key, count)
+            tensordict_reset.set(key, count)
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
