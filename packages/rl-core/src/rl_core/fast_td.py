@@ -12,7 +12,8 @@ or a subclass). Functions that need one say so; the others fall back to the publ
 anything else.
 
 * :func:`is_plain`, :func:`entries`: the test, and the entry dict of one level.
-* :func:`get_leaf`, :func:`set_leaf`: ``td.get(path)`` and ``td.set(key, value)``.
+* :func:`get_leaf`, :func:`set_leaf`: ``td.get(path)`` and ``td.set(key, value)``;
+  :func:`writable_entries`: the entry dict ``set_leaf`` writes into directly.
 * :func:`leaf_paths`: the leaf paths of a plain nested TensorDict of tensors.
 * :func:`build_tensordict`, :class:`TreeBuilder`: a TensorDict (flat, or nested from leaf
   paths) built from values already known to fit, without checks.
@@ -85,6 +86,30 @@ def entries(td: TensorDict) -> dict[str, Any]:
             f"fast_td.entries: expected a plain TensorDict, got {type(td).__name__}. Check "
             f"is_plain(td) first, or use td.keys()."
         )
+    return td._tensordict
+
+
+def writable_entries(td: Any) -> dict[str, Any] | None:
+    """The entry dict of a plain, unlocked, unconsolidated TensorDict without a device or on
+    the CPU, where :func:`set_leaf` stores a CPU tensor of the batch size directly; ``None``
+    for anything else.
+
+    A caller may then write such tensors into the dict itself (what ``set_leaf`` would do),
+    and only such tensors.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({}, batch_size=[2])
+        >>> writable_entries(td)["obs"] = torch.zeros(2, 3)
+        >>> td["obs"].shape, writable_entries(td.lock_())
+        (torch.Size([2, 3]), None)
+    """
+    if type(td) is not TensorDict or td._is_locked or hasattr(td, "_consolidated"):
+        return None
+    device = td._device
+    if device is not None and device.type != "cpu":
+        return None
     return td._tensordict
 
 
@@ -432,4 +457,5 @@ __all__ = [
     "module_io_keys",
     "sequence_children",
     "set_leaf",
+    "writable_entries",
 ]

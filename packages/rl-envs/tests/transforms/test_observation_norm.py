@@ -119,3 +119,97 @@ def test_a_subclass_apply_transform_is_honoured_on_the_env_path(cartpole):
     assert obs.min() > 90.0
     td = env.rand_step(env.reset())
     assert td["next", "observation"].min() > 90.0
+
+
+class _TorchNorm(ObservationNorm):
+    def _apply_transform(self, value):  # the torch path: no lane plan
+        return super()._apply_transform(value)
+
+
+class _TorchSum(RewardSum):
+    def _step(self, tensordict, next_tensordict):
+        return super()._step(tensordict, next_tensordict)
+
+
+class _TorchCount(StepCounter):
+    def _step(self, tensordict, next_tensordict):
+        return super()._step(tensordict, next_tensordict)
+
+
+def _pipeline(make_env, norm, sums, count, standard_normal):
+    torch.manual_seed(1)
+    base = make_env()
+    shape = base.observation_spec["observation"].shape[-1:]
+    loc, scale = torch.randn(shape), torch.rand(shape) + 0.5
+    env = TransformedEnv(
+        base, Compose(norm(loc, scale, standard_normal=standard_normal), sums(), count())
+    )
+    env.set_seed(3)
+    return env
+
+
+def _actions(env, steps):
+    torch.manual_seed(2)
+    return [env.action_spec.rand() for _ in range(steps)]
+
+
+def _step_loop(env, actions):
+    td, out = env.reset(), []
+    for action in actions:
+        td.set("action", action)
+        transition, td = env.step_and_maybe_reset(td)
+        out.append(transition.clone())
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("standard_normal", [True, False])
+@pytest.mark.parametrize("name", ["CartPole-v1", "Pendulum-v1", "CartPole-v1 x3"])
+def test_numpy_row_lane_gives_the_torch_paths_bits(name, standard_normal):
+    # ObservationNorm, RewardSum and StepCounter on a GymEnv run on numpy rows (the
+    # TransformedEnv's lane, rl_core.transforms._lane); the same transforms with a step
+    # method overridden take the torch path. Both must give the same bits, over resets
+    # (and partial resets of a vector env).
+    from rl_envs import GymEnv
+
+    env_name, _, copies = name.partition(" x")
+
+    def make_env():
+        return GymEnv(env_name, num_envs=int(copies)) if copies else GymEnv(env_name)
+
+    lane_env = _pipeline(make_env, ObservationNorm, RewardSum, StepCounter, standard_normal)
+    torch_env = _pipeline(make_env, _TorchNorm, _TorchSum, _TorchCount, standard_normal)
+    assert lane_env._build_lane() is not None
+    assert torch_env._build_lane() is None
+    actions = _actions(lane_env, 250)
+    fast, slow = _step_loop(lane_env, actions), _step_loop(torch_env, actions)
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert torch.equal(fast[key], slow[key]), key
+    assert bool(fast["next", "done"].any())  # resets happened
+
+
+def test_numpy_row_lane_follows_loc_and_scale_changes():
+    # loc and scale changed in place (a new version) and replaced (a new buffer) between
+    # steps: the lane must use them at once, as the torch path does.
+    from rl_envs import GymEnv
+
+    envs = [
+        _pipeline(lambda: GymEnv("CartPole-v1"), norm, RewardSum, StepCounter, True)
+        for norm in (ObservationNorm, _TorchNorm)
+    ]
+    actions = _actions(envs[0], 30)
+    results = []
+    for env in envs:
+        norm, td, out = env.transform[0], env.reset(), []
+        for i, action in enumerate(actions):
+            if i == 10:
+                norm.scale.mul_(3.0)
+            if i == 20:
+                norm.loc = norm.loc + 0.25
+            td.set("action", action)
+            transition, td = env.step_and_maybe_reset(td)
+            out.append(transition.clone())
+        results.append(torch.stack(out))
+    fast, slow = results
+    for key in fast.keys(True, True):
+        assert torch.equal(fast[key], slow[key]), key

@@ -482,6 +482,16 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """
         return None
 
+    def _numpy_rows(self) -> list:
+        """Optional hook: ``(tensor, numpy array)`` pairs of outputs of this env's last step
+        and reset that the env wrote into numpy rows it never writes again, each tensor a
+        view of its array; empty by default (no such outputs).
+
+        A :class:`~rl_core.transforms.TransformedEnv` reads it so that transforms with lane
+        plans compute on numpy rows instead of calling torch (``rl_core.transforms._lane``).
+        """
+        return []
+
     def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
         """With :meth:`_step_and_reset`: ``next_root`` with the reset rows of ``pending``."""
         raise NotImplementedError(

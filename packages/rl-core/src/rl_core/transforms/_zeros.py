@@ -19,7 +19,7 @@ _ROWS = 64
 _function_modes = torch._C._len_torch_function_stack
 
 
-def _cpu(device: torch.device | None) -> bool:
+def on_cpu(device: torch.device | None) -> bool:
     """Whether ``torch.zeros(..., device=device)`` allocates on the CPU. ``None`` is the
     default device: the CPU unless ``torch.set_default_device`` chose another, which acts
     through a torch function mode (with none active, the CPU, read without the cost of
@@ -44,7 +44,7 @@ def zeros(
         >>> a.tolist(), b.tolist(), a.data_ptr() != b.data_ptr(), a.is_contiguous()
         ([0], [0], True, True)
     """
-    if not _cpu(device):
+    if not on_cpu(device):
         return torch.zeros(shape, dtype=dtype, device=device)
     pools = owner.__dict__.setdefault("_zero_rows", {})
     key = (shape, dtype)
@@ -55,4 +55,4 @@ def zeros(
     return pool.pop()
 
 
-__all__ = ["zeros"]
+__all__ = ["on_cpu", "zeros"]

@@ -3,19 +3,74 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
-from rl_core.transforms._zeros import zeros
+from rl_core.transforms._lane import NUMPY_DTYPES, RowLane
+from rl_core.transforms._zeros import on_cpu, zeros
 from rl_core.transforms.transform import Transform
 
 
 def _name(key: NestedKey) -> str:
     return key if isinstance(key, str) else key[-1]
+
+
+class _SumPlan:
+    """``RewardSum``'s step and reset on numpy rows, for one root-level reward.
+
+    The step adds the reward row to the running sum's row (rows of one shape and dtype)
+    into a fresh row: for one float element with Python floats (a float32 sum rounded once
+    from a float64 sum is the float32 sum, double rounding being innocuous for one addition
+    since 53 >= 2 * 24 + 2), else with ``np.add``; torch.add's bits either way. The reset
+    writes a zero row. Keys are read when the plan is built: like the env's specs, it is
+    rebuilt when the transforms change through the env.
+    """
+
+    def __init__(self, owner: RewardSum, lane: RowLane) -> None:
+        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
+        self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
+        # (shape, dtype, take, one float element) of the rows last used
+        self.last: tuple[Any, ...] = ((), None, None, False)
+
+    def _rows(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, ...]:
+        last = self.last
+        if last[0] != shape or last[1] != dtype:
+            scalar = shape == (1,) and dtype.kind == "f"
+            last = self.last = (shape, dtype, self.lane.rows(shape, dtype), scalar)
+        return last
+
+    def step(self, root: dict, nxt: dict) -> bool:
+        numpy = self.numpy
+        total = numpy(root.get(self.out_key))
+        if total is None:
+            return False
+        reward = numpy(nxt.get(self.in_key))
+        if reward is None or reward.dtype != total.dtype or reward.shape != total.shape:
+            return False
+        _, _, take, scalar = self._rows(total.shape, total.dtype)
+        out, row = take()
+        if scalar:
+            row[0] = float(total[0]) + float(reward[0])
+        else:
+            np.add(total, reward, out=row)
+        nxt[self.out_key] = out
+        return True
+
+    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
+        spec = self.owner._reward_specs.get(self.out_key)
+        if spec is None:
+            return False  # _reset reads the spec first
+        dtype = NUMPY_DTYPES.get(spec.dtype)
+        if dtype is None or not on_cpu(spec.device):
+            return False
+        fresh[self.out_key] = self._rows(tuple(spec.shape), dtype)[2]()[0]
+        return True
 
 
 class RewardSum(Transform):
@@ -119,6 +174,15 @@ class RewardSum(Transform):
                 )
             next_tensordict.set(out_key, torch.add(total, get_leaf(next_tensordict, in_path)))
         return next_tensordict
+
+    def _lane_plan(self, lane: RowLane) -> _SumPlan | None:
+        """The numpy-row plan of this transform (``rl_core.transforms._lane``): one
+        root-level reward."""
+        if len(self.in_keys) != 1 or type(self.in_keys[0]) is not str:
+            return None
+        if type(self.out_keys[0]) is not str:
+            return None
+        return _SumPlan(self, lane)
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         # Outside an env there is no episode to sum over: leave the data as it is.

@@ -2,14 +2,60 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
-from rl_core.transforms._zeros import zeros
+from rl_core.transforms._lane import RowLane
+from rl_core.transforms._zeros import on_cpu, zeros
 from rl_core.transforms.transform import Transform
+
+_INT64 = np.dtype(np.int64)
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+class _CountPlan:
+    """``StepCounter``'s step and reset on numpy rows, for a root-level count that truncates
+    nothing: the next count goes into a fresh row (a Python int for one element, else
+    ``np.add``), the reset writes a zero row."""
+
+    def __init__(self, owner: StepCounter, lane: RowLane) -> None:
+        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
+        self.key = owner.step_count_key
+        self.last: tuple[Any, Any] = ((), None)  # (shape, take) of the rows last used
+
+    def _take(self, shape: tuple[int, ...]) -> Any:
+        last = self.last
+        if last[0] != shape:
+            last = self.last = (shape, self.lane.rows(shape, _INT64))
+        return last[1]
+
+    def step(self, root: dict, nxt: dict) -> bool:
+        count = self.numpy(root.get(self.key))
+        if count is None or count.dtype != _INT64 or self.owner.max_steps is not None:
+            return False
+        if count.shape == (1,):
+            value = int(count[0]) + 1
+            if value > _INT64_MAX:
+                return False  # torch wraps around; leave that to it
+            out, row = self._take((1,))()
+            row[0] = value
+        else:
+            out, row = self._take(count.shape)()
+            np.add(count, 1, out=row)
+        nxt[self.key] = out
+        return True
+
+    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
+        if self.owner.max_steps is not None or not on_cpu(tensordict_reset.device):
+            return False
+        fresh[self.key] = self._take((*tensordict_reset.batch_size, 1))()[0]
+        return True
 
 
 class StepCounter(Transform):
@@ -113,6 +159,13 @@ class StepCounter(Transform):
                 done = next_tensordict.get(DONE, None)
                 next_tensordict.set(DONE, truncated if done is None else done | truncated)
         return next_tensordict
+
+    def _lane_plan(self, lane: RowLane) -> _CountPlan | None:
+        """The numpy-row plan of this transform (``rl_core.transforms._lane``): a root-level
+        count that truncates nothing."""
+        if self.max_steps is not None or type(self.step_count_key) is not str:
+            return None
+        return _CountPlan(self, lane)
 
     def _count_spec(self, batch_size: torch.Size, device: torch.device | None) -> Bounded:
         high = self.max_steps if self.max_steps is not None else torch.iinfo(torch.int64).max

@@ -41,6 +41,11 @@ class Transform(nn.Module):
       ``reset`` (``None`` or with ``"_reset"`` masks). Returns the new reset output.
     - :meth:`intercept_reset` ``(tensordict)``: lets a transform stand in for the base env's
       reset (envs that reset themselves, see ``AutoResetTransform`` in rl-envs).
+    - ``_lane_step(lane, tensordict, next_tensordict)`` / ``_lane_reset(lane, tensordict,
+      tensordict_reset)`` (optional, no default): ``_step`` / ``_reset`` on numpy rows, for
+      envs whose outputs are numpy rows; they return ``False``, having written nothing,
+      where they cannot give exactly what ``_step`` / ``_reset`` give
+      (``rl_core.transforms._lane``).
     - ``_inv_apply_transform(value)`` / ``_inv_call(td)``: the inverse path, from the keys the
       policy writes (``out_keys_inv``) to the keys the base env reads (``in_keys_inv``).
     - ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``,

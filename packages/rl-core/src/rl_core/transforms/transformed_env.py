@@ -12,9 +12,12 @@ from rl_core.envs._flags import complete_done_flags
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
+from rl_core.transforms._lane import RowLane, build_lane
 from rl_core.transforms._replay import base_start, replay_random_rollout, replays
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
+
+_NO_LANE: Any = object()
 
 
 class TransformedEnv(EnvBase):
@@ -129,8 +132,11 @@ class TransformedEnv(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         tensordict_reset = self.__dict__.pop("_base_reset_output", None)
+        lane = self._cached("row_lane", self._build_lane)
         if tensordict_reset is not None:
             # Given by ``_merge_reset_rows``: the base env's fused reset of finished sub-envs.
+            if lane is not None:
+                return lane.reset(tensordict, tensordict_reset)
             return transform._reset(tensordict, tensordict_reset)
         if self._intercepts_reset():
             tensordict_reset = transform.intercept_reset(tensordict)
@@ -145,7 +151,14 @@ class TransformedEnv(EnvBase):
                 else tensordict.exclude(*self._outputs_hidden_from_base())
             )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
+        if lane is not None:
+            return lane.reset(tensordict, tensordict_reset)
         return transform._reset(tensordict, tensordict_reset)
+
+    def _build_lane(self) -> RowLane | None:
+        """The numpy-row lane of the transforms (``_lane``): where the base env's outputs
+        are numpy rows, transforms with lane plans compute on them without torch calls."""
+        return build_lane(self)
 
     def _intercepts_reset(self) -> bool:
         """Whether a transform overrides :meth:`Transform.intercept_reset` (else it is not
@@ -261,6 +274,11 @@ class TransformedEnv(EnvBase):
             else:
                 kept = next_tensordict.copy()
             pending = (pending, kept)
+        lane = self._cache.get("row_lane", _NO_LANE)
+        if lane is _NO_LANE:
+            lane = self._cached("row_lane", self._build_lane)
+        if lane is not None:
+            return lane.step(tensordict, next_tensordict), pending
         return transform._step(tensordict, next_tensordict), pending
 
     def _random_rollout(

@@ -84,6 +84,12 @@ class GymRowPaths:
             set_leaf(next_root, key, flag)
         return next_root
 
+    def _numpy_rows(self: GymWrapper) -> list[tuple[torch.Tensor, np.ndarray]]:
+        """The reward and small observation of the last step and of the last fused reset,
+        with the numpy rows they are views of (``StepRows.numpy_rows``); transforms with
+        lane plans compute on them (see ``EnvBase._numpy_rows``)."""
+        return self._rows.numpy_rows() + self._reset_rows.numpy_rows()
+
     def _random_rollout(
         self: GymWrapper,
         start: TensorDictBase,

@@ -49,11 +49,14 @@ class StepRows:
         self.vector = bool(batch)
         # ``done`` of the last write where a sub-env finished, else None (see ``write_at``).
         self.finished: Any = None
+        self.last = -1  # the row of the last write (see numpy_rows)
+        self._pairs: tuple[int, Any, list] = (-1, None, [])
 
     def _allocate(self) -> None:
         rows, batch = self.rows, self.batch
         reward = np.zeros((rows, *batch, 1), dtype=np.float32)
         flags = np.zeros((rows, 3, *batch, 1), dtype=np.bool_)
+        self.reward_block = reward
         reward_t, flags_t = torch.from_numpy(reward), torch.from_numpy(flags)
         # Writable views without the trailing singleton dim: a row takes a scalar (single
         # env) or a (num_envs,) array (vector env) as it comes from gymnasium.
@@ -83,7 +86,23 @@ class StepRows:
             self._allocate()
             i = 0
         self.row = i + 1
+        self.last = i
         return i
+
+    def numpy_rows(self) -> list[tuple[torch.Tensor, np.ndarray]]:
+        """``(tensor, numpy row)`` of the reward and the block observation of the last write
+        (rows are never written again); empty before the first write."""
+        i = self.last
+        if i < 0:
+            return []
+        cached = self._pairs
+        if cached[0] == i and cached[1] is self.views:
+            return cached[2]
+        pairs = [(self.views[i][0], self.reward_block[i])]
+        if self.observation is not None:
+            pairs.append((self.obs_views[i], self.blocks[0][i]))
+        self._pairs = (i, self.views, pairs)
+        return pairs
 
     def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
         """Writes one step into the next row (``stepper.write_at``: the step rules of
@@ -106,6 +125,7 @@ class StepRows:
             self._allocate()
             i = 0
         self.row = i + 1
+        self.last = i
         self.finished = stepper.step_at(action, self.blocks, i)
         reward_t, done_t, terminated_t, truncated_t = self.views[i]
         return {

@@ -2,14 +2,94 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from rl_core import TensorSpec, Transform
 from rl_core.keys import OBSERVATION, NestedKey
 from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
+
+_CPU = torch.device("cpu")
+
+
+def _affine(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, *, standard_normal: bool):
+    """The map: two exactly rounded operations (the numpy rows of ``_lane_map`` do the same
+    two, so both give the same bits)."""
+    return (value - loc) / scale if standard_normal else value * scale + loc
+
+
+@functools.cache
+def _keeps_shape(shape: tuple[int, ...], *others: tuple[int, ...]) -> bool:
+    """Whether ``others`` broadcast onto ``shape`` without enlarging it."""
+    try:
+        return np.broadcast_shapes(shape, *others) == shape
+    except ValueError:
+        return False
+
+
+class _NormPlan:
+    """``ObservationNorm``'s map on numpy rows: where every entry to map is a row of loc's
+    dtype (float32 or float64, loc and scale on the CPU) that loc and scale do not enlarge,
+    the same two operations with numpy (``np.subtract``/``np.divide`` or
+    ``np.multiply``/``np.add``: torch's bits) into fresh rows; else ``False``, having
+    written nothing. Keys are read when the plan is built (like the env's specs, it is
+    rebuilt when the transforms change through the env); loc, scale (through ``_stats``)
+    and ``standard_normal`` are read on every call."""
+
+    def __init__(self, owner: ObservationNorm, lane: Any) -> None:
+        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
+        self.pairs = list(zip(owner.in_keys, owner.out_keys))
+        self.takes: dict[tuple, Any] = {}
+
+    def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
+        key = (row.shape, row.dtype)
+        take = self.takes.get(key)
+        if take is None:
+            keeps = row.dtype == loc.dtype and _keeps_shape(row.shape, loc.shape, scale.shape)
+            take = self.takes[key] = self.lane.rows(row.shape, row.dtype) if keeps else False
+        return take
+
+    def _map(self, found: dict) -> bool:
+        owner = self.owner
+        if owner._buffers["loc"] is None or owner._buffers["scale"] is None:
+            return False  # _call raises the error
+        numpy = owner._stats(_CPU)[2]  # checked against loc's and scale's versions
+        if numpy is None:
+            return False
+        loc, scale = numpy
+        numpy, rows = self.numpy, []
+        for in_key, out_key in self.pairs:
+            value = found.get(in_key)
+            if value is None:
+                continue
+            row = numpy(value)
+            if row is None or row.dtype != loc.dtype:
+                return False
+            take = self._take(row, loc, scale)
+            if take is False:
+                return False
+            rows.append((out_key, row, take))
+        standard = owner.standard_normal
+        for out_key, row, take in rows:
+            out, dst = take()
+            if standard:
+                np.subtract(row, loc, out=dst)
+                np.divide(dst, scale, out=dst)
+            else:
+                np.multiply(row, scale, out=dst)
+                np.add(dst, loc, out=dst)
+            found[out_key] = out
+        return True
+
+    def step(self, root: dict, nxt: dict) -> bool:
+        return self._map(nxt)
+
+    def reset(self, fresh: dict, tensordict_reset: Any) -> bool:
+        return self._map(fresh)
 
 
 class ObservationNorm(Transform):
@@ -71,55 +151,60 @@ class ObservationNorm(Transform):
         """Whether loc and scale are set."""
         return self.loc is not None and self.scale is not None
 
-    def _affine(self, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(weight, bias)`` with ``output = value * weight + bias``, on ``value``'s device.
+    def _stats(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """``(loc, scale, numpy)``: loc and scale on ``device``, and on the CPU, where both
+        are float32 or both float64, the numpy arrays sharing their memory (else ``None``).
 
-        Computed once per (loc, scale, their versions, device, ``standard_normal``) so that a
-        step costs one fused op.
+        Kept per (loc, scale, their versions, device), so that a step moves nothing.
         """
         buffers = self._buffers  # the buffers themselves, without nn.Module's attribute lookup
         loc, scale = buffers["loc"], buffers["scale"]
-        cached = self.__dict__.get("_affine_cache")
+        cached = self.__dict__.get("_stats_cache")
         if (
             cached is not None
             and cached[0] is loc
             and cached[1] is scale
             and cached[2] == loc._version
             and cached[3] == scale._version
-            and cached[4].device == value.device
-            and cached[6] == self.standard_normal
+            and cached[7] == device
         ):
-            return cached[4], cached[5]
+            return cached[4], cached[5], cached[6]
         if loc is None or scale is None:
             raise RuntimeError(
                 "ObservationNorm: loc and scale are not set; pass them to the constructor, "
                 "call init_stats(num_iter) or load a state_dict first."
             )
-        if self.standard_normal:
-            weight, bias = 1.0 / scale, -loc / scale
-        else:
-            weight, bias = scale, loc
-        weight, bias = weight.to(value.device), bias.to(value.device)
-        self.__dict__["_affine_cache"] = (
-            loc,
-            scale,
-            loc._version,
-            scale._version,
-            weight,
-            bias,
-            self.standard_normal,
-        )
-        return weight, bias
+        moved_loc, moved_scale = loc.to(device), scale.to(device)
+        numpy = None
+        if (
+            moved_loc.device.type == "cpu"
+            and moved_loc.dtype == moved_scale.dtype
+            and moved_loc.dtype in (torch.float32, torch.float64)
+        ):
+            numpy = (moved_loc.numpy(), moved_scale.numpy())
+        cached = (loc, scale, loc._version, scale._version, moved_loc, moved_scale, numpy, device)
+        self.__dict__["_stats_cache"] = cached
+        return moved_loc, moved_scale, numpy
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        weight, bias = self._affine(value)
+        loc, scale, _ = self._stats(value.device)
         if not value.dtype.is_floating_point:
-            value = value.to(weight.dtype)
-        return torch.addcmul(bias, value, weight)
+            value = value.to(loc.dtype)
+        return _affine(value, loc, scale, standard_normal=self.standard_normal)
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        weight, bias = self._affine(value)
-        return (value - bias) / weight
+        loc, scale, _ = self._stats(value.device)
+        return _affine(value, loc, scale, standard_normal=not self.standard_normal)
+
+    def _lane_plan(self, lane: Any) -> _NormPlan | None:
+        """The numpy-row plan of this transform (``rl_core.transforms._lane``): root-level
+        keys, each output written under a key no later pair reads."""
+        pairs = list(zip(self.in_keys, self.out_keys))
+        if not all(type(i) is str and type(o) is str for i, o in pairs):
+            return None
+        if any(o != i and o in self.in_keys for i, o in pairs):
+            return None  # a later pair would read an output: keep _call's order
+        return _NormPlan(self, lane)
 
     # ------------------------------------------------------------------ statistics
     @torch.no_grad()

@@ -1,0 +1,157 @@
+"""The numpy-row lane of TransformedEnv against the transforms' torch paths (oracle tests)."""
+
+import numpy as np
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_core.envs import EnvBase
+from rl_core.specs import Categorical, Composite, Unbounded
+from rl_core.testing import CountingEnv
+from rl_core.transforms import Compose, RewardSum, StepCounter, TransformedEnv
+from rl_core.transforms._lane import lane_applies
+
+
+class _RowEnv(EnvBase):
+    """CountingEnv's dynamics with its reward and observation written into numpy rows that
+    are never written again, declared through ``_numpy_rows``. Rewards vary (0.1 * count),
+    so that float sums round."""
+
+    def __init__(self, max_count=4, batch_size=()):
+        super().__init__(batch_size=batch_size)
+        shape = (*self.batch_size, 1)
+        self.max_count = max_count
+        self.observation_spec = Composite(observation=Unbounded(shape=shape), shape=batch_size)
+        self.action_spec = Categorical(2, shape=shape)
+        self.reward_spec = Unbounded(shape=shape)
+        self.__dict__["_last"] = []
+
+    def _rows(self, *arrays):
+        views = [torch.from_numpy(a.copy()) for a in arrays]
+        self.__dict__["_last"] = [(v, v.numpy()) for v in views]
+        return views
+
+    def _reset(self, tensordict, **kwargs):
+        (obs,) = self._rows(np.zeros((*self.batch_size, 1), np.float32))
+        return TensorDict(observation=obs, batch_size=self.batch_size)
+
+    def _step(self, tensordict):
+        count = tensordict["observation"].numpy() + tensordict["action"].numpy()
+        obs, reward = self._rows(count.astype(np.float32), (0.1 * count).astype(np.float32))
+        done = torch.from_numpy(count >= self.max_count)
+        return TensorDict(
+            observation=obs,
+            reward=reward,
+            done=done,
+            terminated=done.clone(),
+            truncated=torch.zeros_like(done),
+            batch_size=self.batch_size,
+        )
+
+    def _numpy_rows(self):
+        return self._last
+
+    def _set_seed(self, seed):
+        pass
+
+
+class _TorchRewardSum(RewardSum):
+    def _step(self, tensordict, next_tensordict):  # the torch path: no lane plan
+        return super()._step(tensordict, next_tensordict)
+
+
+class _TorchStepCounter(StepCounter):
+    def _reset(self, tensordict, tensordict_reset):
+        return super()._reset(tensordict, tensordict_reset)
+
+
+def _ones(td):
+    return td.set("action", torch.ones(*td.batch_size, 1, dtype=torch.int64))
+
+
+def _random(td):
+    return td.set("action", torch.randint(0, 2, (*td.batch_size, 1)))
+
+
+def _rollout(env, steps=23, policy=_ones):
+    torch.manual_seed(0)  # the same actions for both envs
+    return env.rollout(steps, policy, break_when_any_done=False)
+
+
+def _assert_same(a, b):
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    for key in a.keys(True, True):
+        assert a[key].dtype == b[key].dtype, key
+        assert torch.equal(a[key], b[key]), key
+
+
+@pytest.mark.parametrize("batch_size", [(), (3,)])
+def test_the_lane_gives_the_torch_paths_result(batch_size):
+    lane_env = TransformedEnv(_RowEnv(batch_size=batch_size), Compose(RewardSum(), StepCounter()))
+    torch_env = TransformedEnv(
+        _RowEnv(batch_size=batch_size), Compose(_TorchRewardSum(), _TorchStepCounter())
+    )
+    assert lane_env._build_lane() is not None
+    assert torch_env._build_lane() is None
+    ran = []
+    for _, plan in lane_env._build_lane().parts:
+        assert plan is not None
+    lane = lane_env._cached("row_lane", lane_env._build_lane)
+    for _, plan in lane.parts:
+        step = plan.step
+        plan.step = lambda root, nxt, step=step: ran.append(step(root, nxt)) or ran[-1]
+    # Random actions: sub-envs finish at different steps (partial resets).
+    _assert_same(_rollout(lane_env, 40, _random), _rollout(torch_env, 40, _random))
+    # One env: every step ran on rows. Several: a partial reset merges rows with
+    # torch.where (EnvBase.reset), and the next step takes the torch path.
+    assert ran
+    assert all(ran) if not batch_size else any(ran)
+    sums = _rollout(lane_env)["next", "episode_reward"]
+    assert sums.dtype == torch.float32
+
+
+def test_a_replaced_or_modified_running_value_is_read_as_the_torch_path_reads_it():
+    results = []
+    for make in (
+        lambda: Compose(RewardSum(), StepCounter()),
+        lambda: Compose(_TorchRewardSum(), _TorchStepCounter()),
+    ):
+        env = TransformedEnv(_RowEnv(max_count=50), make())
+        td = env.reset()
+        steps = []
+        for i in range(6):
+            if i == 2:
+                td["episode_reward"] = torch.tensor([5.0])  # a new tensor
+            if i == 4:
+                td["step_count"].add_(10)  # the same tensor, modified in place
+            td, td = env.step_and_maybe_reset(_ones(td))
+            steps.append(td.clone())
+        results.append(torch.stack(steps))
+    _assert_same(*results)
+    assert results[0]["step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 15, 16]
+
+
+def test_subclasses_that_override_a_step_method_take_the_torch_path():
+    assert lane_applies(RewardSum())
+    assert lane_applies(StepCounter())
+    assert not lane_applies(_TorchRewardSum())
+    assert not lane_applies(_TorchStepCounter())
+    assert StepCounter(max_steps=3)._lane_plan(None) is None  # truncation: the torch path
+
+
+def test_envs_without_numpy_rows_have_no_lane():
+    env = TransformedEnv(CountingEnv(), Compose(RewardSum(), StepCounter()))
+    assert env._build_lane() is None
+    assert _rollout(env, 4)["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4]
+
+
+def test_lane_outputs_are_fresh_tensors_never_written_again():
+    env = TransformedEnv(_RowEnv(max_count=200), Compose(RewardSum(), StepCounter()))
+    td = env.reset()
+    seen = []
+    for _ in range(70):  # more than one block of rows
+        td, td = env.step_and_maybe_reset(_ones(td))
+        seen.append((td["step_count"], td["step_count"].clone()))
+    for tensor, value in seen:
+        assert torch.equal(tensor, value)
+    assert len({t.data_ptr() for t, _ in seen}) == len(seen)
