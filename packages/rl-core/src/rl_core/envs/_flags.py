@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.fast_td import build_tensordict, entries, is_plain
+from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 
 
@@ -166,7 +166,7 @@ def _merge_flat(
         if view is None:
             view = views[value.ndim] = _broadcast(mask, value)
         source[name] = torch.where(view, value, old)
-    return build_tensordict(source, previous.batch_size, previous.device)
+    return build_tensordict(source, batch_size_of(previous), device_of(previous))
 
 
 def carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBase | None:
@@ -180,7 +180,7 @@ def carry_flat(previous: TensorDictBase, fresh: TensorDictBase) -> TensorDictBas
         return None
     source, new = pair
     source.update(new)
-    return build_tensordict(source, previous.batch_size, previous.device)
+    return build_tensordict(source, batch_size_of(previous), device_of(previous))
 
 
 def _flat_pair(
@@ -188,7 +188,7 @@ def _flat_pair(
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]] | None:
     """The root tensors ``previous`` carries over (a new dict) and ``fresh``'s entries, when
     both are plain TensorDicts holding only tensors at the root, on one device; else None."""
-    if not is_plain(previous) or not is_plain(fresh) or previous.device != fresh.device:
+    if not is_plain(previous) or not is_plain(fresh) or device_of(previous) != device_of(fresh):
         return None
     source = carried_root_tensors(previous)
     if source is None:

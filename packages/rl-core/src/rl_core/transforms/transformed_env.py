@@ -116,7 +116,7 @@ class TransformedEnv(EnvBase):
 
     @property
     def batch_size(self) -> torch.Size:
-        return self.base_env.batch_size
+        return self._modules["base_env"].batch_size  # without nn.Module's attribute lookup
 
     @property
     def device(self) -> torch.device | None:
