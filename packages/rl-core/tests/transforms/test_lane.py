@@ -139,6 +139,13 @@ def test_subclasses_that_override_a_step_method_take_the_torch_path():
     assert StepCounter(max_steps=3)._lane_plan(None) is None  # truncation: the torch path
 
 
+def test_the_lane_runs_only_where_every_transform_has_a_plan():
+    # One transform left on torch would pay the cold start the others no longer pay.
+    env = TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter(max_steps=3)))
+    assert env._build_lane() is None
+    assert TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter()))._build_lane()
+
+
 def test_envs_without_numpy_rows_have_no_lane():
     env = TransformedEnv(CountingEnv(), Compose(RewardSum(), StepCounter()))
     assert env._build_lane() is None

@@ -158,16 +158,22 @@ class RowLane:
 
 def build_lane(env: TransformedEnv) -> RowLane | None:
     """The lane of ``env``, where its base env hands out numpy rows (overrides
-    ``EnvBase._numpy_rows``) and one of its transforms has a lane plan; else ``None``."""
+    ``EnvBase._numpy_rows``) and every one of its transforms has a lane plan; else ``None``.
+
+    Every one: the lane pays where it removes the torch calls of a step altogether. With
+    one transform left on torch, that transform's first call pays the cold start the others
+    no longer pay (measured: ``RewardSum`` on rows beside a truncating ``StepCounter`` on
+    torch made Pendulum's step slower), so such envs keep the torch path.
+    """
     base = env.base_env
     if type(base)._numpy_rows is EnvBase._numpy_rows:
         return None
     transform = env.transform
     parts = list(transform) if type(transform) is Compose else [transform]
-    if not any(lane_applies(t) for t in parts):
+    if not parts or not all(lane_applies(t) for t in parts):
         return None
     lane = RowLane(base, parts)
-    return lane if any(plan is not None for _, plan in lane.parts) else None
+    return lane if all(plan is not None for _, plan in lane.parts) else None
 
 
 __all__ = ["NUMPY_DTYPES", "RowLane", "build_lane", "lane_applies"]
