@@ -214,7 +214,9 @@ class PrioritizedSampler(Sampler):
         return self._tree[self._capacity : self._capacity + n]
 
     def sample(self, storage: Storage, batch_size: int) -> tuple[Tensor, dict[str, Any]]:
-        n = check_not_empty(f"{type(self).__name__}.sample", storage)
+        n = len(storage)
+        if not n:  # (the message is only built when it is needed)
+            check_not_empty(f"{type(self).__name__}.sample", storage)
         if n > self.max_capacity:
             raise RuntimeError(
                 f"{type(self).__name__}.sample: the storage holds {n} items but max_capacity "
