@@ -82,9 +82,10 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 if type(key) is str and isinstance(value, Tensor) and value.shape[:1] == index.shape
             }
             # The entries are checked as TensorStorage.get(extra=) checks them: a CPU tree
-            # reads straight away, other devices move the index first.
+            # reads straight away (unless a subclass reads its own way), other devices move
+            # the index first.
             tree = storage._tree
-            if tree is not None and tree.on_cpu:
+            if tree is not None and tree.on_cpu and type(storage).get is TensorStorage.get:
                 data = tree.get_rows(index, extra)
             else:
                 data = storage.get(index, extra=extra)
