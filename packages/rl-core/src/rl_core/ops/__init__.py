@@ -55,10 +55,11 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
-The two fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``) are the exception
-to "reference registered for ``CompositeExplicitAutograd``": their default kernel calls the
-basic tree ops through the dispatcher, so on a backend where a package registered only the
-basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
+The fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``,
+``sum_min_tree_priority_update_``) are the exception to "reference registered for
+``CompositeExplicitAutograd``": their default kernel calls the basic tree ops (the last
+one: ``sum_min_tree_update_``) through the dispatcher, so on a backend where a package
+registered only the basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
 reference (the oracle) all the same, and a package may register fused kernels too.
 
 How a kernel package is found: it declares an entry point in the group
