@@ -17,8 +17,8 @@ reference run interleaved in the same rounds, so machine load hits both.
 - memmap sample: the same sample on ``LazyMemmapStorage``, against the same reference;
 - prioritized: ``sample(256)`` + ``update_tensordict_priority`` iterations per second on
   ``TensorDictPrioritizedReplayBuffer`` (``rl_core.ops`` sum tree) with the compiled kernels
-  of an installed kernel package (rl-kernels); as a floor, the same tensor work (fused ops,
-  row reads, priority checks) in plain calls with no buffer around it; then with rl_core's
+  of an installed kernel package (rl-kernels); as a floor, the same tensor work (fused ops:
+  draws, row reads, priority update) in plain calls with no buffer around it; then with rl_core's
   pure-torch reference kernels put in front of the compiled ones for the CPU key; and a numpy cumulative sum recomputed each
   step (the baseline the issue compares TorchRL to); in wall-clock time and in this
   thread's CPU time (one core's work, which other processes inflate less);
@@ -183,24 +183,28 @@ def bench_prioritized(items: int, rounds: int) -> None:
         np.minimum(index, items - 1, out=index)
         priorities[index] = rng.random(BATCH) ** 0.7
 
-    # The floor: the same tensor work with no buffer around it (the fused ops, six row
-    # reads, the new priorities' checks, powers and running maximum), in plain calls.
+    # The floor: the same tensor work with no buffer around it (the fused sample op, the
+    # rows of the six leaves in one gather_rows call, the fused priority update with its
+    # checks and powers), in plain calls.
     sampler = buffer.sampler
     leaves = [leaf for _, leaf in buffer.storage._tree.leaves]
     sample_op = torch.ops.rl_core.sum_tree_sample.default
-    update_op = torch.ops.rl_core.sum_min_tree_update_.default
+    gather_op = torch.ops.rl_core.gather_rows.default
+    update_op = torch.ops.rl_core.sum_min_tree_priority_update_.default
 
     def tensor_work_step():
         index, _ = sample_op(sampler._tree, sampler._min_tree, torch.rand(BATCH), sampler.beta)
-        for leaf in leaves:
-            leaf.index_select(0, index)
-        priority = torch.rand(BATCH)
-        for bound in torch.aminmax(index):
-            bound.item()
-        priority.min().item()
-        value = priority.add(sampler.eps).pow_(sampler.alpha)
-        value.max().item()
-        update_op(sampler._tree, sampler._min_tree, index, value)
+        gather_op(leaves, index)
+        update_op(
+            sampler._tree,
+            sampler._min_tree,
+            sampler._max_value,
+            index,
+            torch.rand(BATCH),
+            sampler.eps,
+            sampler.alpha,
+            sampler.max_capacity,
+        )
 
     wall, cpu = best_of_wall_and_cpu(
         max(rounds // 10, 3), 20, buffer=step, floor=tensor_work_step, numpy=numpy_cumsum_step
@@ -216,6 +220,8 @@ def bench_prioritized(items: int, rounds: int) -> None:
         "sum_tree_find_prefixsum",
         "sum_min_tree_update_",
         "sum_tree_sample",
+        "sum_min_tree_priority_update_",
+        "gather_rows",
     ):
         shadow.impl(name, getattr(reference, name), "CPU")
     ref_wall, ref_cpu = best_of_wall_and_cpu(max(rounds // 40, 3), 10, reference=step)

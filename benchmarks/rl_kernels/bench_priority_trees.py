@@ -8,8 +8,15 @@ Per call, in this thread's CPU time (one torch thread), best of several blocks:
 ``sum_tree_sample`` on fresh uniforms (random descents, the cache misses of a real run)
 and on one fixed batch of uniforms (the same descents each call: the tree paths stay in
 the cache), against ``sum_tree_find_prefixsum`` plus the weights in eager torch; and
-``sum_min_tree_update_`` against ``sum_tree_update_`` + ``min_tree_update_``. Fresh
-random inputs are drawn in every call of both sides.
+``sum_min_tree_update_`` against ``sum_tree_update_`` + ``min_tree_update_``;
+``sum_min_tree_priority_update_`` (checks, powers and both trees) against the same work in
+eager torch calls plus ``sum_min_tree_update_``; and a replay buffer's batch read,
+``gather_rows`` over the six leaves of the rl-buffers benchmark's items (``observation``
+[17], ``action`` [6], ``next`` ``observation`` [17], ``reward`` [1], ``done`` [1],
+``terminated`` [1]) against one ``index_select`` per leaf, and over the same data in two
+tables (the four float leaves in one ``[N, 41]``, the two flags in one ``[N, 2]``: a
+storage layout rl-buffers does not use). Fresh random inputs are drawn in every call of
+both sides.
 """
 
 from __future__ import annotations
@@ -61,6 +68,24 @@ def main() -> None:
         torch.ops.rl_core.sum_tree_update_.default(sums, index, values)
         torch.ops.rl_core.min_tree_update_.default(mins, index, values)
 
+    priority_update = torch.ops.rl_core.sum_min_tree_priority_update_.default
+    top = torch.ones(1)
+
+    def eager_priority_update() -> None:
+        index = torch.randint(n, (batch,))
+        low, high = (bound.item() for bound in torch.aminmax(index))
+        if low < 0 or high >= n or not values.min().item() >= 0:
+            raise IndexError("out of range")
+        value = values.add(1e-8).pow_(0.7)
+        top.fill_(max(top.item(), value.max().item()))
+        torch.ops.rl_core.sum_min_tree_update_.default(sums, mins, index, value)
+
+    gather = torch.ops.rl_core.gather_rows.default
+    widths = (17, 6, 17, 1)
+    leaves = [torch.randn(n, width) for width in widths]
+    leaves += [torch.rand(n, 1) < 0.1, torch.rand(n, 1) < 0.1]
+    two_tables = [torch.cat(leaves[:4], 1), torch.cat(leaves[4:], 1)]
+
     rows = {
         "sum_tree_sample, fresh uniforms": lambda: sample(sums, mins, torch.rand(batch), 0.5),
         "sum_tree_sample, fixed uniforms": lambda: sample(sums, mins, fixed, 0.5),
@@ -69,11 +94,23 @@ def main() -> None:
             sums, mins, torch.randint(n, (batch,)), values
         ),
         "sum_ + min_tree_update_": separate_update,
+        "sum_min_tree_priority_update_": lambda: priority_update(
+            sums, mins, top, torch.randint(n, (batch,)), values, 1e-8, 0.7, n
+        ),
+        "checks + powers + sum_min_tree_update_": eager_priority_update,
+        f"gather_rows, six leaves of {n} items": lambda: gather(leaves, torch.randint(n, (batch,))),
+        "index_select per leaf": lambda: [
+            leaf.index_select(0, index) for index in [torch.randint(n, (batch,))] for leaf in leaves
+        ],
+        "gather_rows, [N, 41] + [N, 2] tables": lambda: gather(
+            two_tables, torch.randint(n, (batch,))
+        ),
         "torch.rand (in the rows above)": lambda: torch.rand(batch),
+        "torch.randint (in the rows above)": lambda: torch.randint(n, (batch,)),
     }
     print(f"{n} leaves, batch {batch}, us per call (thread CPU time):")
     for label, fn in rows.items():
-        print(f"  {label:34s} {best_cpu_us(fn):8.1f}")
+        print(f"  {label:42s} {best_cpu_us(fn):8.1f}")
 
 
 if __name__ == "__main__":

@@ -136,3 +136,73 @@ def test_opcheck_fused_ops(device):
         torch.ops.rl_core.sum_tree_sample.default,
         (sums, mins, torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64, device=device), 0.5),
     )
+
+
+# ------------------------------------------------ sum_min_tree_priority_update_ (CPU kernel)
+def test_priority_update_is_registered_for_cpu():
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(
+        "rl_core::sum_min_tree_priority_update_", "CPU"
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("alpha", "eps"), [(0.7, 1e-8), (1.0, 0.0), (0.0, 0.5), (2.5, 1e-3)])
+def test_priority_update_matches_reference(device, dtype, alpha, eps):
+    capacity, max_index = 1024, 1000
+    expected = (*_trees(capacity, dtype), torch.ones(1, dtype=dtype))
+    got = (*_trees(capacity, dtype, device), torch.ones(1, dtype=dtype, device=device))
+    for seed in range(4):
+        gen = torch.Generator().manual_seed(seed)
+        count = (0, 1, 300, 2000)[seed]  # 2000: repeated leaves, the last value wins
+        index = torch.randint(0, max_index, (count,), generator=gen)
+        priority = (torch.rand(count, generator=gen) * 4).to(dtype)
+        if count:
+            priority[0] = 0.0
+        reference.sum_min_tree_priority_update_(*expected, index, priority, eps, alpha, max_index)
+        torch.ops.rl_core.sum_min_tree_priority_update_(
+            *got, index.to(device), priority.to(device), eps, alpha, max_index
+        )
+        for out, ref in zip(got, expected, strict=True):
+            assert torch.equal(out.cpu(), ref)
+
+
+def test_priority_update_refuses_bad_input_and_writes_nothing(device):
+    trees = (*_trees(8, torch.float32, device), torch.ones(1, device=device))
+    before = [t.clone() for t in trees]
+    index = torch.tensor([1, 6, 2], device=device)
+    op = torch.ops.rl_core.sum_min_tree_priority_update_
+    with pytest.raises(
+        IndexError,
+        match=r"sum_min_tree_priority_update_: expected indices in \[0, 6\), got values in \[1, 6\]",
+    ):
+        op(*trees, index, torch.ones(3, device=device), 1e-8, 0.7, 6)
+    for bad, shown in ((-0.5, r"-0\.5"), (float("nan"), "nan")):
+        priority = torch.tensor([1.0, bad, 2.0], device=device)
+        with pytest.raises(
+            ValueError, match=rf"expected priorities >= 0, got a minimum of {shown}"
+        ):
+            op(*trees, index, priority, 1e-8, 0.7, 8)
+    for tree, old in zip(trees, before, strict=True):
+        assert torch.equal(tree, old)
+    with pytest.raises(RuntimeError, match=r"expected max_value of one element"):
+        op(*trees[:2], torch.ones(2, device=device), index, torch.ones(3, device=device), 0, 1, 8)
+    with pytest.raises(RuntimeError, match=r"expected max_index in \[0, 8\] \(the capacity\)"):
+        op(*trees, index, torch.ones(3, device=device), 0.0, 1.0, 9)
+
+
+def test_opcheck_priority_update(device):
+    sums, mins = _trees(8, torch.float64, device)
+    top = torch.ones(1, dtype=torch.float64, device=device)
+    torch.library.opcheck(
+        torch.ops.rl_core.sum_min_tree_priority_update_.default,
+        (
+            sums,
+            mins,
+            top,
+            torch.tensor([1, 5, 1], device=device),
+            torch.tensor([0.5, 2.0, 3.0], dtype=torch.float64, device=device),
+            1e-6,
+            0.6,
+            7,
+        ),
+    )

@@ -90,3 +90,37 @@ def test_read_with_bad_extra_entries():
         storage.get(index, extra={("a", "b"): torch.ones(2)})
     with pytest.raises(ValueError, match="extra entries need TensorDict items"):
         TensorStorage(torch.zeros(4)).get(index, extra={"w": torch.ones(2)})
+
+
+@pytest.mark.parametrize("extra", [False, True])
+def test_one_op_read_matches_the_read_per_leaf(extra):
+    # With a kernel package loaded, a CPU storage reads all leaves with one gather_rows
+    # call; the oracle is the read per leaf (index_select each): the same batch.
+    gen = torch.Generator().manual_seed(1)
+    data = TensorDict(
+        {
+            "a": torch.randn(50, 3, generator=gen),
+            "nested": {
+                "b": torch.randint(0, 5, (50, 2, 2), generator=gen),
+                "deeper": {"c": torch.rand(50, generator=gen, dtype=torch.float64)},
+            },
+            "flag": torch.rand(50, 1, generator=gen) < 0.5,
+            "view": torch.randn(50, 4, generator=gen)[:, ::2],
+        },
+        [50],
+    )
+    storage = TensorStorage(data)
+    tree = storage._tree
+    index = torch.randint(0, 50, (20,), generator=gen)
+    entries = {"index": index, "w": torch.rand(20)} if extra else None
+    tree.gather_in_one_op = True
+    fast = storage.get(index, extra=entries)
+    tree.gather_in_one_op = False
+    slow = storage.get(index, extra=entries)
+    assert type(fast) is type(slow)
+    assert fast.batch_size == slow.batch_size
+    assert list(fast.keys(True, True)) == list(slow.keys(True, True))
+    for key, value in slow.items(True, True):
+        assert fast[key].dtype == value.dtype
+        assert fast[key].is_contiguous() == value.is_contiguous()
+        assert torch.equal(fast[key], value)

@@ -34,11 +34,15 @@ def _tree_args(name, capacity, batch, dtype):
     if name == "sum_tree_find_prefixsum":
         return (tree, torch.rand(batch, generator=gen, dtype=dtype) * tree[1])
     index = torch.randint(0, capacity, (batch,), generator=gen)
-    if name in ("sum_min_tree_update_", "sum_tree_sample"):
+    if name in ("sum_min_tree_update_", "sum_tree_sample", "sum_min_tree_priority_update_"):
         min_tree = torch.full((2 * capacity,), float("inf"), dtype=dtype)
         reference.min_tree_update_(min_tree, torch.arange(capacity), tree[capacity:])
         if name == "sum_tree_sample":
             return (tree, min_tree, torch.rand(batch, generator=gen, dtype=dtype), 0.6)
+        if name == "sum_min_tree_priority_update_":
+            top = torch.ones(1, dtype=dtype)
+            priority = torch.rand(batch, generator=gen, dtype=dtype) * 3
+            return (tree, min_tree, top, index, priority, 1e-3, 0.7, capacity)
         return (tree, min_tree, index, torch.rand(batch, generator=gen, dtype=dtype))
     return (tree, index, torch.rand(batch, generator=gen, dtype=dtype))
 
@@ -49,10 +53,24 @@ TREE_OPS = (
     "sum_tree_find_prefixsum",
     "sum_min_tree_update_",
     "sum_tree_sample",
+    "sum_min_tree_priority_update_",
 )
 
 
+def _gather_args(rows, batch, dtype):
+    gen = torch.Generator().manual_seed(rows + batch)
+    tables = [
+        torch.randn(rows, 3, generator=gen, dtype=dtype),
+        torch.randn(rows, generator=gen, dtype=dtype),
+        torch.rand(rows, 2, 1, generator=gen) < 0.5,
+        torch.randint(0, 9, (rows, 4), generator=gen)[:, ::2],  # strided rows
+    ]
+    return (tables, torch.randint(0, rows, (batch,), generator=gen))
+
+
 def _samples(name):
+    if name == "gather_rows":
+        return [_gather_args(r, b, d) for r, b, d in [(1, 1, torch.float32), (9, 5, torch.float64)]]
     if name in TREE_OPS:
         return [
             _tree_args(name, c, k, d)
@@ -103,6 +121,18 @@ def _public_call(name):
         trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
         ops.sum_min_tree_update_(*trees, torch.arange(4), torch.tensor([1.0, 2.0, 0.5, 4.0]))
         return ops.sum_tree_sample(*trees, torch.tensor([0.1, 0.5, 0.9]), 0.5)
+    if name == "gather_rows":
+        return ops.gather_rows([torch.arange(8.0).reshape(4, 2)], torch.tensor([3, 1]))
+    if name == "sum_min_tree_priority_update_":
+        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
+        return ops.sum_min_tree_priority_update_(
+            *trees,
+            torch.ones(1),
+            torch.tensor([1, 2]),
+            torch.tensor([3.0, 4.0]),
+            eps=0.5,
+            alpha=0.7,
+        )
     if name == "sum_min_tree_update_":
         trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
         return ops.sum_min_tree_update_(*trees, torch.tensor([1, 2]), torch.tensor([3.0, 4.0]))

@@ -95,3 +95,37 @@ def test_sample_is_proportional_to_the_priorities():
     assert counts[~nonzero].sum() == 0
     chi2 = float(((counts[nonzero] - expected[nonzero]) ** 2 / expected[nonzero]).sum())
     assert chi2 < 20.5  # chi-square, 4 degrees of freedom, p = 0.0004
+
+
+def test_priority_update_is_checks_powers_and_the_fused_update():
+    gen = torch.Generator().manual_seed(3)
+    got = (ops.make_sum_tree(64), ops.make_min_tree(64), torch.ones(1))
+    sums, mins = ops.make_sum_tree(64), ops.make_min_tree(64)
+    largest = 1.0  # the running maximum of every value written, overwritten ones included
+    for _ in range(3):
+        index = torch.randint(0, 50, (40,), generator=gen)
+        priority = torch.rand(40, generator=gen) * 3
+        ops.sum_min_tree_priority_update_(*got, index, priority, eps=1e-6, alpha=0.6, max_index=50)
+        value = priority.add(1e-6).pow_(0.6)
+        ops.sum_min_tree_update_(sums, mins, index, value)
+        largest = max(largest, float(value.max()))
+    assert torch.equal(got[0], sums)
+    assert torch.equal(got[1], mins)
+    assert float(got[2]) == largest
+
+
+def test_priority_update_refuses_bad_input_and_writes_nothing():
+    trees = (ops.make_sum_tree(8), ops.make_min_tree(8), torch.ones(1))
+    update = ops.sum_min_tree_priority_update_
+    with pytest.raises(IndexError, match=r"expected indices in \[0, 6\), got values in \[0, 7\]"):
+        update(*trees, torch.tensor([0, 7]), torch.ones(2), eps=0.0, alpha=1.0, max_index=6)
+    with pytest.raises(ValueError, match=r"expected priorities >= 0, got a minimum of -1"):
+        update(*trees, torch.tensor([0, 7]), torch.tensor([1.0, -1.0]), eps=0.0, alpha=1.0)
+    assert float(trees[0][1]) == 0.0
+    assert float(trees[1][1]) == float("inf")
+    with pytest.raises(ValueError, match=r"expected int64 index of shape \[K\] and priority"):
+        update(*trees, torch.tensor([0]), torch.ones(2), eps=0.0, alpha=1.0)
+    with pytest.raises(ValueError, match=r"expected priority and max_value in the trees'"):
+        update(*trees, torch.tensor([0]), torch.ones(1, dtype=torch.float64), eps=0, alpha=1)
+    with pytest.raises(ValueError, match=r"expected max_index to be an int, got 2.0"):
+        update(*trees, torch.tensor([0]), torch.ones(1), eps=0.0, alpha=1.0, max_index=2.0)

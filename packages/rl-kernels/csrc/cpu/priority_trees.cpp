@@ -67,6 +67,59 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
   if (!mins.is_same(min_tree)) min_tree.copy_(mins);
 }
 
+// A prioritized sampler's update in one call: the checks (indices in [0, max_index),
+// priorities >= 0 and not NaN) in one pass over the raw data before anything is written,
+// the values (priority + eps) ** alpha by torch's own add and pow (so they round as the
+// reference's do), their maximum into max_value, then the fused write of both trees.
+void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
+                                      at::Tensor& max_value, const at::Tensor& index,
+                                      const at::Tensor& priority, double eps, double alpha,
+                                      int64_t max_index) {
+  constexpr const char* op = "sum_min_tree_priority_update_";
+  const int64_t capacity = check_tree_layout(op, sum_tree, &index, priority);
+  check_tree_pair(op, sum_tree, min_tree);
+  TORCH_CHECK(max_value.numel() == 1 && max_value.scalar_type() == sum_tree.scalar_type() &&
+                  max_value.device() == sum_tree.device(),
+              "rl_core::", op, ": expected max_value of one element, ",
+              py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(),
+              " like sum_tree, got shape ", py_shape(max_value.sizes()), " ",
+              py_dtype(max_value.scalar_type()), " on ", max_value.device().str(), ".");
+  TORCH_CHECK(max_index >= 0 && max_index <= capacity, "rl_core::", op,
+              ": expected max_index in [0, ", capacity, "] (the capacity), got ", max_index,
+              ".");
+  const int64_t count = index.numel();
+  if (count == 0) return;
+  const auto idx = index.contiguous();
+  const int64_t* pi = idx.const_data_ptr<int64_t>();
+  const auto bounds = std::minmax_element(pi, pi + count);
+  TORCH_CHECK_INDEX(*bounds.first >= 0 && *bounds.second < max_index, "rl_core::", op,
+                    ": expected indices in [0, ", max_index, "), got values in [",
+                    *bounds.first, ", ", *bounds.second, "].");
+  const auto raw = priority.contiguous();
+  at::Tensor value;
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
+    const scalar_t* pp = raw.const_data_ptr<scalar_t>();
+    double smallest = static_cast<double>(pp[0]);
+    for (int64_t k = 0; k < count; ++k) {
+      const double p = static_cast<double>(pp[k]);
+      if (p != p) {  // NaN: torch.min gives NaN
+        smallest = p;
+        break;
+      }
+      smallest = std::min(smallest, p);
+    }
+    TORCH_CHECK_VALUE(smallest >= 0, "rl_core::", op,
+                      ": expected priorities >= 0, got a minimum of ", smallest, ".");
+    value = raw.add(eps).pow_(alpha);
+    const scalar_t* pv = value.const_data_ptr<scalar_t>();
+    scalar_t* top = max_value.mutable_data_ptr<scalar_t>();
+    scalar_t largest = *top;
+    for (int64_t k = 0; k < count; ++k) largest = pv[k] > largest ? pv[k] : largest;
+    *top = largest;
+  });
+  sum_min_tree_update_cpu(sum_tree, min_tree, idx, value);
+}
+
 // The descent of sum_tree_find_prefixsum for queries uniform * total, all queries a level
 // at a time (the loads of a level are independent, their cache misses overlap); the leaf
 // reached gives the weight (leaf / smallest) ** -beta, the power taken by torch's own pow
@@ -121,6 +174,7 @@ std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cpu(const at::Tensor& sum_tre
 TORCH_LIBRARY_IMPL(rl_core, CPU, m) {
   m.impl("sum_min_tree_update_", &sum_min_tree_update_cpu);
   m.impl("sum_tree_sample", &sum_tree_sample_cpu);
+  m.impl("sum_min_tree_priority_update_", &sum_min_tree_priority_update_cpu);
 }
 
 }  // namespace rl_kernels

@@ -195,7 +195,8 @@ class ReplayBuffer:
     # ---------------------------------------------------------------- reads
     def _sample_index(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
         with self._lock:
-            check_not_empty(f"{type(self).__name__}.sample", self._storage)
+            if not len(self._storage):  # (the message is only built when it is needed)
+                check_not_empty(f"{type(self).__name__}.sample", self._storage)
             index, info = self._sampler.sample(self._storage, batch_size)
             info["index"] = self._storage.unravel(index)
             data = self._read(index, info)
@@ -229,6 +230,10 @@ class ReplayBuffer:
             RuntimeError: the buffer is empty.
             ValueError: no batch size is known, or it differs from the prefetched one.
         """
+        if batch_size is None and self._batch_size is not None and self._prefetch is None:
+            # The training loop's call: the buffer's own batch size, checked when it was set.
+            data, info = self._sample_batch(self._batch_size)
+            return (data, info) if return_info else data
         name = f"{type(self).__name__}.sample"
         if batch_size is None:
             if self._batch_size is None:

@@ -81,7 +81,14 @@ class TensorDictReplayBuffer(ReplayBuffer):
                 for key, value in info.items()
                 if type(key) is str and isinstance(value, Tensor) and value.shape[:1] == index.shape
             }
-            data = storage.get(index, extra=extra)
+            # The entries are checked as TensorStorage.get(extra=) checks them: a CPU tree
+            # reads straight away (unless a subclass reads its own way), other devices move
+            # the index first.
+            tree = storage._tree
+            if tree is not None and tree.on_cpu and type(storage).get is TensorStorage.get:
+                data = tree.get_rows(index, extra)
+            else:
+                data = storage.get(index, extra=extra)
             info["_written"] = extra
             return data
         return storage.get(index)

@@ -18,6 +18,7 @@ __all__ = ["PrioritizedSampler"]
 # lookup of ``torch.ops.rl_core.<name>(...)``.
 _SAMPLE = torch.ops.rl_core.sum_tree_sample.default
 _UPDATE = torch.ops.rl_core.sum_min_tree_update_.default
+_PRIORITY_UPDATE = torch.ops.rl_core.sum_min_tree_priority_update_.default
 
 
 def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
@@ -95,7 +96,8 @@ class PrioritizedSampler(Sampler):
         self._tree = ops.make_sum_tree(self._capacity, dtype)
         # the smallest stored priority, for the importance weights, without a scan per sample
         self._min_tree = ops.make_min_tree(self._capacity, dtype)
-        self._max_priority = 1.0
+        # the largest value written so far (1.0 at first), in a tensor the update op raises
+        self._max_value = torch.ones(1, dtype=dtype)
         # the calls below go to torch.ops directly (no per-call argument checks), so the
         # kernels of an installed kernel package are loaded here rather than on a first call
         ops.load_kernel_packages()
@@ -103,7 +105,7 @@ class PrioritizedSampler(Sampler):
     @property
     def default_priority(self) -> float:
         """The priority (after ``eps`` and ``alpha``) that new items get."""
-        return self._max_priority
+        return self._max_value.item()
 
     # ---------------------------------------------------------------- writes
     def _check_index(self, where: str, index: Tensor) -> Tensor:
@@ -119,7 +121,7 @@ class PrioritizedSampler(Sampler):
 
     def extend(self, index: Tensor) -> None:
         index = self._check_index(f"{type(self).__name__}.extend", index)
-        self._write(index, torch.full(index.shape, self._max_priority, dtype=self.dtype))
+        self._write(index, torch.full(index.shape, self._max_value.item(), dtype=self.dtype))
 
     def _write(self, index: Tensor, value: Tensor) -> None:
         _UPDATE(self._tree, self._min_tree, index, value)
@@ -146,25 +148,27 @@ class PrioritizedSampler(Sampler):
             and priority.dtype == self.dtype
             and index.dim() == 1
             and priority.shape == index.shape
-            and index.numel()
             and not priority.requires_grad
-            and priority.device == self._tree.device
+            and index.device == priority.device == self._tree.device
         ):
-            # A sampled batch's index and new priorities (the training loop's case): the
-            # same checks and writes as below, in fewer torch calls.
-            low, high = (bound.item() for bound in torch.aminmax(index))  # one op, both
-            if low < 0 or high >= self.max_capacity:
-                self._check_index(f"{type(self).__name__}.update_priority", index)  # raises
-            low = priority.min().item()
-            if not low >= 0:  # also NaN
-                raise ValueError(
-                    f"{type(self).__name__}.update_priority: expected priorities >= 0 (e.g. "
-                    f"|td_error|), got a minimum of {low}."
+            # A sampled batch's index and new priorities (the training loop's case): one op
+            # checks them (indices against max_capacity, priorities >= 0), takes the powers
+            # and writes both trees. It writes nothing when a check fails: the generic path
+            # below then raises with this sampler's message.
+            try:
+                _PRIORITY_UPDATE(
+                    self._tree,
+                    self._min_tree,
+                    self._max_value,
+                    index,
+                    priority,
+                    self.eps,
+                    self.alpha,
+                    self.max_capacity,
                 )
-            value = priority.add(self.eps).pow_(self.alpha)
-            self._max_priority = max(self._max_priority, value.max().item())
-            _UPDATE(self._tree, self._min_tree, index.contiguous(), value)
-            return
+                return
+            except (IndexError, ValueError):
+                pass
         where = f"{type(self).__name__}.update_priority"
         index = torch.as_tensor(index)
         priority = torch.as_tensor(priority)
@@ -202,7 +206,7 @@ class PrioritizedSampler(Sampler):
             )
         value = (priority + self.eps).pow(self.alpha)
         if value.numel():
-            self._max_priority = max(self._max_priority, float(value.max()))
+            torch.maximum(self._max_value, value.max(), out=self._max_value)
         self._write(index, value)
 
     # ---------------------------------------------------------------- reads
@@ -210,7 +214,9 @@ class PrioritizedSampler(Sampler):
         return self._tree[self._capacity : self._capacity + n]
 
     def sample(self, storage: Storage, batch_size: int) -> tuple[Tensor, dict[str, Any]]:
-        n = check_not_empty(f"{type(self).__name__}.sample", storage)
+        n = len(storage)
+        if not n:  # (the message is only built when it is needed)
+            check_not_empty(f"{type(self).__name__}.sample", storage)
         if n > self.max_capacity:
             raise RuntimeError(
                 f"{type(self).__name__}.sample: the storage holds {n} items but max_capacity "
@@ -234,7 +240,7 @@ class PrioritizedSampler(Sampler):
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
-        return {"tree": self._tree.clone(), "max_priority": self._max_priority}
+        return {"tree": self._tree.clone(), "max_priority": self._max_value.item()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         tree = state_dict["tree"]
@@ -248,12 +254,12 @@ class PrioritizedSampler(Sampler):
         self._min_tree.fill_(float("inf"))
         written = (tree[self._capacity :] > 0).nonzero().reshape(-1)  # priorities are >= eps
         ops.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
-        self._max_priority = float(state_dict["max_priority"])
+        self._max_value.fill_(float(state_dict["max_priority"]))
 
     def _empty(self) -> None:
         self._tree.zero_()
         self._min_tree.fill_(float("inf"))
-        self._max_priority = 1.0
+        self._max_value.fill_(1.0)
 
     def __repr__(self) -> str:
         return (

@@ -3,8 +3,10 @@
 A storage keeps its data as one TensorDict (or one tensor) whose leading dimensions are the
 storage dimensions. Reading a batch walks a precomputed tree of ``(name, tensor)`` leaves and
 builds the result with the public ``TensorDict`` constructor, one ``index_select`` per leaf,
-instead of going through generic TensorDict indexing. The result is the same as
-``storage[index]``: same keys, values, dtypes, devices and batch size.
+instead of going through generic TensorDict indexing. With a kernel package loaded
+(``rl-kernels``), a CPU storage reads the rows of all leaves in one
+``rl_core.ops.gather_rows`` call instead (the same values, one pass). The result is the same
+as ``storage[index]``: same keys, values, dtypes, devices and batch size.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
-from rl_core import fast_td
+from rl_core import fast_td, ops
 
 NestedKey = str | tuple[str, ...]
 INDEX_KEY = "index"
+# The op's overload, resolved once: get_rows passes it a list of tensors and an int64 1-D
+# index it has checked, so it skips the public wrapper's checks.
+_GATHER_ROWS = torch.ops.rl_core.gather_rows.default
 
 
 class LeafTree:
@@ -43,10 +48,16 @@ class LeafTree:
             self.root = _build(data, ndim)
             self.leaves = list(_walk(self.root, ()))
             self._plan = _Level(self.root)
+            self._tables = self._plan.tables()
         self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
         if self.device is None and self.leaves:
             self.device = self.leaves[0][1].device
         self.on_cpu = all(t.device.type == "cpu" for _, t in self.leaves)
+        # One gather_rows call for all leaves where a kernel package serves it (on the
+        # reference kernel it is one index_select per leaf plus a dispatch: no gain).
+        self.gather_in_one_op = (
+            not self.is_tensor and self.on_cpu and bool(ops.load_kernel_packages())
+        )
         # Written batches may carry the buffer's "index" entry on top of the stored keys
         # (the round-robin TensorDict writer sets it); it is not stored unless the storage
         # was allocated with it.
@@ -80,6 +91,9 @@ class LeafTree:
             batch = torch.Size(index.shape)
             if self.is_tensor:
                 return self.root.index_select(0, index)
+            if self.gather_in_one_op and index.dtype == torch.int64:
+                rows = _GATHER_ROWS(self._tables, index)
+                return self._plan.build(iter(rows), batch, extra)
             return self._plan.gather(index, batch, extra)
         multi = torch.unravel_index(index, self.shape)
         if self.is_tensor:
@@ -153,6 +167,23 @@ class _Level:
         self.keys = [key for key, node in tree if not isinstance(node, list)]
         self.tensors = [node for _, node in tree if not isinstance(node, list)]
         self.subs = [(key, _Level(node)) for key, node in tree if isinstance(node, list)]
+
+    def tables(self) -> list[Tensor]:
+        """The leaves of this level and its sub-levels, in the order :meth:`build` takes."""
+        out = list(self.tensors)
+        for _, sub in self.subs:
+            out.extend(sub.tables())
+        return out
+
+    def build(self, rows, batch: torch.Size, extra: dict | None = None) -> TensorDict:
+        """The batch from an iterator over the rows of :meth:`tables`, in that order."""
+        out = {key: next(rows) for key in self.keys}
+        for key, sub in self.subs:
+            out[key] = sub.build(rows, batch)
+        if extra:
+            out.update(extra)
+        # As in gather: every value has leading dims ``batch`` under a string key.
+        return fast_td.build_tensordict(out, batch)
 
     def gather(self, index: Tensor, batch: torch.Size, extra: dict | None = None) -> TensorDict:
         out = {key: tensor.index_select(0, index) for key, tensor in zip(self.keys, self.tensors)}

@@ -16,6 +16,9 @@ op (``torch.ops.rl_core.*``)       public wrapper
 ``sum_tree_find_prefixsum``        :func:`sum_tree_find_prefixsum`
 ``sum_min_tree_update_``           :func:`sum_min_tree_update_` (both trees, one call)
 ``sum_tree_sample``                :func:`sum_tree_sample` (draws + importance weights)
+``sum_min_tree_priority_update_``  :func:`sum_min_tree_priority_update_` (checks + powers +
+                                   both trees, one call)
+``gather_rows``                    :func:`gather_rows` (rows of several tables, one call)
 =================================  =========================================================
 
 :func:`td0_return_estimate`, the tree constructors and :func:`sum_tree_total` /
@@ -52,10 +55,11 @@ and raises ``ValueError`` (``TORCH_CHECK_VALUE``) for leaf indices outside
 every call through these wrappers or ``torch.ops.rl_core`` picks the backend kernel for
 tensors on that backend and the reference kernel elsewhere.
 
-The two fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``) are the exception
-to "reference registered for ``CompositeExplicitAutograd``": their default kernel calls the
-basic tree ops through the dispatcher, so on a backend where a package registered only the
-basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
+The fused tree ops (``sum_min_tree_update_``, ``sum_tree_sample``,
+``sum_min_tree_priority_update_``) are the exception to "reference registered for
+``CompositeExplicitAutograd``": their default kernel calls the basic tree ops (the last
+one: ``sum_min_tree_update_``) through the dispatcher, so on a backend where a package
+registered only the basic ops the fused ops run those kernels; :mod:`rl_core.ops.reference` holds their pure
 reference (the oracle) all the same, and a package may register fused kernels too.
 
 How a kernel package is found: it declares an entry point in the group
@@ -85,12 +89,17 @@ from rl_core.ops.advantage import (
     td0_return_estimate,
     td_lambda_return_estimate,
 )
+from rl_core.ops.gather import gather_rows
 from rl_core.ops.kernel_packages import (
     ENTRY_POINT_GROUP,
     KernelLoadWarning,
     load_kernel_packages,
 )
-from rl_core.ops.priority_trees import sum_min_tree_update_, sum_tree_sample
+from rl_core.ops.priority_trees import (
+    sum_min_tree_priority_update_,
+    sum_min_tree_update_,
+    sum_tree_sample,
+)
 from rl_core.ops.segment_tree import (
     make_min_tree,
     make_sum_tree,
@@ -120,6 +129,9 @@ __all__ = [
     "min_tree_min",
     "sum_min_tree_update_",
     "sum_tree_sample",
+    "sum_min_tree_priority_update_",
+    # replay reads
+    "gather_rows",
     # the reference kernels (test oracle)
     "reference",
     # kernel packages (rl-kernels) found through entry points

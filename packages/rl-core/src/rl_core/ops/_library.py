@@ -41,6 +41,11 @@ SCHEMAS: dict[str, str] = {
     "sum_tree_sample": (
         "(Tensor sum_tree, Tensor min_tree, Tensor uniform, float beta) -> (Tensor, Tensor)"
     ),
+    "sum_min_tree_priority_update_": (
+        "(Tensor(a!) sum_tree, Tensor(b!) min_tree, Tensor(c!) max_value, Tensor index, "
+        "Tensor priority, float eps, float alpha, int max_index) -> ()"
+    ),
+    "gather_rows": "(Tensor[] tables, Tensor index) -> Tensor[]",
 }
 
 
@@ -188,6 +193,53 @@ def _sum_tree_sample_check(sum_tree, min_tree, uniform, beta):
     _check_tree_pair("sum_tree_sample", sum_tree, min_tree)
 
 
+def _sum_min_tree_priority_update_check(
+    sum_tree, min_tree, max_value, index, priority, eps, alpha, max_index
+):
+    name = "sum_min_tree_priority_update_"
+    _check_tree_layout(name, sum_tree, index, priority)
+    _check_tree_pair(name, sum_tree, min_tree)
+    torch._check(
+        max_value.numel() == 1
+        and max_value.dtype == sum_tree.dtype
+        and max_value.device == sum_tree.device,
+        lambda: (
+            f"rl_core::{name}: expected max_value of one element, {sum_tree.dtype} on "
+            f"{sum_tree.device} like sum_tree, got shape {tuple(max_value.shape)} "
+            f"{max_value.dtype} on {max_value.device}."
+        ),
+    )
+    torch._check(
+        0 <= max_index <= sum_tree.shape[0] // 2,
+        lambda: (
+            f"rl_core::{name}: expected max_index in [0, {sum_tree.shape[0] // 2}] (the "
+            f"capacity), got {max_index}."
+        ),
+    )
+
+
+def _gather_rows_check(tables, index):
+    torch._check(
+        index.dim() == 1 and index.dtype == torch.int64,
+        lambda: (
+            f"rl_core::gather_rows: expected index 1-D int64, got {index.dtype} of shape "
+            f"{tuple(index.shape)}."
+        ),
+    )
+    for number, table in enumerate(tables):
+        torch._check(
+            table.dim() >= 1 and table.device == index.device,
+            lambda number=number, table=table: (
+                f"rl_core::gather_rows: expected tables[{number}] with at least 1 dim on "
+                f"{index.device} like index, got shape {tuple(table.shape)} on {table.device}."
+            ),
+        )
+
+
+def _rows_of_tables(tables, index) -> list[Tensor]:
+    return [table.new_empty((index.shape[0], *table.shape[1:])) for table in tables]
+
+
 # In every value schema, reward is the third argument from the end; outputs are shaped like it.
 def _like_reward(*args: Tensor) -> Tensor:
     return torch.empty_like(args[-3])
@@ -223,7 +275,19 @@ def _sum_tree_sample_composite(sum_tree, min_tree, uniform, beta):
     return index, leaves.index_select(0, index).div_(min_tree[1]).pow_(-beta)
 
 
+def _sum_min_tree_priority_update_composite(
+    sum_tree, min_tree, max_value, index, priority, eps, alpha, max_index
+):
+    value = reference.checked_priority_values(
+        "sum_min_tree_priority_update_", index, priority, eps, alpha, max_index
+    )
+    if value.numel():
+        torch.maximum(max_value, value.max(), out=max_value)
+    torch.ops.rl_core.sum_min_tree_update_.default(sum_tree, min_tree, index, value)
+
+
 _COMPOSITES = {
+    "sum_min_tree_priority_update_": _sum_min_tree_priority_update_composite,
     "sum_min_tree_update_": _sum_min_tree_update_composite,
     "sum_tree_sample": _sum_tree_sample_composite,
 }
@@ -239,6 +303,8 @@ _CHECKS_AND_FAKES = {
     "sum_tree_find_prefixsum": (_sum_tree_find_prefixsum_check, _leaf_indices_like_value),
     "sum_min_tree_update_": (_sum_min_tree_update_check, _no_output),
     "sum_tree_sample": (_sum_tree_sample_check, _leaves_and_weights),
+    "sum_min_tree_priority_update_": (_sum_min_tree_priority_update_check, _no_output),
+    "gather_rows": (_gather_rows_check, _rows_of_tables),
 }
 
 

@@ -16,7 +16,7 @@ from rl_core.ops import _library  # noqa: F401  (registers the ops)
 from rl_core.ops.kernel_packages import ensure_kernel_packages
 from rl_core.ops.segment_tree import _check_tree, _check_update
 
-__all__ = ["sum_min_tree_update_", "sum_tree_sample"]
+__all__ = ["sum_min_tree_priority_update_", "sum_min_tree_update_", "sum_tree_sample"]
 
 
 def _check_pair(where: str, sum_tree: Tensor, min_tree: Tensor) -> None:
@@ -128,3 +128,90 @@ def sum_tree_sample(
     if uniform.dim() == 1:
         return index, weight
     return index.reshape(uniform.shape), weight.reshape(uniform.shape)
+
+
+def sum_min_tree_priority_update_(
+    sum_tree: Tensor,
+    min_tree: Tensor,
+    max_value: Tensor,
+    index: Tensor,
+    priority: Tensor,
+    *,
+    eps: float,
+    alpha: float,
+    max_index: int | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Writes raw priorities into a sum tree and a min tree, checks included, in one op.
+
+    What a prioritized sampler's ``update_priority`` does: checks that every index lies in
+    ``[0, max_index)`` and every priority is ``>= 0`` (no NaN) before writing anything,
+    writes ``value = (priority + eps) ** alpha`` at leaves ``index`` of both trees (as
+    :func:`sum_min_tree_update_`, bit for bit) and raises ``max_value`` to the largest
+    written value. Runs ``torch.ops.rl_core.sum_min_tree_priority_update_``.
+
+    Args:
+        sum_tree: a sum tree from :func:`~rl_core.ops.make_sum_tree`; modified in place.
+        min_tree: the min tree of the same capacity, dtype and device; modified in place.
+        max_value: one element in the trees' dtype, on their device: the running maximum
+            of the written values (e.g. ``torch.ones(1)``); modified in place.
+        index: int64 ``[K]`` leaf numbers.
+        priority: ``[K]`` raw priorities in the trees' dtype (e.g. ``|td_error|``).
+
+    Keyword Args:
+        eps: added to every priority.
+        alpha: the priority exponent.
+        max_index: the number of usable leaves (a buffer's ``max_size``). Defaults to the
+            trees' capacity.
+
+    Returns:
+        ``(sum_tree, min_tree)``.
+
+    Raises:
+        IndexError: an index is outside ``[0, max_index)``; nothing is written.
+        ValueError: a priority is negative or NaN (nothing is written), or shapes, dtypes
+            or devices are wrong.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core.ops import make_min_tree, make_sum_tree, sum_min_tree_priority_update_
+        >>> sums, mins, top = make_sum_tree(4), make_min_tree(4), torch.ones(1)
+        >>> _ = sum_min_tree_priority_update_(
+        ...     sums, mins, top, torch.tensor([0, 3]), torch.tensor([3.0, 0.0]), eps=1.0, alpha=2.0
+        ... )
+        >>> float(sums[1]), float(mins[1]), float(top)
+        (17.0, 1.0, 16.0)
+    """
+    where = "sum_min_tree_priority_update_"
+    _check_pair(where, sum_tree, min_tree)
+    capacity = sum_tree.shape[0] // 2
+    max_index = capacity if max_index is None else max_index
+    if isinstance(max_index, bool) or not isinstance(max_index, int):
+        raise ValueError(f"{where}: expected max_index to be an int, got {max_index!r}.")
+    for name, tensor in (("index", index), ("priority", priority), ("max_value", max_value)):
+        if not isinstance(tensor, Tensor) or tensor.device != sum_tree.device:
+            raise ValueError(
+                f"{where}: expected {name} to be a tensor on {sum_tree.device} like the trees, "
+                f"got {getattr(tensor, 'device', type(tensor).__name__)}."
+            )
+    if index.dtype != torch.int64 or index.dim() != 1 or priority.shape != index.shape:
+        raise ValueError(
+            f"{where}: expected int64 index of shape [K] and priority of the same shape, got "
+            f"{index.dtype} {tuple(index.shape)} and {tuple(priority.shape)}."
+        )
+    if priority.dtype != sum_tree.dtype or max_value.dtype != sum_tree.dtype:
+        raise ValueError(
+            f"{where}: expected priority and max_value in the trees' {sum_tree.dtype}, got "
+            f"{priority.dtype} and {max_value.dtype}."
+        )
+    ensure_kernel_packages()
+    torch.ops.rl_core.sum_min_tree_priority_update_(
+        sum_tree,
+        min_tree,
+        max_value,
+        index.contiguous(),
+        priority.detach(),
+        float(eps),
+        float(alpha),
+        max_index,
+    )
+    return sum_tree, min_tree

@@ -46,6 +46,8 @@ __all__ = [
     "sum_tree_find_prefixsum",
     "sum_min_tree_update_",
     "sum_tree_sample",
+    "sum_min_tree_priority_update_",
+    "gather_rows",
 ]
 
 
@@ -339,3 +341,86 @@ def sum_tree_sample(
     leaves = sum_tree[sum_tree.shape[0] // 2 :]
     weight = leaves.index_select(0, index).div_(min_tree[1]).pow_(-beta)
     return index, weight
+
+
+def checked_priority_values(
+    name: str, index: Tensor, priority: Tensor, eps: float, alpha: float, max_index: int
+) -> Tensor:
+    """``(priority + eps) ** alpha`` after checking ``index`` against ``[0, max_index)`` and
+    ``priority >= 0`` (no NaN); the part of :func:`sum_min_tree_priority_update_` before the
+    tree writes.
+
+    Raises:
+        IndexError: an index is outside ``[0, max_index)``.
+        ValueError: a priority is negative or NaN.
+    """
+    if index.numel():
+        low, high = (int(bound) for bound in torch.aminmax(index))
+        if low < 0 or high >= max_index:
+            raise IndexError(
+                f"rl_core::{name}: expected indices in [0, {max_index}), got values in "
+                f"[{low}, {high}]."
+            )
+        smallest = float(priority.min())
+        if not smallest >= 0:  # also NaN
+            raise ValueError(
+                f"rl_core::{name}: expected priorities >= 0, got a minimum of {smallest}."
+            )
+    return priority.add(eps).pow_(alpha)
+
+
+def sum_min_tree_priority_update_(
+    sum_tree: Tensor,
+    min_tree: Tensor,
+    max_value: Tensor,
+    index: Tensor,
+    priority: Tensor,
+    eps: float,
+    alpha: float,
+    max_index: int,
+) -> None:
+    """Raw priorities into both trees: the write of a prioritized sampler's update (one op).
+
+    Checks every index against ``[0, max_index)`` and every priority against ``>= 0`` before
+    anything is written, then writes ``value = (priority + eps) ** alpha`` (torch's ``add``
+    and ``pow``) at leaves ``index`` as :func:`sum_min_tree_update_` does, and raises
+    ``max_value`` (one element) to ``value.max()`` when that is larger.
+
+    Args:
+        sum_tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
+        min_tree: the min tree, same size, dtype and device; modified in place.
+        max_value: one element, the trees' dtype: the running maximum of the written
+            values; modified in place.
+        index: int64 ``[K]`` leaf numbers in ``[0, max_index)``.
+        priority: ``[K]`` raw priorities, ``>= 0``, the trees' dtype.
+        eps: added to every priority.
+        alpha: the priority exponent.
+        max_index: the number of usable leaves, at most ``capacity``.
+
+    Raises:
+        IndexError: an index is outside ``[0, max_index)`` (nothing is written).
+        ValueError: a priority is negative or NaN (nothing is written).
+    """
+    value = checked_priority_values(
+        "sum_min_tree_priority_update_", index, priority, eps, alpha, max_index
+    )
+    if value.numel():
+        torch.maximum(max_value, value.max(), out=max_value)
+    sum_min_tree_update_(sum_tree, min_tree, index, value)
+
+
+def gather_rows(tables: list[Tensor], index: Tensor) -> list[Tensor]:
+    """Rows ``index`` of each table: ``[table.index_select(0, index) for table in tables]``.
+
+    Args:
+        tables: tensors with at least one dim, on ``index``'s device (any dtypes and sizes
+            of dim 0).
+        index: int64 ``[K]`` row numbers, each in ``[0, table.shape[0])`` of every table.
+
+    Returns:
+        one new contiguous tensor ``[K, *table.shape[1:]]`` per table, in order.
+
+    Raises:
+        IndexError: a row number is outside a table.
+    """
+    return [table.index_select(0, index) for table in tables]
