@@ -89,6 +89,12 @@ def entries(td: TensorDict) -> dict[str, Any]:
     return td._tensordict
 
 
+def _writes_directly(td: TensorDict) -> bool:
+    """Whether a value may go into the entry dict itself: tensordict raises on a locked
+    TensorDict and marks a consolidated one's copy stale (``_set_str`` does both)."""
+    return not td._is_locked and not hasattr(td, "_consolidated")
+
+
 def writable_entries(td: Any) -> dict[str, Any] | None:
     """The entry dict of a plain, unlocked, unconsolidated TensorDict without a device or on
     the CPU, where :func:`set_leaf` stores a CPU tensor of the batch size directly; ``None``
@@ -105,7 +111,7 @@ def writable_entries(td: Any) -> dict[str, Any] | None:
         >>> td["obs"].shape, writable_entries(td.lock_())
         (torch.Size([2, 3]), None)
     """
-    if type(td) is not TensorDict or td._is_locked or hasattr(td, "_consolidated"):
+    if type(td) is not TensorDict or not _writes_directly(td):
         return None
     device = td._device
     if device is not None and device.type != "cpu":
@@ -176,7 +182,7 @@ def set_leaf(td: TensorDictBase, key: str, value: Any) -> None:
         else:
             fits = False
         if fits:
-            if td._is_locked or hasattr(td, "_consolidated"):
+            if not _writes_directly(td):
                 # tensordict raises (locked) or marks its consolidated copy stale
                 td._set_str(key, value, inplace=False, validated=True)
             else:

@@ -7,10 +7,10 @@ so does each layer of generic Python around it. Envs whose outputs are views of 
 (``GymWrapper`` on a small observation) say which numpy array each such output shares its
 memory with (``EnvBase._numpy_rows``). A transform that has a lane plan (``_lane_plan(lane)``,
 built once) then computes its outputs on those arrays with numpy, straight on the entry dicts
-of the step's TensorDicts, into fresh rows that the lane hands out (:meth:`RowLane.take`) and
+of the step's TensorDicts, into fresh rows that the lane hands out (:meth:`RowLane.rows`) and
 that the next step reads back as numpy arrays (:meth:`RowLane.numpy`).
 
-A plan's ``step(root, nxt)`` / ``reset(fresh, batch_size)`` return ``False``, having written
+A plan's ``step(root, nxt)`` / ``reset(fresh, tensordict_reset)`` return ``False``, having written
 nothing, wherever they cannot give exactly what the transform's ``_step`` / ``_reset`` give
 (the transform's settings changed since the plan was built, an input is not a row, another
 dtype or shape), and the lane runs those instead; a transform without a plan, or whose class
@@ -29,20 +29,13 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.fast_td import entries, writable_entries
+from rl_core.transforms._rows import Rows
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
 if TYPE_CHECKING:
     from rl_core.transforms.transformed_env import TransformedEnv
 
-
-_ROWS = 64
-# torch dtype -> numpy dtype of the rows the lane hands out.
-NUMPY_DTYPES = {
-    torch.float32: np.dtype(np.float32),
-    torch.float64: np.dtype(np.float64),
-    torch.int64: np.dtype(np.int64),
-}
 
 # Methods that, overridden below the class declaring the lane methods, turn them off.
 _STEP_METHODS = ("_call", "_step", "_reset", "_apply_transform", "_lane_plan")
@@ -59,30 +52,6 @@ def lane_applies(transform: Transform) -> bool:
     return all(getattr(cls, name) is getattr(declarer, name) for name in _STEP_METHODS)
 
 
-class _Rows:
-    """Fresh rows of one shape and dtype for ``lane``: a tensor view and its numpy row per
-    :meth:`take`, cut from blocks of zeros (one ``unbind`` per block), each handed out once
-    and registered with the lane (see :meth:`RowLane.numpy`)."""
-
-    __slots__ = ("dtype", "lane", "next", "pairs", "shape")
-
-    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, lane: RowLane) -> None:
-        self.shape, self.dtype, self.lane = shape, dtype, lane
-        self.pairs: list[tuple[torch.Tensor, np.ndarray]] = []
-        self.next = 0
-
-    def take(self) -> tuple[torch.Tensor, np.ndarray]:
-        i = self.next
-        if i == len(self.pairs):
-            block = np.zeros((_ROWS, *self.shape), dtype=self.dtype)
-            self.pairs = list(zip(torch.from_numpy(block).unbind(0), block, strict=True))
-            i = 0
-        self.next = i + 1
-        pair = self.pairs[i]
-        self.lane._current[id(pair[0])] = pair
-        return pair
-
-
 class RowLane:
     """Runs a TransformedEnv's transforms on its steps and resets, on numpy rows where each
     transform's plan can (see the module docstring).
@@ -96,7 +65,7 @@ class RowLane:
     def __init__(self, base: EnvBase, transforms: list[Transform]) -> None:
         self.base = base
         self._base_rows = base._numpy_rows
-        self._pools: dict[tuple[tuple[int, ...], np.dtype], _Rows] = {}
+        self._pools: dict[tuple[tuple[int, ...], np.dtype], Rows] = {}
         # Rows handed out during the current and the previous call, by id: the tensors a
         # step reads back (the previous step's outputs, the reset's zeros). Holding them
         # keeps their ids from being reused while they are looked up.
@@ -129,7 +98,7 @@ class RowLane:
         before handing its tensor out, and never after."""
         pool = self._pools.get((shape, dtype))
         if pool is None:
-            pool = self._pools[(shape, dtype)] = _Rows(shape, dtype, self)
+            pool = self._pools[(shape, dtype)] = Rows(shape, dtype, self)
         return pool.take
 
     def step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
@@ -176,4 +145,4 @@ def build_lane(env: TransformedEnv) -> RowLane | None:
     return lane if all(plan is not None for _, plan in lane.parts) else None
 
 
-__all__ = ["NUMPY_DTYPES", "RowLane", "build_lane", "lane_applies"]
+__all__ = ["RowLane", "build_lane", "lane_applies"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -12,8 +11,8 @@ from tensordict import TensorDictBase
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
-from rl_core.transforms._lane import NUMPY_DTYPES, RowLane
-from rl_core.transforms._zeros import on_cpu, zeros
+from rl_core.transforms._lane import RowLane
+from rl_core.transforms._rows import NUMPY_DTYPES, on_cpu, zeros
 from rl_core.transforms.transform import Transform
 
 
@@ -35,15 +34,6 @@ class _SumPlan:
     def __init__(self, owner: RewardSum, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
-        # (shape, dtype, take, one float element) of the rows last used
-        self.last: tuple[Any, ...] = ((), None, None, False)
-
-    def _rows(self, shape: tuple[int, ...], dtype: np.dtype) -> tuple[Any, ...]:
-        last = self.last
-        if last[0] != shape or last[1] != dtype:
-            scalar = shape == (1,) and dtype.kind == "f"
-            last = self.last = (shape, dtype, self.lane.rows(shape, dtype), scalar)
-        return last
 
     def step(self, root: dict, nxt: dict) -> bool:
         numpy = self.numpy
@@ -53,9 +43,8 @@ class _SumPlan:
         reward = numpy(nxt.get(self.in_key))
         if reward is None or reward.dtype != total.dtype or reward.shape != total.shape:
             return False
-        _, _, take, scalar = self._rows(total.shape, total.dtype)
-        out, row = take()
-        if scalar:
+        out, row = self.lane.rows(total.shape, total.dtype)()
+        if total.shape == (1,) and total.dtype.kind == "f":
             row[0] = float(total[0]) + float(reward[0])
         else:
             np.add(total, reward, out=row)
@@ -69,7 +58,7 @@ class _SumPlan:
         dtype = NUMPY_DTYPES.get(spec.dtype)
         if dtype is None or not on_cpu(spec.device):
             return False
-        fresh[self.out_key] = self._rows(tuple(spec.shape), dtype)[2]()[0]
+        fresh[self.out_key] = self.lane.rows(tuple(spec.shape), dtype)()[0]
         return True
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 from tensordict import TensorDictBase
@@ -12,7 +10,7 @@ from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
 from rl_core.transforms._lane import RowLane
-from rl_core.transforms._zeros import on_cpu, zeros
+from rl_core.transforms._rows import on_cpu, zeros
 from rl_core.transforms.transform import Transform
 
 _INT64 = np.dtype(np.int64)
@@ -27,13 +25,6 @@ class _CountPlan:
     def __init__(self, owner: StepCounter, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.key = owner.step_count_key
-        self.last: tuple[Any, Any] = ((), None)  # (shape, take) of the rows last used
-
-    def _take(self, shape: tuple[int, ...]) -> Any:
-        last = self.last
-        if last[0] != shape:
-            last = self.last = (shape, self.lane.rows(shape, _INT64))
-        return last[1]
 
     def step(self, root: dict, nxt: dict) -> bool:
         count = self.numpy(root.get(self.key))
@@ -43,10 +34,10 @@ class _CountPlan:
             value = int(count[0]) + 1
             if value > _INT64_MAX:
                 return False  # torch wraps around; leave that to it
-            out, row = self._take((1,))()
+            out, row = self.lane.rows((1,), _INT64)()
             row[0] = value
         else:
-            out, row = self._take(count.shape)()
+            out, row = self.lane.rows(count.shape, _INT64)()
             np.add(count, 1, out=row)
         nxt[self.key] = out
         return True
@@ -54,7 +45,7 @@ class _CountPlan:
     def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
         if self.owner.max_steps is not None or not on_cpu(tensordict_reset.device):
             return False
-        fresh[self.key] = self._take((*tensordict_reset.batch_size, 1))()[0]
+        fresh[self.key] = self.lane.rows((*tensordict_reset.batch_size, 1), _INT64)()[0]
         return True
 
 

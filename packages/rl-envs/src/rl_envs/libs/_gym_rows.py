@@ -50,7 +50,6 @@ class StepRows:
         # ``done`` of the last write where a sub-env finished, else None (see ``write_at``).
         self.finished: Any = None
         self.last = -1  # the row of the last write (see numpy_rows)
-        self._pairs: tuple[int, Any, list] = (-1, None, [])
 
     def _allocate(self) -> None:
         rows, batch = self.rows, self.batch
@@ -95,13 +94,9 @@ class StepRows:
         i = self.last
         if i < 0:
             return []
-        cached = self._pairs
-        if cached[0] == i and cached[1] is self.views:
-            return cached[2]
         pairs = [(self.views[i][0], self.reward_block[i])]
         if self.observation is not None:
             pairs.append((self.obs_views[i], self.blocks[0][i]))
-        self._pairs = (i, self.views, pairs)
         return pairs
 
     def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:

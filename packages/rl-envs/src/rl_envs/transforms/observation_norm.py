@@ -16,9 +16,9 @@ from rl_envs.transforms._common import bounds, continuous_like, map_output_leave
 _CPU = torch.device("cpu")
 
 
-def _affine(value: torch.Tensor, loc: torch.Tensor, scale: torch.Tensor, *, standard_normal: bool):
-    """The map: two exactly rounded operations (the numpy rows of ``_lane_map`` do the same
-    two, so both give the same bits)."""
+def _affine(value: Any, loc: Any, scale: Any, *, standard_normal: bool) -> Any:
+    """The map, for tensors and numpy arrays alike (``_NormPlan`` applies it to numpy rows):
+    two exactly rounded operations, which give the same bits in both."""
     return (value - loc) / scale if standard_normal else value * scale + loc
 
 
@@ -34,8 +34,7 @@ def _keeps_shape(shape: tuple[int, ...], *others: tuple[int, ...]) -> bool:
 class _NormPlan:
     """``ObservationNorm``'s map on numpy rows: where every entry to map is a row of loc's
     dtype (float32 or float64, loc and scale on the CPU) that loc and scale do not enlarge,
-    the same two operations with numpy (``np.subtract``/``np.divide`` or
-    ``np.multiply``/``np.add``: torch's bits) into fresh rows; else ``False``, having
+    ``_affine`` on the numpy arrays (torch's bits) into fresh rows; else ``False``, having
     written nothing. Keys are read when the plan is built (like the env's specs, it is
     rebuilt when the transforms change through the env); loc, scale (through ``_stats``)
     and ``standard_normal`` are read on every call."""
@@ -76,12 +75,7 @@ class _NormPlan:
         standard = owner.standard_normal
         for out_key, row, take in rows:
             out, dst = take()
-            if standard:
-                np.subtract(row, loc, out=dst)
-                np.divide(dst, scale, out=dst)
-            else:
-                np.multiply(row, scale, out=dst)
-                np.add(dst, loc, out=dst)
+            dst[...] = _affine(row, loc, scale, standard_normal=standard)
             found[out_key] = out
         return True
 
