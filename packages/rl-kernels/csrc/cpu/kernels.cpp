@@ -12,6 +12,7 @@
 
 #include "../checks.h"
 #include "../layout.h"
+#include "descent.h"
 
 namespace rl_kernels {
 namespace {
@@ -229,8 +230,7 @@ void min_tree_update_cpu(at::Tensor& tree, const at::Tensor& index, const at::Te
                   [](auto a, auto b) { return nan_min(a, b); });
 }
 
-// One descent per query, all queries a level at a time: the loads of one level are
-// independent, so their cache misses overlap.
+// One descent per query (descent.h), clamped at 0 first.
 at::Tensor sum_tree_find_prefixsum_cpu(const at::Tensor& tree, const at::Tensor& value) {
   const int64_t capacity = check_tree_layout("sum_tree_find_prefixsum", tree, nullptr, value);
   auto leaf = at::empty(value.sizes(), value.options().dtype(at::kLong));
@@ -247,21 +247,8 @@ at::Tensor sum_tree_find_prefixsum_cpu(const at::Tensor& tree, const at::Tensor&
         for (int64_t k = 0; k < count; ++k) {
           // clamp(min=0); NaN stays NaN.
           if (remaining[k] < scalar_t(0)) remaining[k] = scalar_t(0);
-          node[k] = 1;
         }
-        for (int64_t level = 1; level < capacity; level <<= 1) {
-          for (int64_t k = 0; k < count; ++k) {
-            const int64_t left = 2 * node[k];
-            const scalar_t left_sum = pt[left];
-            // Branch-free: the direction is random, a branch would mispredict half the time.
-            const bool go_right = (remaining[k] >= left_sum) & (pt[left + 1] > scalar_t(0));
-            remaining[k] = go_right ? scalar_t(remaining[k] - left_sum) : remaining[k];
-            node[k] = left + static_cast<int64_t>(go_right);
-            // The next level reads this node's children: start fetching them now, while
-            // the other queries of this level run.
-            __builtin_prefetch(pt + 2 * node[k]);
-          }
-        }
+        descend_sum_tree(pt, capacity, count, remaining.data(), node);
         for (int64_t k = 0; k < count; ++k) node[k] -= capacity;
       });
   return leaf;

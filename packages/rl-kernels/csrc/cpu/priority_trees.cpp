@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../checks.h"
+#include "descent.h"
 
 namespace rl_kernels {
 namespace {
@@ -120,8 +121,7 @@ void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree
   sum_min_tree_update_cpu(sum_tree, min_tree, idx, value);
 }
 
-// The descent of sum_tree_find_prefixsum for queries uniform * total, all queries a level
-// at a time (the loads of a level are independent, their cache misses overlap); the leaf
+// The descent of sum_tree_find_prefixsum (descent.h) for queries uniform * total; the leaf
 // reached gives the weight (leaf / smallest) ** -beta, the power taken by torch's own pow
 // so that it rounds as the reference does.
 std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cpu(const at::Tensor& sum_tree,
@@ -147,19 +147,8 @@ std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cpu(const at::Tensor& sum_tre
     for (int64_t k = 0; k < count; ++k) {
       const scalar_t start = static_cast<scalar_t>(pq[k] * total);
       pw[k] = start < scalar_t(0) ? scalar_t(0) : start;  // clamp(min=0); NaN stays NaN
-      node[k] = 1;
     }
-    for (int64_t level = 1; level < capacity; level <<= 1) {
-      for (int64_t k = 0; k < count; ++k) {
-        const int64_t left = 2 * node[k];
-        const scalar_t left_sum = pt[left];
-        // Branch-free: the direction is random, a branch would mispredict half the time.
-        const bool go_right = (pw[k] >= left_sum) & (pt[left + 1] > scalar_t(0));
-        pw[k] = go_right ? static_cast<scalar_t>(pw[k] - left_sum) : pw[k];
-        node[k] = left + static_cast<int64_t>(go_right);
-        __builtin_prefetch(pt + 2 * node[k]);  // read at the next level
-      }
-    }
+    descend_sum_tree(pt, capacity, count, pw, node);
     for (int64_t k = 0; k < count; ++k) {
       pw[k] = static_cast<scalar_t>(pt[node[k]] / smallest);
       node[k] -= capacity;
