@@ -22,6 +22,11 @@ def _tables(rows, gen):
         torch.rand(rows, 1, generator=gen) < 0.5,  # bool
         torch.randint(-9, 9, (rows, 2, 3), generator=gen, dtype=torch.int8),
         torch.randn(rows, 4, generator=gen).to(torch.bfloat16),
+        # rows that are blocks apart from one another: copied by the kernel
+        torch.randn(rows, 41, generator=gen)[:, 3:20],  # a column slice of a wider table
+        torch.randn(rows, 2, 9, generator=gen)[:, 1, 2:8].unflatten(1, (2, 3)),
+        torch.randn(rows * 3, generator=gen)[::3],  # 1-D, every third element
+        torch.randn(1, 5, generator=gen).expand(rows, 5),  # every row the same block
         torch.randn(rows, 6, generator=gen)[:, ::2],  # strided rows: index_select
         torch.randn(4, rows, generator=gen).t(),  # transposed: index_select
         complex_rows.conj(),  # conjugate view: index_select

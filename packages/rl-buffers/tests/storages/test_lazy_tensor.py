@@ -2,7 +2,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_buffers import LazyTensorStorage
+from rl_buffers import LazyTensorStorage, TensorStorage
 
 
 def batch(n, start=0):
@@ -87,3 +87,59 @@ def test_cuda_storage_samples_on_device():
     sample = buffer.sample()
     assert sample["obs"].device.type == "cuda"
     assert torch.equal(sample["obs"][:, 0].cpu(), sample["index"].float().cpu())
+
+
+def transitions(n, start=0, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(start)
+    return TensorDict(
+        {
+            "observation": torch.randn(n, 17, generator=gen).to(dtype),
+            "action": torch.randn(n, 2, 3, generator=gen).to(dtype),
+            "empty": torch.zeros(n, 0),
+            "next": {
+                "observation": torch.randn(n, 17, generator=gen).to(dtype),
+                "reward": torch.randn(n, generator=gen).to(dtype),
+                "done": torch.rand(n, 1, generator=gen) < 0.5,
+                "terminated": torch.rand(n, 1, generator=gen) < 0.5,
+            },
+        },
+        [n],
+    )
+
+
+def test_cpu_entries_of_one_dtype_are_columns_of_one_table():
+    storage = LazyTensorStorage(10)
+    storage.set(slice(0, 4), transitions(4))
+    leaves = dict(storage._tree.leaves)
+    floats = [("observation",), ("action",), ("next", "observation"), ("next", "reward")]
+    bases = {leaves[key].untyped_storage().data_ptr() for key in floats}
+    assert len(bases) == 1  # one table, 41 floats per item
+    assert [leaves[key].storage_offset() for key in floats] == [0, 17, 23, 40]
+    assert all(leaves[key].stride(0) == 41 for key in floats)
+    # the flags take 2 bytes per item: less than a cache line, they stay apart
+    for key in [("next", "done"), ("next", "terminated")]:
+        assert leaves[key].is_contiguous()
+    groups = [(table is not None, [i for i, _ in members]) for table, members in storage._tree.write_groups]
+    assert groups == [(True, [0, 1, 2, 3, 4]), (False, [5]), (False, [6])]
+
+
+def test_packed_storage_reads_and_writes_like_separate_tensors():
+    # The oracle: a TensorStorage over separate contiguous zero tensors gets the same writes.
+    # Writes cover the cat path (a slice of float32 batches), the per-entry path (float64
+    # batches that need a cast), a wrap-around (tensor index) and a single item.
+    packed = LazyTensorStorage(12)
+    packed.set(slice(0, 5), transitions(5, 0))
+    separate = TensorStorage(transitions(12).apply(torch.zeros_like))
+    separate.set(slice(0, 5), transitions(5, 0))
+    for storage in (packed, separate):
+        storage.set(slice(5, 9), transitions(4, 1, torch.float64))
+        storage.set(slice(9, 11), transitions(2, 2))
+        storage.set(torch.tensor([11, 0, 1]), transitions(3, 3))
+        storage.set(4, transitions(1, 4)[0])
+    index = torch.tensor([0, 11, 5, 9, 4, 1, 10, 7, 7])
+    got, expected = packed.get(index), separate.get(index)
+    assert set(got.keys(True, True)) == set(expected.keys(True, True))
+    for key, value in expected.items(True, True):
+        assert got[key].dtype == value.dtype
+        assert got[key].is_contiguous()
+        assert torch.equal(got[key], value), key

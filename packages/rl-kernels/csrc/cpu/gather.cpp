@@ -2,9 +2,11 @@
 // a replay buffer reads for a batch. The rows of a large storage miss the cache; reading
 // row k of every table while the rows of k + kAhead are prefetched keeps many misses in
 // flight, where one index_select per table waits on them table after table. The values are
-// index_select's (rows copied byte for byte); a table whose rows are not one contiguous
-// block each (a strided view, a conjugate or negative view, another layout) takes
-// index_select itself.
+// index_select's (rows copied byte for byte). A table is copied here when each of its rows
+// is one contiguous block, at any distance from the next row: a contiguous table, or a
+// column slice of a wider one (a storage that keeps the entries of an item side by side, so
+// that one item's rows share cache lines). A table whose rows are not blocks (strided
+// within a row, a conjugate or negative view, another layout) takes index_select itself.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
@@ -19,9 +21,40 @@ namespace {
 
 constexpr int64_t kAhead = 16;  // rows prefetched ahead of the copy
 
+// Whether every row of `table` (dim 0) is one contiguous block of memory: the dims after the
+// first are laid out as in a contiguous tensor (dims of size 1 have any stride), the rows
+// start stride(0) elements apart, stride(0) >= 0.
+// Copies n bytes from src to dst (not overlapping) with fixed-size moves the compiler
+// inlines: a storage row is a few to a few hundred bytes, where a call to memcpy per row
+// costs about as much as the copy. The last move of each size may overlap the one before.
+inline void copy_row(char* dst, const char* src, int64_t n) {
+  if (n >= 16) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) std::memcpy(dst + i, src + i, 16);
+    if (i < n) std::memcpy(dst + n - 16, src + n - 16, 16);
+  } else if (n >= 8) {
+    std::memcpy(dst, src, 8);
+    std::memcpy(dst + n - 8, src + n - 8, 8);
+  } else if (n >= 4) {
+    std::memcpy(dst, src, 4);
+    std::memcpy(dst + n - 4, src + n - 4, 4);
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
 bool rows_are_blocks(const at::Tensor& table) {
-  return table.layout() == at::kStrided && table.is_contiguous() && !table.is_conj() &&
-         !table.is_neg() && table.device().is_cpu();
+  if (table.layout() != at::kStrided || table.is_conj() || table.is_neg() ||
+      !table.device().is_cpu() || table.stride(0) < 0) {
+    return false;
+  }
+  int64_t expected = 1;
+  for (int64_t d = table.dim() - 1; d >= 1; --d) {
+    if (table.size(d) == 1) continue;
+    if (table.stride(d) != expected) return false;
+    expected *= table.size(d);
+  }
+  return true;
 }
 
 std::vector<at::Tensor> gather_rows_cpu(at::TensorList tables, const at::Tensor& index) {
@@ -49,6 +82,7 @@ std::vector<at::Tensor> gather_rows_cpu(at::TensorList tables, const at::Tensor&
   std::vector<const char*> src;
   std::vector<char*> dst;
   std::vector<int64_t> row_bytes;
+  std::vector<int64_t> src_stride;  // bytes from one row to the next
   for (size_t j = 0; j < tables.size(); ++j) {
     const at::Tensor& table = tables[j];
     if (count) {
@@ -68,11 +102,12 @@ std::vector<at::Tensor> gather_rows_cpu(at::TensorList tables, const at::Tensor&
     src.push_back(static_cast<const char*>(table.const_data_ptr()));
     dst.push_back(static_cast<char*>(out.back().mutable_data_ptr()));
     row_bytes.push_back(bytes);
+    src_stride.push_back(table.stride(0) * table.element_size());
   }
   const size_t blocks = src.size();
   auto prefetch = [&](int64_t k) {
     for (size_t j = 0; j < blocks; ++j) {
-      const char* first = src[j] + pi[k] * row_bytes[j];
+      const char* first = src[j] + pi[k] * src_stride[j];
       __builtin_prefetch(first);
       __builtin_prefetch(first + row_bytes[j] - 1);  // a row may straddle two cache lines
     }
@@ -81,8 +116,7 @@ std::vector<at::Tensor> gather_rows_cpu(at::TensorList tables, const at::Tensor&
   for (int64_t k = 0; k < count; ++k) {
     if (k + kAhead < count) prefetch(k + kAhead);
     for (size_t j = 0; j < blocks; ++j) {
-      std::memcpy(dst[j] + k * row_bytes[j], src[j] + pi[k] * row_bytes[j],
-                  static_cast<size_t>(row_bytes[j]));
+      copy_row(dst[j] + k * row_bytes[j], src[j] + pi[k] * src_stride[j], row_bytes[j]);
     }
   }
   return out;

@@ -11,6 +11,7 @@ as ``storage[index]``: same keys, values, dtypes, devices and batch size.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,9 +48,11 @@ class LeafTree:
         else:
             self.root = _build(data, ndim)
             self.leaves = list(_walk(self.root, ()))
+            self._shapes = _shapes(self.root)
             self._plan = _Level(self.root)
             self._tables = self._plan.tables()
         self.leaf_shapes = {key: tuple(t.shape[ndim:]) for key, t in self.leaves}
+        self.write_groups = _write_groups([t for _, t in self.leaves])
         if self.device is None and self.leaves:
             self.device = self.leaves[0][1].device
         self.on_cpu = all(t.device.type == "cpu" for _, t in self.leaves)
@@ -75,9 +78,39 @@ class LeafTree:
         if self.ndim > 1 and data.batch_size[1 : self.ndim] != self.shape[1:]:
             return None
         out: list[Tensor] = []
-        if not _collect(self.root, data, out, self.loose_index):
+        if not _collect(self._shapes, data, out, self.loose_index):
             return None
         return out
+
+    def set_rows(self, index: slice, values: list[Tensor]) -> None:
+        """Writes ``values`` (as :meth:`values_of` returns them) at rows ``index`` (a slice
+        of the first dimension): one ``torch.cat`` into each table whose column slices are
+        the leaves (see :func:`_write_groups`), one copy into each other leaf."""
+        leaves = self.leaves
+        for table, members in self.write_groups:
+            if table is not None:
+                target = table[index]
+                rows, dtype = target.shape[0], target.dtype
+                parts = []
+                for i, width in members:
+                    part = values[i]
+                    # cat writes the bytes the copies below write where nothing needs a
+                    # cast, a move, a broadcast or autograd.
+                    if (
+                        type(part) is not Tensor
+                        or part.dtype is not dtype
+                        or part.requires_grad
+                        or not part.is_cpu
+                        or part.shape[0] != rows
+                    ):
+                        break
+                    if width != 0:
+                        parts.append(part if width is None else part.reshape(rows, width))
+                else:
+                    torch.cat(parts, 1, out=target)
+                    continue
+            for i, _ in members:
+                leaves[i][1][index] = values[i]  # copies across devices and dtypes as needed
 
     def get_rows(
         self, index: Tensor, extra: dict[str, Tensor] | None = None
@@ -99,6 +132,70 @@ class LeafTree:
         if self.is_tensor:
             return self.root[multi]
         return _gather_multi(self.root, multi, torch.Size(index.shape))
+
+
+def _write_groups(leaves: list[Tensor]) -> list[tuple[Tensor | None, list[tuple[int, int | None]]]]:
+    """The leaves in write groups, in order: each run of two or more consecutive leaves that
+    are, in order, the column slices of one ``[rows, width]`` CPU table (as
+    ``LazyTensorStorage`` allocates the entries of a CPU storage; entries of no elements
+    may sit between them) with that table, each other leaf alone with None. A leaf is
+    listed as ``(position in leaves, width)``: the width its values are reshaped to for the
+    table, None where they are ``[n, width]`` already, 0 for an entry of no elements."""
+    groups: list[tuple[Tensor | None, list[tuple[int, int | None]]]] = []
+    start = 0
+    while start < len(leaves):
+        table, end = _table_from(leaves, start)
+        members = []
+        for i in range(start, end):
+            width = math.prod(leaves[i].shape[1:])
+            members.append((i, None if leaves[i].dim() == 2 and width else width))
+        groups.append((table, members))
+        start = end
+    return groups
+
+
+def _table_from(leaves: list[Tensor], start: int) -> tuple[Tensor | None, int]:
+    """The table whose columns are ``leaves[start:end]`` and ``end``, or ``(None, start + 1)``."""
+    first = leaves[start]
+    if not (first.is_cpu and first.dim() >= 1 and first.stride(0) >= 1 and _item_numel(first)):
+        return None, start + 1
+    rows, width = first.shape[0], first.stride(0)
+    storage, offset = first.untyped_storage().data_ptr(), first.storage_offset()
+    used, end = 0, start
+    while end < len(leaves) and used < width:
+        leaf = leaves[end]
+        if leaf.dim() >= 1 and leaf.shape[0] == rows and not _item_numel(leaf):
+            end += 1  # an entry of no elements, anywhere: nothing to write
+            continue
+        if not (
+            leaf.dtype == first.dtype
+            and leaf.dim() >= 1
+            and leaf.shape[0] == rows
+            and leaf.stride(0) == width
+            and leaf.untyped_storage().data_ptr() == storage
+            and leaf.storage_offset() == offset + used
+            and _items_are_blocks(leaf)
+        ):
+            break
+        used += _item_numel(leaf)
+        end += 1
+    if used != width or end - start < 2:
+        return None, start + 1
+    return first.as_strided((rows, width), (width, 1), offset), end
+
+
+def _item_numel(leaf: Tensor) -> int:
+    return math.prod(leaf.shape[1:])
+
+
+def _items_are_blocks(leaf: Tensor) -> bool:
+    """Whether each item (row of dim 0) of ``leaf`` is laid out as a contiguous tensor."""
+    expected = 1
+    for size, stride in zip(reversed(leaf.shape[1:]), reversed(leaf.stride()[1:])):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 def _plain(tensor: Tensor) -> Tensor:
@@ -124,6 +221,14 @@ def _build(td: TensorDictBase, ndim: int) -> list[tuple[str, Any]]:
     return tree
 
 
+def _shapes(tree: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``tree`` with each leaf replaced by its shape after the first dim (what
+    :func:`_collect` checks written values against)."""
+    return [
+        (key, _shapes(node) if isinstance(node, list) else node.shape[1:]) for key, node in tree
+    ]
+
+
 def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
     """``(key, leaf)`` pairs in tree order (the order :func:`_collect` fills)."""
     for key, node in tree:
@@ -134,24 +239,23 @@ def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
 
 
 def _collect(
-    tree: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
+    shapes: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
 ) -> bool:
+    # shapes: the tree of per-leaf shapes after the first dim (see _shapes).
     # A plain TensorDict's entry dict is read in place (no copy); other types list theirs.
     entries = fast_td.entries(data) if fast_td.is_plain(data) else dict(data.items())
     skip_index = loose_index and INDEX_KEY in entries
-    if len(entries) - skip_index != len(tree):
+    if len(entries) - skip_index != len(shapes):
         return False
-    for key, node in tree:
+    for key, shape in shapes:
         value = None if skip_index and key == INDEX_KEY else entries.get(key)
         # (exact type tests first: isinstance against tensordict's ABC costs more)
-        if type(node) is list:
+        if type(shape) is list:
             if not (type(value) is TensorDict or isinstance(value, TensorDictBase)) or not _collect(
-                node, value, out
+                shape, value, out
             ):
                 return False
-        elif not (type(value) is Tensor or isinstance(value, Tensor)) or (
-            value.shape[1:] != node.shape[1:]
-        ):
+        elif not (type(value) is Tensor or isinstance(value, Tensor)) or value.shape[1:] != shape:
             return False
         else:
             out.append(value)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
@@ -16,6 +18,13 @@ class LazyTensorStorage(TensorStorage):
 
     The first batch fixes the keys, per-item shapes and dtypes; later batches must match
     them (a mismatch raises, naming the key and both shapes).
+
+    On CPU, with ``ndim=1``, the entries of one dtype are allocated side by side when they
+    take a cache line or more per item: each item's ``observation``, ``action``… rows are
+    neighbours in one ``[max_size, total]`` table, of which each entry is a column slice (a
+    view, not contiguous), written with one ``torch.cat`` per batch. A sampled batch then
+    reads a few adjacent cache lines per item instead of one or two per entry; what a read
+    returns is unchanged (new contiguous tensors, the same values).
 
     Args:
         max_size: the number of items the storage holds.
@@ -52,18 +61,67 @@ class LazyTensorStorage(TensorStorage):
             return torch.zeros(
                 (*shape, *template.shape[self.ndim :]), dtype=template.dtype, device=device
             )
-        return _zeros_like_items(template, shape, self.ndim, device)
+        where = torch.device(device) if device is not None else torch.get_default_device()
+        columns = _packed_columns(template, rows) if self.ndim == 1 and where.type == "cpu" else {}
+        return _zeros_like_items(template, shape, self.ndim, device, columns)
+
+
+_PACK_MIN_BYTES = 64  # a cache line
+
+
+def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...], Tensor]:
+    """``{key: column}`` for the leaves of ``template``: the column slices of one
+    ``[rows, total]`` zero table per dtype, in leaf order, shaped ``[rows, *item_shape]``,
+    so that the entries of one item are adjacent in memory. Entries of no elements, and
+    the entries of a dtype that takes less than ``_PACK_MIN_BYTES`` per item, are left out
+    (they get their own zeros)."""
+    leaves = [
+        (key if isinstance(key, tuple) else (key,), value)
+        for key, value in template.items(include_nested=True, leaves_only=True)
+        if isinstance(value, Tensor) and math.prod(value.shape[1:])
+    ]
+    widths: dict[torch.dtype, int] = {}
+    for _, value in leaves:
+        widths[value.dtype] = widths.get(value.dtype, 0) + math.prod(value.shape[1:])
+    # A dtype whose entries take less than a cache line per item (done and terminated
+    # flags) stays in separate tensors: packing saves its reads little, and a copy per
+    # entry writes a narrow table faster than a cat.
+    widths = {
+        dtype: width
+        for dtype, width in widths.items()
+        if width * dtype.itemsize >= _PACK_MIN_BYTES
+    }
+    leaves = [(key, value) for key, value in leaves if value.dtype in widths]
+    tables = {dtype: torch.zeros(rows, width, dtype=dtype) for dtype, width in widths.items()}
+    columns, offsets = {}, dict.fromkeys(widths, 0)
+    for key, value in leaves:
+        start, width = offsets[value.dtype], math.prod(value.shape[1:])
+        offsets[value.dtype] = start + width
+        column = tables[value.dtype][:, start : start + width]
+        columns[key] = column.view(rows, *value.shape[1:])
+    return columns
 
 
 def _zeros_like_items(
-    template: TensorDictBase, shape: tuple[int, ...], ndim: int, device: torch.device
+    template: TensorDictBase,
+    shape: tuple[int, ...],
+    ndim: int,
+    device: torch.device,
+    columns: dict[tuple[str, ...], Tensor],
+    prefix: tuple[str, ...] = (),
 ) -> TensorDict:
     out = {}
     for key, value in template.items():
+        path = (*prefix, key)
         if isinstance(value, TensorDictBase):
-            out[key] = _zeros_like_items(value, shape, ndim, device)
+            out[key] = _zeros_like_items(value, shape, ndim, device, columns, path)
         elif isinstance(value, Tensor):
-            out[key] = torch.zeros((*shape, *value.shape[ndim:]), dtype=value.dtype, device=device)
+            column = columns.get(path)
+            out[key] = (
+                column
+                if column is not None
+                else torch.zeros((*shape, *value.shape[ndim:]), dtype=value.dtype, device=device)
+            )
         else:
             raise TypeError(
                 f"LazyTensorStorage: expected tensor leaves, got {type(value).__name__} at key "

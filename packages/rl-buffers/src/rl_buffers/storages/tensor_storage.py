@@ -144,8 +144,7 @@ class TensorStorage(Storage):
             values = tree.values_of(data)
             if values is not None:
                 stop = index.indices(self._rows)[1]
-                for (_, leaf), value in zip(tree.leaves, values):
-                    leaf[index] = value  # copies across devices and dtypes as needed
+                tree.set_rows(index, values)
                 self._next_row = stop % self._rows
                 if stop > self._len_rows:
                     self._len_rows = stop
@@ -183,8 +182,7 @@ class TensorStorage(Storage):
         if type(index) is slice:
             stop = index.indices(self._rows)[1]
             self._next_row = stop % self._rows
-            for (_, leaf), value in zip(tree.leaves, values):
-                leaf[index] = value  # copies across devices and dtypes as needed
+            tree.set_rows(index, values)
         else:
             index = index.to(tree.device)
             stop = int(index.max()) + 1 if index.numel() else 0
