@@ -3,6 +3,7 @@ import torch
 from tensordict import TensorDict
 
 from rl_buffers import LazyTensorStorage, TensorStorage
+from rl_core import ops
 
 
 def batch(n, start=0):
@@ -107,7 +108,22 @@ def transitions(n, start=0, dtype=torch.float32):
     )
 
 
-def test_cpu_entries_of_one_dtype_are_columns_of_one_table():
+@pytest.fixture
+def kernels_loaded(monkeypatch):
+    # Storages pack their entries where a kernel package serves gather_rows; without one
+    # (rl-buffers installed alone) the op's reference kernel serves it, with the same values.
+    if not ops.load_kernel_packages():
+        monkeypatch.setattr(ops, "load_kernel_packages", lambda: ("reference",))
+
+
+def test_without_kernel_packages_entries_stay_separate(monkeypatch):
+    monkeypatch.setattr(ops, "load_kernel_packages", lambda: ())
+    storage = LazyTensorStorage(10)
+    storage.set(slice(0, 4), transitions(4))
+    assert all(leaf.is_contiguous() for _, leaf in storage._tree.leaves)
+
+
+def test_cpu_entries_of_one_dtype_are_columns_of_one_table(kernels_loaded):
     storage = LazyTensorStorage(10)
     storage.set(slice(0, 4), transitions(4))
     leaves = dict(storage._tree.leaves)
@@ -123,7 +139,7 @@ def test_cpu_entries_of_one_dtype_are_columns_of_one_table():
     assert groups == [(True, [0, 1, 2, 3, 4]), (False, [5]), (False, [6])]
 
 
-def test_packed_storage_reads_and_writes_like_separate_tensors():
+def test_packed_storage_reads_and_writes_like_separate_tensors(kernels_loaded):
     # The oracle: a TensorStorage over separate contiguous zero tensors gets the same writes.
     # Writes cover the cat path (a slice of float32 batches), the per-entry path (float64
     # batches that need a cast), a wrap-around (tensor index) and a single item.

@@ -9,6 +9,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.storages.tensor_storage import TensorStorage
+from rl_core import ops
 
 __all__ = ["LazyTensorStorage"]
 
@@ -19,8 +20,9 @@ class LazyTensorStorage(TensorStorage):
     The first batch fixes the keys, per-item shapes and dtypes; later batches must match
     them (a mismatch raises, naming the key and both shapes).
 
-    On CPU, with ``ndim=1``, the entries of one dtype are allocated side by side when they
-    take a cache line or more per item: each item's ``observation``, ``action``… rows are
+    On CPU, with ``ndim=1`` and a kernel package loaded (``rl-kernels``: batches are then
+    read with one ``rl_core.ops.gather_rows`` call), the entries of one dtype are allocated
+    side by side when they take a cache line or more per item: each item's ``observation``, ``action``… rows are
     neighbours in one ``[max_size, total]`` table, of which each entry is a column slice (a
     view, not contiguous), written with one ``torch.cat`` per batch. A sampled batch then
     reads a few adjacent cache lines per item instead of one or two per entry; what a read
@@ -62,7 +64,10 @@ class LazyTensorStorage(TensorStorage):
                 (*shape, *template.shape[self.ndim :]), dtype=template.dtype, device=device
             )
         where = torch.device(device) if device is not None else torch.get_default_device()
-        columns = _packed_columns(template, rows) if self.ndim == 1 and where.type == "cpu" else {}
+        # Packed where batches are read with one gather_rows op (a CPU storage, a kernel
+        # package loaded): index_select per entry reads column slices slower than tensors.
+        packed = self.ndim == 1 and where.type == "cpu" and bool(ops.load_kernel_packages())
+        columns = _packed_columns(template, rows) if packed else {}
         return _zeros_like_items(template, shape, self.ndim, device, columns)
 
 
