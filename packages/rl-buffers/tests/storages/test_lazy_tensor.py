@@ -159,3 +159,22 @@ def test_packed_storage_reads_and_writes_like_separate_tensors(kernels_loaded):
         assert got[key].dtype == value.dtype
         assert got[key].is_contiguous()
         assert torch.equal(got[key], value), key
+
+
+def test_packed_storage_checkpoints_round_trip(tmp_path, kernels_loaded):
+    from rl_buffers import ReplayBuffer
+
+    buffer = ReplayBuffer(storage=LazyTensorStorage(12))
+    buffer.extend(transitions(15, 5))  # wraps around
+    every = torch.arange(12)
+    expected = buffer.storage.get(every)
+    buffer.dumps(tmp_path / "ckpt")
+    restored = ReplayBuffer(storage=LazyTensorStorage(12))
+    restored.loads(tmp_path / "ckpt")
+    again = LazyTensorStorage(12)
+    again.load_state_dict(buffer.storage.state_dict())
+    for storage in (restored.storage, again):
+        assert storage._tree.write_groups[0][0] is not None  # packed again
+        got = storage.get(every)
+        for key, value in expected.items(True, True):
+            assert torch.equal(got[key], value), key
