@@ -135,7 +135,10 @@ def test_cpu_entries_of_one_dtype_are_columns_of_one_table(kernels_loaded):
     # the flags take 2 bytes per item: less than a cache line, they stay apart
     for key in [("next", "done"), ("next", "terminated")]:
         assert leaves[key].is_contiguous()
-    groups = [(table is not None, [i for i, _ in members]) for table, members in storage._tree.write_groups]
+    groups = [
+        (table is not None, [i for i, _ in members])
+        for table, members in storage._tree.write_groups
+    ]
     assert groups == [(True, [0, 1, 2, 3, 4]), (False, [5]), (False, [6])]
 
 

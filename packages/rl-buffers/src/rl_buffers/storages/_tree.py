@@ -239,7 +239,10 @@ def _walk(tree: list[tuple[str, Any]], prefix: tuple[str, ...]):
 
 
 def _collect(
-    shapes: list[tuple[str, Any]], data: TensorDictBase, out: list[Tensor], loose_index: bool = False
+    shapes: list[tuple[str, Any]],
+    data: TensorDictBase,
+    out: list[Tensor],
+    loose_index: bool = False,
 ) -> bool:
     # shapes: the tree of per-leaf shapes after the first dim (see _shapes).
     # A plain TensorDict's entry dict is read in place (no copy); other types list theirs.

@@ -92,9 +92,7 @@ def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...]
     # flags) stays in separate tensors: packing saves its reads little, and a copy per
     # entry writes a narrow table faster than a cat.
     widths = {
-        dtype: width
-        for dtype, width in widths.items()
-        if width * dtype.itemsize >= _PACK_MIN_BYTES
+        dtype: width for dtype, width in widths.items() if width * dtype.itemsize >= _PACK_MIN_BYTES
     }
     leaves = [(key, value) for key, value in leaves if value.dtype in widths]
     tables = {dtype: torch.zeros(rows, width, dtype=dtype) for dtype, width in widths.items()}
