@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
+from rl_buffers.storages import _memory
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_core import ops
 
@@ -60,9 +62,7 @@ class LazyTensorStorage(TensorStorage):
         device = self.device if self.device is not None else template.device
         shape = (rows, *template.shape[1 : self.ndim])
         if isinstance(template, Tensor):
-            return torch.zeros(
-                (*shape, *template.shape[self.ndim :]), dtype=template.dtype, device=device
-            )
+            return _zeros((*shape, *template.shape[self.ndim :]), template.dtype, device)
         where = torch.device(device) if device is not None else torch.get_default_device()
         # Packed where batches are read with one gather_rows op (a CPU storage, a kernel
         # package loaded): index_select per entry reads column slices slower than tensors.
@@ -72,6 +72,14 @@ class LazyTensorStorage(TensorStorage):
 
 
 _PACK_MIN_BYTES = 64  # a cache line
+
+
+def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: Any) -> Tensor:
+    """``torch.zeros``; on the CPU, large ones on huge pages where granted (``_memory``)."""
+    where = torch.device(device) if device is not None else torch.get_default_device()
+    if where.type == "cpu":
+        return _memory.zeros(shape, dtype)
+    return torch.zeros(shape, dtype=dtype, device=device)
 
 
 def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...], Tensor]:
@@ -95,7 +103,7 @@ def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...]
         dtype: width for dtype, width in widths.items() if width * dtype.itemsize >= _PACK_MIN_BYTES
     }
     leaves = [(key, value) for key, value in leaves if value.dtype in widths]
-    tables = {dtype: torch.zeros(rows, width, dtype=dtype) for dtype, width in widths.items()}
+    tables = {dtype: _memory.zeros((rows, width), dtype) for dtype, width in widths.items()}
     columns, offsets = {}, dict.fromkeys(widths, 0)
     for key, value in leaves:
         start, width = offsets[value.dtype], math.prod(value.shape[1:])
@@ -120,11 +128,9 @@ def _zeros_like_items(
             out[key] = _zeros_like_items(value, shape, ndim, device, columns, path)
         elif isinstance(value, Tensor):
             column = columns.get(path)
-            out[key] = (
-                column
-                if column is not None
-                else torch.zeros((*shape, *value.shape[ndim:]), dtype=value.dtype, device=device)
-            )
+            if column is None:
+                column = _zeros((*shape, *value.shape[ndim:]), value.dtype, device)
+            out[key] = column
         else:
             raise TypeError(
                 f"LazyTensorStorage: expected tensor leaves, got {type(value).__name__} at key "
