@@ -15,13 +15,18 @@ def test_zeros_asks_for_the_aligned_span_and_gives_zeros(monkeypatch):
     calls = []
     monkeypatch.setattr(_memory, "_madvise", lambda *args: calls.append(args) or 0)
     big = _memory.zeros((3_000_000, 2), torch.float32)  # 24 MB
-    assert big.shape == (3_000_000, 2) and big.dtype == torch.float32
+    assert big.shape == (3_000_000, 2)
+    assert big.dtype == torch.float32
     assert not big.any()
     ((address, length, advice),) = calls
     start, end = big.data_ptr(), big.data_ptr() + big.nbytes
-    assert address % HUGE_PAGE == 0 and length % HUGE_PAGE == 0
-    assert start <= address and address + length <= end and length >= end - start - 2 * HUGE_PAGE
+    assert address % HUGE_PAGE == 0
+    assert length % HUGE_PAGE == 0
+    assert start <= address
+    assert address + length <= end
+    assert length >= end - start - 2 * HUGE_PAGE
     assert advice == 14
     calls.clear()
     small = _memory.zeros((10, 3), torch.int64)
-    assert calls == [] and small.tolist() == [[0, 0, 0]] * 10
+    assert calls == []
+    assert small.tolist() == [[0, 0, 0]] * 10
