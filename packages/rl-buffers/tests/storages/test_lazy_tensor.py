@@ -144,8 +144,9 @@ def test_cpu_entries_of_one_dtype_are_columns_of_one_table(kernels_loaded):
 
 def test_packed_storage_reads_and_writes_like_separate_tensors(kernels_loaded):
     # The oracle: a TensorStorage over separate contiguous zero tensors gets the same writes.
-    # Writes cover the cat path (a slice of float32 batches), the per-entry path (float64
-    # batches that need a cast), a wrap-around (tensor index) and a single item.
+    # Writes cover the cat path (slices of float32 batches, one with a step), the per-entry
+    # path (float64 batches that need a cast), a wrap-around (tensor index) and a single
+    # item.
     packed = LazyTensorStorage(12)
     packed.set(slice(0, 5), transitions(5, 0))
     separate = TensorStorage(transitions(12).apply(torch.zeros_like))
@@ -153,6 +154,7 @@ def test_packed_storage_reads_and_writes_like_separate_tensors(kernels_loaded):
     for storage in (packed, separate):
         storage.set(slice(5, 9), transitions(4, 1, torch.float64))
         storage.set(slice(9, 11), transitions(2, 2))
+        storage.set(slice(2, 8, 3), transitions(2, 6))  # a slice with a step
         storage.set(torch.tensor([11, 0, 1]), transitions(3, 3))
         storage.set(4, transitions(1, 4)[0])
     index = torch.tensor([0, 11, 5, 9, 4, 1, 10, 7, 7])

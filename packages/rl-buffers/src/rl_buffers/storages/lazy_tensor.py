@@ -24,11 +24,13 @@ class LazyTensorStorage(TensorStorage):
 
     On CPU, with ``ndim=1`` and a kernel package loaded (``rl-kernels``: batches are then
     read with one ``rl_core.ops.gather_rows`` call), the entries of one dtype are allocated
-    side by side when they take a cache line or more per item: each item's ``observation``, ``action``… rows are
-    neighbours in one ``[max_size, total]`` table, of which each entry is a column slice (a
-    view, not contiguous), written with one ``torch.cat`` per batch. A sampled batch then
-    reads a few adjacent cache lines per item instead of one or two per entry; what a read
-    returns is unchanged (new contiguous tensors, the same values).
+    side by side when they take a cache line or more per item: each item's
+    ``observation``, ``action``… rows are neighbours in one ``[max_size, total]`` table, of
+    which each entry is a column slice (a view, not contiguous), written with one
+    ``torch.cat`` per batch. A sampled batch then reads a few adjacent cache lines per item
+    instead of one or two per entry; what a read returns is unchanged (new contiguous
+    tensors, the same values). Large CPU tensors are allocated on transparent huge pages
+    where Linux grants them on request (fewer TLB misses at random rows).
 
     Args:
         max_size: the number of items the storage holds.
