@@ -21,9 +21,6 @@ namespace {
 
 constexpr int64_t kAhead = 16;  // rows prefetched ahead of the copy
 
-// Whether every row of `table` (dim 0) is one contiguous block of memory: the dims after the
-// first are laid out as in a contiguous tensor (dims of size 1 have any stride), the rows
-// start stride(0) elements apart, stride(0) >= 0.
 // Copies n bytes from src to dst (not overlapping) with fixed-size moves the compiler
 // inlines: a storage row is a few to a few hundred bytes, where a call to memcpy per row
 // costs about as much as the copy. The last move of each size may overlap the one before.
@@ -43,6 +40,9 @@ inline void copy_row(char* dst, const char* src, int64_t n) {
   }
 }
 
+// Whether every row of `table` (dim 0) is one contiguous block of memory: the dims after the
+// first are laid out as in a contiguous tensor (dims of size 1 have any stride), the rows
+// start stride(0) elements apart, stride(0) >= 0.
 bool rows_are_blocks(const at::Tensor& table) {
   if (table.layout() != at::kStrided || table.is_conj() || table.is_neg() ||
       !table.device().is_cpu() || table.stride(0) < 0) {

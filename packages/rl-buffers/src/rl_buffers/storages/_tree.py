@@ -147,7 +147,7 @@ def _write_groups(leaves: list[Tensor]) -> list[tuple[Tensor | None, list[tuple[
         table, end = _table_from(leaves, start)
         members = []
         for i in range(start, end):
-            width = math.prod(leaves[i].shape[1:])
+            width = _item_numel(leaves[i])
             members.append((i, None if leaves[i].dim() == 2 and width else width))
         groups.append((table, members))
         start = end

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -62,26 +61,26 @@ class LazyTensorStorage(TensorStorage):
 
     def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
         device = self.device if self.device is not None else template.device
+        # (None is torch's default device, which zeros(device=None) allocates on)
+        where = torch.device(device) if device is not None else torch.get_default_device()
         shape = (rows, *template.shape[1 : self.ndim])
         if isinstance(template, Tensor):
-            return _zeros((*shape, *template.shape[self.ndim :]), template.dtype, device)
-        where = torch.device(device) if device is not None else torch.get_default_device()
+            return _zeros((*shape, *template.shape[self.ndim :]), template.dtype, where)
         # Packed where batches are read with one gather_rows op (a CPU storage, a kernel
         # package loaded): index_select per entry reads column slices slower than tensors.
         packed = self.ndim == 1 and where.type == "cpu" and bool(ops.load_kernel_packages())
         columns = _packed_columns(template, rows) if packed else {}
-        return _zeros_like_items(template, shape, self.ndim, device, columns)
+        return _zeros_like_items(template, shape, self.ndim, device, where, columns)
 
 
 _PACK_MIN_BYTES = 64  # a cache line
 
 
-def _zeros(shape: tuple[int, ...], dtype: torch.dtype, device: Any) -> Tensor:
+def _zeros(shape: tuple[int, ...], dtype: torch.dtype, where: torch.device) -> Tensor:
     """``torch.zeros``; on the CPU, large ones on huge pages where granted (``_memory``)."""
-    where = torch.device(device) if device is not None else torch.get_default_device()
     if where.type == "cpu":
         return _memory.zeros(shape, dtype)
-    return torch.zeros(shape, dtype=dtype, device=device)
+    return torch.zeros(shape, dtype=dtype, device=where)
 
 
 def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...], Tensor]:
@@ -91,24 +90,26 @@ def _packed_columns(template: TensorDictBase, rows: int) -> dict[tuple[str, ...]
     the entries of a dtype that takes less than ``_PACK_MIN_BYTES`` per item, are left out
     (they get their own zeros)."""
     leaves = [
-        (key if isinstance(key, tuple) else (key,), value)
+        (key if isinstance(key, tuple) else (key,), value, math.prod(value.shape[1:]))
         for key, value in template.items(include_nested=True, leaves_only=True)
-        if isinstance(value, Tensor) and math.prod(value.shape[1:])
+        if isinstance(value, Tensor)
     ]
+    leaves = [leaf for leaf in leaves if leaf[2]]
     widths: dict[torch.dtype, int] = {}
-    for _, value in leaves:
-        widths[value.dtype] = widths.get(value.dtype, 0) + math.prod(value.shape[1:])
+    for _, value, width in leaves:
+        widths[value.dtype] = widths.get(value.dtype, 0) + width
     # A dtype whose entries take less than a cache line per item (done and terminated
     # flags) stays in separate tensors: packing saves its reads little, and a copy per
     # entry writes a narrow table faster than a cat.
     widths = {
         dtype: width for dtype, width in widths.items() if width * dtype.itemsize >= _PACK_MIN_BYTES
     }
-    leaves = [(key, value) for key, value in leaves if value.dtype in widths]
     tables = {dtype: _memory.zeros((rows, width), dtype) for dtype, width in widths.items()}
     columns, offsets = {}, dict.fromkeys(widths, 0)
-    for key, value in leaves:
-        start, width = offsets[value.dtype], math.prod(value.shape[1:])
+    for key, value, width in leaves:
+        if value.dtype not in tables:
+            continue
+        start = offsets[value.dtype]
         offsets[value.dtype] = start + width
         column = tables[value.dtype][:, start : start + width]
         columns[key] = column.view(rows, *value.shape[1:])
@@ -119,19 +120,21 @@ def _zeros_like_items(
     template: TensorDictBase,
     shape: tuple[int, ...],
     ndim: int,
-    device: torch.device,
+    device: torch.device | None,
+    where: torch.device,
     columns: dict[tuple[str, ...], Tensor],
     prefix: tuple[str, ...] = (),
 ) -> TensorDict:
+    # device: the TensorDict's; where: the leaves' (device, resolved).
     out = {}
     for key, value in template.items():
         path = (*prefix, key)
         if isinstance(value, TensorDictBase):
-            out[key] = _zeros_like_items(value, shape, ndim, device, columns, path)
+            out[key] = _zeros_like_items(value, shape, ndim, device, where, columns, path)
         elif isinstance(value, Tensor):
             column = columns.get(path)
             if column is None:
-                column = _zeros((*shape, *value.shape[ndim:]), value.dtype, device)
+                column = _zeros((*shape, *value.shape[ndim:]), value.dtype, where)
             out[key] = column
         else:
             raise TypeError(
