@@ -30,7 +30,11 @@ def test_fused_kernels_are_registered_for_cpu(name):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000)])
+# (16384, 30000): repeats in the levels the kernels walk without repeats (<= 4096 nodes),
+# and in the levels below them, walked as they come.
+@pytest.mark.parametrize(
+    ("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000), (16384, 30000)]
+)
 def test_fused_update_matches_reference(device, dtype, capacity, count):
     expected = _trees(capacity, dtype)
     got = _trees(capacity, dtype, device)

@@ -27,7 +27,11 @@ def _random_updates(capacity, count, dtype, seed):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("kind", ["sum", "min"])
-@pytest.mark.parametrize(("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000)])
+# (16384, 30000): repeats in the levels the kernels walk without repeats (<= 4096 nodes),
+# and in the levels below them, walked as they come.
+@pytest.mark.parametrize(
+    ("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000), (16384, 30000)]
+)
 def test_tree_update_matches_reference(device, dtype, kind, capacity, count):
     make = ops.make_sum_tree if kind == "sum" else ops.make_min_tree
     name = f"{kind}_tree_update_"

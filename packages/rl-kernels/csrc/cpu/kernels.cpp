@@ -12,6 +12,7 @@
 
 #include "../checks.h"
 #include "../layout.h"
+#include "ascent.h"
 #include "descent.h"
 
 namespace rl_kernels {
@@ -184,11 +185,9 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cpu(
 }
 
 // Segment trees. Leaves live at [capacity, 2 * capacity); node i combines 2i and 2i + 1.
-// The leaves are written in order (a repeated leaf keeps its last value), then the
-// ancestors level by level: when a level is recomputed, every child below it is final, so
-// each node ends up equal to the combination of its final children, as in the reference.
-// Going level by level (rather than leaf by leaf up to the root) makes the memory accesses
-// of one level independent of one another, so their cache misses overlap.
+// The leaves are written in order (a repeated leaf keeps its last value), then their
+// ancestors level by level (ascent.h), so each node ends up equal to the combination of its
+// final children, as in the reference.
 template <typename Combine>
 void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
                      const at::Tensor& value, Combine combine) {
@@ -208,14 +207,9 @@ void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
       pt[nodes[k]] = pv[k];
       __builtin_prefetch(pt + (nodes[k] >> 1), 1);
     }
-    for (int64_t level = capacity >> 1; level >= 1; level >>= 1) {
-      for (int64_t k = 0; k < count; ++k) {
-        const int64_t node = nodes[k] >> 1;
-        nodes[k] = node;
-        pt[node] = combine(pt[2 * node], pt[2 * node + 1]);
-        __builtin_prefetch(pt + (node >> 1), 1);  // written at the next level
-      }
-    }
+    recompute_ancestors(
+        capacity, nodes, [&](int64_t node) { pt[node] = combine(pt[2 * node], pt[2 * node + 1]); },
+        [&](int64_t node) { __builtin_prefetch(pt + node, 1); });
   });
   if (!work.is_same(tree)) tree.copy_(work);
 }

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "../checks.h"
+#include "ascent.h"
 #include "descent.h"
 
 namespace rl_kernels {
@@ -26,8 +28,8 @@ void check_tree_pair(const char* op, const at::Tensor& sum_tree, const at::Tenso
               min_tree.device().str(), ".");
 }
 
-// Both trees level by level with one list of nodes: the leaves in order (a repeated leaf
-// keeps its last value), then each level's nodes from their final children.
+// Both trees with one list of nodes: the leaves in order (a repeated leaf keeps its last
+// value), then their ancestors level by level (ascent.h).
 void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
                              const at::Tensor& index, const at::Tensor& value) {
   constexpr const char* op = "sum_min_tree_update_";
@@ -53,16 +55,16 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
       __builtin_prefetch(ps + (node >> 1), 1);
       __builtin_prefetch(pm + (node >> 1), 1);
     }
-    for (int64_t level = capacity >> 1; level >= 1; level >>= 1) {
-      for (int64_t k = 0; k < count; ++k) {
-        const int64_t node = nodes[k] >> 1;
-        nodes[k] = node;
-        ps[node] = ps[2 * node] + ps[2 * node + 1];
-        pm[node] = nan_min(pm[2 * node], pm[2 * node + 1]);
-        __builtin_prefetch(ps + (node >> 1), 1);  // written at the next level
-        __builtin_prefetch(pm + (node >> 1), 1);
-      }
-    }
+    recompute_ancestors(
+        capacity, nodes,
+        [&](int64_t node) {
+          ps[node] = ps[2 * node] + ps[2 * node + 1];
+          pm[node] = nan_min(pm[2 * node], pm[2 * node + 1]);
+        },
+        [&](int64_t node) {
+          __builtin_prefetch(ps + node, 1);
+          __builtin_prefetch(pm + node, 1);
+        });
   });
   if (!sums.is_same(sum_tree)) sum_tree.copy_(sums);
   if (!mins.is_same(min_tree)) min_tree.copy_(mins);
@@ -70,8 +72,8 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
 
 // A prioritized sampler's update in one call: the checks (indices in [0, max_index),
 // priorities >= 0 and not NaN) in one pass over the raw data before anything is written,
-// the values (priority + eps) ** alpha by torch's own add and pow (so they round as the
-// reference's do), their maximum into max_value, then the fused write of both trees.
+// the values (priority + eps) ** alpha by torch's own pow (so they round as the reference's
+// do; the addition is one IEEE operation either way), their maximum into max_value, then the fused write of both trees.
 void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
                                       at::Tensor& max_value, const at::Tensor& index,
                                       const at::Tensor& priority, double eps, double alpha,
@@ -111,7 +113,16 @@ void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree
     }
     TORCH_CHECK_VALUE(smallest >= 0, "rl_core::", op,
                       ": expected priorities >= 0, got a minimum of ", smallest, ".");
-    value = raw.add(eps).pow_(alpha);
+    if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
+      // torch's add, without its setup: eps cast to the dtype, one IEEE addition each.
+      value = at::empty_like(raw);
+      scalar_t* pv = value.mutable_data_ptr<scalar_t>();
+      const scalar_t shift = static_cast<scalar_t>(eps);
+      for (int64_t k = 0; k < count; ++k) pv[k] = pp[k] + shift;
+      value.pow_(alpha);
+    } else {
+      value = raw.add(eps).pow_(alpha);  // half and bfloat16: as torch rounds eps and the sum
+    }
     const scalar_t* pv = value.const_data_ptr<scalar_t>();
     scalar_t* top = max_value.mutable_data_ptr<scalar_t>();
     scalar_t largest = *top;
