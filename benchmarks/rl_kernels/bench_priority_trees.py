@@ -15,8 +15,9 @@ eager torch calls plus ``sum_min_tree_update_``; and a replay buffer's batch rea
 [17], ``action`` [6], ``next`` ``observation`` [17], ``reward`` [1], ``done`` [1],
 ``terminated`` [1]) against one ``index_select`` per leaf, and over the same data in two
 tables (the four float leaves in one ``[N, 41]``, the two flags in one ``[N, 2]``: a
-storage layout rl-buffers does not use). Fresh random inputs are drawn in every call of
-both sides.
+storage layout rl-buffers does not use), and over the layout rl-buffers' CPU
+``LazyTensorStorage`` uses (the four float leaves as column slices of one ``[N, 41]``
+table, the two flags apart). Fresh random inputs are drawn in every call of both sides.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ def main() -> None:
     leaves = [torch.randn(n, width) for width in widths]
     leaves += [torch.rand(n, 1) < 0.1, torch.rand(n, 1) < 0.1]
     two_tables = [torch.cat(leaves[:4], 1), torch.cat(leaves[4:], 1)]
+    starts = [sum(widths[:i]) for i in range(len(widths))]
+    packed = [two_tables[0][:, s : s + w] for s, w in zip(starts, widths, strict=True)]
+    packed += leaves[4:]
 
     rows = {
         "sum_tree_sample, fresh uniforms": lambda: sample(sums, mins, torch.rand(batch), 0.5),
@@ -104,6 +108,9 @@ def main() -> None:
         ],
         "gather_rows, [N, 41] + [N, 2] tables": lambda: gather(
             two_tables, torch.randint(n, (batch,))
+        ),
+        "gather_rows, column slices + two flags": lambda: gather(
+            packed, torch.randint(n, (batch,))
         ),
         "torch.rand (in the rows above)": lambda: torch.rand(batch),
         "torch.randint (in the rows above)": lambda: torch.randint(n, (batch,)),
