@@ -9,8 +9,8 @@
 namespace rl_kernels {
 
 // Levels of at most this many nodes are walked without repeats (see below). A batch of
-// leaves shares most of its ancestors near the root: 256 random leaves reach 4,096 nodes
-// of the top 12 levels through only about 2,300 distinct ones.
+// leaves shares most of its ancestors near the root: 256 random leaves of 200,000 visit the
+// 13 levels of at most 4,096 nodes 3,328 times, about 1,220 distinct nodes.
 constexpr int64_t kDistinctLevel = 4096;
 
 // Recomputes the ancestors of `nodes` (node numbers of leaves, already written; node i

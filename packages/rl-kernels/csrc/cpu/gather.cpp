@@ -3,14 +3,13 @@
 // of the first table while the rows of every table for k + kAhead are prefetched keeps
 // many misses in flight, where one index_select per table waits on them table after table.
 // The other tables are then copied one after the other from the cache, each in a loop of
-// its own (one row size per loop: going across the tables row by row took 14 ns more per
-// row of each extra table, the six leaves of rl-buffers' benchmark 32-38 us against
-// 25-27 us in this order). The values are
-// index_select's (rows copied byte for byte). A table is copied here when each of its rows
-// is one contiguous block, at any distance from the next row: a contiguous table, or a
-// column slice of a wider one (a storage that keeps the entries of an item side by side, so
-// that one item's rows share cache lines). A table whose rows are not blocks (strided
-// within a row, a conjugate or negative view, another layout) takes index_select itself.
+// its own with one row size (going across the tables row by row was about 10 us slower on
+// rl-buffers' packed layout: CHANGELOG). The values are index_select's (rows copied byte
+// for byte). A table is copied here when each of its rows is one contiguous block, at any
+// distance from the next row: a contiguous table, or a column slice of a wider one (a
+// storage that keeps the entries of an item side by side, so that one item's rows share
+// cache lines). A table whose rows are not blocks (strided within a row, a conjugate or
+// negative view, another layout) takes index_select itself.
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
