@@ -117,20 +117,15 @@ std::vector<at::Tensor> gather_rows_cpu(at::TensorList tables, const at::Tensor&
   };
   if (blocks == 0) return out;
   for (int64_t k = 0; k < std::min(count, kAhead); ++k) prefetch(k);
-  {
-    char* d = dst[0];
-    const char* s0 = src[0];
-    const int64_t n = row_bytes[0], st = src_stride[0];
-    for (int64_t k = 0; k < count; ++k) {
-      if (k + kAhead < count) prefetch(k + kAhead);
-      copy_row(d + k * n, s0 + pi[k] * st, n);
-    }
-  }
-  for (size_t j = 1; j < blocks; ++j) {
+  for (size_t j = 0; j < blocks; ++j) {
     char* d = dst[j];
-    const char* sj = src[j];
-    const int64_t n = row_bytes[j], st = src_stride[j];
-    for (int64_t k = 0; k < count; ++k) copy_row(d + k * n, sj + pi[k] * st, n);
+    const char* s = src[j];
+    const int64_t n = row_bytes[j], stride = src_stride[j];
+    const bool first = j == 0;  // the pass that prefetches every table's rows
+    for (int64_t k = 0; k < count; ++k) {
+      if (first && k + kAhead < count) prefetch(k + kAhead);
+      copy_row(d + k * n, s + pi[k] * stride, n);
+    }
   }
   return out;
 }

@@ -73,7 +73,8 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
 // A prioritized sampler's update in one call: the checks (indices in [0, max_index),
 // priorities >= 0 and not NaN) in one pass over the raw data before anything is written,
 // the values (priority + eps) ** alpha by torch's own pow (so they round as the reference's
-// do; the addition is one IEEE operation either way), their maximum into max_value, then the fused write of both trees.
+// do; the addition is one IEEE operation either way), their maximum into max_value, then
+// the fused write of both trees.
 void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
                                       at::Tensor& max_value, const at::Tensor& index,
                                       const at::Tensor& priority, double eps, double alpha,
