@@ -15,7 +15,9 @@ Prioritized replay: one iteration is sample(256) + update(256) over ``--items`` 
 not used): draw 256 uniforms times the total, prefix-sum search, importance weights from
 the leaf priorities and the min tree, then new priorities written into the sum tree and the
 min tree. The same iteration with rl_core's reference kernels called directly is the
-baseline. Figures are the best of ``--repeat`` timed runs; on CPU they are the thread's
+baseline. A second pair of rows times the fused ops that rl-buffers' ``PrioritizedSampler``
+calls: ``sum_tree_sample`` (draw and weights) and ``sum_min_tree_priority_update_`` (raw
+priorities checked, raised to ``alpha`` and written into both trees). Figures are the best of ``--repeat`` timed runs; on CPU they are the thread's
 CPU time (one torch thread), which other processes on a shared machine inflate less than
 wall-clock time, on CUDA wall-clock time after a device sync.
 """
@@ -166,12 +168,51 @@ def bench_prioritized(device: torch.device, items: int, batch: int, repeat: int)
         repeat,
         20,
     )
+
+    # The fused ops rl-buffers' PrioritizedSampler calls: the draw with its weights in one
+    # op, the raw priorities (checked, + eps, ** alpha, max tracked) into both trees in one.
+    def fused_iteration(sum_tree, min_tree, top, sample, update):
+        uniform = torch.rand(batch, generator=gen, device=device)
+        index, weight = sample(sum_tree, min_tree, uniform, beta)
+        priority = torch.rand(batch, generator=gen, device=device)
+        update(sum_tree, min_tree, top, index, priority, 1e-8, alpha, items)
+        return weight
+
+    trees = fresh_trees()
+    top = torch.ones((), device=device)
+    fused = _best_seconds(
+        lambda: fused_iteration(
+            *trees,
+            top,
+            torch.ops.rl_core.sum_tree_sample,
+            torch.ops.rl_core.sum_min_tree_priority_update_,
+        ),
+        device,
+        repeat,
+        200,
+    )
+    trees = fresh_trees()
+    fused_baseline = _best_seconds(
+        lambda: fused_iteration(
+            *trees, top, reference.sum_tree_sample, reference.sum_min_tree_priority_update_
+        ),
+        device,
+        repeat,
+        20,
+    )
     print(
         f"prioritized sample({batch}) + update({batch}) over {items} items on {device} "
         f"(through rl_core.ops, not rl-buffers):"
     )
-    print(f"  compiled kernels   {1 / compiled:10.0f} it/s  ({compiled * 1e6:.1f} us/it)")
-    print(f"  reference kernels  {1 / baseline:10.0f} it/s  ({baseline / compiled:.1f}x slower)")
+    print("  basic ops: find_prefixsum, weights in torch, sum and min tree updates")
+    print(f"    compiled kernels   {1 / compiled:10.0f} it/s  ({compiled * 1e6:.1f} us/it)")
+    print(f"    reference kernels  {1 / baseline:10.0f} it/s  ({baseline / compiled:.1f}x slower)")
+    print("  fused ops (rl-buffers' path): sum_tree_sample, sum_min_tree_priority_update_")
+    print(f"    compiled kernels   {1 / fused:10.0f} it/s  ({fused * 1e6:.1f} us/it)")
+    print(
+        f"    reference kernels  {1 / fused_baseline:10.0f} it/s  "
+        f"({fused_baseline / fused:.1f}x slower)"
+    )
 
 
 def main() -> None:

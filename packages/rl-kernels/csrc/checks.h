@@ -101,6 +101,43 @@ inline int64_t check_tree_layout(const char* op, const at::Tensor& tree,
   return size / 2;
 }
 
+// The min tree of a fused op: shaped, typed and placed like the sum tree.
+inline void check_tree_pair(const char* op, const at::Tensor& sum_tree,
+                            const at::Tensor& min_tree) {
+  TORCH_CHECK(min_tree.sizes() == sum_tree.sizes() &&
+                  min_tree.scalar_type() == sum_tree.scalar_type() &&
+                  min_tree.device() == sum_tree.device(),
+              "rl_core::", op, ": expected min_tree like sum_tree (", py_shape(sum_tree.sizes()),
+              " ", py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(), "), got ",
+              py_shape(min_tree.sizes()), " ", py_dtype(min_tree.scalar_type()), " on ",
+              min_tree.device().str(), ".");
+}
+
+// The running maximum and the index bound of sum_min_tree_priority_update_.
+inline void check_priority_bounds(const char* op, const at::Tensor& sum_tree,
+                                  const at::Tensor& max_value, int64_t max_index,
+                                  int64_t capacity) {
+  TORCH_CHECK(max_value.numel() == 1 && max_value.scalar_type() == sum_tree.scalar_type() &&
+                  max_value.device() == sum_tree.device(),
+              "rl_core::", op, ": expected max_value of one element, ",
+              py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(),
+              " like sum_tree, got shape ", py_shape(max_value.sizes()), " ",
+              py_dtype(max_value.scalar_type()), " on ", max_value.device().str(), ".");
+  TORCH_CHECK(max_index >= 0 && max_index <= capacity, "rl_core::", op,
+              ": expected max_index in [0, ", capacity, "] (the capacity), got ", max_index,
+              ".");
+}
+
+// The checks of sum_min_tree_priority_update_'s data, from the range of its indices and its
+// smallest priority (NaN when one is NaN): an IndexError, then a ValueError in Python.
+inline void check_priority_data(const char* op, int64_t low, int64_t high, double smallest,
+                                int64_t max_index) {
+  TORCH_CHECK_INDEX(low >= 0 && high < max_index, "rl_core::", op, ": expected indices in [0, ",
+                    max_index, "), got values in [", low, ", ", high, "].");
+  TORCH_CHECK_VALUE(smallest >= 0, "rl_core::", op, ": expected priorities >= 0, got a minimum of ",
+                    smallest, ".");
+}
+
 // Leaf indices in [0, capacity), with rl_core's message (a ValueError in Python).
 inline void check_leaf_range(const char* op, int64_t low, int64_t high, int64_t capacity) {
   TORCH_CHECK_VALUE(low >= 0 && high < capacity, op, ": expected leaf indices in [0, ",
@@ -124,6 +161,14 @@ C10_HOST_DEVICE inline T nan_min(T a, T b) {
   if (a != a) return a;
   if (b != b) return b;
   return b < a ? b : a;
+}
+
+// torch.maximum: NaN wins.
+template <typename T>
+C10_HOST_DEVICE inline T nan_max(T a, T b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return b > a ? b : a;
 }
 
 }  // namespace rl_kernels

@@ -1,8 +1,6 @@
-"""The fused prioritized-replay kernels (sum_min_tree_update_, sum_tree_sample) against
-rl_core's reference kernels, bit for bit, and opcheck on them.
-
-On CUDA the fused ops run rl_core's composite kernel over the CUDA kernels of the basic
-tree ops (rl-kernels has no fused CUDA kernel); the same tests cover that.
+"""The fused prioritized-replay kernels (sum_min_tree_update_, sum_tree_sample,
+sum_min_tree_priority_update_) against rl_core's reference kernels on the CPU, bit for bit,
+and opcheck on them; on CPU and, marked ``gpu``, on CUDA.
 """
 
 from __future__ import annotations
@@ -10,9 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-import rl_kernels  # noqa: F401  (registers the kernels)
+import rl_kernels
 from rl_core import ops
 from rl_core.ops import reference
+
+CUDA = torch.cuda.is_available() and "cuda" in rl_kernels.devices()
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
@@ -24,9 +24,32 @@ def _trees(capacity, dtype, device="cpu"):
     )
 
 
-@pytest.mark.parametrize("name", ["sum_min_tree_update_", "sum_tree_sample"])
-def test_fused_kernels_are_registered_for_cpu(name):
-    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"rl_core::{name}", "CPU")
+FUSED = ["sum_min_tree_update_", "sum_tree_sample", "sum_min_tree_priority_update_"]
+
+
+@pytest.mark.parametrize("name", FUSED)
+def test_fused_kernels_are_registered(device, name):
+    key = "CUDA" if device == "cuda" else "CPU"
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(f"rl_core::{name}", key)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device and the CUDA kernels")
+def test_cuda_sample_never_waits_for_the_device():
+    trees = _trees(1024, torch.float32, "cuda")
+    ops.sum_min_tree_update_(
+        *trees, torch.arange(1024, device="cuda"), torch.rand(1024, device="cuda")
+    )
+    uniform = torch.rand(256, device="cuda")
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        index, weight = torch.ops.rl_core.sum_tree_sample(*trees, uniform, 0.4)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    expected = reference.sum_tree_sample(*trees, uniform, 0.4)
+    assert torch.equal(index, expected[0])
+    assert torch.equal(weight, expected[1])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -142,32 +165,28 @@ def test_opcheck_fused_ops(device):
     )
 
 
-# ------------------------------------------------ sum_min_tree_priority_update_ (CPU kernel)
-def test_priority_update_is_registered_for_cpu():
-    assert torch._C._dispatch_has_kernel_for_dispatch_key(
-        "rl_core::sum_min_tree_priority_update_", "CPU"
-    )
-
-
+# ------------------------------------------------------------ sum_min_tree_priority_update_
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(("alpha", "eps"), [(0.7, 1e-8), (1.0, 0.0), (0.0, 0.5), (2.5, 1e-3)])
 def test_priority_update_matches_reference(device, dtype, alpha, eps):
+    # The reference runs on the same device: its pow is that device's (CUDA's pow of float32
+    # and float64 can differ from the CPU's in the last bit; the kernels call torch's own).
     capacity, max_index = 1024, 1000
-    expected = (*_trees(capacity, dtype), torch.ones(1, dtype=dtype))
+    expected = (*_trees(capacity, dtype, device), torch.ones(1, dtype=dtype, device=device))
     got = (*_trees(capacity, dtype, device), torch.ones(1, dtype=dtype, device=device))
     for seed in range(4):
         gen = torch.Generator().manual_seed(seed)
         count = (0, 1, 300, 2000)[seed]  # 2000: repeated leaves, the last value wins
-        index = torch.randint(0, max_index, (count,), generator=gen)
-        priority = (torch.rand(count, generator=gen) * 4).to(dtype)
+        index = torch.randint(0, max_index, (count,), generator=gen).to(device)
+        priority = (torch.rand(count, generator=gen) * 4).to(dtype).to(device)
         if count:
             priority[0] = 0.0
         reference.sum_min_tree_priority_update_(*expected, index, priority, eps, alpha, max_index)
         torch.ops.rl_core.sum_min_tree_priority_update_(
-            *got, index.to(device), priority.to(device), eps, alpha, max_index
+            *got, index, priority, eps, alpha, max_index
         )
         for out, ref in zip(got, expected, strict=True):
-            assert torch.equal(out.cpu(), ref)
+            assert torch.equal(out, ref)
 
 
 def test_priority_update_refuses_bad_input_and_writes_nothing(device):
@@ -210,3 +229,19 @@ def test_opcheck_priority_update(device):
             7,
         ),
     )
+
+
+def test_priority_update_max_value_is_torch_maximum(device):
+    # eps < 0 can make (priority + eps) ** alpha NaN; max_value then turns NaN as
+    # torch.maximum(max_value, value.max()) does, and the trees hold the NaN leaf.
+    expected = (*_trees(8, torch.float64), torch.full((1,), 2.0, dtype=torch.float64))
+    got = tuple(t.to(device) for t in expected)
+    index, priority = torch.tensor([1, 4]), torch.tensor([0.25, 3.0], dtype=torch.float64)
+    for eps in (0.0, -0.5):
+        reference.sum_min_tree_priority_update_(*expected, index, priority, eps, 0.5, 8)
+        torch.ops.rl_core.sum_min_tree_priority_update_(
+            *got, index.to(device), priority.to(device), eps, 0.5, 8
+        )
+        for out, ref in zip(got, expected, strict=True):
+            torch.testing.assert_close(out.cpu(), ref, rtol=0, atol=0, equal_nan=True)
+    assert expected[2].isnan().all()

@@ -90,6 +90,28 @@ def test_cuda_storage_samples_on_device():
     assert torch.equal(sample["obs"][:, 0].cpu(), sample["index"].float().cpu())
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_storage_with_prioritized_sampling():
+    # The sampler's trees stay on the CPU; priorities (and indices) may come from CUDA.
+    from rl_buffers import TensorDictPrioritizedReplayBuffer
+
+    buffer = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=0.5, storage=LazyTensorStorage(100, device="cuda"), batch_size=8
+    )
+    buffer.extend(batch(20))
+    sample = buffer.sample()
+    assert sample["obs"].device.type == "cuda"
+    index = sample["index"]
+    sample.set("td_error", index.float() + 1)  # a priority per item: repeats agree
+    buffer.update_tensordict_priority(sample)
+    leaves = buffer.sampler._tree[buffer.sampler._capacity :]
+    expected = (index.cpu().float() + 1).tolist()
+    assert leaves[index.cpu()].tolist() == pytest.approx(expected, rel=1e-6)
+    buffer.update_priority(index.cuda(), torch.full((8,), 2.0, device="cuda"))
+    assert leaves[index.cpu()].tolist() == pytest.approx([2.0] * 8, rel=1e-6)
+
+
 def transitions(n, start=0, dtype=torch.float32):
     gen = torch.Generator().manual_seed(start)
     return TensorDict(

@@ -223,13 +223,16 @@ def test_ops_run_on_meta_tensors():
 @pytest.mark.parametrize("name", sorted(_library.SCHEMAS))
 def test_opcheck_and_cpu_agreement_on_cuda(name):
     op = getattr(torch.ops.rl_core, name).default
+
+    def moved(a, move):
+        if isinstance(a, (list, tuple)):  # gather_rows' tables
+            return type(a)(moved(x, move) for x in a)
+        return move(a).requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
+
     for args in SAMPLES[name]:
-        cuda_args = tuple(
-            a.detach().cuda().requires_grad_(a.requires_grad) if isinstance(a, torch.Tensor) else a
-            for a in args
-        )
+        cuda_args = tuple(moved(a, lambda t: t.detach().cuda()) for a in args)
         torch.library.opcheck(op, cuda_args)
-        cpu_args = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args)
+        cpu_args = tuple(moved(a, lambda t: t.detach().clone()) for a in args)
         cpu_out, cuda_out = op(*cpu_args), op(*cuda_args)
         torch.testing.assert_close(cuda_out, cpu_out, check_device=False)
         torch.testing.assert_close(cuda_args[0], cpu_args[0], check_device=False)

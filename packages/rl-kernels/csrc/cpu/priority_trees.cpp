@@ -18,16 +18,6 @@
 namespace rl_kernels {
 namespace {
 
-void check_tree_pair(const char* op, const at::Tensor& sum_tree, const at::Tensor& min_tree) {
-  TORCH_CHECK(min_tree.sizes() == sum_tree.sizes() &&
-                  min_tree.scalar_type() == sum_tree.scalar_type() &&
-                  min_tree.device() == sum_tree.device(),
-              "rl_core::", op, ": expected min_tree like sum_tree (", py_shape(sum_tree.sizes()),
-              " ", py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(), "), got ",
-              py_shape(min_tree.sizes()), " ", py_dtype(min_tree.scalar_type()), " on ",
-              min_tree.device().str(), ".");
-}
-
 // Both trees with one list of nodes: the leaves in order (a repeated leaf keeps its last
 // value), then their ancestors level by level (ascent.h).
 void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
@@ -82,23 +72,12 @@ void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree
   constexpr const char* op = "sum_min_tree_priority_update_";
   const int64_t capacity = check_tree_layout(op, sum_tree, &index, priority);
   check_tree_pair(op, sum_tree, min_tree);
-  TORCH_CHECK(max_value.numel() == 1 && max_value.scalar_type() == sum_tree.scalar_type() &&
-                  max_value.device() == sum_tree.device(),
-              "rl_core::", op, ": expected max_value of one element, ",
-              py_dtype(sum_tree.scalar_type()), " on ", sum_tree.device().str(),
-              " like sum_tree, got shape ", py_shape(max_value.sizes()), " ",
-              py_dtype(max_value.scalar_type()), " on ", max_value.device().str(), ".");
-  TORCH_CHECK(max_index >= 0 && max_index <= capacity, "rl_core::", op,
-              ": expected max_index in [0, ", capacity, "] (the capacity), got ", max_index,
-              ".");
+  check_priority_bounds(op, sum_tree, max_value, max_index, capacity);
   const int64_t count = index.numel();
   if (count == 0) return;
   const auto idx = index.contiguous();
   const int64_t* pi = idx.const_data_ptr<int64_t>();
   const auto bounds = std::minmax_element(pi, pi + count);
-  TORCH_CHECK_INDEX(*bounds.first >= 0 && *bounds.second < max_index, "rl_core::", op,
-                    ": expected indices in [0, ", max_index, "), got values in [",
-                    *bounds.first, ", ", *bounds.second, "].");
   const auto raw = priority.contiguous();
   at::Tensor value;
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
@@ -112,8 +91,7 @@ void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree
       }
       smallest = std::min(smallest, p);
     }
-    TORCH_CHECK_VALUE(smallest >= 0, "rl_core::", op,
-                      ": expected priorities >= 0, got a minimum of ", smallest, ".");
+    check_priority_data(op, *bounds.first, *bounds.second, smallest, max_index);
     if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
       // torch's add, without its setup: eps cast to the dtype, one IEEE addition each.
       value = at::empty_like(raw);
@@ -127,7 +105,7 @@ void sum_min_tree_priority_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree
     const scalar_t* pv = value.const_data_ptr<scalar_t>();
     scalar_t* top = max_value.mutable_data_ptr<scalar_t>();
     scalar_t largest = *top;
-    for (int64_t k = 0; k < count; ++k) largest = pv[k] > largest ? pv[k] : largest;
+    for (int64_t k = 0; k < count; ++k) largest = nan_max(largest, pv[k]);
     *top = largest;
   });
   sum_min_tree_update_cpu(sum_tree, min_tree, idx, value);

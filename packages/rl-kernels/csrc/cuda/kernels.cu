@@ -1,7 +1,7 @@
-// CUDA kernels of the rl_core ops. Value ops: one thread per sequence (column of the
-// [T, N] layout), scanning time backwards; reads of a time step are coalesced across
-// threads when the sequences are the fast axis. Trees: the update runs in one block (levels separated by __syncthreads), the
-// prefix-sum search one thread per query. Checks and formulas as in the CPU kernels.
+// CUDA kernels of rl_core's value ops (GAE, TD(lambda), V-trace): one thread per sequence
+// (column of the [T, N] layout), scanning time backwards; reads of a time step are coalesced
+// across threads when the sequences are the fast axis. Checks and formulas as in the CPU
+// kernels. The tree kernels are in trees.cu.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
@@ -19,8 +19,6 @@ namespace rl_kernels {
 namespace {
 
 constexpr int kThreads = 256;
-// Up to this many writes, the update kernel finds repeated leaves by comparing pairs.
-constexpr int64_t kPairwiseDedupMax = 4096;
 
 int64_t blocks_for(int64_t n) { return (n + kThreads - 1) / kThreads; }
 
@@ -196,127 +194,12 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cuda(
   return {advantage, target};
 }
 
-// One block. Leaf k is written when no later position repeats it (last write wins); then
-// the ancestors, level by level: parents shared by several leaves get the same value from
-// each thread, and __syncthreads makes each level visible before the next is read.
-template <typename scalar_t, bool kIsSum>
-__global__ void tree_update_kernel(scalar_t* tree, const int64_t* __restrict__ index,
-                                   const scalar_t* __restrict__ value, int64_t count,
-                                   int64_t capacity, bool distinct) {
-  for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-    const int64_t leaf = index[k];
-    bool last = true;
-    for (int64_t later = k + 1; later < count && last && !distinct; ++later) {
-      last = index[later] != leaf;
-    }
-    if (last) tree[capacity + leaf] = value[k];
-  }
-  __syncthreads();
-  for (int64_t shift = 1; (capacity >> shift) >= 1; ++shift) {
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const int64_t node = (capacity + index[k]) >> shift;
-      const scalar_t a = tree[2 * node];
-      const scalar_t b = tree[2 * node + 1];
-      if constexpr (kIsSum) {
-        tree[node] = a + b;
-      } else {
-        tree[node] = nan_min(a, b);
-      }
-    }
-    __syncthreads();
-  }
-}
-
-template <bool kIsSum>
-void tree_update_cuda(const char* op, at::Tensor& tree, const at::Tensor& index,
-                      const at::Tensor& value) {
-  const int64_t capacity = check_tree_layout(op, tree, &index, value);
-  const int64_t count = index.numel();
-  if (count == 0) return;
-  const c10::cuda::CUDAGuard guard(tree.device());
-  const auto idx = index.contiguous();
-  // The range check needs the values on the host: one device sync.
-  const auto bounds = at::stack({idx.min(), idx.max()}).cpu();
-  const int64_t* pb = bounds.const_data_ptr<int64_t>();
-  check_leaf_range(op, pb[0], pb[1], capacity);
-  auto leaves = idx;
-  auto val = value.contiguous();
-  const bool distinct = count > kPairwiseDedupMax;
-  if (distinct) {
-    // Many writes: keep the last position of each leaf with a stable sort instead of the
-    // kernel's pairwise scan.
-    const auto [sorted, order] = at::sort(idx, /*stable=*/true, /*dim=*/0, /*descending=*/false);
-    auto last = at::ones_like(sorted, sorted.options().dtype(at::kBool));
-    last.narrow(0, 0, count - 1).copy_(sorted.narrow(0, 0, count - 1) != sorted.narrow(0, 1, count - 1));
-    leaves = sorted.masked_select(last);
-    val = val.index_select(0, order.masked_select(last));
-  }
-  at::Tensor work = tree.is_contiguous() ? tree : tree.contiguous();
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(), "rl_core_tree_update_", [&] {
-    tree_update_kernel<scalar_t, kIsSum><<<1, 1024, 0, stream>>>(
-        work.mutable_data_ptr<scalar_t>(), leaves.const_data_ptr<int64_t>(),
-        val.const_data_ptr<scalar_t>(), leaves.numel(), capacity, distinct);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  if (!work.is_same(tree)) tree.copy_(work);
-}
-
-void sum_tree_update_cuda(at::Tensor& tree, const at::Tensor& index, const at::Tensor& value) {
-  tree_update_cuda<true>("sum_tree_update_", tree, index, value);
-}
-
-void min_tree_update_cuda(at::Tensor& tree, const at::Tensor& index, const at::Tensor& value) {
-  tree_update_cuda<false>("min_tree_update_", tree, index, value);
-}
-
-template <typename scalar_t>
-__global__ void find_prefixsum_kernel(const scalar_t* __restrict__ tree,
-                                      const scalar_t* __restrict__ query, int64_t* out,
-                                      int64_t count, int64_t capacity) {
-  const int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (k >= count) return;
-  scalar_t remaining = query[k];
-  if (remaining < scalar_t(0)) remaining = scalar_t(0);
-  int64_t node = 1;
-  while (node < capacity) {
-    const int64_t left = 2 * node;
-    const scalar_t left_sum = tree[left];
-    const bool go_right = remaining >= left_sum && tree[left + 1] > scalar_t(0);
-    if (go_right) remaining = remaining - left_sum;
-    node = left + (go_right ? 1 : 0);
-  }
-  out[k] = node - capacity;
-}
-
-at::Tensor sum_tree_find_prefixsum_cuda(const at::Tensor& tree, const at::Tensor& value) {
-  const char* op = "sum_tree_find_prefixsum";
-  const int64_t capacity = check_tree_layout(op, tree, nullptr, value);
-  auto leaf = at::empty(value.sizes(), value.options().dtype(at::kLong));
-  const int64_t count = value.numel();
-  if (count == 0) return leaf;
-  const c10::cuda::CUDAGuard guard(tree.device());
-  const auto t = tree.contiguous();
-  const auto q = value.contiguous();
-  auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(), "sum_tree_find_prefixsum", [&] {
-    find_prefixsum_kernel<scalar_t><<<blocks_for(count), kThreads, 0, stream>>>(
-        t.const_data_ptr<scalar_t>(), q.const_data_ptr<scalar_t>(),
-        leaf.mutable_data_ptr<int64_t>(), count, capacity);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  });
-  return leaf;
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(rl_core, CUDA, m) {
   m.impl("generalized_advantage_estimate", &gae_cuda);
   m.impl("td_lambda_return_estimate", &td_lambda_cuda);
   m.impl("vtrace_advantage_estimate", &vtrace_cuda);
-  m.impl("sum_tree_update_", &sum_tree_update_cuda);
-  m.impl("min_tree_update_", &min_tree_update_cuda);
-  m.impl("sum_tree_find_prefixsum", &sum_tree_find_prefixsum_cuda);
 }
 
 }  // namespace rl_kernels

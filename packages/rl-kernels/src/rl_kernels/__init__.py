@@ -2,8 +2,9 @@
 
 Importing this package loads its binary, which registers kernels for the ``CPU`` key (and
 the ``CUDA`` key when built with a CUDA toolkit) of the ``rl_core`` ops: GAE, TD(lambda),
-V-trace, the sum/min segment-tree updates and prefix-sum search, and (CPU) the fused
-prioritized-replay ops ``sum_min_tree_update_`` and ``sum_tree_sample``. Nothing else changes:
+V-trace, the sum/min segment-tree updates and prefix-sum search, the fused
+prioritized-replay ops ``sum_min_tree_update_``, ``sum_tree_sample`` and
+``sum_min_tree_priority_update_``, and (CPU) ``gather_rows``. Nothing else changes:
 callers keep calling :mod:`rl_core.ops` (or ``torch.ops.rl_core``), and the dispatcher picks
 these kernels for tensors on those devices. ``rl_core.ops`` imports this package by itself
 at the first op call (entry point group ``rl_core.ops``), so users need not import it.

@@ -109,7 +109,8 @@ class PrioritizedSampler(Sampler):
 
     # ---------------------------------------------------------------- writes
     def _check_index(self, where: str, index: Tensor) -> Tensor:
-        index = torch.as_tensor(index, dtype=torch.long).reshape(-1)
+        # the trees stay on the CPU: indices from a batch on another device come over
+        index = torch.as_tensor(index, dtype=torch.long, device=self._tree.device).reshape(-1)
         if index.numel():
             low, high = (int(bound) for bound in torch.aminmax(index))
             if low < 0 or high >= self.max_capacity:
