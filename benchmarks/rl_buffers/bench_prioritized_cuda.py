@@ -6,11 +6,12 @@ Run from the repository root on a machine with a GPU::
 
 One iteration is ``TensorDictPrioritizedReplayBuffer.sample()`` (batch 256) from a
 ``LazyTensorStorage`` on the GPU, then ``update_tensordict_priority`` with new ``td_error``
-values made on the GPU: what a learner on the GPU runs. The sampler's trees stay on the CPU
-(as TorchRL's do), so each iteration moves 256 indices each way. Figures are the best of five
-blocks of 200 iterations, wall-clock after a device sync. Run it once with rl-kernels
-installed and once without (``uv pip uninstall rl-kernels``, or a ``PYTHONPATH`` without it)
-to compare the compiled kernels against rl_core's reference kernels.
+values made on the GPU: what a learner on the GPU runs. Twice: with the sampler's trees on
+the GPU (what the prioritized buffers choose for a CUDA storage), and on the CPU
+(``PrioritizedSampler(device="cpu")``, each iteration moving 256 indices each way). Figures
+are the best of five blocks of 200 iterations, wall-clock after a device sync. Run it once
+with rl-kernels installed and once without (``uv pip uninstall rl-kernels``, or a
+``PYTHONPATH`` without it) to compare the compiled kernels with rl_core's reference kernels.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 import torch
 from tensordict import TensorDict
 
-from rl_buffers import LazyTensorStorage, TensorDictPrioritizedReplayBuffer
+from rl_buffers import LazyTensorStorage, PrioritizedSampler, TensorDictReplayBuffer
 from rl_core import ops
 
 BATCH = 256
@@ -51,12 +52,22 @@ def main() -> None:
         },
         [n],
     )
-    buffer = TensorDictPrioritizedReplayBuffer(
-        alpha=0.7, beta=0.5, storage=LazyTensorStorage(n, device=device), batch_size=BATCH
-    )
-    buffer.extend(data)
-    buffer.update_priority(torch.arange(n, device=device), torch.rand(n, device=device))
+    for tree_device in (device, torch.device("cpu")):
+        sampler = PrioritizedSampler(n, 0.7, 0.5, device=tree_device)
+        storage = LazyTensorStorage(n, device=device)
+        buffer = TensorDictReplayBuffer(storage=storage, sampler=sampler, batch_size=BATCH)
+        buffer.extend(data)
+        buffer.update_priority(torch.arange(n, device=device), torch.rand(n, device=device))
+        seconds = _best_seconds(buffer, device)
+        packages = ops.load_kernel_packages() or ("none: reference kernels",)
+        print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, kernels: {packages}")
+        print(
+            f"prioritized sample({BATCH}) + update over {n} items, storage on {device}, "
+            f"trees on {tree_device}: {1 / seconds:8.0f} it/s ({seconds * 1e6:.1f} us/it)"
+        )
 
+
+def _best_seconds(buffer: TensorDictReplayBuffer, device: torch.device) -> float:
     def step() -> None:
         batch = buffer.sample()
         batch.set("td_error", torch.rand(BATCH, device=device))
@@ -72,10 +83,7 @@ def main() -> None:
             step()
         torch.cuda.synchronize()
         best = min(best, (time.perf_counter() - start) / 200)
-    packages = ops.load_kernel_packages() or ("none: reference kernels",)
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, kernels: {packages}")
-    print(f"prioritized sample({BATCH}) + update over {n} items, storage on {device}:")
-    print(f"  {1 / best:8.0f} it/s ({best * 1e6:.1f} us/it)")
+    return best
 
 
 if __name__ == "__main__":

@@ -145,3 +145,44 @@ def test_sample_draws_through_the_fused_op_as_the_separate_ops_do():
     expected = torch.ops.rl_core.sum_tree_find_prefixsum(tree, torch.rand(300) * tree[1])
     assert torch.equal(index, expected)
     assert torch.equal(info["priority_weight"], sampler.weights(index, 50))
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, CUDA])])
+def test_trees_on_a_device(device, chi_square):
+    # The trees, the draws, the indices and the weights live on `device`; indices and
+    # priorities from the CPU are moved there; the state moves between devices.
+    priorities = torch.tensor([0.1, 1.0, 2.0, 0.0, 5.0, 3.0, 0.5, 1.5, 4.0, 2.5])
+    storage = LazyTensorStorage(64)
+    storage.set(torch.arange(10), torch.zeros(10, 1))
+    sampler = PrioritizedSampler(64, 0.7, 0.5, device=device)
+    assert f"device={device}" in repr(sampler)
+    sampler.extend(torch.arange(10))
+    sampler.update_priority(torch.arange(10), priorities)  # CPU input
+    index, info = sampler.sample(storage, 30_000)
+    assert index.device.type == info["priority_weight"].device.type == device
+    assert chi_square(torch.bincount(index.cpu(), minlength=10), (priorities + 1e-8) ** 0.7)
+    sampler.update_priority(index[:256], torch.rand(256, device=device))  # the fast path
+    on_cpu = PrioritizedSampler(64, 0.7, 0.5)
+    on_cpu.load_state_dict(sampler.state_dict())
+    assert torch.equal(on_cpu._tree, sampler._tree.cpu())
+    sampler.load_state_dict(on_cpu.state_dict())
+    assert torch.equal(on_cpu._min_tree, sampler._min_tree.cpu())
+
+
+def test_prioritized_buffers_put_the_trees_on_a_cuda_storage_only():
+    from rl_buffers import PrioritizedReplayBuffer, TensorDictPrioritizedReplayBuffer
+    from rl_buffers.samplers.prioritized import _cuda_device
+
+    for storage in (LazyTensorStorage(8), LazyTensorStorage(8, device="cpu")):
+        assert _cuda_device(storage) is None
+        buffer = TensorDictPrioritizedReplayBuffer(alpha=0.7, beta=0.5, storage=storage)
+        assert buffer.sampler._tree.device.type == "cpu"
+    assert PrioritizedReplayBuffer(alpha=0.7, beta=0.5).sampler._tree.device.type == "cpu"
+    cuda_kernels = torch._C._dispatch_has_kernel_for_dispatch_key(
+        "rl_core::sum_min_tree_priority_update_", "CUDA"
+    )  # rl-kernels built with CUDA; without them CUDA trees would be slower than CPU ones
+    expected = torch.device("cuda:0") if cuda_kernels else None
+    assert _cuda_device(LazyTensorStorage(8, device="cuda:0")) == expected

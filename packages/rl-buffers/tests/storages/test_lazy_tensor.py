@@ -93,22 +93,31 @@ def test_cuda_storage_samples_on_device():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_storage_with_prioritized_sampling():
-    # The sampler's trees stay on the CPU; priorities (and indices) may come from CUDA.
+    # A CUDA storage gets CUDA trees where rl-kernels' CUDA kernels serve them (draws,
+    # indices and weights on the GPU), else CPU trees; priorities and indices from another
+    # device are moved to the trees.
     from rl_buffers import TensorDictPrioritizedReplayBuffer
 
     buffer = TensorDictPrioritizedReplayBuffer(
         alpha=1.0, beta=0.5, storage=LazyTensorStorage(100, device="cuda"), batch_size=8
     )
+    compiled = torch._C._dispatch_has_kernel_for_dispatch_key(
+        "rl_core::sum_min_tree_priority_update_", "CUDA"
+    )
+    tree_device = "cuda" if compiled else "cpu"
+    assert buffer.sampler._tree.device.type == tree_device
     buffer.extend(batch(20))
     sample = buffer.sample()
     assert sample["obs"].device.type == "cuda"
+    if compiled:
+        assert sample["priority_weight"].device.type == "cuda"
     index = sample["index"]
     sample.set("td_error", index.float() + 1)  # a priority per item: repeats agree
     buffer.update_tensordict_priority(sample)
     leaves = buffer.sampler._tree[buffer.sampler._capacity :]
     expected = (index.cpu().float() + 1).tolist()
     assert leaves[index.cpu()].tolist() == pytest.approx(expected, rel=1e-6)
-    buffer.update_priority(index.cuda(), torch.full((8,), 2.0, device="cuda"))
+    buffer.update_priority(index.cpu(), torch.full((8,), 2.0))
     assert leaves[index.cpu()].tolist() == pytest.approx([2.0] * 8, rel=1e-6)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
-from rl_buffers.samplers.prioritized import PrioritizedSampler
+from rl_buffers.samplers.prioritized import PrioritizedSampler, _cuda_device
 from rl_buffers.storages.list_storage import ListStorage
 from rl_buffers.storages.storage import Storage
 
@@ -55,5 +55,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                 f"ReplayBuffer(sampler=...) for another sampler."
             )
         storage = storage if storage is not None else ListStorage(1000)
-        sampler = PrioritizedSampler(storage.max_size, alpha, beta, eps=eps, dtype=dtype)
+        sampler = PrioritizedSampler(
+            storage.max_size, alpha, beta, eps=eps, dtype=dtype, device=_cuda_device(storage)
+        )
         super().__init__(storage=storage, sampler=sampler, **kwargs)
