@@ -138,6 +138,18 @@ inline void check_priority_data(const char* op, int64_t low, int64_t high, doubl
                     smallest, ".");
 }
 
+// The checks of sum_tree_sample and its outputs, shaped like `uniform`: int64 leaves and
+// weights in the trees' dtype. Returns the capacity.
+inline int64_t sample_outputs(const char* op, const at::Tensor& sum_tree,
+                              const at::Tensor& min_tree, const at::Tensor& uniform,
+                              at::Tensor& leaf, at::Tensor& weight) {
+  const int64_t capacity = check_tree_layout(op, sum_tree, nullptr, uniform);
+  check_tree_pair(op, sum_tree, min_tree);
+  leaf = at::empty(uniform.sizes(), uniform.options().dtype(at::kLong));
+  weight = at::empty(uniform.sizes(), uniform.options());
+  return capacity;
+}
+
 // Leaf indices in [0, capacity), with rl_core's message (a ValueError in Python).
 inline void check_leaf_range(const char* op, int64_t low, int64_t high, int64_t capacity) {
   TORCH_CHECK_VALUE(low >= 0 && high < capacity, op, ": expected leaf indices in [0, ",

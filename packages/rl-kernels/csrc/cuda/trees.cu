@@ -323,10 +323,8 @@ std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cuda(const at::Tensor& sum_tr
                                                         const at::Tensor& min_tree,
                                                         const at::Tensor& uniform, double beta) {
   constexpr const char* op = "sum_tree_sample";
-  const int64_t capacity = check_tree_layout(op, sum_tree, nullptr, uniform);
-  check_tree_pair(op, sum_tree, min_tree);
-  auto leaf = at::empty(uniform.sizes(), uniform.options().dtype(at::kLong));
-  auto weight = at::empty(uniform.sizes(), uniform.options());
+  at::Tensor leaf, weight;
+  const int64_t capacity = sample_outputs(op, sum_tree, min_tree, uniform, leaf, weight);
   const int64_t count = uniform.numel();
   if (count == 0) return {leaf, weight};
   const c10::cuda::CUDAGuard guard(sum_tree.device());
