@@ -85,7 +85,8 @@ Bounds read_bounds(const at::Tensor& index, const at::Tensor& priority) {
   auto stream = c10::cuda::getCurrentCUDAStream();
   const int64_t count = index.numel();
   if (priority.defined()) {
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, priority.scalar_type(), "bounds", [&] {
+    const auto type = priority.scalar_type();
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "bounds", [&] {
       bounds_kernel<scalar_t><<<1, kBlockThreads, 0, stream>>>(
           index.const_data_ptr<int64_t>(), priority.const_data_ptr<scalar_t>(), count,
           out.mutable_data_ptr<int64_t>());
@@ -111,14 +112,17 @@ Bounds read_bounds(const at::Tensor& index, const at::Tensor& priority) {
 // all `count_all` values of `all_values` (repeats included) is folded into *top as
 // torch.maximum(top, values.max()) does (NaN wins).
 template <typename scalar_t, bool kSum, bool kMin>
-__global__ void tree_update_kernel(scalar_t* sums, scalar_t* mins, const int64_t* __restrict__ index,
+__global__ void tree_update_kernel(scalar_t* sums, scalar_t* mins,
+                                   const int64_t* __restrict__ index,
                                    const scalar_t* __restrict__ value, int64_t count,
                                    int64_t capacity, bool distinct, scalar_t* top,
                                    const scalar_t* __restrict__ all_values, int64_t count_all) {
   __shared__ scalar_t largest[kBlockThreads];
   if (top != nullptr) {
     scalar_t most = *top;
-    for (int64_t k = threadIdx.x; k < count_all; k += blockDim.x) most = nan_max(most, all_values[k]);
+    for (int64_t k = threadIdx.x; k < count_all; k += blockDim.x) {
+      most = nan_max(most, all_values[k]);
+    }
     largest[threadIdx.x] = most;
   }
   for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
@@ -167,7 +171,8 @@ void launch_tree_update(at::Tensor& sum_tree, at::Tensor& min_tree, const at::Te
     // kernel's pairwise scan.
     const auto [sorted, order] = at::sort(idx, /*stable=*/true, /*dim=*/0, /*descending=*/false);
     auto last = at::ones_like(sorted, sorted.options().dtype(at::kBool));
-    last.narrow(0, 0, count - 1).copy_(sorted.narrow(0, 0, count - 1) != sorted.narrow(0, 1, count - 1));
+    last.narrow(0, 0, count - 1)
+        .copy_(sorted.narrow(0, 0, count - 1) != sorted.narrow(0, 1, count - 1));
     leaves = sorted.masked_select(last);
     last_values = val.index_select(0, order.masked_select(last));
   }
@@ -176,7 +181,8 @@ void launch_tree_update(at::Tensor& sum_tree, at::Tensor& min_tree, const at::Te
   if constexpr (kSum) sums = sum_tree.is_contiguous() ? sum_tree : sum_tree.contiguous();
   if constexpr (kMin) mins = min_tree.is_contiguous() ? min_tree : min_tree.contiguous();
   auto stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, like.scalar_type(), "rl_core_tree_update", [&] {
+  const auto type = like.scalar_type();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, type, "rl_core_tree_update", [&] {
     tree_update_kernel<scalar_t, kSum, kMin><<<1, kBlockThreads, 0, stream>>>(
         kSum ? sums.mutable_data_ptr<scalar_t>() : nullptr,
         kMin ? mins.mutable_data_ptr<scalar_t>() : nullptr, leaves.const_data_ptr<int64_t>(),
@@ -261,7 +267,8 @@ void sum_min_tree_priority_update_cuda(at::Tensor& sum_tree, at::Tensor& min_tre
 // right when the mass is >= the left child's sum and the right child holds mass, subtracting
 // the left sum. Returns the leaf's node number.
 template <typename scalar_t>
-__device__ int64_t descend(const scalar_t* __restrict__ tree, int64_t capacity, scalar_t remaining) {
+__device__ int64_t descend(const scalar_t* __restrict__ tree, int64_t capacity,
+                           scalar_t remaining) {
   if (remaining < scalar_t(0)) remaining = scalar_t(0);  // clamp(min=0); NaN stays NaN
   int64_t node = 1;
   while (node < capacity) {
@@ -306,7 +313,8 @@ at::Tensor sum_tree_find_prefixsum_cuda(const at::Tensor& tree, const at::Tensor
 // does), the descent, then leaf / smallest (division in the op math type, as torch's div);
 // the power (.) ** -beta is torch's own pow, so the weights round as the reference's do.
 template <typename scalar_t>
-__global__ void sample_kernel(const scalar_t* __restrict__ tree, const scalar_t* __restrict__ smallest,
+__global__ void sample_kernel(const scalar_t* __restrict__ tree,
+                              const scalar_t* __restrict__ smallest,
                               const scalar_t* __restrict__ uniform, int64_t* leaf,
                               scalar_t* weight, int64_t count, int64_t capacity) {
   using acc_t = at::opmath_type<scalar_t>;

@@ -135,7 +135,7 @@ class PrioritizedSampler(Sampler):
 
     # ---------------------------------------------------------------- writes
     def _check_index(self, where: str, index: Tensor) -> Tensor:
-        # the trees stay on the CPU: indices from a batch on another device come over
+        # indices from another device (a batch of a CUDA storage, CPU trees) go to the trees'
         index = torch.as_tensor(index, dtype=torch.long, device=self._tree.device).reshape(-1)
         if index.numel():
             low, high = (int(bound) for bound in torch.aminmax(index))
