@@ -17,9 +17,10 @@ the leaf priorities and the min tree, then new priorities written into the sum t
 min tree. The same iteration with rl_core's reference kernels called directly is the
 baseline. A second pair of rows times the fused ops that rl-buffers' ``PrioritizedSampler``
 calls: ``sum_tree_sample`` (draw and weights) and ``sum_min_tree_priority_update_`` (raw
-priorities checked, raised to ``alpha`` and written into both trees). Figures are the best of ``--repeat`` timed runs; on CPU they are the thread's
-CPU time (one torch thread), which other processes on a shared machine inflate less than
-wall-clock time, on CUDA wall-clock time after a device sync.
+priorities checked, raised to ``alpha`` and written into both trees). Figures are the best
+of ``--repeat`` timed runs; on CPU they are the thread's CPU time (one torch thread), which
+other processes on a shared machine inflate less than wall-clock time, on CUDA wall-clock
+time after a device sync.
 """
 
 from __future__ import annotations

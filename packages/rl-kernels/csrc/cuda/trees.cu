@@ -207,24 +207,25 @@ at::Tensor checked_cuda_leaves(const char* op, const at::Tensor& index, int64_t 
   return idx;
 }
 
-void sum_tree_update_cuda(at::Tensor& tree, const at::Tensor& index, const at::Tensor& value) {
-  constexpr const char* op = "sum_tree_update_";
+// One tree: kSum picks the sum tree's kernel, else the min tree's.
+template <bool kSum>
+void one_tree_update_cuda(const char* op, at::Tensor& tree, const at::Tensor& index,
+                          const at::Tensor& value) {
   const int64_t capacity = check_tree_layout(op, tree, &index, value);
   if (index.numel() == 0) return;
   const c10::cuda::CUDAGuard guard(tree.device());
   const auto idx = checked_cuda_leaves(op, index, capacity);
   at::Tensor none;
-  launch_tree_update<true, false>(tree, none, idx, value.contiguous(), capacity, nullptr);
+  launch_tree_update<kSum, !kSum>(kSum ? tree : none, kSum ? none : tree, idx,
+                                  value.contiguous(), capacity, nullptr);
+}
+
+void sum_tree_update_cuda(at::Tensor& tree, const at::Tensor& index, const at::Tensor& value) {
+  one_tree_update_cuda<true>("sum_tree_update_", tree, index, value);
 }
 
 void min_tree_update_cuda(at::Tensor& tree, const at::Tensor& index, const at::Tensor& value) {
-  constexpr const char* op = "min_tree_update_";
-  const int64_t capacity = check_tree_layout(op, tree, &index, value);
-  if (index.numel() == 0) return;
-  const c10::cuda::CUDAGuard guard(tree.device());
-  const auto idx = checked_cuda_leaves(op, index, capacity);
-  at::Tensor none;
-  launch_tree_update<false, true>(none, tree, idx, value.contiguous(), capacity, nullptr);
+  one_tree_update_cuda<false>("min_tree_update_", tree, index, value);
 }
 
 // Both trees in one kernel: one launch and one level-by-level pass instead of two.

@@ -120,10 +120,8 @@ class PrioritizedSampler(Sampler):
         # the smallest stored priority, for the importance weights, without a scan per sample
         self._min_tree = ops.make_min_tree(self._capacity, dtype, device=device)
         # the largest value written so far (1.0 at first), in a tensor the update op raises
-        self._max_value = torch.ones(1, dtype=dtype, device=self._tree.device)
-        # torch.rand's device argument: None (the default device, where the trees then are)
-        # or the trees' device
-        self._device = None if device is None else self._tree.device
+        self._device = self._tree.device  # the draws, indices and weights live there too
+        self._max_value = torch.ones(1, dtype=dtype, device=self._device)
         # the calls below go to torch.ops directly (no per-call argument checks), so the
         # kernels of an installed kernel package are loaded here rather than on a first call
         ops.load_kernel_packages()
@@ -136,7 +134,7 @@ class PrioritizedSampler(Sampler):
     # ---------------------------------------------------------------- writes
     def _check_index(self, where: str, index: Tensor) -> Tensor:
         # indices from another device (a batch of a CUDA storage, CPU trees) go to the trees'
-        index = torch.as_tensor(index, dtype=torch.long, device=self._tree.device).reshape(-1)
+        index = torch.as_tensor(index, dtype=torch.long, device=self._device).reshape(-1)
         if index.numel():
             low, high = (int(bound) for bound in torch.aminmax(index))
             if low < 0 or high >= self.max_capacity:
@@ -179,7 +177,7 @@ class PrioritizedSampler(Sampler):
             and index.dim() == 1
             and priority.shape == index.shape
             and not priority.requires_grad
-            and index.device == priority.device == self._tree.device
+            and index.device == priority.device == self._device
         ):
             # A sampled batch's index and new priorities (the training loop's case): one op
             # checks them (indices against max_capacity, priorities >= 0), takes the powers
@@ -204,8 +202,8 @@ class PrioritizedSampler(Sampler):
         priority = torch.as_tensor(priority)
         if priority.requires_grad:
             priority = priority.detach()
-        if priority.device != self._tree.device:
-            priority = priority.to(self._tree.device)
+        if priority.device != self._device:
+            priority = priority.to(self._device)
         if priority.shape == index.shape and index.dim() == 1:
             pass  # one priority per index (the common case): nothing to reduce or expand
         elif priority.dim() > index.dim() and priority.numel() != index.numel():
@@ -273,7 +271,7 @@ class PrioritizedSampler(Sampler):
         return {"tree": self._tree.clone(), "max_priority": self._max_value.item()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        tree = state_dict["tree"].to(self._tree.device)
+        tree = state_dict["tree"].to(self._device)
         if tree.shape != self._tree.shape:
             raise ValueError(
                 f"{type(self).__name__}.load_state_dict: the saved tree has "
@@ -294,5 +292,5 @@ class PrioritizedSampler(Sampler):
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(max_capacity={self.max_capacity}, alpha={self.alpha}, "
-            f"beta={self.beta}, eps={self.eps}, device={self._tree.device})"
+            f"beta={self.beta}, eps={self.eps}, device={self._device})"
         )
