@@ -85,6 +85,70 @@ def test_fused_update_of_strided_trees(device):
     assert torch.equal(storage[0, 1::2].cpu(), torch.zeros(16, dtype=torch.float64))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tree_ops_on_the_columns_of_one_table(device, dtype):
+    # rl-buffers' PrioritizedSampler keeps its trees as the two columns of one
+    # [2 * capacity, 2] table: every tree op gives there, bit for bit, what it gives on two
+    # contiguous trees, and writes the table's columns.
+    capacity = 4096
+    table = torch.stack(_trees(capacity, dtype), dim=1).to(device)
+    paired = (table[:, 0], table[:, 1])
+    separate = _trees(capacity, dtype, device)
+    tops = [torch.ones(1, dtype=dtype, device=device) for _ in range(2)]
+    ops_ = torch.ops.rl_core
+    gen = torch.Generator().manual_seed(3)
+    start = torch.randperm(capacity, generator=gen)[:3000].to(device)
+    for trees in (paired, separate):
+        ops_.sum_min_tree_update_(*trees, start, torch.ones(3000, dtype=dtype, device=device))
+    for _ in range(3):
+        index = torch.randint(0, 3500, (256,), generator=gen).to(device)
+        priority = torch.rand(256, generator=gen).to(dtype).to(device)
+        uniform = torch.rand(300, generator=gen).to(dtype).to(device)
+        draws = []
+        for trees, top in zip((paired, separate), tops, strict=True):
+            ops_.sum_min_tree_priority_update_(*trees, top, index, priority, 1e-6, 0.7, 3500)
+            draws.append(ops_.sum_tree_sample(*trees, uniform, 0.4))
+            draws.append(ops_.sum_tree_find_prefixsum(trees[0], uniform * trees[0][1]))
+        for got, expected in zip(draws[:2], draws[2:], strict=True):
+            if isinstance(got, tuple):
+                assert all(torch.equal(a, b) for a, b in zip(got, expected, strict=True))
+            else:
+                assert torch.equal(got, expected)
+    more = torch.randint(0, capacity, (500,), generator=gen).to(device)
+    value = torch.rand(500, generator=gen).to(dtype).to(device)
+    for trees in (paired, separate):
+        ops_.sum_tree_update_(trees[0], more, value)
+        ops_.min_tree_update_(trees[1], more, value * 2)
+    assert torch.equal(tops[0], tops[1])
+    assert torch.equal(table[:, 0], separate[0])
+    assert torch.equal(table[:, 1], separate[1])
+
+
+def test_cpu_tree_ops_work_on_columns_in_place():
+    # A copy of a 2 MB tree per call would cost more than the op: the CPU kernels read and
+    # write the columns where they are (no clone or copy among the aten calls they make).
+    capacity = 1024
+    table = torch.stack(_trees(capacity, torch.float32), dim=1)
+    sums, mins = table[:, 0], table[:, 1]
+    index, value = torch.arange(0, 1000, 3), torch.rand(334)
+    ops_ = torch.ops.rl_core
+    calls = [
+        lambda: ops_.sum_min_tree_update_(sums, mins, index, value),
+        lambda: ops_.sum_min_tree_priority_update_(
+            sums, mins, torch.ones(1), index, value, 1e-6, 0.7, capacity
+        ),
+        lambda: ops_.sum_tree_sample(sums, mins, torch.rand(64), 0.4),
+        lambda: ops_.sum_tree_update_(sums, index, value),
+        lambda: ops_.min_tree_update_(mins, index, value),
+        lambda: ops_.sum_tree_find_prefixsum(sums, torch.rand(64)),
+    ]
+    for call in calls:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            call()
+        names = {event.name for event in prof.events()}
+        assert not names & {"aten::clone", "aten::copy_", "aten::contiguous"}, names
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("beta", [0.0, 0.4, 1.0])
 def test_fused_sample_matches_reference(device, dtype, beta):

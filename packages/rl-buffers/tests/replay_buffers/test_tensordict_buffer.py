@@ -99,3 +99,48 @@ def test_add_one_row_of_a_two_dim_storage():
     buffer.add(TensorDict({"x": torch.ones(4)}, [4]))  # row 1: items 4-7 at max priority
     assert len(buffer) == 8
     assert set(buffer.sample(64)["x"].tolist()) == {1.0}
+
+
+class _OwnRead(TensorDictReplayBuffer):
+    def _read(self, index, info):
+        return super()._read(index, info)
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_sample_without_batch_size_gives_what_the_generic_layers_give(prioritized):
+    # sample() of the buffer's batch size goes straight to the sampler and _read; an
+    # explicit batch size, a subclass's _read and a transform take ReplayBuffer's layers:
+    # the same draws give the same batch and info
+    from rl_core.transforms import Transform
+
+    class Scale(Transform):
+        def _call(self, data):
+            return data.set("observation", data["observation"] * 2)
+
+    def buffer(cls=TensorDictReplayBuffer):
+        sampler = PrioritizedSampler(64, 0.7, 0.5) if prioritized else None
+        out = cls(storage=LazyTensorStorage(64), sampler=sampler, batch_size=8)
+        out.extend(td(40))
+        if prioritized:
+            out.update_priority(torch.arange(40), torch.arange(40.0))
+        return out
+
+    direct, generic, own_read = buffer(), buffer(), buffer(_OwnRead)
+    assert direct._direct
+    assert not own_read._direct
+    for _ in range(3):
+        state = torch.get_rng_state()
+        batch, info = direct.sample(return_info=True)
+        for other in (lambda: generic.sample(8, return_info=True), own_read.sample):
+            torch.set_rng_state(state)
+            out = other()
+            other_batch, other_info = out if isinstance(out, tuple) else (out, None)
+            assert set(batch.keys(True, True)) == set(other_batch.keys(True, True))
+            assert (batch == other_batch).all()
+            if other_info is not None:
+                assert info.keys() == other_info.keys()
+                assert all(torch.equal(info[k], other_info[k]) for k in info)
+    direct.append_transform(Scale())
+    torch.set_rng_state(state)
+    scaled = direct.sample()
+    assert torch.equal(scaled["observation"], batch["observation"] * 2)

@@ -197,19 +197,19 @@ void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
   const auto idx = checked_cpu_leaves(op, index, capacity);
   const int64_t* pi = idx.const_data_ptr<int64_t>();
   const auto val = value.contiguous();
-  at::Tensor work = tree.is_contiguous() ? tree : tree.contiguous();
+  at::Tensor work = writable_in_place(tree) ? tree : tree.contiguous();
   std::vector<int64_t> nodes(static_cast<size_t>(count));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(), "rl_core_tree_update_", [&] {
-    scalar_t* pt = work.mutable_data_ptr<scalar_t>();
+    const auto pt = strided<scalar_t>(work);
     const scalar_t* pv = val.const_data_ptr<scalar_t>();
     for (int64_t k = 0; k < count; ++k) {
       nodes[k] = pi[k] + capacity;
       pt[nodes[k]] = pv[k];
-      __builtin_prefetch(pt + (nodes[k] >> 1), 1);
+      __builtin_prefetch(pt.at(nodes[k] >> 1), 1);
     }
     recompute_ancestors(
         capacity, nodes, [&](int64_t node) { pt[node] = combine(pt[2 * node], pt[2 * node + 1]); },
-        [&](int64_t node) { __builtin_prefetch(pt + node, 1); });
+        [&](int64_t node) { __builtin_prefetch(pt.at(node), 1); });
   });
   if (!work.is_same(tree)) tree.copy_(work);
 }
@@ -230,12 +230,11 @@ at::Tensor sum_tree_find_prefixsum_cpu(const at::Tensor& tree, const at::Tensor&
   auto leaf = at::empty(value.sizes(), value.options().dtype(at::kLong));
   const int64_t count = value.numel();
   if (count == 0) return leaf;
-  const auto t = tree.contiguous();
   const auto q = value.contiguous();
   int64_t* node = leaf.mutable_data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(
       at::kHalf, at::kBFloat16, tree.scalar_type(), "sum_tree_find_prefixsum", [&] {
-        const scalar_t* pt = t.const_data_ptr<scalar_t>();
+        const auto pt = strided_const<scalar_t>(tree);
         const scalar_t* pq = q.const_data_ptr<scalar_t>();
         std::vector<scalar_t> remaining(pq, pq + count);
         for (int64_t k = 0; k < count; ++k) {

@@ -30,20 +30,20 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
   const auto idx = checked_cpu_leaves(op, index, capacity);
   const int64_t* pi = idx.const_data_ptr<int64_t>();
   const auto val = value.contiguous();
-  at::Tensor sums = sum_tree.is_contiguous() ? sum_tree : sum_tree.contiguous();
-  at::Tensor mins = min_tree.is_contiguous() ? min_tree : min_tree.contiguous();
+  at::Tensor sums = writable_in_place(sum_tree) ? sum_tree : sum_tree.contiguous();
+  at::Tensor mins = writable_in_place(min_tree) ? min_tree : min_tree.contiguous();
   std::vector<int64_t> nodes(static_cast<size_t>(count));
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
-    scalar_t* ps = sums.mutable_data_ptr<scalar_t>();
-    scalar_t* pm = mins.mutable_data_ptr<scalar_t>();
+    const auto ps = strided<scalar_t>(sums);
+    const auto pm = strided<scalar_t>(mins);
     const scalar_t* pv = val.const_data_ptr<scalar_t>();
     for (int64_t k = 0; k < count; ++k) {
       const int64_t node = pi[k] + capacity;
       nodes[k] = node;
       ps[node] = pv[k];
       pm[node] = pv[k];
-      __builtin_prefetch(ps + (node >> 1), 1);
-      __builtin_prefetch(pm + (node >> 1), 1);
+      __builtin_prefetch(ps.at(node >> 1), 1);
+      __builtin_prefetch(pm.at(node >> 1), 1);
     }
     recompute_ancestors(
         capacity, nodes,
@@ -52,8 +52,8 @@ void sum_min_tree_update_cpu(at::Tensor& sum_tree, at::Tensor& min_tree,
           pm[node] = nan_min(pm[2 * node], pm[2 * node + 1]);
         },
         [&](int64_t node) {
-          __builtin_prefetch(ps + node, 1);
-          __builtin_prefetch(pm + node, 1);
+          __builtin_prefetch(ps.at(node), 1);
+          __builtin_prefetch(pm.at(node), 1);
         });
   });
   if (!sums.is_same(sum_tree)) sum_tree.copy_(sums);
@@ -122,15 +122,14 @@ std::tuple<at::Tensor, at::Tensor> sum_tree_sample_cpu(const at::Tensor& sum_tre
   const int64_t capacity = sample_outputs(op, sum_tree, min_tree, uniform, leaf, weight);
   const int64_t count = uniform.numel();
   if (count == 0) return {leaf, weight};
-  const auto t = sum_tree.contiguous();
   const auto q = uniform.contiguous();
   int64_t* node = leaf.mutable_data_ptr<int64_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, sum_tree.scalar_type(), op, [&] {
-    const scalar_t* pt = t.const_data_ptr<scalar_t>();
+    const auto pt = strided_const<scalar_t>(sum_tree);
     const scalar_t* pq = q.const_data_ptr<scalar_t>();
     scalar_t* pw = weight.mutable_data_ptr<scalar_t>();
     const scalar_t total = pt[1];
-    const scalar_t smallest = min_tree.const_data_ptr<scalar_t>()[min_tree.stride(0)];
+    const scalar_t smallest = strided_const<scalar_t>(min_tree)[1];
     // pw holds each query's remaining mass during the descent, its weight afterwards.
     for (int64_t k = 0; k < count; ++k) {
       const scalar_t start = static_cast<scalar_t>(pq[k] * total);

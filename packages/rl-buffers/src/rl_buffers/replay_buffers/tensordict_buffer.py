@@ -9,7 +9,7 @@ from tensordict import TensorDictBase
 from torch import Tensor
 
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
-from rl_buffers.samplers.sampler import Sampler
+from rl_buffers.samplers.sampler import Sampler, check_not_empty
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
@@ -48,6 +48,20 @@ class TensorDictReplayBuffer(ReplayBuffer):
     def __init__(self, *, priority_key: Any = "td_error", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.priority_key = priority_key
+        storage, cls = self._storage, type(self)
+        self._direct = (
+            isinstance(storage, TensorStorage)
+            and storage.ndim == 1
+            and self._batch_size is not None
+            and self._prefetch is None
+            and self._collate_fn is None
+            and not self._pin_memory
+            and type(storage).unravel is TensorStorage.unravel
+            and all(
+                getattr(cls, name) is getattr(TensorDictReplayBuffer, name)
+                for name in ("_sample_batch", "_sample_index", "_read", "_postprocess")
+            )
+        )
 
     def _default_writer(self) -> Writer:
         return TensorDictRoundRobinWriter()
@@ -66,6 +80,22 @@ class TensorDictReplayBuffer(ReplayBuffer):
         ):
             self.update_priority(index, data.get(self.priority_key))
         return index
+
+    def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
+        if batch_size is None and self._direct and not self._transforms._modules:
+            # The training loop's call: what ReplayBuffer.sample's layers do for it (no
+            # prefetch, collate, transform or pinning; a 1-D storage's unravel is the
+            # identity), in one frame: the lock, the sampler's draw, _read, _postprocess.
+            storage = self._storage
+            with self._lock:
+                if not len(storage):
+                    check_not_empty(f"{type(self).__name__}.sample", storage)
+                index, info = self._sampler.sample(storage, self._batch_size)
+                info["index"] = index
+                data = self._read(index, info)
+            data = self._postprocess(data, info)
+            return (data, info) if return_info else data
+        return super().sample(batch_size, return_info)
 
     def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
         storage = self._storage
