@@ -49,9 +49,15 @@ class TensorDictReplayBuffer(ReplayBuffer):
         super().__init__(**kwargs)
         self.priority_key = priority_key
         storage, cls = self._storage, type(self)
+        # Read by _read: a 1-D tensor storage (its batches are rows of its leaf tree), and
+        # whether the storage reads as TensorStorage does. Both fixed with the storage.
+        self._rows_1d = isinstance(storage, TensorStorage) and storage.ndim == 1
+        self._own_get = type(storage).get is TensorStorage.get
+        # Whether sample() without a batch size may go straight to the sampler, _read and
+        # _postprocess (see sample). The settings read here are fixed at construction; the
+        # transforms are checked on each call.
         self._direct = (
-            isinstance(storage, TensorStorage)
-            and storage.ndim == 1
+            self._rows_1d
             and self._batch_size is not None
             and self._prefetch is None
             and self._collate_fn is None
@@ -99,12 +105,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def _read(self, index: Tensor, info: dict[str, Any]) -> Any:
         storage = self._storage
-        if (
-            isinstance(storage, TensorStorage)
-            and storage.ndim == 1
-            and index.dim() == 1
-            and not storage._tree.is_tensor
-        ):
+        if self._rows_1d and index.dim() == 1 and not storage._tree.is_tensor:
             # The info entries go into the batch in its constructor (one TensorDict build).
             extra = {
                 key: value
@@ -115,7 +116,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
             # reads straight away (unless a subclass reads its own way), other devices move
             # the index first.
             tree = storage._tree
-            if tree is not None and tree.on_cpu and type(storage).get is TensorStorage.get:
+            if tree.on_cpu and self._own_get:
                 data = tree.get_rows(index, extra)
             else:
                 data = storage.get(index, extra=extra)

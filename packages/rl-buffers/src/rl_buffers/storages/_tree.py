@@ -121,7 +121,7 @@ class LeafTree:
         root, in the same constructor call.
         """
         if self.ndim == 1:
-            batch = torch.Size(index.shape)
+            batch = index.shape  # a torch.Size
             if self.is_tensor:
                 return self.root.index_select(0, index)
             if self.gather_in_one_op and index.dtype == torch.int64:
