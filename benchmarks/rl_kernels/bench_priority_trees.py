@@ -17,7 +17,9 @@ eager torch calls plus ``sum_min_tree_update_``; and a replay buffer's batch rea
 tables (the four float leaves in one ``[N, 41]``, the two flags in one ``[N, 2]``: a
 storage layout rl-buffers does not use), and over the layout rl-buffers' CPU
 ``LazyTensorStorage`` uses (the four float leaves as column slices of one ``[N, 41]``
-table, the two flags apart). Fresh random inputs are drawn in every call of both sides.
+table, the two flags apart). The sample and the priority update also run on the layout of
+rl-buffers' CPU ``PrioritizedSampler``: the sum tree and the min tree as the two columns of
+one ``[2 * capacity, 2]`` table. Fresh random inputs are drawn in every call of both sides.
 """
 
 from __future__ import annotations
@@ -81,6 +83,12 @@ def main() -> None:
         top.fill_(max(top.item(), value.max().item()))
         torch.ops.rl_core.sum_min_tree_update_.default(sums, mins, index, value)
 
+    # rl-buffers' PrioritizedSampler layout on the CPU: both trees as the columns of one
+    # [2 * capacity, 2] table (node i of both in one cache line), written in place.
+    table = torch.stack((sums, mins), 1)
+    paired_sums, paired_mins = table[:, 0], table[:, 1]
+    paired_top = torch.ones(1)
+
     gather = torch.ops.rl_core.gather_rows.default
     widths = (17, 6, 17, 1)
     leaves = [torch.randn(n, width) for width in widths]
@@ -102,6 +110,12 @@ def main() -> None:
             sums, mins, top, torch.randint(n, (batch,)), values, 1e-8, 0.7, n
         ),
         "checks + powers + sum_min_tree_update_": eager_priority_update,
+        "sum_tree_sample, fresh, trees as columns": lambda: sample(
+            paired_sums, paired_mins, torch.rand(batch), 0.5
+        ),
+        "sum_min_tree_priority_update_, columns": lambda: priority_update(
+            paired_sums, paired_mins, paired_top, torch.randint(n, (batch,)), values, 1e-8, 0.7, n
+        ),
         f"gather_rows, six leaves of {n} items": lambda: gather(leaves, torch.randint(n, (batch,))),
         "index_select per leaf": lambda: [
             leaf.index_select(0, index) for index in [torch.randint(n, (batch,))] for leaf in leaves

@@ -51,3 +51,30 @@ def test_update_tensordict_priority_missing_entries():
         buffer.update_tensordict_priority(TensorDict({"index": torch.tensor([0])}, [1]))
     with pytest.raises(KeyError, match="the TensorDict has no 'index' entry"):
         buffer.update_tensordict_priority(TensorDict({"td_error": torch.ones(1)}, [1]))
+
+
+class _OwnUpdate(TensorDictPrioritizedReplayBuffer):
+    def update_priority(self, index, priority):
+        super().update_priority(index, priority)
+
+
+def test_update_tensordict_priority_straight_to_the_sampler_as_through_update_priority():
+    # a batch's flat indices go straight to the sampler; a subclass's update_priority takes
+    # ReplayBuffer's: the same trees, and the same error for an index out of range
+    direct = _buffer()
+    generic = _OwnUpdate(alpha=1.0, beta=1.0, storage=LazyTensorStorage(8), batch_size=4)
+    generic.extend(TensorDict({"obs": torch.arange(8.0)}, [8]))
+    assert direct._direct_update
+    assert not generic._direct_update
+    torch.manual_seed(0)
+    for _ in range(5):
+        batch = direct.sample()
+        batch["td_error"] = torch.rand(4) * 3
+        direct.update_tensordict_priority(batch)
+        generic.update_tensordict_priority(batch.clone())
+        assert torch.equal(direct.sampler._tree, generic.sampler._tree)
+        assert torch.equal(direct.sampler._min_tree, generic.sampler._min_tree)
+    bad = TensorDict({"index": torch.tensor([3, 9]), "td_error": torch.ones(2)}, [2])
+    for buffer in (direct, generic):
+        with pytest.raises(IndexError, match=r"expected indices in \[0, 8\)"):
+            buffer.update_tensordict_priority(bad)

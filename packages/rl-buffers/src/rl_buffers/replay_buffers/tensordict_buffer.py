@@ -53,6 +53,13 @@ class TensorDictReplayBuffer(ReplayBuffer):
         # whether the storage reads as TensorStorage does. Both fixed with the storage.
         self._rows_1d = isinstance(storage, TensorStorage) and storage.ndim == 1
         self._own_get = type(storage).get is TensorStorage.get
+        # Whether update_tensordict_priority may hand a batch's flat indices straight to the
+        # sampler (see there).
+        self._direct_update = (
+            self._rows_1d
+            and type(storage).ravel is TensorStorage.ravel
+            and cls.update_priority is ReplayBuffer.update_priority
+        )
         # Whether sample() without a batch size may go straight to the sampler, _read and
         # _postprocess (see sample). The settings read here are fixed at construction; the
         # transforms are checked on each call.
@@ -162,4 +169,10 @@ class TensorDictReplayBuffer(ReplayBuffer):
         if index.dim() == 2 and getattr(self._storage, "ndim", 1) > 1:
             index = tuple(index.unbind(-1))  # [B, ndim] storage indices
             priority = priority.reshape(index[0].shape[0], -1)
+        elif self._direct_update and index.dim() == 1 and index.dtype == torch.int64:
+            # ReplayBuffer.update_priority, whose ravel gives a 1-D storage's flat item
+            # numbers back as they are
+            with self._lock:
+                self._sampler.update_priority(index, priority)
+            return
         self.update_priority(index, priority)
