@@ -87,9 +87,9 @@ def test_fused_update_of_strided_trees(device):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_tree_ops_on_the_columns_of_one_table(device, dtype):
-    # rl-buffers' PrioritizedSampler keeps its trees as the two columns of one
-    # [2 * capacity, 2] table: every tree op gives there, bit for bit, what it gives on two
-    # contiguous trees, and writes the table's columns.
+    # Trees as the two columns of one [2 * capacity, 2] table (node i of both in one cache
+    # line): every tree op gives there, bit for bit, what it gives on two contiguous trees,
+    # and writes the table's columns.
     capacity = 4096
     table = torch.stack(_trees(capacity, dtype), dim=1).to(device)
     paired = (table[:, 0], table[:, 1])

@@ -186,35 +186,3 @@ def test_prioritized_buffers_put_the_trees_on_a_cuda_storage_only():
     )  # rl-kernels built with CUDA; without them CUDA trees would be slower than CPU ones
     expected = torch.device("cuda:0") if cuda_kernels else None
     assert _cuda_device(LazyTensorStorage(8, device="cuda:0")) == expected
-
-
-def test_cpu_trees_are_the_columns_of_one_table_and_draw_as_separate_trees():
-    # node i of both trees in one cache line; draws, weights and trees as on two trees of
-    # their own, through the installed kernels and through rl_core's reference kernels
-    from rl_core import ops
-    from rl_core.ops import reference
-
-    torch.manual_seed(0)
-    storage, sampler = setup(torch.rand(40) * 3, capacity=64)
-    table = sampler._tree.untyped_storage()
-    assert sampler._min_tree.untyped_storage().data_ptr() == table.data_ptr()
-    assert sampler._tree.stride() == sampler._min_tree.stride() == (2,)
-    trees = (ops.make_sum_tree(64), ops.make_min_tree(64))
-    reference.sum_min_tree_update_(*trees, torch.arange(40), sampler._leaves(40).clone())
-    assert torch.equal(sampler._tree, trees[0])
-    assert torch.equal(sampler._min_tree, trees[1])
-    for _ in range(5):
-        state = torch.get_rng_state()
-        index, info = sampler.sample(storage, 128)
-        torch.set_rng_state(state)
-        expected = reference.sum_tree_sample(*trees, torch.rand(128), sampler.beta)
-        assert torch.equal(index, expected[0])
-        assert torch.equal(info["priority_weight"], expected[1])
-        new = torch.rand(128)
-        sampler.update_priority(index, new)
-        value = (new + sampler.eps) ** sampler.alpha
-        reference.sum_min_tree_update_(*trees, index, value)
-        # the reference kernels on the columns themselves
-        reference.sum_min_tree_update_(sampler._tree, sampler._min_tree, index, value)
-        assert torch.equal(sampler._tree, trees[0])
-        assert torch.equal(sampler._min_tree, trees[1])

@@ -1,7 +1,7 @@
 // A segment tree's nodes at its stride, for the CPU tree kernels: they read and write a tree
-// in place whether it is contiguous or a column of a wider table. A prioritized sampler keeps
-// its sum tree and min tree as the two columns of one [2 * capacity, 2] table, so that node i
-// of both trees sits in one cache line and an update misses the cache half as often.
+// in place whether it is contiguous or strided (a column of a wider table, every other
+// element of a buffer), where a contiguous copy written back would cost more than the op
+// (2 MB per tree at 2**18 leaves).
 #pragma once
 
 #include <ATen/ATen.h>

@@ -46,21 +46,6 @@ def _cuda_device(storage: Storage) -> torch.device | None:
     return torch.device(device) if compiled else None
 
 
-def _tree_pair(
-    capacity: int, dtype: torch.dtype, device: torch.device | str | None
-) -> tuple[Tensor, Tensor]:
-    """An empty sum tree and min tree over ``capacity`` leaves, as ``ops.make_sum_tree`` and
-    ``ops.make_min_tree`` give them. On the CPU they are the two columns of one
-    ``[2 * capacity, 2]`` table: node i of both trees shares a cache line, so an update,
-    which writes the same nodes in both, misses the cache about half as often (rl-kernels'
-    CPU kernels work on the columns in place; rl_core's reference kernels on any layout)."""
-    sums = ops.make_sum_tree(capacity, dtype, device=device)
-    if sums.device.type != "cpu":
-        return sums, ops.make_min_tree(capacity, dtype, device=device)
-    table = torch.stack((sums, ops.make_min_tree(capacity, dtype)), dim=1)
-    return table[:, 0], table[:, 1]
-
-
 class PrioritizedSampler(Sampler):
     """Draws item ``i`` with probability ``p_i / sum_j p_j``, ``p_i = (priority_i + eps) ** alpha``.
 
@@ -131,9 +116,9 @@ class PrioritizedSampler(Sampler):
         self.dtype = dtype
         self.reduction = reduction
         self._capacity = ops.segment_tree_capacity(max_capacity)
-        # the sum tree draws; the min tree gives the smallest stored priority, for the
-        # importance weights, without a scan per sample
-        self._tree, self._min_tree = _tree_pair(self._capacity, dtype, device)
+        self._tree = ops.make_sum_tree(self._capacity, dtype, device=device)
+        # the smallest stored priority, for the importance weights, without a scan per sample
+        self._min_tree = ops.make_min_tree(self._capacity, dtype, device=device)
         # the largest value written so far (1.0 at first), in a tensor the update op raises
         self._device = self._tree.device  # the draws, indices and weights live there too
         self._max_value = torch.ones(1, dtype=dtype, device=self._device)
