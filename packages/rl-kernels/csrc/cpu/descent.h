@@ -9,10 +9,11 @@
 namespace rl_kernels {
 
 // Walks `count` queries from the root down to the leaves of the sum tree `tree` (leaves at
-// [capacity, 2 * capacity), node i combines 2i and 2i + 1; read at its stride). On entry remaining[k] holds
-// query k's mass (already clamped at 0); on exit node[k] is its leaf's node number and
-// remaining[k] the mass left inside that leaf. At each level a query goes right when its
-// mass is >= the left child's sum and the right child holds mass, subtracting the left sum.
+// [capacity, 2 * capacity), node i combines 2i and 2i + 1; read at its stride). On entry
+// remaining[k] holds query k's mass (already clamped at 0); on exit node[k] is its leaf's
+// node number and remaining[k] the mass left inside that leaf. At each level a query goes
+// right when its mass is >= the left child's sum and the right child holds mass, subtracting
+// the left sum.
 //
 // All queries go a level at a time: the loads of one level are independent, so their cache
 // misses overlap, and each query prefetches the children it reads at the next level. The

@@ -199,7 +199,8 @@ void tree_update_cpu(const char* op, at::Tensor& tree, const at::Tensor& index,
   const auto val = value.contiguous();
   at::Tensor work = writable_in_place(tree) ? tree : tree.contiguous();
   std::vector<int64_t> nodes(static_cast<size_t>(count));
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(), "rl_core_tree_update_", [&] {
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, tree.scalar_type(),
+                                  "rl_core_tree_update_", [&] {
     const auto pt = strided<scalar_t>(work);
     const scalar_t* pv = val.const_data_ptr<scalar_t>();
     for (int64_t k = 0; k < count; ++k) {

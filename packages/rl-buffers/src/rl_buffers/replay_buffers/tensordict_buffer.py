@@ -95,6 +95,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
         return index
 
     def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
+        """Samples a batch, as :meth:`ReplayBuffer.sample` does."""
         if batch_size is None and self._direct and not self._transforms._modules:
             # The training loop's call: what ReplayBuffer.sample's layers do for it (no
             # prefetch, collate, transform or pinning; a 1-D storage's unravel is the
