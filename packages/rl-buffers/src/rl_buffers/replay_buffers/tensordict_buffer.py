@@ -134,8 +134,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
 
     def _postprocess(self, data: Any, info: dict[str, Any]) -> Any:
         written = info.pop("_written", {})
-        if not isinstance(data, TensorDictBase):
-            return data
+        if len(written) == len(info) or not isinstance(data, TensorDictBase):
+            return data  # every entry written by _read (written holds entries of info)
         for key, value in info.items():
             if key in written:
                 continue

@@ -134,6 +134,8 @@ class TensorStorage(Storage):
     def __len__(self) -> int:
         if self._tree is None:
             return 0
+        if self.ndim == 1:
+            return self._len_rows
         return self._len_rows * math.prod(self._tree.shape[1:])
 
     def set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
