@@ -49,10 +49,9 @@ class TensorDictReplayBuffer(ReplayBuffer):
         super().__init__(**kwargs)
         self.priority_key = priority_key
         storage, cls = self._storage, type(self)
-        # Read by _read: a 1-D tensor storage (its batches are rows of its leaf tree), and
-        # whether the storage reads as TensorStorage does. Both fixed with the storage.
+        # A 1-D tensor storage (its batches are rows of its leaf tree), fixed with the
+        # storage: read by _read and by the two direct paths below.
         self._rows_1d = isinstance(storage, TensorStorage) and storage.ndim == 1
-        self._own_get = type(storage).get is TensorStorage.get
         # Whether update_tensordict_priority may hand a batch's flat indices straight to the
         # sampler (see there).
         self._direct_update = (
@@ -124,7 +123,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
             # reads straight away (unless a subclass reads its own way), other devices move
             # the index first.
             tree = storage._tree
-            if tree.on_cpu and self._own_get:
+            if tree.on_cpu and type(storage).get is TensorStorage.get:
                 data = tree.get_rows(index, extra)
             else:
                 data = storage.get(index, extra=extra)
