@@ -10,7 +10,11 @@ env alternate, so that a change of the machine's load hits both alike):
 2. The Atari pipeline (``ToTensorImage``, ``GrayScale``, ``Resize(84, 84)``, ``CatFrames(4)``,
    ``RewardClipping``, ``NoopResetEnv``, ``StepCounter``) on ``ALE/Pong-v5`` against the bare
    Pong env, the same way: the cost per step is reported.
-3. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
+3. The first comparison again with a policy network instead of the fixed action: the
+   discrete actor of ``examples/ppo.py`` (a ``ProbabilisticActor`` over a two-layer tanh
+   ``MLP`` of 64 cells, ``OneHotCategorical``, sampling), one instance for both envs, so
+   both loops pay the same policy: the ratio of a training rollout.
+4. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
    (``_random_rollout``); the TransformedEnv runs that loop too and then replays its
    transforms step by step on the trajectory (they are ``fusable``), still one TensorDict
    step at a time for the transforms. The ratio says how much that costs.
@@ -28,8 +32,10 @@ import time
 from collections.abc import Callable
 
 import torch
+from tensordict.nn import TensorDictModule
 
 from rl_core import Compose, EnvBase, RewardSum, StepCounter, TransformedEnv
+from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor
 from rl_envs import (
     CatFrames,
     GrayScale,
@@ -79,12 +85,36 @@ def pong_transformed() -> EnvBase:
     )
 
 
-def timed(make: Callable[[], EnvBase], steps: int, *, policy: bool) -> float:
+def ppo_actor(env: EnvBase) -> ProbabilisticActor:
+    """The discrete actor of ``examples/ppo.py`` (64 cells) for ``env``."""
+    torch.manual_seed(0)
+    obs_dim = env.observation_spec["observation"].shape[-1]
+    net = MLP(
+        obs_dim, env.action_spec.shape[-1], depth=2, num_cells=64, activation_class=torch.nn.Tanh
+    )
+    return ProbabilisticActor(
+        TensorDictModule(net, ["observation"], ["logits"]),
+        ["logits"],
+        spec=env.action_spec,
+        distribution_class=OneHotCategorical,
+        return_log_prob=True,
+    )
+
+
+def timed(
+    make: Callable[[], EnvBase], steps: int, *, policy: bool | Callable[..., object]
+) -> float:
+    """CPU seconds per step of ``env.rollout``: ``policy`` True writes one fixed action,
+    False takes random actions (no policy), a callable is the policy."""
     env = make()
     env.set_seed(0)
     torch.manual_seed(0)
     action = env.action_spec.rand()  # one fixed valid action (a one-hot of zeros is invalid)
-    fn = (lambda td: td.set("action", action)) if policy else None
+    fn = None
+    if callable(policy):
+        fn = policy
+    elif policy:
+        fn = lambda td: td.set("action", action)  # noqa: E731
     env.rollout(10, fn, break_when_any_done=False)  # warm-up: specs, caches
     start = time.process_time()
     env.rollout(steps, fn, break_when_any_done=False)
@@ -94,7 +124,11 @@ def timed(make: Callable[[], EnvBase], steps: int, *, policy: bool) -> float:
 
 
 def best_pair(
-    reference: Callable[[], EnvBase], ours: Callable[[], EnvBase], steps: int, *, policy: bool
+    reference: Callable[[], EnvBase],
+    ours: Callable[[], EnvBase],
+    steps: int,
+    *,
+    policy: bool | Callable[..., object],
 ) -> tuple[float, float]:
     """Best of ``REPEATS`` runs of each, the runs of the two alternating."""
     ref, out = [], []
@@ -115,6 +149,10 @@ def main() -> None:
     torch.set_num_threads(1)
     ref, ours = best_pair(cartpole, cartpole_transformed, CARTPOLE_STEPS, policy=True)
     line("CartPole + (ObservationNorm, RewardSum, StepCounter), policy", ref, ours)
+    actor = ppo_actor(cartpole())
+    with torch.no_grad():
+        ref, ours = best_pair(cartpole, cartpole_transformed, CARTPOLE_STEPS, policy=actor)
+    line("CartPole + (ObservationNorm, RewardSum, StepCounter), PPO actor", ref, ours)
     ref, empty = best_pair(cartpole, cartpole_empty, CARTPOLE_STEPS, policy=True)
     line("CartPole + empty Compose (TransformedEnv alone), policy", ref, empty)
     ref, ours = best_pair(pong, pong_transformed, PONG_STEPS, policy=True)
