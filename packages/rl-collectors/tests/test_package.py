@@ -1,6 +1,10 @@
 from pathlib import Path
 
-from rl_core.testing.package import check_import_loads_no_sibling, check_version_matches_pyproject
+from rl_core.testing.package import (
+    check_import_loads_no_sibling,
+    check_version_matches_pyproject,
+    modules_loaded_by,
+)
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 
@@ -14,9 +18,4 @@ def test_import_loads_no_sibling_package():
 
 
 def test_import_does_not_load_ray():
-    import subprocess
-    import sys
-
-    code = "import sys, rl_collectors; print('ray' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == "False"
+    assert "ray" not in modules_loaded_by("import rl_collectors")

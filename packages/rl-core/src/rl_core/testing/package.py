@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import subprocess
@@ -29,18 +30,41 @@ def check_version_matches_pyproject(module_name: str, pyproject: Path) -> None:
         )
 
 
+@functools.cache
+def modules_loaded_by(statement: str) -> frozenset[str]:
+    """The names in ``sys.modules`` after ``statement`` runs in a fresh interpreter (this
+    one's executable), submodules included.
+
+    Each statement runs once per process: the import checks of a test session share the
+    interpreter they start (each takes seconds, importing torch).
+
+    Raises:
+        subprocess.CalledProcessError: the statement failed.
+
+    Examples:
+        >>> "json" in modules_loaded_by("import json")
+        True
+    """
+    code = f"{statement}\nimport sys\nprint('\\n'.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    return frozenset(out.stdout.split())
+
+
 def check_import_loads_no_sibling(module_name: str) -> None:
     """Importing ``module_name`` in a fresh interpreter loads no other sibling package.
 
     Raises:
         AssertionError: a sibling was loaded.
     """
-    code = f"import sys, {module_name}; print(' '.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    loaded = {name.split(".")[0] for name in out.stdout.split()}
+    loaded = {name.split(".")[0] for name in modules_loaded_by(f"import {module_name}")}
     others = sorted(loaded & (set(SIBLINGS) - {module_name}))
     if others:
         raise AssertionError(f"import {module_name} loaded sibling packages {others}.")
 
 
-__all__ = ["SIBLINGS", "check_import_loads_no_sibling", "check_version_matches_pyproject"]
+__all__ = [
+    "SIBLINGS",
+    "check_import_loads_no_sibling",
+    "check_version_matches_pyproject",
+    "modules_loaded_by",
+]
