@@ -12,8 +12,9 @@ env alternate, so that a change of the machine's load hits both alike):
    Pong env, the same way: the cost per step is reported.
 3. The first comparison again with a policy network instead of the fixed action: the
    discrete actor of ``examples/ppo.py`` (a ``ProbabilisticActor`` over a two-layer tanh
-   ``MLP`` of 64 cells, ``OneHotCategorical``, sampling), one instance for both envs, so
-   both loops pay the same policy: the ratio of a training rollout.
+   ``MLP`` of 64 cells, ``OneHotCategorical``), sampling as collectors do
+   (``ExplorationType.RANDOM``), one instance for both envs, so both loops pay the same
+   policy: the ratio of a training rollout.
 4. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
    (``_random_rollout``); the TransformedEnv runs that loop too and then replays its
    transforms step by step on the trajectory (they are ``fusable``), still one TensorDict
@@ -34,7 +35,15 @@ from collections.abc import Callable
 import torch
 from tensordict.nn import TensorDictModule
 
-from rl_core import Compose, EnvBase, RewardSum, StepCounter, TransformedEnv
+from rl_core import (
+    Compose,
+    EnvBase,
+    ExplorationType,
+    RewardSum,
+    StepCounter,
+    TransformedEnv,
+    set_exploration_type,
+)
 from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor
 from rl_envs import (
     CatFrames,
@@ -150,7 +159,7 @@ def main() -> None:
     ref, ours = best_pair(cartpole, cartpole_transformed, CARTPOLE_STEPS, policy=True)
     line("CartPole + (ObservationNorm, RewardSum, StepCounter), policy", ref, ours)
     actor = ppo_actor(cartpole())
-    with torch.no_grad():
+    with torch.no_grad(), set_exploration_type(ExplorationType.RANDOM):
         ref, ours = best_pair(cartpole, cartpole_transformed, CARTPOLE_STEPS, policy=actor)
     line("CartPole + (ObservationNorm, RewardSum, StepCounter), PPO actor", ref, ours)
     ref, empty = best_pair(cartpole, cartpole_empty, CARTPOLE_STEPS, policy=True)
