@@ -20,7 +20,6 @@ from collections.abc import Callable
 import torch
 import torchrl
 from torchrl.envs import Compose, GymEnv, ObservationNorm, RewardSum, StepCounter, TransformedEnv
-from torchrl.envs.utils import set_exploration_type
 
 STEPS = 5_000
 REPEATS = 5
@@ -57,10 +56,9 @@ def timed(make: Callable[[], GymEnv | TransformedEnv]) -> float:
 def main() -> None:
     torch.set_num_threads(1)
     bare, transformed = [], []
-    with set_exploration_type("deterministic"):
-        for _ in range(REPEATS):
-            bare.append(timed(cartpole))
-            transformed.append(timed(cartpole_transformed))
+    for _ in range(REPEATS):
+        bare.append(timed(cartpole))
+        transformed.append(timed(cartpole_transformed))
     ref, ours = min(bare), min(transformed)
     print(f"torchrl {torchrl.__version__}, torch {torch.__version__}, 1 thread")
     print(
