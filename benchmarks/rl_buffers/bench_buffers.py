@@ -20,8 +20,9 @@ reference run interleaved in the same rounds, so machine load hits both.
   of an installed kernel package (rl-kernels); as a floor, the same tensor work (fused ops:
   draws, row reads, priority update) in plain calls with no buffer around it, in blocks that
   follow a numpy block as the buffer's do, and again right after the buffer's blocks (warm
-  caches); then with rl_core's
-  pure-torch reference kernels put in front of the compiled ones for the CPU key; and a numpy cumulative sum recomputed each
+  caches); the same reads and writes with no tree at all (a uniform buffer: the bound of
+  any prioritized buffer here); then with rl_core's pure-torch reference kernels put in
+  front of the compiled ones for the CPU key; and a numpy cumulative sum recomputed each
   step (the baseline the issue compares TorchRL to); in wall-clock time and in this
   thread's CPU time (one core's work, which other processes inflate less);
 - slice: ``SliceSampler`` over 1M items in 1,000 trajectories, 32 slices of 64 (index only and
@@ -208,9 +209,21 @@ def bench_prioritized(items: int, rounds: int) -> None:
             sampler.max_capacity,
         )
 
-    # Each block follows the one before it: the buffer's and the floor's follow a numpy
-    # block (which evicts the trees and the rows from the core's caches), the warm floor's
-    # follows the buffer's (the caches then hold what the buffer left there).
+    # The bound of any prioritized buffer on this machine: the same reads and writes with
+    # no tree at all (a uniform buffer over the same items: the draw, the rows, the batch's
+    # TensorDict, the td_error entry). What a prioritized iteration costs beyond it is what
+    # prioritizing adds (the trees' ops, the weights, the update's call): at 10,000 it/s it
+    # gets what this leaves of 100 us.
+    uniform = TensorDictReplayBuffer(storage=LazyTensorStorage(items), batch_size=BATCH)
+    uniform.extend(data)
+
+    def uniform_step():
+        uniform.sample().set("td_error", torch.rand(BATCH))
+
+    # Each block follows the one before it: the buffer's, the floor's and the uniform
+    # buffer's follow a numpy block (which evicts the trees and the rows from the core's
+    # caches), the warm floor's follows the buffer's (the caches then hold what the buffer
+    # left there).
     wall, cpu = best_of_wall_and_cpu(
         max(rounds // 10, 3),
         20,
@@ -219,6 +232,8 @@ def bench_prioritized(items: int, rounds: int) -> None:
         numpy=numpy_cumsum_step,
         floor=tensor_work_step,
         evict=numpy_cumsum_step,
+        uniform=uniform_step,
+        evict_again=numpy_cumsum_step,
     )
     kernels = ops.load_kernel_packages()
     # The same loop on rl_core's pure-torch reference kernels: registered for the CPU key
@@ -244,12 +259,17 @@ def bench_prioritized(items: int, rounds: int) -> None:
         (f"kernels: {compiled}", wall["buffer"], cpu["buffer"]),
         ("  same tensor work, no buffer (floor)", wall["floor"], cpu["floor"]),
         ("  the floor right after the buffer", wall["warm_floor"], cpu["warm_floor"]),
+        ("  no trees: uniform buffer, same reads", wall["uniform"], cpu["uniform"]),
         ("kernels: rl_core reference (pure torch)", ref_wall["reference"], ref_cpu["reference"]),
         ("numpy cumsum each step", wall["numpy"], cpu["numpy"]),
     ]
     for label, w, c in rows:
         print(f"  {label:38s} {1e6 / w:8.0f}     {1e6 / c:8.0f}")
     print("  targets: >= 5000 (reference kernels), >= 10000 (compiled kernels, one core)")
+    print(
+        f"  what prioritizing adds to an iteration: {cpu['buffer'] - cpu['uniform']:.0f} us "
+        f"(one core); at 10000 it/s it would get {100 - cpu['uniform']:.0f} us"
+    )
 
 
 def bench_slice(rounds: int) -> None:
