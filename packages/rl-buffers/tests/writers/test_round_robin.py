@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from rl_buffers import LazyTensorStorage, ListStorage, RoundRobinWriter
+from rl_buffers.writers.round_robin import consecutive
 
 
 def test_wraps_and_overwrites_oldest():
@@ -37,3 +38,31 @@ def test_list_storage_and_errors():
         writer.extend(torch.tensor(1.0))
     writer._empty()
     assert writer.state_dict() == {"cursor": 0}
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 256), (199_744, 200_000), (5, 5)])
+def test_consecutive_is_arange(start, stop):
+    # The oracle: torch.arange's values, dtype and device, built by numpy on the CPU path.
+    got, expected = consecutive(start, stop), torch.arange(start, stop)
+    assert got.dtype == expected.dtype == torch.int64
+    assert got.device == expected.device
+    assert torch.equal(got, expected)
+
+
+def test_consecutive_follows_the_default_device():
+    # A device context is a torch function mode: torch.arange then decides the device.
+    with torch.device("meta"):
+        index = consecutive(2, 6)
+    assert index.device.type == "meta"
+    assert index.shape == (4,)
+    assert index.dtype == torch.int64
+
+
+def test_extend_returns_the_rows_as_arange_would():
+    writer = RoundRobinWriter()
+    writer.register_storage(LazyTensorStorage(10))
+    first = writer.extend(torch.zeros(4, 2))
+    assert torch.equal(first, torch.arange(4))
+    wrapped = writer.extend(torch.zeros(8, 2))  # 4..9, then 0 and 1 (a tensor index)
+    assert wrapped.tolist() == [4, 5, 6, 7, 8, 9, 0, 1]
+    assert wrapped.dtype == torch.int64

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
@@ -11,6 +12,25 @@ from torch import Tensor
 from rl_buffers.writers.writer import Writer
 
 __all__ = ["RoundRobinWriter"]
+
+_function_modes = torch._C._len_torch_function_stack
+
+
+def consecutive(start: int, stop: int) -> Tensor:
+    """``torch.arange(start, stop)``: the int64 indices of rows written in order.
+
+    With no torch function mode active (``torch.set_default_device`` acts through one),
+    ``torch.arange`` gives a CPU tensor; numpy then builds the same values in about half
+    the time of a lone torch factory call in a write loop (3 us of an ``extend`` of 256
+    items in the rl-buffers benchmark). Elsewhere, ``torch.arange`` itself.
+
+    Examples:
+        >>> consecutive(3, 7).tolist(), consecutive(3, 7).dtype
+        ([3, 4, 5, 6], torch.int64)
+    """
+    if _function_modes() == 0:
+        return torch.from_numpy(np.arange(start, stop, dtype=np.int64))
+    return torch.arange(start, stop)
 
 
 def batch_len(data: Any) -> int:
@@ -66,7 +86,7 @@ class RoundRobinWriter(Writer):
             n = rows
         if n == 0:
             return torch.empty(0, dtype=torch.long)
-        index = torch.arange(start, start + n)
+        index = consecutive(start, start + n)
         if start + n <= rows:
             storage.set(slice(start, start + n), data)
         else:
