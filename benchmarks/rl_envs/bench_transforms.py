@@ -15,7 +15,10 @@ env alternate, so that a change of the machine's load hits both alike):
    ``MLP`` of 64 cells, ``OneHotCategorical``), sampling as collectors do
    (``ExplorationType.RANDOM``), one instance for both envs, so both loops pay the same
    policy: the ratio of a training rollout.
-4. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
+4. The first comparison with two more transforms, ``InitTracker`` and ``RewardScaling``
+   (a recurrent policy's flag and a scaled reward), stepped the same way: the numpy-row
+   lane and the fused step-and-reset serve them too.
+5. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
    (``_random_rollout``); the TransformedEnv runs that loop too and then replays its
    transforms step by step on the trajectory (they are ``fusable``), still one TensorDict
    step at a time for the transforms. The ratio says how much that costs.
@@ -39,6 +42,7 @@ from rl_core import (
     Compose,
     EnvBase,
     ExplorationType,
+    InitTracker,
     RewardSum,
     StepCounter,
     TransformedEnv,
@@ -53,6 +57,7 @@ from rl_envs import (
     ObservationNorm,
     Resize,
     RewardClipping,
+    RewardScaling,
     ToTensorImage,
 )
 
@@ -68,6 +73,14 @@ def cartpole() -> EnvBase:
 def cartpole_transformed() -> EnvBase:
     norm = ObservationNorm(loc=torch.zeros(4), scale=torch.ones(4), standard_normal=True)
     return TransformedEnv(GymEnv("CartPole-v1"), Compose(norm, RewardSum(), StepCounter()))
+
+
+def cartpole_five() -> EnvBase:
+    norm = ObservationNorm(loc=torch.zeros(4), scale=torch.ones(4), standard_normal=True)
+    return TransformedEnv(
+        GymEnv("CartPole-v1"),
+        Compose(norm, RewardSum(), StepCounter(), InitTracker(), RewardScaling(0.0, 0.1)),
+    )
 
 
 def cartpole_empty() -> EnvBase:
@@ -164,6 +177,8 @@ def main() -> None:
     line("CartPole + (ObservationNorm, RewardSum, StepCounter), PPO actor", ref, ours)
     ref, empty = best_pair(cartpole, cartpole_empty, CARTPOLE_STEPS, policy=True)
     line("CartPole + empty Compose (TransformedEnv alone), policy", ref, empty)
+    ref, ours = best_pair(cartpole, cartpole_five, CARTPOLE_STEPS, policy=True)
+    line("CartPole + the three, InitTracker, RewardScaling, policy", ref, ours)
     ref, ours = best_pair(pong, pong_transformed, PONG_STEPS, policy=True)
     line("Pong + Atari pipeline, policy", ref, ours)
     ref, ours = best_pair(cartpole, cartpole_transformed, CARTPOLE_STEPS, policy=False)

@@ -8,7 +8,7 @@ from tensordict import TensorDict
 from rl_core.envs import EnvBase
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
-from rl_core.transforms import Compose, RewardSum, StepCounter, TransformedEnv
+from rl_core.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
 from rl_core.transforms._lane import lane_applies
 
 
@@ -65,6 +65,11 @@ class _TorchStepCounter(StepCounter):
         return super()._reset(tensordict, tensordict_reset)
 
 
+class _TorchInitTracker(InitTracker):
+    def _step(self, tensordict, next_tensordict):
+        return super()._step(tensordict, next_tensordict)
+
+
 def _ones(td):
     return td.set("action", torch.ones(*td.batch_size, 1, dtype=torch.int64))
 
@@ -87,9 +92,12 @@ def _assert_same(a, b):
 
 @pytest.mark.parametrize("batch_size", [(), (3,)])
 def test_the_lane_gives_the_torch_paths_result(batch_size):
-    lane_env = TransformedEnv(_RowEnv(batch_size=batch_size), Compose(RewardSum(), StepCounter()))
+    lane_env = TransformedEnv(
+        _RowEnv(batch_size=batch_size), Compose(RewardSum(), StepCounter(), InitTracker())
+    )
     torch_env = TransformedEnv(
-        _RowEnv(batch_size=batch_size), Compose(_TorchRewardSum(), _TorchStepCounter())
+        _RowEnv(batch_size=batch_size),
+        Compose(_TorchRewardSum(), _TorchStepCounter(), _TorchInitTracker()),
     )
     assert lane_env._build_lane() is not None
     assert torch_env._build_lane() is None
@@ -99,7 +107,7 @@ def test_the_lane_gives_the_torch_paths_result(batch_size):
     lane = lane_env._cached("row_lane", lane_env._build_lane)
     for _, plan in lane.parts:
         step = plan.step
-        plan.step = lambda root, nxt, step=step: ran.append(step(root, nxt)) or ran[-1]
+        plan.step = lambda root, nxt, td, step=step: ran.append(step(root, nxt, td)) or ran[-1]
     # Random actions: sub-envs finish at different steps (partial resets).
     _assert_same(_rollout(lane_env, 40, _random), _rollout(torch_env, 40, _random))
     # One env: every step ran on rows. Several: a partial reset merges rows with
@@ -136,6 +144,9 @@ def test_subclasses_that_override_a_step_method_take_the_torch_path():
     assert lane_applies(StepCounter())
     assert not lane_applies(_TorchRewardSum())
     assert not lane_applies(_TorchStepCounter())
+    assert lane_applies(InitTracker())
+    assert not lane_applies(_TorchInitTracker())
+    assert InitTracker(("nested", "is_init"))._lane_plan(None) is None  # root-level keys only
     assert StepCounter(max_steps=3)._lane_plan(None) is None  # truncation: the torch path
 
 
@@ -162,3 +173,41 @@ def test_lane_outputs_are_fresh_tensors_never_written_again():
     for tensor, value in seen:
         assert torch.equal(tensor, value)
     assert len({t.data_ptr() for t, _ in seen}) == len(seen)
+
+
+def test_init_tracker_rows_are_the_flags_torch_full_gives():
+    env = TransformedEnv(_RowEnv(max_count=3, batch_size=(2,)), InitTracker())
+    assert env._build_lane() is not None
+    td = env.reset()
+    flags = [td["is_init"]]
+    for _ in range(4):
+        td, td = env.step_and_maybe_reset(_ones(td))
+        flags.append(td["is_init"])
+    for flag in flags:
+        assert flag.dtype == torch.bool
+        assert flag.shape == (2, 1)
+        assert flag.is_contiguous()
+    # True after the reset, False after each step, True again on the rows reset at count 3.
+    assert [f.squeeze(-1).tolist() for f in flags] == [
+        [True, True],
+        [False, False],
+        [False, False],
+        [True, True],
+        [False, False],
+    ]
+
+
+def test_init_tracker_plan_leaves_another_default_device_to_the_torch_path():
+    # torch.full(device=None) follows the default device; the rows are CPU memory.
+    env = TransformedEnv(_RowEnv(batch_size=(2,)), InitTracker())
+    ((_, plan),) = env._cached("row_lane", env._build_lane).parts
+    td = TensorDict(batch_size=[2])
+    written = {}
+    assert plan.step({}, written, td)
+    assert written["is_init"].shape == (2, 1)
+    assert not written["is_init"].any()
+    with torch.device("meta"):
+        untouched = {}
+        assert not plan.step({}, untouched, td)
+        assert not plan.reset(untouched, td)
+    assert untouched == {}

@@ -121,12 +121,27 @@ def _cartpole_pipeline(num_envs, *extra):
     return env
 
 
+def _reward_and_observation_maps():
+    """The output maps of rl-envs that are ``fusable`` (none writes a done flag)."""
+    from rl_envs.transforms import ClipTransform, RewardClipping, RewardScaling, SignTransform
+
+    return [
+        RewardScaling(0.5, 2.0),
+        RewardClipping(-2.0, 2.0),
+        ClipTransform(["observation"], low=-1.0, high=1.0),
+        SignTransform(["episode_reward"], ["reward_sign"]),
+    ]
+
+
+@pytest.mark.parametrize("maps", [False, True], ids=["core", "with-rl-envs-maps"])
 @pytest.mark.parametrize("num_envs", [0, 3])
-def test_fused_step_and_reset_matches_step_then_reset(num_envs):
+def test_fused_step_and_reset_matches_step_then_reset(num_envs, maps):
     """Oracle: the base env's fused step-and-reset under fusable transforms gives what the
     generic path (step, then reset through the transforms) gives."""
-    fused = _cartpole_pipeline(num_envs)
-    generic = _cartpole_pipeline(num_envs, _Unfusable())
+    extra = _reward_and_observation_maps() if maps else []
+    fused = _cartpole_pipeline(num_envs, *extra)
+    extra = _reward_and_observation_maps() if maps else []
+    generic = _cartpole_pipeline(num_envs, *extra, _Unfusable())
     assert fused._fuses_step_and_reset()
     assert not generic._fuses_step_and_reset()
     trajs = []
@@ -196,22 +211,26 @@ def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
     assert declared._fuses_step_and_reset()
 
 
+@pytest.mark.parametrize("maps", [False, True], ids=["core", "with-rl-envs-maps"])
 @pytest.mark.parametrize("num_envs", [0, 3], ids=["single", "vector-partial-resets"])
-def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(num_envs):
+def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(num_envs, maps):
     """Oracle: without a policy, the base env's gymnasium loop runs and the transforms are
     replayed on its trajectory; the result equals the generic loop fed the same actions
     (check_random_rollout, with and without break_when_any_done), and the fast path is the
     one taken."""
     from rl_core.testing import check_random_rollout
 
-    env = _cartpole_pipeline(num_envs)
+    def make():
+        return _cartpole_pipeline(num_envs, *(_reward_and_observation_maps() if maps else []))
+
+    env = make()
     start = env.reset()
     assert (
         env._random_rollout(start, 30, break_when_any_done=False, break_when_all_done=False)
         is not None
     )
-    check_random_rollout(lambda: _cartpole_pipeline(num_envs), steps=120)
-    traj = _cartpole_pipeline(num_envs).rollout(120, break_when_any_done=False)
+    check_random_rollout(make, steps=120)
+    traj = make().rollout(120, break_when_any_done=False)
     assert traj["next", "done"].any()  # episodes ended and were reset on the way
     assert traj["next", "step_count"].min() == 1
 

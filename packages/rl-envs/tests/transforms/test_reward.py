@@ -1,7 +1,18 @@
+import numpy as np
 import pytest
 import torch
+from tensordict import TensorDict
 
-from rl_core import Compose, RewardSum, TransformedEnv, check_env_specs
+from rl_core import (
+    Categorical,
+    Compose,
+    Composite,
+    EnvBase,
+    RewardSum,
+    TransformedEnv,
+    Unbounded,
+    check_env_specs,
+)
 from rl_envs.transforms import RewardClipping, RewardScaling
 
 
@@ -49,3 +60,111 @@ def test_errors(cartpole):
         KeyError, match="RewardScaling: the key 'bonus' is not an observation or reward"
     ):
         env.reset()
+
+
+class _TorchScaling(RewardScaling):
+    def _apply_transform(self, value):  # the torch path: no lane plan
+        return super()._apply_transform(value)
+
+
+def _scaled_cartpole(scaling, standard_normal, num_envs=0):
+    from rl_core import InitTracker, StepCounter
+    from rl_envs import GymEnv
+
+    base = GymEnv("CartPole-v1", num_envs=num_envs) if num_envs else GymEnv("CartPole-v1")
+    loc, scale = torch.tensor([0.3]), torch.tensor([0.7])
+    transform = scaling(loc, scale, standard_normal=standard_normal)
+    env = TransformedEnv(base, Compose(transform, RewardSum(), StepCounter(), InitTracker()))
+    env.set_seed(3)
+    return env
+
+
+@pytest.mark.parametrize("num_envs", [0, 3])
+@pytest.mark.parametrize("standard_normal", [True, False])
+def test_reward_scaling_lane_gives_the_torch_paths_bits(standard_normal, num_envs):
+    # RewardScaling on numpy rows (the TransformedEnv's lane, rl_envs.transforms._affine)
+    # against the same map on the torch path, over resets and partial resets, with the
+    # scale changed in place and loc replaced on the way.
+    lane_env = _scaled_cartpole(RewardScaling, standard_normal, num_envs)
+    torch_env = _scaled_cartpole(_TorchScaling, standard_normal, num_envs)
+    assert lane_env._build_lane() is not None
+    assert torch_env._build_lane() is None
+    torch.manual_seed(2)
+    actions = [lane_env.action_spec.rand() for _ in range(120)]
+    results = []
+    for env in (lane_env, torch_env):
+        scaling, td, out = env.transform[0], env.reset(), []
+        for i, action in enumerate(actions):
+            if i == 40:
+                scaling.scale.mul_(3.0)
+            if i == 80:
+                scaling.loc = scaling.loc - 0.125
+            td.set("action", action)
+            transition, td = env.step_and_maybe_reset(td)
+            out.append(transition.clone())
+        results.append(torch.stack(out))
+    fast, slow = results
+    assert bool(fast["next", "done"].any())  # resets happened
+    assert set(fast.keys(True, True)) == set(slow.keys(True, True))
+    for key in fast.keys(True, True):
+        assert torch.equal(fast[key], slow[key]), key
+
+
+def test_a_float64_reward_takes_the_torch_path_of_reward_scaling():
+    # loc and scale are float32: a float64 reward is scaled by torch (type promotion), the
+    # lane only maps rows of loc's dtype.
+    from rl_core import InitTracker
+
+    env = TransformedEnv(_Float64Reward(), Compose(RewardScaling(0.5, 2.0), InitTracker()))
+    assert env._build_lane() is not None
+    traj = env.rollout(3, lambda td: td.set("action", torch.ones(1, dtype=torch.int64)))
+    assert traj["next", "reward"].dtype == torch.float64
+    assert torch.equal(
+        traj["next", "reward"], torch.full((3, 1), 2.0 * 2.0 + 0.5, dtype=torch.float64)
+    )
+
+
+class _Float64Reward(EnvBase):
+    """Rewards of 2.0 in float64 numpy rows (declared through ``_numpy_rows``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.observation_spec = Composite(observation=Unbounded(shape=(1,)))
+        self.action_spec = Categorical(2, shape=(1,))
+        self.reward_spec = Unbounded(shape=(1,), dtype=torch.float64)
+        self.__dict__["_last"] = []
+
+    def _reset(self, tensordict, **kwargs):
+        return TensorDict(observation=torch.zeros(1))
+
+    def _step(self, tensordict):
+        reward = torch.from_numpy(np.full(1, 2.0))
+        self.__dict__["_last"] = [(reward, reward.numpy())]
+        false = torch.zeros(1, dtype=torch.bool)
+        return TensorDict(
+            observation=torch.zeros(1),
+            reward=reward,
+            done=false,
+            terminated=false.clone(),
+            truncated=false.clone(),
+        )
+
+    def _numpy_rows(self):
+        return self._last
+
+    def _set_seed(self, seed):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("transform", "fusable"),
+    [
+        (RewardScaling(0.0, 1.0), True),
+        (RewardClipping(-1.0, 1.0), True),
+        (RewardScaling(0.0, 1.0, out_keys=["terminated"]), False),
+        (RewardClipping(-1.0, 1.0, out_keys=["done"]), False),
+    ],
+    ids=["scaling", "clipping", "scaling-into-a-flag", "clipping-into-a-flag"],
+)
+def test_reward_maps_are_fusable_unless_they_write_a_done_flag(transform, fusable):
+    assert transform._fusable_as_declared() is fusable

@@ -10,7 +10,9 @@ built once) then computes its outputs on those arrays with numpy, straight on th
 of the step's TensorDicts, into fresh rows that the lane hands out (:meth:`RowLane.rows`) and
 that the next step reads back as numpy arrays (:meth:`RowLane.numpy`).
 
-A plan's ``step(root, nxt)`` / ``reset(fresh, tensordict_reset)`` return ``False``, having written
+A plan's ``step(root, nxt, next_tensordict)`` / ``reset(fresh, tensordict_reset)`` (the entry
+dicts of the step's root and next TensorDicts, or of the reset's output, and the TensorDict
+whose entries ``nxt`` / ``fresh`` are) return ``False``, having written
 nothing, wherever they cannot give exactly what the transform's ``_step`` / ``_reset`` give
 (the transform's settings changed since the plan was built, an input is not a row, another
 dtype or shape), and the lane runs those instead; a transform without a plan, or whose class
@@ -107,7 +109,7 @@ class RowLane:
         root = entries(tensordict) if type(tensordict) is TensorDict else None
         nxt = writable_entries(next_tensordict) if root is not None else None
         for transform, plan in self.parts:
-            if nxt is None or plan is None or not plan.step(root, nxt):
+            if nxt is None or plan is None or not plan.step(root, nxt, next_tensordict):
                 next_tensordict = transform._step(tensordict, next_tensordict)
                 nxt = writable_entries(next_tensordict) if root is not None else None
         return next_tensordict

@@ -35,7 +35,7 @@ class _SumPlan:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
 
-    def step(self, root: dict, nxt: dict) -> bool:
+    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
         numpy = self.numpy
         total = numpy(root.get(self.out_key))
         if total is None:

@@ -26,7 +26,7 @@ class _CountPlan:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.key = owner.step_count_key
 
-    def step(self, root: dict, nxt: dict) -> bool:
+    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
         count = self.numpy(root.get(self.key))
         if count is None or count.dtype != _INT64 or self.owner.max_steps is not None:
             return False

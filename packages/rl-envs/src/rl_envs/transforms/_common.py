@@ -8,10 +8,18 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core import Bounded, Categorical, Compose, Composite, TensorSpec, Transform, Unbounded
-from rl_core.keys import RESET, NestedKey
+from rl_core.keys import DONE_KEYS, RESET, NestedKey
 
 OBSERVATION_GROUP = "full_observation_spec"
 REWARD_GROUP = "full_reward_spec"
+
+
+def writes_no_done_flag(out_keys: list[NestedKey]) -> bool:
+    """Whether none of ``out_keys`` is named like a done flag (``done``, ``terminated``,
+    ``truncated``, at any level): the condition on which a transform that maps the env's
+    outputs is ``fusable`` (the fused step-and-reset decides the resets from the base env's
+    own flags, the generic path from the transformed ones)."""
+    return not any((key if isinstance(key, str) else key[-1]) in DONE_KEYS for key in out_keys)
 
 
 def leaf_keys(spec: Composite) -> list[NestedKey]:

@@ -8,7 +8,12 @@ import torch
 
 from rl_core import Bounded, Composite, TensorSpec, Transform
 from rl_core.keys import NestedKey
-from rl_envs.transforms._common import clipped_spec, map_action_leaves, map_output_leaves
+from rl_envs.transforms._common import (
+    clipped_spec,
+    map_action_leaves,
+    map_output_leaves,
+    writes_no_done_flag,
+)
 
 
 class ClipTransform(Transform):
@@ -47,6 +52,12 @@ class ClipTransform(Transform):
             raise ValueError(f"ClipTransform: expected low <= high, got {low} > {high}.")
         self.low = low
         self.high = high
+
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """It maps step and reset outputs only (its inverse path maps actions before the
+        step), unless an output is named like a done flag."""
+        return writes_no_done_flag(self.out_keys)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.low, self.high)
@@ -98,6 +109,12 @@ class SignTransform(Transform):
         out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
+
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """It maps step and reset outputs only (its inverse path maps actions before the
+        step), unless an output is named like a done flag."""
+        return writes_no_done_flag(self.out_keys)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.sign()

@@ -2,88 +2,15 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import torch
 
 from rl_core import TensorSpec, Transform
 from rl_core.keys import OBSERVATION, NestedKey
+from rl_envs.transforms._affine import AffinePlan, affine, affine_lane_plan, affine_stats
 from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
-
-_CPU = torch.device("cpu")
-
-
-def _affine(value: Any, loc: Any, scale: Any, *, standard_normal: bool) -> Any:
-    """The map, for tensors and numpy arrays alike (``_NormPlan`` applies it to numpy rows):
-    two exactly rounded operations, which give the same bits in both."""
-    return (value - loc) / scale if standard_normal else value * scale + loc
-
-
-@functools.cache
-def _keeps_shape(shape: tuple[int, ...], *others: tuple[int, ...]) -> bool:
-    """Whether ``others`` broadcast onto ``shape`` without enlarging it."""
-    try:
-        return np.broadcast_shapes(shape, *others) == shape
-    except ValueError:
-        return False
-
-
-class _NormPlan:
-    """``ObservationNorm``'s map on numpy rows: where every entry to map is a row of loc's
-    dtype (float32 or float64, loc and scale on the CPU) that loc and scale do not enlarge,
-    ``_affine`` on the numpy arrays (torch's bits) into fresh rows; else ``False``, having
-    written nothing. Keys are read when the plan is built (like the env's specs, it is
-    rebuilt when the transforms change through the env); loc, scale (through ``_stats``)
-    and ``standard_normal`` are read on every call."""
-
-    def __init__(self, owner: ObservationNorm, lane: Any) -> None:
-        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
-        self.pairs = list(zip(owner.in_keys, owner.out_keys))
-        self.takes: dict[tuple, Any] = {}
-
-    def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
-        key = (row.shape, row.dtype)
-        take = self.takes.get(key)
-        if take is None:
-            keeps = row.dtype == loc.dtype and _keeps_shape(row.shape, loc.shape, scale.shape)
-            take = self.takes[key] = self.lane.rows(row.shape, row.dtype) if keeps else False
-        return take
-
-    def _map(self, found: dict) -> bool:
-        owner = self.owner
-        if owner._buffers["loc"] is None or owner._buffers["scale"] is None:
-            return False  # _call raises the error
-        numpy = owner._stats(_CPU)[2]  # checked against loc's and scale's versions
-        if numpy is None:
-            return False
-        loc, scale = numpy
-        numpy, rows = self.numpy, []
-        for in_key, out_key in self.pairs:
-            value = found.get(in_key)
-            if value is None:
-                continue
-            row = numpy(value)
-            if row is None or row.dtype != loc.dtype:
-                return False
-            take = self._take(row, loc, scale)
-            if take is False:
-                return False
-            rows.append((out_key, row, take))
-        standard = owner.standard_normal
-        for out_key, row, take in rows:
-            out, dst = take()
-            dst[...] = _affine(row, loc, scale, standard_normal=standard)
-            found[out_key] = out
-        return True
-
-    def step(self, root: dict, nxt: dict) -> bool:
-        return self._map(nxt)
-
-    def reset(self, fresh: dict, tensordict_reset: Any) -> bool:
-        return self._map(fresh)
 
 
 class ObservationNorm(Transform):
@@ -149,56 +76,31 @@ class ObservationNorm(Transform):
         """``(loc, scale, numpy)``: loc and scale on ``device``, and on the CPU, where both
         are float32 or both float64, the numpy arrays sharing their memory (else ``None``).
 
-        Kept per (loc, scale, their versions, device), so that a step moves nothing.
+        Kept per (loc, scale, their versions, device), so that a step moves nothing
+        (``_affine.affine_stats``).
         """
         buffers = self._buffers  # the buffers themselves, without nn.Module's attribute lookup
-        loc, scale = buffers["loc"], buffers["scale"]
-        cached = self.__dict__.get("_stats_cache")
-        if (
-            cached is not None
-            and cached[0] is loc
-            and cached[1] is scale
-            and cached[2] == loc._version
-            and cached[3] == scale._version
-            and cached[7] == device
-        ):
-            return cached[4], cached[5], cached[6]
-        if loc is None or scale is None:
+        if buffers["loc"] is None or buffers["scale"] is None:
             raise RuntimeError(
                 "ObservationNorm: loc and scale are not set; pass them to the constructor, "
                 "call init_stats(num_iter) or load a state_dict first."
             )
-        moved_loc, moved_scale = loc.to(device), scale.to(device)
-        numpy = None
-        if (
-            moved_loc.device.type == "cpu"
-            and moved_loc.dtype == moved_scale.dtype
-            and moved_loc.dtype in (torch.float32, torch.float64)
-        ):
-            numpy = (moved_loc.numpy(), moved_scale.numpy())
-        cached = (loc, scale, loc._version, scale._version, moved_loc, moved_scale, numpy, device)
-        self.__dict__["_stats_cache"] = cached
-        return moved_loc, moved_scale, numpy
+        return affine_stats(self, device)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         loc, scale, _ = self._stats(value.device)
         if not value.dtype.is_floating_point:
             value = value.to(loc.dtype)
-        return _affine(value, loc, scale, standard_normal=self.standard_normal)
+        return affine(value, loc, scale, standard_normal=self.standard_normal)
 
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         loc, scale, _ = self._stats(value.device)
-        return _affine(value, loc, scale, standard_normal=not self.standard_normal)
+        return affine(value, loc, scale, standard_normal=not self.standard_normal)
 
-    def _lane_plan(self, lane: Any) -> _NormPlan | None:
+    def _lane_plan(self, lane: Any) -> AffinePlan | None:
         """The numpy-row plan of this transform (``rl_core.transforms._lane``): root-level
-        keys, each output written under a key no later pair reads."""
-        pairs = list(zip(self.in_keys, self.out_keys))
-        if not all(type(i) is str and type(o) is str for i, o in pairs):
-            return None
-        if any(o != i and o in self.in_keys for i, o in pairs):
-            return None  # a later pair would read an output: keep _call's order
-        return _NormPlan(self, lane)
+        keys, each output written under a key no later pair reads (``_affine``)."""
+        return affine_lane_plan(self, lane)
 
     # ------------------------------------------------------------------ statistics
     @torch.no_grad()

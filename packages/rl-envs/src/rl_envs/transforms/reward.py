@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from rl_core import Composite, TensorSpec, Transform
 from rl_core.keys import REWARD, NestedKey
-from rl_envs.transforms._common import bounds, clipped_spec, continuous_like, map_output_leaves
+from rl_envs.transforms._affine import AffinePlan, affine, affine_lane_plan, affine_stats
+from rl_envs.transforms._common import (
+    bounds,
+    clipped_spec,
+    continuous_like,
+    map_output_leaves,
+    writes_no_done_flag,
+)
 
 
 class RewardScaling(Transform):
@@ -46,13 +54,24 @@ class RewardScaling(Transform):
         self.register_buffer("scale", scale_t)
         self.standard_normal = standard_normal
 
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """It maps step and reset outputs only, unless an output is named like a done flag."""
+        return writes_no_done_flag(self.out_keys)
+
+    def _stats(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Any]:
+        """loc and scale on ``device`` (and their numpy arrays on the CPU), moved once per
+        (loc, scale, their versions, device): ``_affine.affine_stats``."""
+        return affine_stats(self, device)
+
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        loc, scale = self.loc, self.scale
-        if loc.device != value.device:
-            loc, scale = loc.to(value.device), scale.to(value.device)
-        if self.standard_normal:
-            return ((value - loc) / scale).to(value.dtype)
-        return (value * scale + loc).to(value.dtype)
+        loc, scale, _ = self._stats(value.device)
+        return affine(value, loc, scale, standard_normal=self.standard_normal).to(value.dtype)
+
+    def _lane_plan(self, lane: Any) -> AffinePlan | None:
+        """The numpy-row plan of this transform (``rl_core.transforms._lane``; ``_affine``):
+        rewards of loc's dtype, root-level keys."""
+        return affine_lane_plan(self, lane)
 
     def _map_spec(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         if not spec.dtype.is_floating_point:
@@ -105,6 +124,11 @@ class RewardClipping(Transform):
             )
         self.clamp_min = clamp_min
         self.clamp_max = clamp_max
+
+    @property
+    def fusable(self) -> bool:  # type: ignore[override]
+        """It maps step and reset outputs only, unless an output is named like a done flag."""
+        return writes_no_done_flag(self.out_keys)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.clamp_min, self.clamp_max)
