@@ -79,9 +79,9 @@ class AffinePlan:
     ``_stats``, as the torch path reads them) and ``standard_normal`` are read on every
     call."""
 
-    def __init__(self, owner: Any, lane: Any) -> None:
+    def __init__(self, owner: Any, lane: Any, pairs: list[tuple[str, str]]) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
-        self.pairs = list(zip(owner.in_keys, owner.out_keys))
+        self.pairs = pairs  # (in_key, out_key), as affine_lane_plan checked them
         self.takes: dict[tuple, Any] = {}
 
     def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
@@ -134,7 +134,7 @@ def affine_lane_plan(owner: Any, lane: Any) -> AffinePlan | None:
         return None
     if any(o != i and o in owner.in_keys for i, o in pairs):
         return None
-    return AffinePlan(owner, lane)
+    return AffinePlan(owner, lane, pairs)
 
 
 __all__ = ["AffinePlan", "affine", "affine_lane_plan", "affine_stats", "keeps_shape"]

@@ -22,6 +22,19 @@ def writes_no_done_flag(out_keys: list[NestedKey]) -> bool:
     return not any((key if isinstance(key, str) else key[-1]) in DONE_KEYS for key in out_keys)
 
 
+def _output_map_fusable(transform: Transform) -> bool:
+    return writes_no_done_flag(transform.out_keys)
+
+
+#: ``Transform.fusable`` of a transform whose step and reset only map outputs (an inverse
+#: path maps actions before the step): True unless an output is named like a done flag.
+#: Assigned as ``fusable = OUTPUT_MAP_FUSABLE`` in the class that declares it.
+OUTPUT_MAP_FUSABLE = property(
+    _output_map_fusable,
+    doc="It maps step and reset outputs only, unless an output is named like a done flag.",
+)
+
+
 def leaf_keys(spec: Composite) -> list[NestedKey]:
     """Every leaf key of a Composite."""
     return list(spec.keys(include_nested=True, leaves_only=True))

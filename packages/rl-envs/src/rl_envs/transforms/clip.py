@@ -9,10 +9,10 @@ import torch
 from rl_core import Bounded, Composite, TensorSpec, Transform
 from rl_core.keys import NestedKey
 from rl_envs.transforms._common import (
+    OUTPUT_MAP_FUSABLE,
     clipped_spec,
     map_action_leaves,
     map_output_leaves,
-    writes_no_done_flag,
 )
 
 
@@ -53,11 +53,7 @@ class ClipTransform(Transform):
         self.low = low
         self.high = high
 
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        """It maps step and reset outputs only (its inverse path maps actions before the
-        step), unless an output is named like a done flag."""
-        return writes_no_done_flag(self.out_keys)
+    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.low, self.high)
@@ -110,11 +106,7 @@ class SignTransform(Transform):
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
 
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        """It maps step and reset outputs only (its inverse path maps actions before the
-        step), unless an output is named like a done flag."""
-        return writes_no_done_flag(self.out_keys)
+    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.sign()

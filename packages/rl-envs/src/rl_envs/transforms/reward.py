@@ -11,11 +11,11 @@ from rl_core import Composite, TensorSpec, Transform
 from rl_core.keys import REWARD, NestedKey
 from rl_envs.transforms._affine import AffinePlan, affine, affine_lane_plan, affine_stats
 from rl_envs.transforms._common import (
+    OUTPUT_MAP_FUSABLE,
     bounds,
     clipped_spec,
     continuous_like,
     map_output_leaves,
-    writes_no_done_flag,
 )
 
 
@@ -54,10 +54,7 @@ class RewardScaling(Transform):
         self.register_buffer("scale", scale_t)
         self.standard_normal = standard_normal
 
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        """It maps step and reset outputs only, unless an output is named like a done flag."""
-        return writes_no_done_flag(self.out_keys)
+    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _stats(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """loc and scale on ``device`` (and their numpy arrays on the CPU), moved once per
@@ -125,10 +122,7 @@ class RewardClipping(Transform):
         self.clamp_min = clamp_min
         self.clamp_max = clamp_max
 
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        """It maps step and reset outputs only, unless an output is named like a done flag."""
-        return writes_no_done_flag(self.out_keys)
+    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.clamp_min, self.clamp_max)
