@@ -73,6 +73,7 @@ class RowLane:
         # keeps their ids from being reused while they are looked up.
         self._current: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
         self._previous: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
+        self._base: list | None = None  # the base env's rows, once asked for in this call
         self.parts = [(t, t._lane_plan(self) if lane_applies(t) else None) for t in transforms]
 
     def numpy(self, tensor: Any) -> np.ndarray | None:
@@ -83,16 +84,21 @@ class RowLane:
         entry = self._current.get(key)
         if entry is None:
             entry = self._previous.get(key)
-        if entry is not None and entry[0] is tensor:
-            return entry[1]
-        return None
+            if entry is None:
+                # The base env's rows, asked for once per call, on the first lookup they serve.
+                base = self._base
+                if base is None:
+                    base = self._base = self._base_rows()
+                for pair in base:
+                    if pair[0] is tensor:
+                        return pair[1]
+                return None
+        return entry[1] if entry[0] is tensor else None
 
     def _turn(self) -> None:
-        """Starts a call: the rows of the previous call stay known, with the base env's."""
-        self._previous, current = self._current, {}
-        for pair in self._base_rows():
-            current[id(pair[0])] = pair
-        self._current = current
+        """Starts a call: the rows of the previous call stay known; the base env's rows are
+        asked for again (by the first lookup that needs them)."""
+        self._previous, self._current, self._base = self._current, {}, None
 
     def rows(self, shape: tuple[int, ...], dtype: np.dtype) -> Any:
         """A ``take()`` callable giving fresh rows of ``shape`` and ``dtype``: ``(tensor,

@@ -34,6 +34,8 @@ class _SumPlan:
     def __init__(self, owner: RewardSum, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
+        # The sums' rows: (shape, dtype, take, one float element) of the last step's kind.
+        self.kind: tuple = ((), None, None, False)
 
     def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
         numpy = self.numpy
@@ -41,13 +43,20 @@ class _SumPlan:
         if total is None:
             return False
         reward = numpy(nxt.get(self.in_key))
-        if reward is None or reward.dtype != total.dtype or reward.shape != total.shape:
+        if reward is None:
             return False
-        out, row = self.lane.rows(total.shape, total.dtype)()
-        if total.shape == (1,) and total.dtype.kind == "f":
+        shape, dtype = total.shape, total.dtype
+        if reward.dtype != dtype or reward.shape != shape:
+            return False
+        kind = self.kind
+        if kind[1] != dtype or kind[0] != shape:
+            one_float = shape == (1,) and dtype.kind == "f"
+            kind = self.kind = (shape, dtype, self.lane.rows(shape, dtype), one_float)
+        out, row = kind[2]()
+        if kind[3]:
             row[0] = float(total[0]) + float(reward[0])
         else:
-            np.add(total, reward, out=row)
+            np.add(total, reward, row)
         nxt[self.out_key] = out
         return True
 

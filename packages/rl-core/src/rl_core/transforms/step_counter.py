@@ -25,6 +25,7 @@ class _CountPlan:
     def __init__(self, owner: StepCounter, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.key = owner.step_count_key
+        self.one = lane.rows((1,), _INT64)  # the rows of one count
 
     def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
         count = self.numpy(root.get(self.key))
@@ -34,11 +35,11 @@ class _CountPlan:
             value = int(count[0]) + 1
             if value > _INT64_MAX:
                 return False  # torch wraps around; leave that to it
-            out, row = self.lane.rows((1,), _INT64)()
+            out, row = self.one()
             row[0] = value
         else:
             out, row = self.lane.rows(count.shape, _INT64)()
-            np.add(count, 1, out=row)
+            np.add(count, 1, row)
         nxt[self.key] = out
         return True
 

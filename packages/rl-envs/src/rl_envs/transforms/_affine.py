@@ -17,12 +17,26 @@ import numpy as np
 import torch
 
 _CPU = torch.device("cpu")
+# The ufuncs of ``affine(..., out=)``, called with ``out`` positional (fewer argument checks).
+_add, _subtract, _multiply, _divide = np.add, np.subtract, np.multiply, np.divide
 
 
-def affine(value: Any, loc: Any, scale: Any, *, standard_normal: bool) -> Any:
+def affine(
+    value: Any, loc: Any, scale: Any, *, standard_normal: bool, out: np.ndarray | None = None
+) -> Any:
     """``(value - loc) / scale`` with ``standard_normal``, else ``value * scale + loc``: two
-    exactly rounded operations, which give the same bits on tensors and numpy arrays."""
-    return (value - loc) / scale if standard_normal else value * scale + loc
+    exactly rounded operations, which give the same bits on tensors and numpy arrays.
+
+    With ``out`` (numpy arrays only, of the result's shape and dtype), the two operations
+    write into ``out``, which is returned: the same operations without temporaries.
+    """
+    if out is None:
+        return (value - loc) / scale if standard_normal else value * scale + loc
+    if standard_normal:
+        _divide(_subtract(value, loc, out), scale, out)
+    else:
+        _add(_multiply(value, scale, out), loc, out)
+    return out
 
 
 @functools.cache
@@ -71,21 +85,49 @@ def affine_stats(owner: torch.nn.Module, device: torch.device) -> tuple[Any, Any
 class AffinePlan:
     """The affine map of ``owner`` (a transform with ``loc`` and ``scale`` buffers read
     through its ``_stats(device)``, a ``standard_normal`` flag and root-level keys) on numpy
-    rows: where every entry to map
-    is a row of loc's dtype (float32 or float64, loc and scale on the CPU) that loc and scale
-    do not enlarge, :func:`affine` on the numpy arrays (torch's bits) into fresh rows; else
-    ``False``, having written nothing. Keys are read when the plan is built (like the env's
-    specs, it is rebuilt when the transforms change through the env); loc, scale (through
-    ``_stats``, as the torch path reads them) and ``standard_normal`` are read on every
-    call."""
+    rows: where every entry to map is a row of loc's dtype (float32 or float64, loc and scale
+    on the CPU) that loc and scale do not enlarge, :func:`affine` on the numpy arrays (torch's
+    bits) into fresh rows; else ``False``, having written nothing.
+
+    Keys are read when the plan is built (like the env's specs, it is rebuilt when the
+    transforms change through the env); ``standard_normal`` is read on every call, and so are
+    loc and scale: through ``_stats``, as the torch path reads them, whenever a buffer was
+    replaced or changed in place since the last call (the numpy arrays ``_stats`` gave are
+    kept per buffer and version, as ``affine_stats`` keeps them).
+    """
 
     def __init__(self, owner: Any, lane: Any, pairs: list[tuple[str, str]]) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.pairs = pairs  # (in_key, out_key), as affine_lane_plan checked them
+        # loc, scale, their versions and numpy arrays as last read (none yet: False matches no
+        # buffer, not even an unset one).
+        self.stats: tuple = (False, False, -1, -1, None)
+        # The rows of each (row shape, dtype) seen: a take() callable, or False where loc
+        # or scale would enlarge the row or have another dtype.
         self.takes: dict[tuple, Any] = {}
 
+    def _numpy_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The numpy arrays of loc and scale (``_stats(cpu)``), or ``None``: a buffer is not
+        set (the torch path raises), or they have no numpy arrays (another device, dtypes
+        differ)."""
+        buffers = self.owner._buffers
+        loc, scale = buffers["loc"], buffers["scale"]
+        stats = self.stats
+        if (
+            stats[0] is loc
+            and stats[1] is scale
+            and stats[2] == loc._version
+            and stats[3] == scale._version
+        ):
+            return stats[4]
+        if loc is None or scale is None:
+            return None
+        numpy = self.owner._stats(_CPU)[2]
+        self.stats = (loc, scale, loc._version, scale._version, numpy)
+        return numpy
+
     def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
-        key = (row.shape, row.dtype)
+        key = (row.shape, row.dtype, loc.shape, scale.shape)
         take = self.takes.get(key)
         if take is None:
             keeps = row.dtype == loc.dtype and keeps_shape(row.shape, loc.shape, scale.shape)
@@ -93,29 +135,26 @@ class AffinePlan:
         return take
 
     def _map(self, found: dict) -> bool:
-        owner = self.owner
-        if owner._buffers["loc"] is None or owner._buffers["scale"] is None:
-            return False  # the torch path raises the error
-        numpy = owner._stats(_CPU)[2]  # checked against loc's and scale's versions
+        numpy = self._numpy_stats()
         if numpy is None:
             return False
         loc, scale = numpy
-        numpy, rows = self.numpy, []
+        lookup, rows = self.numpy, []
         for in_key, out_key in self.pairs:
             value = found.get(in_key)
             if value is None:
                 continue
-            row = numpy(value)
-            if row is None or row.dtype != loc.dtype:
+            row = lookup(value)
+            if row is None:
                 return False
             take = self._take(row, loc, scale)
             if take is False:
                 return False
             rows.append((out_key, row, take))
-        standard = owner.standard_normal
+        standard = self.owner.standard_normal
         for out_key, row, take in rows:
             out, dst = take()
-            dst[...] = affine(row, loc, scale, standard_normal=standard)
+            affine(row, loc, scale, standard_normal=standard, out=dst)
             found[out_key] = out
         return True
 
