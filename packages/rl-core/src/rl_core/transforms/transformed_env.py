@@ -8,8 +8,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.envs._spec_checks import SWITCH
 from rl_core.envs._flags import complete_done_flags
+from rl_core.envs._spec_checks import SWITCH
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
