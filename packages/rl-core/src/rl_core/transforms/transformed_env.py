@@ -8,7 +8,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.envs._flags import complete_done_flags
+from rl_core.envs._flags import complete_done_flags, reset_masks
 from rl_core.envs._spec_checks import SWITCH
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
@@ -133,12 +133,9 @@ class TransformedEnv(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         tensordict_reset = self.__dict__.pop("_base_reset_output", None)
-        lane = self._cached("row_lane", self._build_lane)
         if tensordict_reset is not None:
             # Given by ``_merge_reset_rows``: the base env's fused reset of finished sub-envs.
-            if lane is not None:
-                return lane.reset(tensordict, tensordict_reset)
-            return transform._reset(tensordict, tensordict_reset)
+            return self._transform_reset(tensordict, tensordict_reset)
         if self._intercepts_reset():
             tensordict_reset = transform.intercept_reset(tensordict)
         if tensordict_reset is None:
@@ -152,9 +149,18 @@ class TransformedEnv(EnvBase):
                 else tensordict.exclude(*self._outputs_hidden_from_base())
             )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
+        return self._transform_reset(tensordict, tensordict_reset)
+
+    def _transform_reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """The transforms' reset of the base env's reset output: on the lane, if any."""
+        lane = self._cache.get("row_lane", _NO_LANE)
+        if lane is _NO_LANE:
+            lane = self._cached("row_lane", self._build_lane)
         if lane is not None:
             return lane.reset(tensordict, tensordict_reset)
-        return transform._reset(tensordict, tensordict_reset)
+        return self.transform._reset(tensordict, tensordict_reset)
 
     def _build_lane(self) -> RowLane | None:
         """The numpy-row lane of the transforms (``_lane``): where the base env's outputs
@@ -286,17 +292,32 @@ class TransformedEnv(EnvBase):
             hidden, own = plan
             source = {k: v for k, v in entries(next_root).items() if k not in hidden}
             found = entries(base_next)
-            source.update((k, found[k]) for k in own)
-            base_root = build_tensordict(source, next_root.batch_size, next_root.device)
+            for k in own:
+                source[k] = found[k]
+            base_root = build_tensordict(source, batch_size_of(next_root), device_of(next_root))
         else:
             base_root = next_root.exclude(*self._outputs_hidden_from_base(), *self.reset_keys)
             for key in (*base.observation_keys, *base.done_keys):
                 base_root.set(key, base_next.get(key))
-        self.__dict__["_base_reset_output"] = base._merge_reset_rows(base_root, base_pending)
+        fresh = base._merge_reset_rows(base_root, base_pending)
+        if self._cached("own_reset", self._own_reset):
+            # ``reset(next_root)`` with the base env's reset given: the same calls, without
+            # the round trip through ``reset`` and ``_reset``.
+            levels = self._done_levels()
+            masks = reset_masks(next_root, levels, len(self.batch_size))
+            fresh = self._transform_reset(next_root, fresh)
+            return self._complete_reset(next_root, fresh, masks, levels)
+        self.__dict__["_base_reset_output"] = fresh
         try:
             return self.reset(next_root)
         finally:
             self.__dict__.pop("_base_reset_output", None)
+
+    def _own_reset(self) -> bool:
+        """Whether this env resets as TransformedEnv does (no override of ``reset`` or
+        ``_reset``), so :meth:`_merge_reset_rows` may call what ``reset`` calls."""
+        kind = type(self)
+        return kind.reset is EnvBase.reset and kind._reset is TransformedEnv._reset
 
     def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
         """For :meth:`_merge_reset_rows`: the root keys left out of the base env's root and

@@ -77,6 +77,12 @@ class StepRows:
         # (observation, reward, done, terminated, truncated), row i for step i.
         flags_np = self.flags_np
         self.blocks = (obs_np, self.reward_np, flags_np[:, 0], flags_np[:, 1], flags_np[:, 2])
+        # numpy_rows of each row, made here at once rather than one row per step.
+        pairs = [[(views[0], array)] for views, array in zip(self.views, reward, strict=True)]
+        if obs_np is not None:
+            for row, view, array in zip(pairs, self.obs_views, obs_np, strict=True):
+                row.append((view, array))
+        self.pairs = pairs
         self.row = 0
 
     def _next_row(self) -> int:
@@ -92,12 +98,7 @@ class StepRows:
         """``(tensor, numpy row)`` of the reward and the block observation of the last write
         (rows are never written again); empty before the first write."""
         i = self.last
-        if i < 0:
-            return []
-        pairs = [(self.views[i][0], self.reward_block[i])]
-        if self.observation is not None:
-            pairs.append((self.obs_views[i], self.blocks[0][i]))
-        return pairs
+        return self.pairs[i] if i >= 0 else []
 
     def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
         """Writes one step into the next row (``stepper.write_at``: the step rules of
