@@ -77,12 +77,7 @@ class StepRows:
         # (observation, reward, done, terminated, truncated), row i for step i.
         flags_np = self.flags_np
         self.blocks = (obs_np, self.reward_np, flags_np[:, 0], flags_np[:, 1], flags_np[:, 2])
-        # numpy_rows of each row, made here at once rather than one row per step.
-        pairs = [[(views[0], array)] for views, array in zip(self.views, reward, strict=True)]
-        if obs_np is not None:
-            for row, view, array in zip(pairs, self.obs_views, obs_np, strict=True):
-                row.append((view, array))
-        self.pairs = pairs
+        self.pairs = None  # numpy_rows of each row of the block, made when first asked for
         self.row = 0
 
     def _next_row(self) -> int:
@@ -98,7 +93,17 @@ class StepRows:
         """``(tensor, numpy row)`` of the reward and the block observation of the last write
         (rows are never written again); empty before the first write."""
         i = self.last
-        return self.pairs[i] if i >= 0 else []
+        if i < 0:
+            return []
+        pairs = self.pairs
+        if pairs is None:
+            # Every row's pairs at once (one pass over the block) rather than a row per step.
+            pairs = [[(v[0], a)] for v, a in zip(self.views, self.reward_block, strict=True)]
+            if self.observation is not None:
+                for row, view, array in zip(pairs, self.obs_views, self.blocks[0], strict=True):
+                    row.append((view, array))
+            self.pairs = pairs
+        return pairs[i]
 
     def write(self, stepper: Any, obs: Any, reward: Any, terminated: Any, truncated: Any) -> dict:
         """Writes one step into the next row (``stepper.write_at``: the step rules of

@@ -105,6 +105,8 @@ class AffinePlan:
         # The rows of each (row shape, dtype) seen: a take() callable, or False where loc
         # or scale would enlarge the row or have another dtype.
         self.takes: dict[tuple, Any] = {}
+        # (loc, scale, row shape, row dtype, take) of the last single-entry map.
+        self.last: tuple = (None, None, None, None, None)
 
     def _numpy_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The numpy arrays of loc and scale (``_stats(cpu)``), or ``None``: a buffer is not
@@ -127,6 +129,8 @@ class AffinePlan:
         return numpy
 
     def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
+        """The rows for the map of ``row``: a ``take()`` callable, or ``False`` where loc or
+        scale would enlarge ``row`` or have another dtype."""
         key = (row.shape, row.dtype, loc.shape, scale.shape)
         take = self.takes.get(key)
         if take is None:
@@ -135,12 +139,45 @@ class AffinePlan:
         return take
 
     def _map(self, found: dict) -> bool:
-        numpy = self._numpy_stats()
+        buffers, stats = self.owner._buffers, self.stats
+        loc, scale = buffers["loc"], buffers["scale"]
+        if (
+            stats[0] is loc
+            and stats[1] is scale
+            and stats[2] == loc._version
+            and stats[3] == scale._version
+        ):
+            numpy = stats[4]  # _numpy_stats, inline: this runs every step
+        else:
+            numpy = self._numpy_stats()
         if numpy is None:
             return False
         loc, scale = numpy
-        lookup, rows = self.numpy, []
-        for in_key, out_key in self.pairs:
+        lookup, pairs = self.numpy, self.pairs
+        if len(pairs) == 1:
+            # One entry (the common case): the loop below without its list, and the rows of
+            # the last call's kind of row taken without a lookup.
+            in_key, out_key = pairs[0]
+            value = found.get(in_key)
+            if value is None:
+                return True
+            row = lookup(value)
+            if row is None:
+                return False
+            last = self.last
+            if last[0] is loc and last[1] is scale and last[2] == row.shape and last[3] == row.dtype:
+                take = last[4]
+            else:
+                take = self._take(row, loc, scale)
+                if take is False:
+                    return False
+                self.last = (loc, scale, row.shape, row.dtype, take)
+            out, dst = take()
+            affine(row, loc, scale, standard_normal=self.owner.standard_normal, out=dst)
+            found[out_key] = out
+            return True
+        rows = []
+        for in_key, out_key in pairs:
             value = found.get(in_key)
             if value is None:
                 continue
