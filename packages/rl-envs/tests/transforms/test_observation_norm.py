@@ -1,9 +1,11 @@
+import numpy as np
 import pytest
 import torch
 from tensordict import TensorDict
 
 from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
 from rl_envs.transforms import ObservationNorm
+from rl_envs.transforms._affine import affine
 
 
 def test_init_stats_normalises_cartpole_observations(cartpole):
@@ -206,6 +208,8 @@ def test_numpy_row_lane_follows_loc_and_scale_changes():
                 norm.scale.mul_(3.0)
             if i == 20:
                 norm.loc = norm.loc + 0.25
+            if i == 25:
+                norm.loc = torch.tensor(0.5)  # another shape: broadcast over the row
             td.set("action", action)
             transition, td = env.step_and_maybe_reset(td)
             out.append(transition.clone())
@@ -213,3 +217,46 @@ def test_numpy_row_lane_follows_loc_and_scale_changes():
     fast, slow = results
     for key in fast.keys(True, True):
         assert torch.equal(fast[key], slow[key]), key
+
+
+class _ShiftedStatsNorm(ObservationNorm):
+    """Overrides ``_stats`` (loc moved by one at every call): no lane plan, since the plan
+    reads ``_stats`` only when a buffer changes."""
+
+    calls = 0
+
+    def _stats(self, device):
+        loc, scale, _ = super()._stats(device)
+        type(self).calls += 1
+        return loc + type(self).calls, scale, None
+
+
+def test_an_overridden_stats_method_takes_the_torch_path():
+    from rl_envs import GymEnv
+
+    env = _pipeline(lambda: GymEnv("CartPole-v1"), _ShiftedStatsNorm, RewardSum, StepCounter, True)
+    assert env._build_lane() is None
+    td = env.reset()
+    td.set("action", env.action_spec.rand())
+    before = _ShiftedStatsNorm.calls
+    env.step_and_maybe_reset(td)
+    assert _ShiftedStatsNorm.calls == before + 1  # called on the step, as the torch path does
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("standard_normal", [True, False])
+def test_affine_into_a_numpy_row_gives_the_bits_of_the_torch_expression(dtype, standard_normal):
+    rng = np.random.default_rng(0)
+    value = rng.normal(size=(5, 4)).astype(dtype) * 1e3
+    loc = rng.normal(size=(4,)).astype(dtype)
+    scale = (rng.random(size=(4,)) + 0.1).astype(dtype)
+    out = np.empty_like(value)
+    got = affine(value, loc, scale, standard_normal=standard_normal, out=out)
+    expected = affine(
+        torch.from_numpy(value),
+        torch.from_numpy(loc),
+        torch.from_numpy(scale),
+        standard_normal=standard_normal,
+    )
+    assert got is out
+    assert np.array_equal(out.view(np.uint8), expected.numpy().view(np.uint8))

@@ -378,18 +378,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             self._check_input_batch(tensordict, "reset")
         levels = self._done_levels()
         masks = reset_masks(tensordict, levels, len(self.batch_size))
-        return self._complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
-
-    def _complete_reset(
-        self,
-        tensordict: TensorDictBase | None,
-        fresh: Any,
-        masks: dict[tuple[str, ...], torch.Tensor] | None,
-        levels: list[tuple[str, ...]],
-    ) -> TensorDictBase:
-        """The end of :meth:`reset`: ``fresh`` (what ``_reset`` gave) checked and completed
-        (batch size, done flags), then merged with ``tensordict`` (``masks``: its
-        ``"_reset"`` masks by level, ``None`` for a full reset)."""
+        fresh = self._reset(tensordict, **kwargs)
         if not isinstance(fresh, TensorDictBase):
             raise TypeError(
                 f"{type(self).__name__}._reset: expected a TensorDict, got {type(fresh).__name__}."

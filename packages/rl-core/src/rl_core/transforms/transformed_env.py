@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.envs._flags import complete_done_flags, reset_masks
-from rl_core.envs._spec_checks import SWITCH
+from rl_core.envs._flags import complete_done_flags
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
@@ -133,9 +132,12 @@ class TransformedEnv(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         tensordict_reset = self.__dict__.pop("_base_reset_output", None)
+        lane = self._cached("row_lane", self._build_lane)
         if tensordict_reset is not None:
             # Given by ``_merge_reset_rows``: the base env's fused reset of finished sub-envs.
-            return self._transform_reset(tensordict, tensordict_reset)
+            if lane is not None:
+                return lane.reset(tensordict, tensordict_reset)
+            return transform._reset(tensordict, tensordict_reset)
         if self._intercepts_reset():
             tensordict_reset = transform.intercept_reset(tensordict)
         if tensordict_reset is None:
@@ -149,18 +151,9 @@ class TransformedEnv(EnvBase):
                 else tensordict.exclude(*self._outputs_hidden_from_base())
             )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
-        return self._transform_reset(tensordict, tensordict_reset)
-
-    def _transform_reset(
-        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
-    ) -> TensorDictBase:
-        """The transforms' reset of the base env's reset output: on the lane, if any."""
-        lane = self._cache.get("row_lane", _NO_LANE)
-        if lane is _NO_LANE:
-            lane = self._cached("row_lane", self._build_lane)
         if lane is not None:
             return lane.reset(tensordict, tensordict_reset)
-        return self.transform._reset(tensordict, tensordict_reset)
+        return transform._reset(tensordict, tensordict_reset)
 
     def _build_lane(self) -> RowLane | None:
         """The numpy-row lane of the transforms (``_lane``): where the base env's outputs
@@ -204,74 +197,6 @@ class TransformedEnv(EnvBase):
             return None
         return self._base_step(tensordict, fused=True)
 
-    def step_and_maybe_reset(
-        self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase]:
-        """:meth:`EnvBase.step_and_maybe_reset`; where the base env's fused step and reset
-        and the numpy-row lane both serve this env (see :meth:`_row_path`), the same calls
-        in one method: a rollout loop runs it every step, and each layer of calls costs."""
-        lane = self._cache.get("row_path")
-        if lane is None:
-            lane = self._cached("row_path", self._row_path)
-        if lane is False or SWITCH.enabled or type(tensordict) is not TensorDict:
-            return super().step_and_maybe_reset(tensordict)
-        base = self._modules["base_env"]
-        out = base._step_and_reset(tensordict)
-        if out is None:
-            return super().step_and_maybe_reset(tensordict)
-        next_tensordict, pending = out
-        names = entries(next_tensordict) if type(next_tensordict) is TensorDict else ()
-        if not (DONE in names and TERMINATED in names and TRUNCATED in names):
-            complete_done_flags(next_tensordict, [()], type(base).__name__)
-            names = entries(next_tensordict) if type(next_tensordict) is TensorDict else ()
-        if pending is not None:
-            pending = (pending, self._kept(next_tensordict, names))
-        next_tensordict = lane.step(tensordict, next_tensordict)
-        self._write_step(tensordict, next_tensordict)
-        plan = self._cache.get("step_mdp_plan")
-        if plan is None:
-            plan = self.step_mdp_plan()
-        next_root = plan(tensordict)
-        if pending is not None:
-            next_root = self._merge_reset_rows(next_root, pending)
-        return tensordict, next_root
-
-    def _row_path(self) -> RowLane | bool:
-        """The lane, where :meth:`step_and_maybe_reset` may call the base env's fused step
-        and reset and the lane itself: this class's own step and reset methods, a fused
-        step and reset (:meth:`_fuses_step_and_reset`), a lane, no inverse transform and
-        the done flags at the root only; else ``False``."""
-        kind = type(self)
-        if any(
-            getattr(kind, name) is not getattr(TransformedEnv, name)
-            for name in (
-                "step",
-                "reset",
-                "_step",
-                "_reset",
-                "_step_and_reset",
-                "_merge_reset_rows",
-                "_write_step",
-            )
-        ):
-            return False
-        if not self._fuses_step_and_reset() or self._has_inverse():
-            return False
-        if self.base_env._done_levels() != [()] or self._done_levels() != [()]:
-            return False
-        lane = self._cached("row_lane", self._build_lane)
-        return False if lane is None else lane
-
-    @staticmethod
-    def _kept(next_tensordict: TensorDictBase, names: Any) -> TensorDictBase:
-        """The base env's step outputs as it gave them, before the transforms map them (a
-        shallow copy: the entries of a plain TensorDict in a new entry dict)."""
-        if names and all(type(v) is torch.Tensor for v in names.values()):
-            return build_tensordict(
-                dict(names), batch_size_of(next_tensordict), device_of(next_tensordict)
-            )
-        return next_tensordict.copy()
-
     def _fuses_step_and_reset(self) -> bool:
         base = self.base_env
         return (
@@ -292,32 +217,17 @@ class TransformedEnv(EnvBase):
             hidden, own = plan
             source = {k: v for k, v in entries(next_root).items() if k not in hidden}
             found = entries(base_next)
-            for k in own:
-                source[k] = found[k]
-            base_root = build_tensordict(source, batch_size_of(next_root), device_of(next_root))
+            source.update((k, found[k]) for k in own)
+            base_root = build_tensordict(source, next_root.batch_size, next_root.device)
         else:
             base_root = next_root.exclude(*self._outputs_hidden_from_base(), *self.reset_keys)
             for key in (*base.observation_keys, *base.done_keys):
                 base_root.set(key, base_next.get(key))
-        fresh = base._merge_reset_rows(base_root, base_pending)
-        if self._cached("own_reset", self._own_reset):
-            # ``reset(next_root)`` with the base env's reset given: the same calls, without
-            # the round trip through ``reset`` and ``_reset``.
-            levels = self._done_levels()
-            masks = reset_masks(next_root, levels, len(self.batch_size))
-            fresh = self._transform_reset(next_root, fresh)
-            return self._complete_reset(next_root, fresh, masks, levels)
-        self.__dict__["_base_reset_output"] = fresh
+        self.__dict__["_base_reset_output"] = base._merge_reset_rows(base_root, base_pending)
         try:
             return self.reset(next_root)
         finally:
             self.__dict__.pop("_base_reset_output", None)
-
-    def _own_reset(self) -> bool:
-        """Whether this env resets as TransformedEnv does (no override of ``reset`` or
-        ``_reset``), so :meth:`_merge_reset_rows` may call what ``reset`` calls."""
-        kind = type(self)
-        return kind.reset is EnvBase.reset and kind._reset is TransformedEnv._reset
 
     def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
         """For :meth:`_merge_reset_rows`: the root keys left out of the base env's root and
@@ -355,7 +265,15 @@ class TransformedEnv(EnvBase):
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:
-            pending = (pending, self._kept(next_tensordict, names))
+            # The base env's outputs as it gave them, before the transforms map them (a
+            # shallow copy: the entries of a plain TensorDict in a new entry dict).
+            if names and all(type(v) is torch.Tensor for v in names.values()):
+                kept = build_tensordict(
+                    dict(names), batch_size_of(next_tensordict), device_of(next_tensordict)
+                )
+            else:
+                kept = next_tensordict.copy()
+            pending = (pending, kept)
         lane = self._cache.get("row_lane", _NO_LANE)
         if lane is _NO_LANE:
             lane = self._cached("row_lane", self._build_lane)

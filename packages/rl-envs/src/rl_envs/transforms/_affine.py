@@ -108,20 +108,11 @@ class AffinePlan:
         # (loc, scale, row shape, row dtype, take) of the last single-entry map.
         self.last: tuple = (None, None, None, None, None)
 
-    def _numpy_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """The numpy arrays of loc and scale (``_stats(cpu)``), or ``None``: a buffer is not
-        set (the torch path raises), or they have no numpy arrays (another device, dtypes
-        differ)."""
-        buffers = self.owner._buffers
-        loc, scale = buffers["loc"], buffers["scale"]
-        stats = self.stats
-        if (
-            stats[0] is loc
-            and stats[1] is scale
-            and stats[2] == loc._version
-            and stats[3] == scale._version
-        ):
-            return stats[4]
+    def _read_stats(self, loc: Any, scale: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        """Reads the numpy arrays of ``loc`` and ``scale`` (the buffers) through
+        ``_stats(cpu)`` and keeps them with the buffers' versions; ``None`` where a buffer is
+        not set (the torch path raises) or they have no numpy arrays (another device, dtypes
+        that differ)."""
         if loc is None or scale is None:
             return None
         numpy = self.owner._stats(_CPU)[2]
@@ -147,9 +138,9 @@ class AffinePlan:
             and stats[2] == loc._version
             and stats[3] == scale._version
         ):
-            numpy = stats[4]  # _numpy_stats, inline: this runs every step
+            numpy = stats[4]  # neither buffer replaced nor changed since they were read
         else:
-            numpy = self._numpy_stats()
+            numpy = self._read_stats(loc, scale)
         if numpy is None:
             return False
         loc, scale = numpy
@@ -165,7 +156,12 @@ class AffinePlan:
             if row is None:
                 return False
             last = self.last
-            if last[0] is loc and last[1] is scale and last[2] == row.shape and last[3] == row.dtype:
+            if (
+                last[0] is loc
+                and last[1] is scale
+                and last[2] == row.shape
+                and last[3] == row.dtype
+            ):
                 take = last[4]
             else:
                 take = self._take(row, loc, scale)
@@ -204,7 +200,11 @@ class AffinePlan:
 
 def affine_lane_plan(owner: Any, lane: Any) -> AffinePlan | None:
     """``owner``'s lane plan: root-level keys, each output written under a key no later pair
-    reads (else ``None``: the torch path keeps ``_call``'s order)."""
+    reads, and ``_stats`` as the class declaring ``_lane_plan`` has it (else ``None``: the
+    torch path keeps ``_call``'s order, and calls an overridden ``_stats`` every time)."""
+    declarer = next(k for k in type(owner).__mro__ if "_lane_plan" in vars(k))
+    if type(owner)._stats is not declarer._stats:
+        return None  # the plan reads _stats only when a buffer changes: an override may not
     pairs = list(zip(owner.in_keys, owner.out_keys))
     if not all(type(i) is str and type(o) is str for i, o in pairs):
         return None
