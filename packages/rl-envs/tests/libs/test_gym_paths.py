@@ -36,3 +36,30 @@ def test_fused_path_with_a_large_observation(echo_env):
     env.close()
     check_step_and_reset(lambda: _large_box_vector(echo_env), steps=30)
     check_random_rollout(lambda: _large_box_vector(echo_env), steps=30)
+
+
+@pytest.mark.parametrize("num_envs", [0, 3])
+def test_reset_entries_are_what_merge_reset_rows_writes(num_envs):
+    # A reset of every sub-env: the entries _merge_reset_rows writes into a next root, as a
+    # dict. A partial reset, or an observation outside the row blocks: None.
+    env = GymEnv("CartPole-v1", num_envs=num_envs)
+    td = env.reset()
+    obs = np.arange(4 * max(num_envs, 1), dtype=np.float32).reshape(td["observation"].shape)
+    mask = None if not num_envs else np.ones(num_envs, dtype=bool)
+    found = env._reset_entries((mask, obs))
+    merged = env._merge_reset_rows(td.clone(), (mask, obs))
+    assert set(found) == {"observation", "done", "terminated", "truncated"}
+    for key, value in found.items():
+        assert value.dtype == merged[key].dtype, key
+        assert np.array_equal(value, merged[key]), key
+    assert not any(bool(found[k].any()) for k in ("done", "terminated", "truncated"))
+    if num_envs:
+        partial = np.array([True, False, True])
+        assert env._reset_entries((partial, obs)) is None
+
+
+def test_reset_entries_leave_observations_outside_the_row_blocks_to_the_merge(echo_env):
+    env = _large_box_vector(echo_env)
+    env.reset()
+    obs = np.zeros((4, 300), dtype=np.float32)
+    assert env._reset_entries((np.ones(4, dtype=bool), obs)) is None

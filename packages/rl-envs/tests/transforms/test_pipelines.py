@@ -296,3 +296,37 @@ def test_rollout_without_policy_replay_stops_when_all_sub_envs_are_done():
     assert fast.batch_size[1] < 200
     for key in slow.keys(True, True):
         assert torch.equal(fast.get(key), slow.get(key)), key
+
+
+class _ResetCountingEnv(TransformedEnv):
+    """Overrides ``_reset``: fused resets must go through it (no direct reset)."""
+
+    resets = 0
+
+    def _reset(self, tensordict, **kwargs):
+        type(self).resets += 1
+        return super()._reset(tensordict, **kwargs)
+
+
+def test_a_fused_reset_of_every_sub_env_skips_reset_only_where_it_is_not_overridden():
+    from rl_envs.transforms import ObservationNorm
+
+    def transforms():
+        norm = ObservationNorm(loc=torch.ones(4), scale=torch.full((4,), 2.0))
+        return Compose(norm, RewardSum(), StepCounter())
+
+    direct = TransformedEnv(GymEnv("CartPole-v1"), transforms())
+    overriding = _ResetCountingEnv(GymEnv("CartPole-v1"), transforms())
+    assert direct._direct_reset_plan() is not None
+    assert overriding._direct_reset_plan() is None
+    trajs = []
+    for env in (direct, overriding):
+        env.set_seed(0)
+        torch.manual_seed(3)
+        trajs.append(env.rollout(80, break_when_any_done=False, policy=env.rand_action))
+    ours, ref = trajs
+    episodes = int(ref["next", "done"].sum())
+    assert episodes >= 2
+    assert _ResetCountingEnv.resets == 1 + episodes  # the rollout's reset and every fused one
+    for key in ref.keys(True, True):
+        torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))

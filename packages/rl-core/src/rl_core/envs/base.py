@@ -378,7 +378,18 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             self._check_input_batch(tensordict, "reset")
         levels = self._done_levels()
         masks = reset_masks(tensordict, levels, len(self.batch_size))
-        fresh = self._reset(tensordict, **kwargs)
+        return self._complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
+
+    def _complete_reset(
+        self,
+        tensordict: TensorDictBase | None,
+        fresh: Any,
+        masks: dict[tuple[str, ...], torch.Tensor] | None,
+        levels: list[tuple[str, ...]],
+    ) -> TensorDictBase:
+        """The end of :meth:`reset`: ``fresh`` (what ``_reset`` gave) checked and completed
+        (batch size, done flags), then merged with ``tensordict`` (``masks``: its
+        ``"_reset"`` masks by level, ``None`` for a full reset)."""
         if not isinstance(fresh, TensorDictBase):
             raise TypeError(
                 f"{type(self).__name__}._reset: expected a TensorDict, got {type(fresh).__name__}."
@@ -479,6 +490,18 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``None`` to step then reset (the default), or ``(next_td, pending)``: ``next_td``
             as ``_step`` returns it, and ``pending``, what :meth:`_merge_reset_rows` needs to
             write the reset sub-envs' rows into the next root (``None`` when none finished).
+        """
+        return None
+
+    def _reset_entries(self, pending: Any) -> dict[str, torch.Tensor] | None:
+        """Optional hook, with :meth:`_step_and_reset`: where ``pending`` reset every
+        sub-env, the root-level entries that reset writes (each observation and done flag
+        of this env: tensors of the batch size, on the env's device) as a new dict, which
+        :meth:`_merge_reset_rows` would have written into the next root; else ``None``,
+        having changed nothing (then :meth:`_merge_reset_rows` runs). ``None`` by default.
+
+        A :class:`~rl_core.transforms.TransformedEnv` reads it to reset its transforms
+        without building the base env's next root.
         """
         return None
 

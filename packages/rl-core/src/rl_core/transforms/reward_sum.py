@@ -36,6 +36,9 @@ class _SumPlan:
         self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
         # The sums' rows: (shape, dtype, take, one float element) of the last step's kind.
         self.kind: tuple = ((), None, None, False)
+        # (spec, take) of the reset's zero rows for the sum's spec (``take`` None where the
+        # spec has no numpy rows), read again when the spec is replaced.
+        self.zeros: tuple = (None, None)
 
     def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
         numpy = self.numpy
@@ -64,10 +67,17 @@ class _SumPlan:
         spec = self.owner._reward_specs.get(self.out_key)
         if spec is None:
             return False  # _reset reads the spec first
-        dtype = NUMPY_DTYPES.get(spec.dtype)
-        if dtype is None or not on_cpu(spec.device):
+        zeros = self.zeros
+        if zeros[0] is not spec:
+            # The zero rows of this spec: its shape and numpy dtype, on the CPU only.
+            dtype = NUMPY_DTYPES.get(spec.dtype)
+            take = None
+            if dtype is not None and on_cpu(spec.device):
+                take = self.lane.rows(tuple(spec.shape), dtype)
+            zeros = self.zeros = (spec, take)
+        if zeros[1] is None:
             return False
-        fresh[self.out_key] = self.lane.rows(tuple(spec.shape), dtype)()[0]
+        fresh[self.out_key] = zeros[1]()[0]
         return True
 
 

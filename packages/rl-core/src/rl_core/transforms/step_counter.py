@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
+from rl_core.fast_td import batch_size_of, device_of, entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
 from rl_core.transforms._lane import RowLane
@@ -44,9 +44,11 @@ class _CountPlan:
         return True
 
     def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
-        if self.owner.max_steps is not None or not on_cpu(tensordict_reset.device):
+        if self.owner.max_steps is not None or not on_cpu(device_of(tensordict_reset)):
             return False
-        fresh[self.key] = self.lane.rows((*tensordict_reset.batch_size, 1), _INT64)()[0]
+        batch = batch_size_of(tensordict_reset)
+        take = self.one if not batch else self.lane.rows((*batch, 1), _INT64)
+        fresh[self.key] = take()[0]
         return True
 
 

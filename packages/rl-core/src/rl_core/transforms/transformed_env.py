@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
@@ -132,12 +132,9 @@ class TransformedEnv(EnvBase):
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         transform = self.transform
         tensordict_reset = self.__dict__.pop("_base_reset_output", None)
-        lane = self._cached("row_lane", self._build_lane)
         if tensordict_reset is not None:
             # Given by ``_merge_reset_rows``: the base env's fused reset of finished sub-envs.
-            if lane is not None:
-                return lane.reset(tensordict, tensordict_reset)
-            return transform._reset(tensordict, tensordict_reset)
+            return self._transform_reset(tensordict, tensordict_reset)
         if self._intercepts_reset():
             tensordict_reset = transform.intercept_reset(tensordict)
         if tensordict_reset is None:
@@ -151,9 +148,18 @@ class TransformedEnv(EnvBase):
                 else tensordict.exclude(*self._outputs_hidden_from_base())
             )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
+        return self._transform_reset(tensordict, tensordict_reset)
+
+    def _transform_reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        """The transforms' reset of the base env's reset output: on the lane, if any."""
+        lane = self._cache.get("row_lane", _NO_LANE)
+        if lane is _NO_LANE:
+            lane = self._cached("row_lane", self._build_lane)
         if lane is not None:
             return lane.reset(tensordict, tensordict_reset)
-        return transform._reset(tensordict, tensordict_reset)
+        return self.transform._reset(tensordict, tensordict_reset)
 
     def _build_lane(self) -> RowLane | None:
         """The numpy-row lane of the transforms (``_lane``): where the base env's outputs
@@ -208,6 +214,11 @@ class TransformedEnv(EnvBase):
     def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
         base_pending, base_next = pending
         base = self.base_env
+        plan = self._cached("direct_reset_plan", self._direct_reset_plan)
+        if plan is not None and type(next_root) is TensorDict:
+            found = base._reset_entries(base_pending)
+            if found is not None and found.keys() >= plan[1]:
+                return self._reset_directly(next_root, found, plan[0])
         self._mark_finished(next_root)
         # The base env's next root as ``reset`` hands it to the base env (this env's outputs
         # left out, see ``_reset``), holding the base env's own observations and flags.
@@ -228,6 +239,34 @@ class TransformedEnv(EnvBase):
             return self.reset(next_root)
         finally:
             self.__dict__.pop("_base_reset_output", None)
+
+    def _direct_reset_plan(self) -> tuple[set[str], set[str]] | None:
+        """For :meth:`_merge_reset_rows`: ``(keys left out of the base env's root, the base
+        env's own observations and flags)`` (see :meth:`_base_root_plan`) where this env
+        resets as TransformedEnv does (no override of ``reset`` or ``_reset``) and its done
+        flags are at the root; else ``None``."""
+        kind = type(self)
+        if kind.reset is not EnvBase.reset or kind._reset is not TransformedEnv._reset:
+            return None
+        plan = self._cached("base_root_plan", self._base_root_plan)
+        if plan is None or self._done_levels() != [()]:
+            return None
+        return plan[0], set(plan[1])
+
+    def _reset_directly(
+        self, next_root: TensorDict, found: dict[str, torch.Tensor], hidden: set[str]
+    ) -> TensorDictBase:
+        """``reset(next_root)`` after a reset of every sub-env whose entries the base env
+        gave (``_reset_entries``): the base env's root built as :meth:`_merge_reset_rows`
+        builds it, holding those entries, then the transforms' reset (given ``next_root``
+        with its ``"_reset"`` masks, as ``reset`` gives it) and ``reset``'s completion and
+        merge, with no masks: every one is set."""
+        self._mark_finished(next_root)
+        source = {k: v for k, v in entries(next_root).items() if k not in hidden}
+        source.update(found)
+        fresh = build_tensordict(source, batch_size_of(next_root), device_of(next_root))
+        fresh = self._transform_reset(next_root, fresh)
+        return self._complete_reset(next_root, fresh, None, [()])
 
     def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
         """For :meth:`_merge_reset_rows`: the root keys left out of the base env's root and

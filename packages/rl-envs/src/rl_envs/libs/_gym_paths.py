@@ -84,6 +84,18 @@ class GymRowPaths:
             set_leaf(next_root, key, flag)
         return next_root
 
+    def _reset_entries(
+        self: GymWrapper, pending: tuple[np.ndarray | None, Any]
+    ) -> dict[str, torch.Tensor] | None:
+        """What :meth:`_merge_reset_rows` writes, as a dict, where every sub-env was reset
+        and the observation is a small one (written into the next block row); else
+        ``None``, having written nothing."""
+        mask, obs = pending
+        rows = self._reset_rows
+        if rows.observation is None or (mask is not None and not mask.all()):
+            return None
+        return rows.write_reset(None, None, obs)
+
     def _numpy_rows(self: GymWrapper) -> list[tuple[torch.Tensor, np.ndarray]]:
         """The reward and small observation of the last step and of the last fused reset,
         with the numpy rows they are views of (``StepRows.numpy_rows``); transforms with

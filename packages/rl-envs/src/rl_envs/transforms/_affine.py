@@ -129,7 +129,9 @@ class AffinePlan:
             take = self.takes[key] = self.lane.rows(row.shape, row.dtype) if keeps else False
         return take
 
-    def _map(self, found: dict) -> bool:
+    def step(self, root: dict | None, found: dict, next_tensordict: Any) -> bool:
+        """Maps the entries of ``found`` (a step's next entries, or a reset's: see
+        :meth:`reset`) into fresh rows; ``root`` is not read."""
         buffers, stats = self.owner._buffers, self.stats
         loc, scale = buffers["loc"], buffers["scale"]
         if (
@@ -191,11 +193,8 @@ class AffinePlan:
             found[out_key] = out
         return True
 
-    def step(self, root: dict, nxt: dict, next_tensordict: Any) -> bool:
-        return self._map(nxt)
-
     def reset(self, fresh: dict, tensordict_reset: Any) -> bool:
-        return self._map(fresh)
+        return self.step(None, fresh, tensordict_reset)
 
 
 def affine_lane_plan(owner: Any, lane: Any) -> AffinePlan | None:
