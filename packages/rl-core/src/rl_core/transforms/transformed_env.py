@@ -199,9 +199,10 @@ class TransformedEnv(EnvBase):
         gives the base env's reset rows to the transforms' ``_reset`` through ``reset``, so
         the result is what ``step`` then ``reset`` give (an oracle test compares them).
         """
-        if not self._cached("fused_step_reset", self._fuses_step_and_reset):
-            return None
-        return self._base_step(tensordict, fused=True)
+        fuses = self._cache.get("fused_step_reset")
+        if fuses is None:
+            fuses = self._cached("fused_step_reset", self._fuses_step_and_reset)
+        return self._base_step(tensordict, fused=True) if fuses else None
 
     def _fuses_step_and_reset(self) -> bool:
         base = self.base_env
@@ -300,7 +301,7 @@ class TransformedEnv(EnvBase):
             levels = base._done_levels()
         # The transforms see complete done flags; the common case (the three flags at the
         # root) needs no completion.
-        names = entries(next_tensordict) if is_plain(next_tensordict) else ()
+        names = next_tensordict._tensordict if type(next_tensordict) is TensorDict else ()
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:
