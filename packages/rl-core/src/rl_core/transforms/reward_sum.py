@@ -39,10 +39,13 @@ class _SumPlan:
         # (spec, take) of the reset's zero rows for the sum's spec (``take`` None where the
         # spec has no numpy rows), read again when the spec is replaced.
         self.zeros: tuple = (None, None)
+        # (tensor, numpy row) of the sum this plan wrote last (step or reset).
+        self.last: tuple = (None, None)
 
     def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
-        numpy = self.numpy
-        total = numpy(root.get(self.out_key))
+        numpy, value, last = self.numpy, root.get(self.out_key), self.last
+        # The sum this plan wrote last (the common case), else the lane's lookup.
+        total = last[1] if value is last[0] else numpy(value)
         if total is None:
             return False
         reward = numpy(nxt.get(self.in_key))
@@ -55,7 +58,7 @@ class _SumPlan:
         if kind[1] != dtype or kind[0] != shape:
             one_float = shape == (1,) and dtype.kind == "f"
             kind = self.kind = (shape, dtype, self.lane.rows(shape, dtype), one_float)
-        out, row = kind[2]()
+        out, row = self.last = kind[2]()
         if kind[3]:
             row[0] = float(total[0]) + float(reward[0])
         else:
@@ -77,7 +80,8 @@ class _SumPlan:
             zeros = self.zeros = (spec, take)
         if zeros[1] is None:
             return False
-        fresh[self.out_key] = zeros[1]()[0]
+        self.last = zeros[1]()
+        fresh[self.out_key] = self.last[0]
         return True
 
 

@@ -26,19 +26,22 @@ class _CountPlan:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.key = owner.step_count_key
         self.one = lane.rows((1,), _INT64)  # the rows of one count
+        self.last: tuple = (None, None)  # (tensor, numpy row) of the count written last
 
     def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
-        count = self.numpy(root.get(self.key))
+        value, last = root.get(self.key), self.last
+        # The count this plan wrote last (the common case), else the lane's lookup.
+        count = last[1] if value is last[0] else self.numpy(value)
         if count is None or count.dtype != _INT64 or self.owner.max_steps is not None:
             return False
         if count.shape == (1,):
             value = int(count[0]) + 1
             if value > _INT64_MAX:
                 return False  # torch wraps around; leave that to it
-            out, row = self.one()
+            out, row = self.last = self.one()
             row[0] = value
         else:
-            out, row = self.lane.rows(count.shape, _INT64)()
+            out, row = self.last = self.lane.rows(count.shape, _INT64)()
             np.add(count, 1, row)
         nxt[self.key] = out
         return True
@@ -48,7 +51,8 @@ class _CountPlan:
             return False
         batch = batch_size_of(tensordict_reset)
         take = self.one if not batch else self.lane.rows((*batch, 1), _INT64)
-        fresh[self.key] = take()[0]
+        self.last = take()
+        fresh[self.key] = self.last[0]
         return True
 
 
