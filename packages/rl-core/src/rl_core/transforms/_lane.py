@@ -30,7 +30,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.fast_td import writable_entries
+from rl_core.fast_td import entries, writable_entries
 from rl_core.transforms._rows import Rows
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
@@ -111,9 +111,8 @@ class RowLane:
 
     def step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         """What ``transform._step(tensordict, next_tensordict)`` gives."""
-        # _turn and entries(tensordict), inline: every step of the env runs this.
-        self._previous, self._current, self._base = self._current, {}, None
-        root = tensordict._tensordict if type(tensordict) is TensorDict else None
+        self._turn()
+        root = entries(tensordict) if type(tensordict) is TensorDict else None
         nxt = writable_entries(next_tensordict) if root is not None else None
         for transform, plan in self.parts:
             if nxt is None or plan is None or not plan.step(root, nxt, next_tensordict):

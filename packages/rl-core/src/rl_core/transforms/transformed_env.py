@@ -227,10 +227,8 @@ class TransformedEnv(EnvBase):
         if plan is not None and is_plain(next_root) and is_plain(base_next):
             # Root-level keys only: the same entries, picked from the entry dicts.
             hidden, own = plan
-            source = {k: v for k, v in entries(next_root).items() if k not in hidden}
             found = entries(base_next)
-            source.update((k, found[k]) for k in own)
-            base_root = build_tensordict(source, next_root.batch_size, next_root.device)
+            base_root = self._base_root(next_root, hidden, {k: found[k] for k in own})
         else:
             base_root = next_root.exclude(*self._outputs_hidden_from_base(), *self.reset_keys)
             for key in (*base.observation_keys, *base.done_keys):
@@ -263,11 +261,19 @@ class TransformedEnv(EnvBase):
         with its ``"_reset"`` masks, as ``reset`` gives it) and ``reset``'s completion and
         merge, with no masks: every one is set."""
         self._mark_finished(next_root)
-        source = {k: v for k, v in entries(next_root).items() if k not in hidden}
-        source.update(found)
-        fresh = build_tensordict(source, batch_size_of(next_root), device_of(next_root))
-        fresh = self._transform_reset(next_root, fresh)
+        fresh = self._transform_reset(next_root, self._base_root(next_root, hidden, found))
         return self._complete_reset(next_root, fresh, None, [()])
+
+    @staticmethod
+    def _base_root(
+        next_root: TensorDict, hidden: set[str], own: dict[str, torch.Tensor]
+    ) -> TensorDict:
+        """The base env's next root for a fused reset: ``next_root``'s root entries but
+        ``hidden`` (see :meth:`_base_root_plan`), then ``own`` (the base env's observations
+        and flags)."""
+        source = {k: v for k, v in entries(next_root).items() if k not in hidden}
+        source.update(own)
+        return build_tensordict(source, batch_size_of(next_root), device_of(next_root))
 
     def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
         """For :meth:`_merge_reset_rows`: the root keys left out of the base env's root and
@@ -301,7 +307,7 @@ class TransformedEnv(EnvBase):
             levels = base._done_levels()
         # The transforms see complete done flags; the common case (the three flags at the
         # root) needs no completion.
-        names = next_tensordict._tensordict if type(next_tensordict) is TensorDict else ()
+        names = entries(next_tensordict) if is_plain(next_tensordict) else ()
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:

@@ -102,11 +102,9 @@ class AffinePlan:
         # loc, scale, their versions and numpy arrays as last read (none yet: False matches no
         # buffer, not even an unset one).
         self.stats: tuple = (False, False, -1, -1, None)
-        # The rows of each (row shape, dtype) seen: a take() callable, or False where loc
-        # or scale would enlarge the row or have another dtype.
+        # The rows of each (row shape, dtype, loc shape, scale shape) seen: a take()
+        # callable, or False where loc or scale would enlarge the row or have another dtype.
         self.takes: dict[tuple, Any] = {}
-        # (loc, scale, row shape, row dtype, take) of the last single-entry map.
-        self.last: tuple = (None, None, None, None, None)
 
     def _read_stats(self, loc: Any, scale: Any) -> tuple[np.ndarray, np.ndarray] | None:
         """Reads the numpy arrays of ``loc`` and ``scale`` (the buffers) through
@@ -146,36 +144,8 @@ class AffinePlan:
         if numpy is None:
             return False
         loc, scale = numpy
-        lookup, pairs = self.numpy, self.pairs
-        if len(pairs) == 1:
-            # One entry (the common case): the loop below without its list, and the rows of
-            # the last call's kind of row taken without a lookup.
-            in_key, out_key = pairs[0]
-            value = found.get(in_key)
-            if value is None:
-                return True
-            row = lookup(value)
-            if row is None:
-                return False
-            last = self.last
-            if (
-                last[0] is loc
-                and last[1] is scale
-                and last[2] == row.shape
-                and last[3] == row.dtype
-            ):
-                take = last[4]
-            else:
-                take = self._take(row, loc, scale)
-                if take is False:
-                    return False
-                self.last = (loc, scale, row.shape, row.dtype, take)
-            out, dst = take()
-            affine(row, loc, scale, standard_normal=self.owner.standard_normal, out=dst)
-            found[out_key] = out
-            return True
-        rows = []
-        for in_key, out_key in pairs:
+        lookup, rows = self.numpy, []
+        for in_key, out_key in self.pairs:
             value = found.get(in_key)
             if value is None:
                 continue
