@@ -63,3 +63,14 @@ def test_reset_entries_leave_observations_outside_the_row_blocks_to_the_merge(ec
     env.reset()
     obs = np.zeros((4, 300), dtype=np.float32)
     assert env._reset_entries((np.ones(4, dtype=bool), obs)) is None
+
+
+class _OwnMerge(GymEnv):
+    def _merge_reset_rows(self, next_root, pending):
+        return super()._merge_reset_rows(next_root, pending)
+
+
+def test_reset_entries_leave_an_overridden_merge_to_run():
+    env = _OwnMerge("CartPole-v1")
+    env.reset()
+    assert env._reset_entries((None, np.zeros(4, dtype=np.float32))) is None

@@ -89,10 +89,15 @@ class GymRowPaths:
     ) -> dict[str, torch.Tensor] | None:
         """What :meth:`_merge_reset_rows` writes, as a dict, where every sub-env was reset
         and the observation is a small one (written into the next block row); else
-        ``None``, having written nothing."""
+        ``None``, having written nothing. ``None`` too in a subclass that overrides
+        ``_merge_reset_rows``: its own merge runs."""
         mask, obs = pending
         rows = self._reset_rows
-        if rows.observation is None or (mask is not None and not mask.all()):
+        if (
+            rows.observation is None
+            or (mask is not None and not mask.all())
+            or type(self)._merge_reset_rows is not GymRowPaths._merge_reset_rows
+        ):
             return None
         return rows.write_reset(None, None, obs)
 
