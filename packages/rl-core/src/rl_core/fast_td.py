@@ -257,6 +257,21 @@ def build_tensordict(
     return td
 
 
+def only_tensors(values: Any) -> bool:
+    """Whether every value of ``values`` (e.g. an entry dict's ``values()``) is a plain
+    ``torch.Tensor``: no sub-TensorDict, no tensor subclass.
+
+    Examples:
+        >>> import torch
+        >>> only_tensors({"a": torch.zeros(1)}.values()), only_tensors([torch.zeros(1), 1])
+        (True, False)
+    """
+    for value in values:  # noqa: SIM110 (a loop, not all(<generator>): every reset runs it)
+        if type(value) is not torch.Tensor:
+            return False
+    return True
+
+
 def batch_size_of(td: TensorDict) -> torch.Size:
     """The batch size of a plain TensorDict, read without the property call."""
     return td._batch_size
@@ -461,6 +476,7 @@ __all__ = [
     "is_plain",
     "leaf_paths",
     "module_io_keys",
+    "only_tensors",
     "sequence_children",
     "set_leaf",
     "writable_entries",

@@ -5,7 +5,14 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
+from rl_core.fast_td import (
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    is_plain,
+    only_tensors,
+)
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 
 
@@ -194,7 +201,7 @@ def _flat_pair(
     if source is None:
         return None
     new = entries(fresh)
-    if any(type(value) is not torch.Tensor for value in new.values()):
+    if not only_tensors(new.values()):
         return None
     return source, new
 

@@ -19,7 +19,7 @@ from rl_core.envs._flags import (
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
-from rl_core.fast_td import StepMdpPlan, entries, get_leaf, set_leaf
+from rl_core.fast_td import StepMdpPlan, batch_size_of, entries, get_leaf, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -390,12 +390,14 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """The end of :meth:`reset`: ``fresh`` (what ``_reset`` gave) checked and completed
         (batch size, done flags), then merged with ``tensordict`` (``masks``: its
         ``"_reset"`` masks by level, ``None`` for a full reset)."""
-        if not isinstance(fresh, TensorDictBase):
+        plain = type(fresh) is TensorDict
+        if not plain and not isinstance(fresh, TensorDictBase):
             raise TypeError(
                 f"{type(self).__name__}._reset: expected a TensorDict, got {type(fresh).__name__}."
             )
-        if fresh.batch_size != self.batch_size:
-            fresh.batch_size = self.batch_size
+        batch = self.batch_size
+        if (batch_size_of(fresh) if plain else fresh.batch_size) != batch:
+            fresh.batch_size = batch
         self._fill_reset_done(fresh, levels)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_reset_output

@@ -77,21 +77,22 @@ class RowLane:
         self.parts = [(t, t._lane_plan(self) if lane_applies(t) else None) for t in transforms]
 
     def numpy(self, tensor: Any) -> np.ndarray | None:
-        """The numpy array sharing ``tensor``'s memory, where ``tensor`` is a row the lane
-        handed out during this call or the previous one, or a row output of the base env's
-        last step or reset; else ``None``."""
+        """The numpy array sharing ``tensor``'s memory, where ``tensor`` is a row output of
+        the base env's last step or reset, or a row the lane handed out during this call or
+        the previous one; else ``None``."""
+        # The base env's rows first (what plans read most: its observations and rewards),
+        # asked for once per call, on the first lookup.
+        base = self._base
+        if base is None:
+            base = self._base = self._base_rows()
+        for pair in base:
+            if pair[0] is tensor:
+                return pair[1]
         key = id(tensor)
         entry = self._current.get(key)
         if entry is None:
             entry = self._previous.get(key)
             if entry is None:
-                # The base env's rows, asked for once per call, on the first lookup they serve.
-                base = self._base
-                if base is None:
-                    base = self._base = self._base_rows()
-                for pair in base:
-                    if pair[0] is tensor:
-                        return pair[1]
                 return None
         return entry[1] if entry[0] is tensor else None
 

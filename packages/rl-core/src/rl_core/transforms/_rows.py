@@ -48,24 +48,26 @@ class Rows:
         lane: a ``RowLane`` to register each row with as it is handed out, or ``None``.
     """
 
-    __slots__ = ("dtype", "lane", "next", "pairs", "shape")
+    __slots__ = ("dtype", "ids", "lane", "next", "pairs", "shape")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, lane: Any = None) -> None:
         self.shape, self.dtype, self.lane = shape, dtype, lane
         self.pairs: list[tuple[torch.Tensor, np.ndarray]] = []
-        self.next = 0
+        self.ids: list[int] = []  # id() of each row's tensor, for the lane's registry
+        self.next = _ROWS  # the block is used up: the first take allocates one
 
     def take(self) -> tuple[torch.Tensor, np.ndarray]:
         """The next row, zeros, as a tensor and the numpy array sharing its memory."""
         i = self.next
-        if i == len(self.pairs):
+        if i == _ROWS:
             block = np.zeros((_ROWS, *self.shape), dtype=self.dtype)
             self.pairs = list(zip(torch.from_numpy(block).unbind(0), block, strict=True))
+            self.ids = [id(pair[0]) for pair in self.pairs]
             i = 0
         self.next = i + 1
         pair = self.pairs[i]
         if self.lane is not None:
-            self.lane._current[id(pair[0])] = pair
+            self.lane._current[self.ids[i]] = pair
         return pair
 
 

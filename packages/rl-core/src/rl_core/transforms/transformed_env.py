@@ -9,8 +9,17 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
-from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain
-from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
+from rl_core.envs._spec_checks import SWITCH
+from rl_core.fast_td import (
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    is_plain,
+    only_tensors,
+    set_leaf,
+)
+from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_core.transforms._lane import RowLane, build_lane
 from rl_core.transforms._replay import base_start, replay_random_rollout, replays
@@ -190,6 +199,41 @@ class TransformedEnv(EnvBase):
         next_tensordict, _ = self._base_step(tensordict, fused=False)
         return next_tensordict
 
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """:meth:`EnvBase.step_and_maybe_reset`; where the base env's fused step and reset
+        serves this env (see :meth:`_row_path`), the same calls without the layers between:
+        a rollout loop runs this every step, and each call costs there."""
+        path = self._cache.get("row_path")
+        if path is None:
+            path = self._cached("row_path", self._row_path)
+        if path is False or SWITCH.enabled:
+            return super().step_and_maybe_reset(tensordict)
+        fused = self._base_step(tensordict, fused=True)
+        if fused is None:
+            return super().step_and_maybe_reset(tensordict)
+        next_tensordict, pending = fused
+        tensordict = self._write_step(tensordict, next_tensordict)
+        next_root = path(tensordict)
+        if pending is not None:
+            next_root = self._merge_reset_rows(next_root, pending)
+        return tensordict, next_root
+
+    def _row_path(self) -> Any:
+        """For :meth:`step_and_maybe_reset`: the step_mdp plan, where ``EnvBase``'s steps
+        would call this class's ``_step_and_reset`` (fusing: :meth:`_fuses_step_and_reset`),
+        ``_write_step`` and ``step_mdp_plan``; else ``False``."""
+        kind = type(self)
+        if any(
+            getattr(kind, name) is not getattr(TransformedEnv, name)
+            for name in ("_step_and_reset", "_base_step", "_write_step", "step_mdp_plan")
+        ):
+            return False
+        if not self._cached("fused_step_reset", self._fuses_step_and_reset):
+            return False
+        return self.step_mdp_plan()
+
     def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         """The base env's fused step and reset (see :meth:`EnvBase._step_and_reset`), when it
         has one and every transform is ``fusable`` (none steps or resets the env, none
@@ -215,7 +259,9 @@ class TransformedEnv(EnvBase):
     def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
         base_pending, base_next = pending
         base = self.base_env
-        plan = self._cached("direct_reset_plan", self._direct_reset_plan)
+        plan = self._cache.get("direct_reset_plan", _NO_LANE)
+        if plan is _NO_LANE:
+            plan = self._cached("direct_reset_plan", self._direct_reset_plan)
         if plan is not None and type(next_root) is TensorDict:
             found = base._reset_entries(base_pending)
             if found is not None and found.keys() >= plan[1]:
@@ -223,6 +269,10 @@ class TransformedEnv(EnvBase):
         self._mark_finished(next_root)
         # The base env's next root as ``reset`` hands it to the base env (this env's outputs
         # left out, see ``_reset``), holding the base env's own observations and flags.
+        if type(base_next) is tuple:
+            # (entries, batch size, device) of a plain TensorDict of tensors, as _base_step
+            # kept them.
+            base_next = build_tensordict(*base_next)
         plan = self._cached("base_root_plan", self._base_root_plan)
         if plan is not None and is_plain(next_root) and is_plain(base_next):
             # Root-level keys only: the same entries, picked from the entry dicts.
@@ -259,8 +309,11 @@ class TransformedEnv(EnvBase):
         gave (``_reset_entries``): the base env's root built as :meth:`_merge_reset_rows`
         builds it, holding those entries, then the transforms' reset (given ``next_root``
         with its ``"_reset"`` masks, as ``reset`` gives it) and ``reset``'s completion and
-        merge, with no masks: every one is set."""
-        self._mark_finished(next_root)
+        merge, with no masks: every one is set.
+
+        Every sub-env finished, so the ``"_reset"`` mask that :meth:`_mark_finished` would
+        write is the ``done`` flag itself (root-level flags: ``_direct_reset_plan``)."""
+        set_leaf(next_root, RESET, entries(next_root)[DONE])
         fresh = self._transform_reset(next_root, self._base_root(next_root, hidden, found))
         return self._complete_reset(next_root, fresh, None, [()])
 
@@ -311,12 +364,11 @@ class TransformedEnv(EnvBase):
         if not (levels == [()] and DONE in names and TERMINATED in names and TRUNCATED in names):
             complete_done_flags(next_tensordict, levels, type(base).__name__)
         if pending is not None:
-            # The base env's outputs as it gave them, before the transforms map them (a
-            # shallow copy: the entries of a plain TensorDict in a new entry dict).
-            if names and all(type(v) is torch.Tensor for v in names.values()):
-                kept = build_tensordict(
-                    dict(names), batch_size_of(next_tensordict), device_of(next_tensordict)
-                )
+            # The base env's outputs as it gave them, before the transforms map them: a
+            # shallow copy, for a plain TensorDict of tensors its entries in a new dict with
+            # its batch size and device (the direct reset of _merge_reset_rows reads none).
+            if names and only_tensors(names.values()):
+                kept = (dict(names), batch_size_of(next_tensordict), device_of(next_tensordict))
             else:
                 kept = next_tensordict.copy()
             pending = (pending, kept)

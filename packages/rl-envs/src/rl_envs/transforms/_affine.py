@@ -118,13 +118,12 @@ class AffinePlan:
         return numpy
 
     def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
-        """The rows for the map of ``row``: a ``take()`` callable, or ``False`` where loc or
-        scale would enlarge ``row`` or have another dtype."""
-        key = (row.shape, row.dtype, loc.shape, scale.shape)
-        take = self.takes.get(key)
-        if take is None:
-            keeps = row.dtype == loc.dtype and keeps_shape(row.shape, loc.shape, scale.shape)
-            take = self.takes[key] = self.lane.rows(row.shape, row.dtype) if keeps else False
+        """The rows for the map of ``row``, kept in ``takes`` under (row shape, row dtype, loc
+        shape, scale shape), which :meth:`step` reads first: a ``take()`` callable, or
+        ``False`` where loc or scale would enlarge ``row`` or have another dtype."""
+        keeps = row.dtype == loc.dtype and keeps_shape(row.shape, loc.shape, scale.shape)
+        take = self.lane.rows(row.shape, row.dtype) if keeps else False
+        self.takes[(row.shape, row.dtype, loc.shape, scale.shape)] = take
         return take
 
     def step(self, root: dict | None, found: dict, next_tensordict: Any) -> bool:
@@ -152,7 +151,9 @@ class AffinePlan:
             row = lookup(value)
             if row is None:
                 return False
-            take = self._take(row, loc, scale)
+            take = self.takes.get((row.shape, row.dtype, loc.shape, scale.shape))
+            if take is None:
+                take = self._take(row, loc, scale)
             if take is False:
                 return False
             rows.append((out_key, row, take))
