@@ -179,8 +179,8 @@ def test_step_and_maybe_reset_in_one_method_matches_the_chain(num_envs):
         return env
 
     direct, chain = make(TransformedEnv), make(_CountingWrites)
-    assert direct._row_path() is not False
-    assert chain._row_path() is False
+    assert direct._direct_step_plan() is not False
+    assert chain._direct_step_plan() is False
     trajs = []
     for env in (direct, chain):
         torch.manual_seed(3)

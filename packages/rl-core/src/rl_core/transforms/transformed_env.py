@@ -203,24 +203,24 @@ class TransformedEnv(EnvBase):
         self, tensordict: TensorDictBase
     ) -> tuple[TensorDictBase, TensorDictBase]:
         """:meth:`EnvBase.step_and_maybe_reset`; where the base env's fused step and reset
-        serves this env (see :meth:`_row_path`), the same calls without the layers between:
-        a rollout loop runs this every step, and each call costs there."""
-        path = self._cache.get("row_path")
-        if path is None:
-            path = self._cached("row_path", self._row_path)
-        if path is False or SWITCH.enabled:
+        serves this env (see :meth:`_direct_step_plan`), the same calls without the layers
+        between: a rollout loop runs this every step, and each call costs there."""
+        plan = self._cache.get("direct_step_plan")
+        if plan is None:
+            plan = self._cached("direct_step_plan", self._direct_step_plan)
+        if plan is False or SWITCH.enabled:
             return super().step_and_maybe_reset(tensordict)
         fused = self._base_step(tensordict, fused=True)
         if fused is None:
             return super().step_and_maybe_reset(tensordict)
         next_tensordict, pending = fused
         tensordict = self._write_step(tensordict, next_tensordict)
-        next_root = path(tensordict)
+        next_root = plan(tensordict)
         if pending is not None:
             next_root = self._merge_reset_rows(next_root, pending)
         return tensordict, next_root
 
-    def _row_path(self) -> Any:
+    def _direct_step_plan(self) -> Any:
         """For :meth:`step_and_maybe_reset`: the step_mdp plan, where ``EnvBase``'s steps
         would call this class's ``_step_and_reset`` (fusing: :meth:`_fuses_step_and_reset`),
         ``_write_step`` and ``step_mdp_plan``; else ``False``."""
