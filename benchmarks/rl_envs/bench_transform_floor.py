@@ -15,6 +15,17 @@ episode ("plain") and steps that end one (the fused reset runs too), median over
    the same way). It was the lower bound of the catalogue while the catalogue computed
    with torch ops; the catalogue now runs on numpy rows (``rl_core.transforms._lane``) and
    is below it, and the line says what the torch calls it avoids cost.
+5. "handwritten": the catalogue's three transforms written out by hand on the numpy rows
+   of ``GymEnv``'s step (no plan, lookup or check: fixed keys, shapes and dtypes), inside
+   the layers the bare env's ``step_and_maybe_reset`` runs too (``GymWrapper``'s fused
+   step-and-reset, ``_write_step``, the ``step_mdp`` plan, the wrapper's reset). It is
+   not a usable env (it reads ``GymEnv``'s private row blocks); it bounds what any
+   generic path can reach like for like. The script first checks that it gives the
+   catalogue's trajectory, and stops otherwise.
+
+Then the policy-loop ratio of ``bench_transforms.py`` (``rollout`` with a fixed action, best
+of ``ROLLOUTS`` runs of each env, the runs alternating) for the catalogue and the
+hand-written step.
 
 Medians of wall-clock times (``time.perf_counter``) of single calls on a shared machine: use
 the differences between lines, not the absolute figures.
@@ -27,14 +38,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
+from tensordict import TensorDictBase
 
 from rl_core import Compose, EnvBase, RewardSum, StepCounter, Transform, TransformedEnv
-from rl_core.fast_td import entries, set_leaf
+from rl_core.fast_td import batch_size_of, device_of, entries, set_leaf
+from rl_core.transforms._rows import Rows
 from rl_envs import GymEnv, ObservationNorm
 
 STEPS = 5_000
 ROUNDS = 2
+ROLLOUTS = 8
+ROLLOUT_STEPS = 3_000
 
 
 class _ThreeOps(Transform):
@@ -79,6 +95,56 @@ class _ThreeOps(Transform):
         return next_tensordict
 
 
+class _HandWritten(TransformedEnv):
+    """The catalogue's three transforms written out on ``GymEnv``'s numpy rows, inside the
+    bare env's own layers (see the module docstring). Resets run the catalogue's."""
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        state = self.__dict__.get("_hand")
+        if state is None:
+            norm = self.transform[0]
+            loc, scale = norm._stats(torch.device("cpu"))[2]
+            rows = [Rows(shape, np.dtype(dtype)).take for shape, dtype in _ROW_KINDS]
+            state = self.__dict__["_hand"] = [loc, scale, *rows, None, None]
+        loc, scale, take_obs, take_sum, take_count, total, count = state
+        base = self.base_env
+        next_td, pending = base._step_and_reset(tensordict)
+        out = entries(next_td)
+        if pending is not None:
+            kept = (dict(out), batch_size_of(next_td), device_of(next_td))
+            pending = (pending, kept)
+        root, blocks, i = entries(tensordict), base._rows, base._rows.last
+        # (x - loc) / scale into a fresh row, as ObservationNorm computes it.
+        obs, dst = take_obs()
+        np.divide(np.subtract(blocks.blocks[0][i], loc, dst), scale, dst)
+        out["observation"] = obs
+        # The running sum and the count: the rows written last, or the reset's zeros.
+        if total is None or total[0] is not root["episode_reward"]:
+            total = (root["episode_reward"], root["episode_reward"].numpy())
+        tensor, row = state[5] = take_sum()
+        row[0] = float(total[1][0]) + float(blocks.reward_block[i][0])
+        out["episode_reward"] = tensor
+        if count is None or count[0] is not root["step_count"]:
+            count = (root["step_count"], root["step_count"].numpy())
+        tensor, row = state[6] = take_count()
+        row[0] = int(count[1][0]) + 1
+        out["step_count"] = tensor
+        self._write_step(tensordict, next_td)
+        plan = self._cache.get("step_mdp_plan")  # as EnvBase.step_and_maybe_reset reads it
+        if plan is None:
+            plan = self.step_mdp_plan()
+        next_root = plan(tensordict)
+        if pending is not None:
+            next_root = self._merge_reset_rows(next_root, pending)
+        return tensordict, next_root
+
+
+# (shape, dtype) of the rows of the observation, the sum and the count.
+_ROW_KINDS = (((4,), np.float32), ((1,), np.float32), ((1,), np.int64))
+
+
 def bare() -> EnvBase:
     return GymEnv("CartPole-v1")
 
@@ -94,6 +160,40 @@ def catalogue() -> EnvBase:
 
 def floor() -> EnvBase:
     return TransformedEnv(GymEnv("CartPole-v1"), _ThreeOps())
+
+
+def handwritten() -> EnvBase:
+    norm = ObservationNorm(loc=torch.zeros(4), scale=torch.ones(4), standard_normal=True)
+    return _HandWritten(GymEnv("CartPole-v1"), Compose(norm, RewardSum(), StepCounter()))
+
+
+def check_handwritten(steps: int = 300) -> None:
+    """Stops the script unless the hand-written step gives the catalogue's trajectory."""
+    trajs = []
+    for make in (catalogue, handwritten):
+        env = make()
+        env.set_seed(0)
+        torch.manual_seed(0)  # one action for both
+        action = env.action_spec.rand()
+        fn = lambda td, action=action: td.set("action", action)  # noqa: E731
+        trajs.append(env.rollout(steps, fn, break_when_any_done=False))
+    ref, ours = trajs
+    if set(ref.keys(True, True)) != set(ours.keys(True, True)) or not bool((ref == ours).all()):
+        raise SystemExit("handwritten: its trajectory is not the catalogue's; no figures.")
+
+
+def rollout_time(make: Callable[[], EnvBase]) -> float:
+    """CPU seconds per step of ``rollout`` with a fixed action (``bench_transforms.timed``)."""
+    env = make()
+    env.set_seed(0)
+    action = env.action_spec.rand()
+    fn = lambda td: td.set("action", action)  # noqa: E731
+    env.rollout(10, fn, break_when_any_done=False)
+    start = time.process_time()
+    env.rollout(ROLLOUT_STEPS, fn, break_when_any_done=False)
+    elapsed = time.process_time() - start
+    env.close()
+    return elapsed / ROLLOUT_STEPS
 
 
 def medians(make: Callable[[], EnvBase]) -> tuple[float, float, float]:
@@ -118,14 +218,26 @@ def medians(make: Callable[[], EnvBase]) -> tuple[float, float, float]:
 
 def main() -> None:
     torch.set_num_threads(1)
+    check_handwritten()
     for _ in range(ROUNDS):
-        for make in (bare, empty, catalogue, floor):
+        for make in (bare, empty, catalogue, floor, handwritten):
             p, r, share = medians(make)
             amortized = p * (1 - share) + r * share
             print(
                 f"{make.__name__:<10} plain {p * 1e6:6.1f} us   with reset {r * 1e6:6.1f} us   "
                 f"per step {amortized * 1e6:6.1f} us"
             )
+
+    times: dict[str, list[float]] = {"bare": [], "catalogue": [], "handwritten": []}
+    for _ in range(ROLLOUTS):
+        for make in (bare, catalogue, handwritten):
+            times[make.__name__].append(rollout_time(make))
+    best = {name: min(values) for name, values in times.items()}
+    for name in ("catalogue", "handwritten"):
+        print(
+            f"policy loop: {name:<11} {best[name] * 1e6:6.1f} us/step   bare "
+            f"{best['bare'] * 1e6:6.1f} us/step   ratio {best[name] / best['bare']:5.2f}x"
+        )
 
 
 if __name__ == "__main__":
