@@ -155,44 +155,6 @@ def test_fused_step_and_reset_matches_step_then_reset(num_envs, maps):
         torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
 
 
-class _CountingWrites(TransformedEnv):
-    """Overrides ``_write_step`` (and calls it): ``step_and_maybe_reset`` then keeps
-    ``EnvBase``'s chain of calls, so that the override runs."""
-
-    def _write_step(self, tensordict, next_td):
-        self.__dict__["writes"] = self.__dict__.get("writes", 0) + 1
-        return super()._write_step(tensordict, next_td)
-
-
-@pytest.mark.parametrize("num_envs", [0, 3])
-def test_step_and_maybe_reset_in_one_method_matches_the_chain(num_envs):
-    """Oracle: ``TransformedEnv.step_and_maybe_reset`` (the base env's fused step and the
-    transforms in one method) gives what ``EnvBase.step_and_maybe_reset``'s chain gives,
-    which a subclass overriding a method of that chain keeps (and its override runs)."""
-    from rl_envs.transforms import ObservationNorm
-
-    def make(kind):
-        base = GymEnv("CartPole-v1", num_envs=num_envs) if num_envs else GymEnv("CartPole-v1")
-        norm = ObservationNorm(loc=torch.ones(4), scale=torch.full((4,), 2.0))
-        env = kind(base, Compose(norm, RewardSum(), StepCounter()))
-        env.set_seed(0)
-        return env
-
-    direct, chain = make(TransformedEnv), make(_CountingWrites)
-    assert direct._direct_step_plan() is not False
-    assert chain._direct_step_plan() is False
-    trajs = []
-    for env in (direct, chain):
-        torch.manual_seed(3)
-        trajs.append(env.rollout(60, break_when_any_done=False, policy=env.rand_action))
-    ours, ref = trajs
-    assert chain.writes == 60
-    assert ref["next", "done"].any()  # episodes ended (and were reset) on the way
-    assert set(ours.keys(True, True)) == set(ref.keys(True, True))
-    for key in ref.keys(True, True):
-        torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))
-
-
 def test_fused_step_and_reset_through_nested_transformed_envs():
     from rl_envs.transforms import ObservationNorm
 

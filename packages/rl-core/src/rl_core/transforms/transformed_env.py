@@ -9,7 +9,6 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
-from rl_core.envs._spec_checks import SWITCH
 from rl_core.fast_td import (
     batch_size_of,
     build_tensordict,
@@ -198,41 +197,6 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         next_tensordict, _ = self._base_step(tensordict, fused=False)
         return next_tensordict
-
-    def step_and_maybe_reset(
-        self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase]:
-        """:meth:`EnvBase.step_and_maybe_reset`; where the base env's fused step and reset
-        serves this env (see :meth:`_direct_step_plan`), the same calls without the layers
-        between: a rollout loop runs this every step, and each call costs there."""
-        plan = self._cache.get("direct_step_plan")
-        if plan is None:
-            plan = self._cached("direct_step_plan", self._direct_step_plan)
-        if plan is False or SWITCH.enabled:
-            return super().step_and_maybe_reset(tensordict)
-        fused = self._base_step(tensordict, fused=True)
-        if fused is None:
-            return super().step_and_maybe_reset(tensordict)
-        next_tensordict, pending = fused
-        tensordict = self._write_step(tensordict, next_tensordict)
-        next_root = plan(tensordict)
-        if pending is not None:
-            next_root = self._merge_reset_rows(next_root, pending)
-        return tensordict, next_root
-
-    def _direct_step_plan(self) -> Any:
-        """For :meth:`step_and_maybe_reset`: the step_mdp plan, where ``EnvBase``'s steps
-        would call this class's ``_step_and_reset`` (fusing: :meth:`_fuses_step_and_reset`),
-        ``_write_step`` and ``step_mdp_plan``; else ``False``."""
-        kind = type(self)
-        if any(
-            getattr(kind, name) is not getattr(TransformedEnv, name)
-            for name in ("_step_and_reset", "_base_step", "_write_step", "step_mdp_plan")
-        ):
-            return False
-        if not self._cached("fused_step_reset", self._fuses_step_and_reset):
-            return False
-        return self.step_mdp_plan()
 
     def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         """The base env's fused step and reset (see :meth:`EnvBase._step_and_reset`), when it

@@ -105,12 +105,7 @@ class GymRowPaths:
         """The reward and small observation of the last step and of the last fused reset,
         with the numpy rows they are views of (``StepRows.numpy_rows``); transforms with
         lane plans compute on them (see ``EnvBase._numpy_rows``)."""
-        found = []
-        for rows in (self._rows, self._reset_rows):
-            # StepRows.numpy_rows, its made pairs read here: transformed steps ask every step.
-            pairs, i = rows.pairs, rows.last
-            found += pairs[i] if pairs is not None and i >= 0 else rows.numpy_rows()
-        return found
+        return self._rows.numpy_rows() + self._reset_rows.numpy_rows()
 
     def _random_rollout(
         self: GymWrapper,

@@ -50,7 +50,6 @@ class StepRows:
         # ``done`` of the last write where a sub-env finished, else None (see ``write_at``).
         self.finished: Any = None
         self.last = -1  # the row of the last write (see numpy_rows)
-        self.pairs: list | None = None  # numpy_rows of each row of the block (see _allocate)
 
     def _allocate(self) -> None:
         rows, batch = self.rows, self.batch

@@ -117,13 +117,13 @@ class AffinePlan:
         self.stats = (loc, scale, loc._version, scale._version, numpy)
         return numpy
 
-    def _take(self, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
-        """The rows for the map of ``row``, kept in ``takes`` under (row shape, row dtype, loc
-        shape, scale shape), which :meth:`step` reads first: a ``take()`` callable, or
-        ``False`` where loc or scale would enlarge ``row`` or have another dtype."""
+    def _take(self, key: tuple, row: np.ndarray, loc: np.ndarray, scale: np.ndarray) -> Any:
+        """The rows for the map of ``row``, kept in ``takes`` under ``key`` (row shape, row
+        dtype, loc shape, scale shape), which :meth:`step` reads first: a ``take()``
+        callable, or ``False`` where loc or scale would enlarge ``row`` or have another
+        dtype."""
         keeps = row.dtype == loc.dtype and keeps_shape(row.shape, loc.shape, scale.shape)
-        take = self.lane.rows(row.shape, row.dtype) if keeps else False
-        self.takes[(row.shape, row.dtype, loc.shape, scale.shape)] = take
+        take = self.takes[key] = self.lane.rows(row.shape, row.dtype) if keeps else False
         return take
 
     def step(self, root: dict | None, found: dict, next_tensordict: Any) -> bool:
@@ -151,9 +151,10 @@ class AffinePlan:
             row = lookup(value)
             if row is None:
                 return False
-            take = self.takes.get((row.shape, row.dtype, loc.shape, scale.shape))
+            key = (row.shape, row.dtype, loc.shape, scale.shape)
+            take = self.takes.get(key)
             if take is None:
-                take = self._take(row, loc, scale)
+                take = self._take(key, row, loc, scale)
             if take is False:
                 return False
             rows.append((out_key, row, take))
