@@ -54,13 +54,14 @@ def test_histograms_and_hparams(tmp_path):
         ("3", 0.5, 1.0, "3"),
     ]
     logger.log_hparams({"lr": 1e-3, "net": {"depth": 2, "act": torch.nn.Tanh}})
-    logger.log_hparams({"seed": 1})
+    logger.log_hparams({"seed": 1, "scheduler": None})
     hparams = json.loads((tmp_path / "exp" / "hparams.json").read_text())
     assert hparams == {
         "lr": 1e-3,
         "net.act": "<class 'torch.nn.modules.activation.Tanh'>",
         "net.depth": 2,
         "seed": 1,
+        "scheduler": None,
     }
 
 

@@ -137,7 +137,10 @@ class CSVLogger(Logger):
         flat = flatten_hparams("CSVLogger.log_hparams", cfg)
         path = self.experiment / "hparams.json"
         stored = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-        stored.update({key: scalar_hparam(value) for key, value in flat.items()})
+        # JSON has a null: an unset hyperparameter stays ``null``, not the string "None".
+        stored.update(
+            {key: None if value is None else scalar_hparam(value) for key, value in flat.items()}
+        )
         path.write_text(json.dumps(stored, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
     def log_histogram(
