@@ -136,7 +136,18 @@ def smoke_code(package: workspace.Package) -> str:
 def build_all(root: Path, dist: Path) -> None:
     """Builds every workspace package's wheel (and sdist) into ``dist``."""
     for package in workspace.workspace_packages(root):
-        subprocess.run(package.build_command(dist), cwd=root, check=True)
+        # The build's own output (rl-kernels' compiler lines and CUDA warnings on a CPU
+        # machine) is shown only when the build fails.
+        result = subprocess.run(
+            package.build_command(dist), cwd=root, capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            sys.stderr.write(result.stdout + result.stderr)
+            raise SystemExit(
+                f"check_wheels: building {package.dist} failed (exit {result.returncode}); "
+                "its output is above."
+            )
+        print(f"built {package.dist}")
 
 
 def wheel_of(package: workspace.Package, dist: Path) -> Path:
