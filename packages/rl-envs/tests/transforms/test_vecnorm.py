@@ -95,3 +95,55 @@ def test_errors():
         VecNorm(in_keys=["pixels"], shared_td=TensorDict())
     with pytest.raises(RuntimeError, match="VecNorm: no statistics for 'observation' yet"):
         VecNorm()(TensorDict(observation=torch.zeros(3)))
+
+
+def _reference_normalise(updates, decay, eps):
+    """Float64 running statistics per feature, written from VecNorm's definition: each update
+    adds the values summed over the batch dims (never over the features) to decayed sums."""
+    total = ssq = count = 0.0
+    for x in updates:
+        x = x.to(torch.float64)
+        flat = x.reshape(-1, x.shape[-1])  # one row per sub-env, one column per feature
+        total = decay * total + flat.sum(0)
+        ssq = decay * ssq + (flat * flat).sum(0)
+        count = decay * count + flat.shape[0]
+    mean = total / count
+    var = (ssq / count - mean * mean).clamp_min(eps)
+    return mean, var
+
+
+@pytest.mark.parametrize("batch_size", [[], [4], [2, 3]])
+def test_statistics_are_per_feature_for_every_batch_shape(batch_size):
+    from rl_envs.native import PendulumEnv
+
+    base = PendulumEnv(batch_size=batch_size)
+    base.set_seed(0)
+    env = TransformedEnv(base, VecNorm(["observation"], ["norm"], decay=0.9, eps=1e-4))
+    traj = env.rollout(30, break_when_any_done=False)
+    ndim = len(batch_size)
+    time_dim = ndim  # rollout stacks time after the batch dims
+    raw = [traj["observation"].select(time_dim, 0), *traj["next", "observation"].unbind(time_dim)]
+    mean, var = _reference_normalise(raw, 0.9, 1e-4)
+    t = env.transform
+    assert t.observation_sum.shape == (3,)
+    expected = (raw[-1].to(torch.float64) - mean) / var.sqrt()
+    got = traj["next", "norm"].select(time_dim, -1).to(torch.float64)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(
+        t.observation_sum.double() / t.observation_count.double(), mean, rtol=1e-5, atol=1e-5
+    )
+    # The state_dict round trip keeps the per-feature statistics.
+    fresh = VecNorm(["observation"], ["norm"])
+    fresh.load_state_dict(t.state_dict())
+    batch = TensorDict(observation=raw[-1].clone(), batch_size=batch_size)
+    torch.testing.assert_close(fresh(batch)["norm"].double(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_unbatched_gym_pendulum_stays_in_range():
+    env = TransformedEnv(GymEnv("Pendulum-v1"), VecNorm(decay=0.99))
+    env.set_seed(0)
+    traj = env.rollout(100)
+    assert env.transform.observation_sum.shape == (3,)
+    # Per-feature statistics: a normalised value is a few standard deviations at most (the
+    # old, mixed statistics gave values near 900).
+    assert traj["next", "observation"].abs().max() < 15

@@ -28,7 +28,8 @@ def _name(key: NestedKey) -> str:
 class VecNorm(Transform):
     """Normalises entries by a running mean and variance updated as the env runs.
 
-    Each step (and reset) adds the new values, summed over the batch, to decayed sums:
+    Each step (and reset) adds the new values, summed over the batch dims only (the statistics
+    are per feature, whatever the batch shape: ``[]``, ``[N]``, ``[N, M]``), to decayed sums:
     ``sum = decay * sum + Σx``, ``ssq = decay * ssq + Σx²``, ``count = decay * count + n``;
     the output is ``(x - mean) / sqrt(max(var, eps))`` with ``mean = sum / count`` and
     ``var = ssq / count - mean²``. On a partial reset only the sub-envs that reset count.
@@ -155,8 +156,13 @@ class VecNorm(Transform):
             value = value * weight
         else:
             n = float(math.prod(value.shape[:batch_ndim]))
-        total.mul_(self.decay).add_(value.sum(dims))
-        ssq.mul_(self.decay).add_((value * value).sum(dims))
+        # An unbatched env has no batch dim to reduce: ``sum(())`` would reduce over every dim
+        # (the features too), so the statistics stay per feature only without it.
+        square = value * value
+        if dims:
+            value, square = value.sum(dims), square.sum(dims)
+        total.mul_(self.decay).add_(value)
+        ssq.mul_(self.decay).add_(square)
         count.mul_(self.decay).add_(n)
 
     def _process(
