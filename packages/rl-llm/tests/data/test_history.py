@@ -39,6 +39,16 @@ def test_from_chats_rejects_bad_input():
         History.from_chats([[{"role": "user"}]])
 
 
+@pytest.mark.parametrize("content", [5, 2.5, None])
+def test_from_chats_refuses_content_that_is_not_a_string(content):
+    with pytest.raises(ValueError, match=r"message \[0\]\[1\] has content .* expected a str"):
+        History.from_chats(
+            [[{"role": "user", "content": "q"}, {"role": "user", "content": content}]]
+        )
+    with pytest.raises(ValueError, match=r"message \[0\]\[0\] has content"):
+        History.from_chats([{"role": "assistant", "content": content}])
+
+
 def test_append_adds_messages():
     history = History.from_chats([c[:2] for c in CHATS])
     reply = History.from_chats([c[2:] for c in CHATS])

@@ -62,3 +62,12 @@ def test_bad_input_is_reported():
     with pytest.raises(KeyError, match=r"expected .*'history', 'full'.* written by the policy"):
         env.step(td)
     assert torch.Size([2]) == env.batch_size
+
+
+@pytest.mark.parametrize("query", [None, [None, "a"], ["a", 5], [2.5, "a"]])
+def test_query_that_is_not_a_string_is_refused(query):
+    env = ChatEnv(batch_size=(2,))
+    with pytest.raises(
+        ValueError, match=r"ChatEnv\.reset: expected 'query' as one string per dialog"
+    ):
+        env.reset(TensorDict(query=query, batch_size=[2]))

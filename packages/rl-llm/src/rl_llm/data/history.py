@@ -67,8 +67,8 @@ class History:
                 ``[{"role", "content"}, ...]`` (batch ``(n,)``).
 
         Raises:
-            ValueError: the dialogs differ in length, or a message lacks a role or content, or
-                has an unknown role.
+            ValueError: the dialogs differ in length, or a message lacks a role or content, has
+                an unknown role, or a content that is not a string (``5``, ``2.5``, ``None``).
         """
         single = len(chats) > 0 and isinstance(chats[0], dict)
         dialogs = [chats] if single else chats
@@ -93,6 +93,12 @@ class History:
                     raise ValueError(
                         f"History.from_chats: message [{i}][{j}] has role {message['role']!r}; "
                         f"expected one of {ROLES}."
+                    )
+                if not isinstance(message["content"], str):
+                    raise ValueError(
+                        f"History.from_chats: message [{i}][{j}] has content "
+                        f"{message['content']!r} of type {type(message['content']).__name__}; "
+                        f"expected a str. Convert it first (e.g. str(value)) or drop the message."
                     )
         roles = [[m["role"] for m in d] for d in dialogs]
         contents = [[m["content"] for m in d] for d in dialogs]

@@ -8,7 +8,6 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core import Composite, EnvBase, NonTensor
-from rl_llm._utils import as_strings
 from rl_llm.data import ChatHistory, History
 from rl_llm.keys import HISTORY, QUERY
 
@@ -27,6 +26,11 @@ class ChatEnv(EnvBase):
         tokenizer: kept for transforms that need it (optional).
         system_prompt: the first message of every dialog, or ``None``.
         batch_size: the number of dialogs, ``(B,)``.
+
+    Raises:
+        ValueError: ``batch_size`` is not 1-d, or at reset a ``"query"`` is not a string
+            (``None``, a number).
+        KeyError: reset without a ``"query"`` entry, or a step without ``("history", "full")``.
 
     Examples:
         >>> from tensordict import TensorDict
@@ -67,7 +71,15 @@ class ChatEnv(EnvBase):
                 f"in the input TensorDict, got "
                 f"{None if tensordict is None else sorted(map(str, tensordict.keys()))}."
             )
-        return as_strings(query)
+        values = [query] if isinstance(query, str) else query
+        if hasattr(values, "tolist"):
+            values = values.tolist()
+        if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+            raise ValueError(
+                f"{type(self).__name__}.reset: expected 'query' as one string per dialog, got "
+                f"{values!r}. Pass a list of {self.batch_size[0]} strings."
+            )
+        return list(values)
 
     def _start(self, queries: list[str]) -> History:
         head = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
