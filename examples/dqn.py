@@ -16,13 +16,14 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import _recipe
 import torch
 from tensordict.nn import TensorDictSequential
 from tqdm import tqdm
@@ -56,32 +57,22 @@ class Config:
     eps_init: float = 1.0
     eps_end: float = 0.04
     eps_frames: int = 8_000  # frames over which epsilon decays linearly
-    target_update: str = "hard"  # hard | soft
+    target_update: Literal["hard", "soft"] = "hard"  # copy every N updates, or Polyak
     tau: float = 0.01  # share of the online weights mixed into the target per step (soft)
     hard_update_interval: int = 10  # gradient steps between target copies (hard)
     max_grad_norm: float = 10.0
     hidden: int = 256  # width of the two hidden layers
     target_return: float | None = None  # stop once the last-10-episode mean reaches it
-    logger: str = "csv"  # csv | tensorboard | wandb | mlflow
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to dqn_<env>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    """Builds a :class:`Config` from flags named after its fields."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for field in dataclasses.fields(Config):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
-        else:
-            kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
-            parser.add_argument(flag, type=kind, default=field.default)
-    cfg = Config(**vars(parser.parse_args(argv)))
-    if cfg.target_update not in ("soft", "hard"):
-        parser.error(f"--target-update: expected 'soft' or 'hard', got {cfg.target_update!r}")
-    return cfg
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -123,6 +114,7 @@ def train(cfg: Config) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")
     logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     obs_dim = env.observation_spec["observation"].shape[-1]

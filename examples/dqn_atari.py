@@ -27,14 +27,15 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import _recipe
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictSequential
@@ -83,23 +84,16 @@ class Config:
     eps_frames: int = 1_000_000  # frames over which epsilon decays linearly
     hard_update_interval: int = 2_000  # gradient steps between target copies
     max_grad_norm: float = 10.0
-    logger: str = "csv"  # csv | tensorboard | wandb | mlflow
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to dqn_atari_<game>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    """Builds a :class:`Config` from flags named after its fields."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for field in dataclasses.fields(Config):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
-        else:
-            kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
-            parser.add_argument(flag, type=kind, default=field.default)
-    return Config(**vars(parser.parse_args(argv)))
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
 
 
 def make_atari_env(env_name: str, max_episode_steps: int, noops: int) -> TransformedEnv:
@@ -181,6 +175,7 @@ def train(cfg: Config) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")
     logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     actor = QValueActor(

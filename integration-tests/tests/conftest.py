@@ -11,10 +11,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
-def load_example():
+def load_example(monkeypatch):
     """Imports ``examples/<name>.py`` as a module (its ``parse_config`` and ``train`` are then
     called in-process); restores torch's thread count, which the examples set to 1."""
     threads = torch.get_num_threads()
+    monkeypatch.syspath_prepend(str(EXAMPLES))  # the examples import their _recipe module
 
     def load(name: str):
         spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
