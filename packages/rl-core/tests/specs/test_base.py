@@ -75,3 +75,63 @@ def test_norm_dim():
         _norm_dim(3, 3, "f")
     with pytest.raises(TypeError, match=r"f: expected an int dim, got 1.0"):
         _norm_dim(1.0, 3, "f")
+
+
+def _leaf_specs():
+    from rl_core.specs import Binary, MultiCategorical, MultiOneHot, NonTensor
+
+    return [
+        Unbounded(shape=(3,)),
+        Bounded(-1.0, 1.0, shape=(3,)),
+        Categorical(4, shape=(3,)),
+        OneHot(3),
+        MultiCategorical([2, 3]),
+        MultiOneHot([2, 3]),
+        Binary(3),
+        NonTensor(shape=(3,)),
+    ]
+
+
+@pytest.mark.parametrize("spec", _leaf_specs(), ids=lambda s: type(s).__name__)
+def test_torch_stack_of_equal_specs_adds_a_dim(spec):
+    # TorchRL: torch.stack of equal specs is the same spec type with len(specs) inserted at dim.
+    out = torch.stack([spec, spec.clone(), spec.clone()])
+    assert type(out) is type(spec)
+    assert out.shape == (3, *spec.shape)
+    assert out == spec.unsqueeze(0).expand(3, *spec.shape)
+    out = torch.stack([spec, spec], dim=-len(spec.shape) - 1)
+    assert out.shape == (2, *spec.shape)
+    assert out.dtype == spec.dtype
+
+
+def test_torch_stack_batch_dim_and_composites():
+    spec = Bounded(-1.0, 1.0, shape=(4, 3))
+    assert torch.stack([spec, spec], dim=1).shape == (4, 2, 3)
+    comp = Composite(obs=Unbounded(shape=(5, 3)), shape=(5,))
+    out = torch.stack([comp, comp.clone()], 1)
+    assert type(out) is Composite
+    assert out.shape == (5, 2)
+    assert out["obs"].shape == (5, 2, 3)
+
+
+def test_torch_stack_of_different_specs_is_a_lazy_stack():
+    from rl_core.specs import Stacked, StackedComposite
+
+    out = torch.stack([Bounded(-1.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))])
+    assert type(out) is Stacked
+    assert out.shape == (2, 3)
+    assert torch.stack([OneHot(3), OneHot(5)]).shape == (2, -1)
+    mixed = torch.stack([Composite(a=Unbounded(shape=(3,))), Composite(b=Unbounded(shape=(2,)))])
+    assert type(mixed) is StackedComposite
+    assert mixed.shape == (2,)
+
+
+def test_torch_stack_refuses_what_is_not_a_spec():
+    with pytest.raises(TypeError, match=r"torch.stack: cannot stack a spec with a Tensor"):
+        torch.stack([Unbounded(shape=(3,)), torch.zeros(3)])
+    with pytest.raises(TypeError, match="out=None"):
+        torch.stack([Unbounded(shape=(3,))] * 2, out=Unbounded(shape=(2, 3)))
+    with pytest.raises(TypeError, match="cannot stack Composites with leaf specs"):
+        torch.stack([Composite(), Unbounded()])
+    with pytest.raises(TypeError):  # other torch functions are not defined on specs
+        torch.cat([Unbounded(shape=(3,))] * 2)

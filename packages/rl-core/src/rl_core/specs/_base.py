@@ -376,7 +376,43 @@ class TensorSpec(ABC):
     @abstractmethod
     def __eq__(self, other: object) -> bool: ...
 
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        """Lets ``torch.stack([spec, ...], dim)`` stack specs (as :func:`stack_specs` does).
+
+        Equal specs give the spec with a new dim of ``len(specs)`` at ``dim``; specs that
+        differ give a :class:`~rl_core.specs.Stacked` (leaf specs) or a
+        :class:`~rl_core.specs.StackedComposite` (Composites). Other torch functions are
+        not defined on specs.
+        """
+        if func is not torch.stack:
+            return NotImplemented
+        return _torch_stack(*args, **(kwargs or {}))
+
     __hash__ = None  # type: ignore[assignment]
+
+
+def _torch_stack(specs: Any, dim: int = 0, *, out: Any = None) -> TensorSpec:
+    """``torch.stack`` on specs: checks the arguments, then :func:`stack_specs`."""
+    from rl_core.specs.stacked_composite import stack_specs
+
+    if out is not None:
+        raise TypeError("torch.stack: specs are immutable values; expected out=None, got a value.")
+    if not isinstance(specs, Sequence) or isinstance(specs, str) or not specs:
+        raise TypeError(f"torch.stack: expected a non-empty list of specs, got {specs!r}.")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, TensorSpec):
+            raise TypeError(
+                f"torch.stack: cannot stack a spec with a {type(spec).__name__} (position {i}); "
+                f"expected only TensorSpecs."
+            )
+    return stack_specs(list(specs), dim)
 
 
 __all__ = ["TensorSpec"]
