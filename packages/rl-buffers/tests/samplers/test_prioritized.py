@@ -81,7 +81,7 @@ def test_bad_input():
         sampler.update_priority(torch.tensor([0]), torch.tensor([-1.0]))
     with pytest.raises(ValueError, match=r"expected priorities >= 0.*nan"):
         sampler.update_priority(torch.tensor([0]), torch.tensor([float("nan")]))
-    with pytest.raises(IndexError, match=r"expected indices in \[0, 64\)"):
+    with pytest.raises(IndexError, match=r"expected indices in \[0, 4\) \(the items written"):
         sampler.update_priority(torch.tensor([64]), torch.tensor([1.0]))
     with pytest.raises(ValueError, match="expected 2 priorities for 2 indices, got shape"):
         sampler.update_priority(torch.tensor([0, 1]), torch.tensor([1.0, 2.0, 3.0]))
@@ -92,6 +92,52 @@ def test_bad_input():
     small = PrioritizedSampler(2, 1.0, 1.0)
     with pytest.raises(RuntimeError, match="holds 4 items but max_capacity is 2"):
         small.sample(storage, 1)
+
+
+@pytest.mark.parametrize("alpha", [0.7, 0.0])
+def test_infinite_priorities_are_refused_and_write_nothing(alpha):
+    # +inf used to be accepted: the sum tree then held inf and every draw returned that one
+    # item with weight 1 (with alpha=0 it became a uniform 1: refused all the same)
+    _storage, sampler = setup(torch.tensor([1.0, 2.0, 3.0]), alpha=alpha)
+    tree, min_tree = sampler._tree.clone(), sampler._min_tree.clone()
+    top = sampler.default_priority
+    for index, priority in (
+        (torch.tensor([1]), torch.tensor([float("inf")])),  # the fast path's layout
+        (torch.tensor([0, 1]), torch.tensor([2.0, float("inf")], dtype=torch.float64)),
+        (torch.tensor([1]), float("inf")),
+        (torch.tensor([[0, 1]]), torch.tensor([[[1.0, float("inf")], [1.0, 1.0]]])),  # reduced
+    ):
+        with pytest.raises(ValueError, match="expected finite priorities, got inf"):
+            sampler.update_priority(index, priority)
+    assert torch.equal(sampler._tree, tree)
+    assert torch.equal(sampler._min_tree, min_tree)
+    assert sampler.default_priority == top
+
+
+def test_priorities_of_slots_never_written_are_refused():
+    # 8 items written into room for 16: index 12 holds no item, so it gets no priority (it
+    # used to be accepted, and draws then returned the unwritten zero row 12)
+    storage, sampler = setup(torch.ones(8), capacity=16)
+    tree = sampler._tree.clone()
+    for index in (torch.tensor([12]), torch.tensor([3, 12]), [8]):
+        with pytest.raises(
+            IndexError, match=r"expected indices in \[0, 8\) \(the items written so far"
+        ):
+            sampler.update_priority(index, torch.full((len(index),), 100.0))
+    assert torch.equal(sampler._tree, tree)
+    index, _ = sampler.sample(storage, 1000)
+    assert int(index.max()) < 8
+    sampler.extend(torch.arange(8, 13))  # once written, the slot takes a priority
+    sampler.update_priority(torch.tensor([12]), torch.tensor([100.0]))
+    # the bound survives a state_dict round trip and resets with the sampler
+    other = PrioritizedSampler(16, 0.7, 0.5)
+    other.load_state_dict(sampler.state_dict())
+    other.update_priority(torch.tensor([12]), torch.tensor([1.0]))
+    with pytest.raises(IndexError, match=r"expected indices in \[0, 13\)"):
+        other.update_priority(torch.tensor([13]), torch.tensor([1.0]))
+    other._empty()
+    with pytest.raises(IndexError, match=r"expected indices in \[0, 0\)"):
+        other.update_priority(torch.tensor([0]), torch.tensor([1.0]))
 
 
 def test_state_round_trip_and_empty():
@@ -127,10 +173,14 @@ def test_update_fast_path_matches_the_generic_path():
         with pytest.raises(IndexError, match="expected indices in") as generic_error:
             generic.update_priority(index, torch.tensor(priority, dtype=torch.float64))
         assert str(fast_error.value) == str(generic_error.value)
-    for bad in (-0.5, float("nan")):
-        with pytest.raises(ValueError, match="expected priorities >= 0") as fast_error:
+    for bad, message in (
+        (-0.5, "expected priorities >= 0"),
+        (float("nan"), "expected priorities >= 0"),
+        (float("inf"), "expected finite priorities, got inf"),
+    ):
+        with pytest.raises(ValueError, match=message) as fast_error:
             fast.update_priority(torch.tensor([1, 2]), torch.tensor([1.0, bad]))
-        with pytest.raises(ValueError, match="expected priorities >= 0") as generic_error:
+        with pytest.raises(ValueError, match=message) as generic_error:
             generic.update_priority([1, 2], torch.tensor([1.0, bad], dtype=torch.float64))
         assert str(fast_error.value) == str(generic_error.value)
     assert torch.equal(fast._tree, generic._tree)  # nothing written by a rejected update

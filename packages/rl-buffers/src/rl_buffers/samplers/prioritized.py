@@ -19,6 +19,7 @@ __all__ = ["PrioritizedSampler"]
 _SAMPLE = torch.ops.rl_core.sum_tree_sample.default
 _UPDATE = torch.ops.rl_core.sum_min_tree_update_.default
 _PRIORITY_UPDATE = torch.ops.rl_core.sum_min_tree_priority_update_.default
+_INF = float("inf")
 
 
 def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
@@ -122,6 +123,9 @@ class PrioritizedSampler(Sampler):
         # the largest value written so far (1.0 at first), in a tensor the update op raises
         self._device = self._tree.device  # the draws, indices and weights live there too
         self._max_value = torch.ones(1, dtype=dtype, device=self._device)
+        # one past the highest item ever written (extend/add): priorities may only be set
+        # below it, so a draw never lands on a slot that holds no item
+        self._written = 0
         # the calls below go to torch.ops directly (no per-call argument checks), so the
         # kernels of an installed kernel package are loaded here rather than on a first call
         ops.load_kernel_packages()
@@ -132,20 +136,27 @@ class PrioritizedSampler(Sampler):
         return self._max_value.item()
 
     # ---------------------------------------------------------------- writes
-    def _check_index(self, where: str, index: Tensor) -> Tensor:
+    def _check_index(self, where: str, index: Tensor, bound: int, what: str) -> tuple[Tensor, int]:
+        """``index`` as a flat int64 tensor on the trees' device, and its largest value (-1
+        if empty), after checking it against ``[0, bound)`` (``what`` names the bound)."""
         # indices from another device (a batch of a CUDA storage, CPU trees) go to the trees'
         index = torch.as_tensor(index, dtype=torch.long, device=self._device).reshape(-1)
-        if index.numel():
-            low, high = (int(bound) for bound in torch.aminmax(index))
-            if low < 0 or high >= self.max_capacity:
-                raise IndexError(
-                    f"{where}: expected indices in [0, {self.max_capacity}) (max_capacity), "
-                    f"got values in [{low}, {high}]."
-                )
-        return index
+        if not index.numel():
+            return index, -1
+        low, high = (int(value) for value in torch.aminmax(index))
+        if low < 0 or high >= bound:
+            raise IndexError(
+                f"{where}: expected indices in [0, {bound}) ({what}), got values in "
+                f"[{low}, {high}]."
+            )
+        return index, high
 
     def extend(self, index: Tensor) -> None:
-        index = self._check_index(f"{type(self).__name__}.extend", index)
+        index, high = self._check_index(
+            f"{type(self).__name__}.extend", index, self.max_capacity, "max_capacity"
+        )
+        if high >= self._written:
+            self._written = high + 1
         self._write(
             index,
             torch.full(index.shape, self._max_value.item(), dtype=self.dtype, device=index.device),
@@ -166,8 +177,9 @@ class PrioritizedSampler(Sampler):
                 over the extra dims with ``reduction``.
 
         Raises:
-            ValueError: a priority is negative or NaN, or shapes do not match.
-            IndexError: an index is outside ``[0, max_capacity)``.
+            ValueError: a priority is negative, NaN or infinite, or shapes do not match.
+            IndexError: an index is outside ``[0, n)``, ``n`` the number of items written
+                so far (``extend``/``add``): a slot that holds no item gets no priority.
         """
         if (
             type(index) is Tensor
@@ -178,10 +190,11 @@ class PrioritizedSampler(Sampler):
             and priority.shape == index.shape
             and not priority.requires_grad
             and index.device == priority.device == self._device
+            and (not priority.numel() or float(priority.max()) < _INF)
         ):
-            # A sampled batch's index and new priorities (the training loop's case): one op
-            # checks them (indices against max_capacity, priorities >= 0), takes the powers
-            # and writes both trees. It writes nothing when a check fails: the generic path
+            # A sampled batch's index and new priorities (the training loop's case), finite
+            # (checked above: the op accepts +inf): one op checks them (indices against the
+            # items written, priorities >= 0), takes the powers and writes both trees. It writes nothing when a check fails: the generic path
             # below then raises with this sampler's message.
             try:
                 _PRIORITY_UPDATE(
@@ -192,7 +205,7 @@ class PrioritizedSampler(Sampler):
                     priority,
                     self.eps,
                     self.alpha,
-                    self.max_capacity,
+                    self._written,
                 )
                 return
             except (IndexError, ValueError):
@@ -223,7 +236,12 @@ class PrioritizedSampler(Sampler):
                 f"{where}: expected {index.numel()} priorities for {index.numel()} indices, got "
                 f"shape {tuple(priority.shape)}."
             )
-        index = self._check_index(where, index)
+        index, _ = self._check_index(
+            where,
+            index,
+            self._written,
+            "the items written so far: a slot that holds no item gets no priority",
+        )
         priority = priority.reshape(-1)
         if priority.dtype != self.dtype:
             priority = priority.to(self.dtype)
@@ -231,6 +249,12 @@ class PrioritizedSampler(Sampler):
         if not low >= 0:
             raise ValueError(
                 f"{where}: expected priorities >= 0 (e.g. |td_error|), got a minimum of {low}."
+            )
+        high = float(priority.max()) if priority.numel() else 0.0
+        if high == _INF:
+            raise ValueError(
+                f"{where}: expected finite priorities, got inf (an infinite priority would "
+                f"take every draw). Clip the priorities (e.g. |td_error|.clamp(max=...))."
             )
         value = (priority + self.eps).pow(self.alpha)
         if value.numel():
@@ -282,12 +306,14 @@ class PrioritizedSampler(Sampler):
         self._min_tree.fill_(float("inf"))
         written = (tree[self._capacity :] > 0).nonzero().reshape(-1)  # priorities are >= eps
         ops.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
+        self._written = int(written.max()) + 1 if written.numel() else 0
         self._max_value.fill_(float(state_dict["max_priority"]))
 
     def _empty(self) -> None:
         self._tree.zero_()
         self._min_tree.fill_(float("inf"))
         self._max_value.fill_(1.0)
+        self._written = 0
 
     def __repr__(self) -> str:
         return (
