@@ -200,3 +200,22 @@ def test_bad_construction():
             ReplayBuffer(pin_memory=True)
     with pytest.raises(RuntimeError, match="RandomSampler has no priorities"):
         ReplayBuffer().update_priority(torch.tensor([0]), 1.0)
+
+
+@pytest.mark.parametrize("storage", [LazyTensorStorage, LazyMemmapStorage])
+@pytest.mark.parametrize("allocated", [False, True])
+def test_extend_with_a_tuple_names_the_batch_sizes(storage, allocated):
+    # (obs[5], act[4]) used to end in "'tuple' object has no attribute 'shape'"
+    buffer = ReplayBuffer(storage=storage(10), batch_size=2)
+    if allocated:
+        buffer.extend(torch.zeros(3, 3))
+    before = len(buffer)
+    obs, act = torch.zeros(5, 3), torch.zeros(4, 2)
+    with pytest.raises(ValueError, match=r"tuple of 2 tensors whose batch sizes .* \[5, 4\]"):
+        buffer.extend((obs, act))
+    with pytest.raises(ValueError, match=r"list of 2 tensors whose batch sizes .* \[5, 4\]"):
+        buffer.extend([obs, act])
+    # one batch size: still not a tensor storage's item; the error says what to pass
+    with pytest.raises(TypeError, match=r"got a tuple of 2 tensors \(batch size 5\)"):
+        buffer.extend((obs, torch.zeros(5, 2)))
+    assert len(buffer) == before

@@ -111,6 +111,7 @@ class TensorStorage(Storage):
     def rows_for(self, data: Any) -> int:
         if self._data is not None:
             return self._rows
+        _check_tensor_batch(type(self).__name__, data)
         inner = math.prod(_batch_shape(data)[1 : self.ndim])
         rows = self.max_size // max(inner, 1)
         if rows < 1:
@@ -157,11 +158,7 @@ class TensorStorage(Storage):
 
     def _set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
         where = f"{type(self).__name__}.set"
-        if not isinstance(data, Tensor | TensorDictBase):
-            raise TypeError(
-                f"{where}: expected a tensor or a TensorDict, got {type(data).__name__}. "
-                f"Use ListStorage for other objects."
-            )
+        _check_tensor_batch(where, data)
         single = isinstance(index, int)
         if single:
             data = data.unsqueeze(0)
@@ -320,6 +317,32 @@ class TensorStorage(Storage):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(max_size={self.max_size}, len={len(self)}, ndim={self.ndim})"
+
+
+def _check_tensor_batch(where: str, data: Any) -> None:
+    """Raises unless ``data`` is a tensor or a TensorDict; a tuple or list of tensors (one
+    batch per entry, ``(obs, action)``) is named with its batch sizes."""
+    if isinstance(data, Tensor | TensorDictBase):
+        return
+    if isinstance(data, tuple | list) and data and all(isinstance(x, Tensor) for x in data):
+        sizes = [x.shape[0] if x.dim() else None for x in data]
+        if len(set(sizes)) > 1:
+            raise ValueError(
+                f"{where}: the batch is a {type(data).__name__} of {len(data)} tensors whose "
+                f"batch sizes (first dims) differ: {sizes} (shapes "
+                f"{[tuple(x.shape) for x in data]}). Every entry of a batch needs the same "
+                f"number of items."
+            )
+        raise TypeError(
+            f"{where}: expected a tensor or a TensorDict, got a {type(data).__name__} of "
+            f"{len(data)} tensors (batch size {sizes[0]}). Put them in one TensorDict, e.g. "
+            f"TensorDict({{'observation': obs, 'action': action}}, [{sizes[0]}]), or use "
+            f"ListStorage."
+        )
+    raise TypeError(
+        f"{where}: expected a tensor or a TensorDict, got {type(data).__name__}. "
+        f"Use ListStorage for other objects."
+    )
 
 
 def _batch_shape(data: Any) -> torch.Size:
