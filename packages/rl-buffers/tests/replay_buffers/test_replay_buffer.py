@@ -193,8 +193,9 @@ def test_extend_from_a_thread_while_sampling():
 def test_bad_construction():
     with pytest.raises(ValueError, match="expected batch_size to be a positive int, got -1"):
         ReplayBuffer(batch_size=-1)
-    with pytest.raises(ValueError, match="expected prefetch to be a positive int"):
-        ReplayBuffer(batch_size=2, prefetch=0)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match=r"expected prefetch to be an int >= 0 or None"):
+            ReplayBuffer(batch_size=2, prefetch=bad)
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="pin_memory=True needs a CUDA device"):
             ReplayBuffer(pin_memory=True)
@@ -219,3 +220,13 @@ def test_extend_with_a_tuple_names_the_batch_sizes(storage, allocated):
     with pytest.raises(TypeError, match=r"got a tuple of 2 tensors \(batch size 5\)"):
         buffer.extend((obs, torch.zeros(5, 2)))
     assert len(buffer) == before
+
+
+@pytest.mark.parametrize("prefetch", [None, 0])
+def test_prefetch_none_or_zero_means_no_prefetching(prefetch):
+    # TorchRL accepts prefetch=0 (no prefetching); it used to be refused here
+    buffer = ReplayBuffer(storage=LazyTensorStorage(10), prefetch=prefetch)  # no batch_size
+    buffer.extend(torch.arange(10.0))
+    assert buffer.sample(4).shape == (4,)
+    assert buffer.sample(3).shape == (3,)  # any batch size: nothing was sampled ahead
+    assert buffer._prefetch is None

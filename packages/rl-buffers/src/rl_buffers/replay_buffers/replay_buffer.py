@@ -39,7 +39,8 @@ class ReplayBuffer:
         collate_fn: maps what the storage returns to a batch; defaults to stacking for a
             ``ListStorage`` and to nothing for tensor storages.
         batch_size: default batch size of ``sample()`` (required with ``prefetch``).
-        prefetch: batches to sample ahead in threads. Defaults to None (none).
+        prefetch: batches to sample ahead in threads. Defaults to None; None and 0 mean
+            none.
         transform: an rl-core ``Transform`` run on every sampled batch (and its inverse on
             written batches, if it has one).
         pin_memory: pin sampled tensors (needs CUDA).
@@ -77,8 +78,14 @@ class ReplayBuffer:
             collate_fn = stack_items if isinstance(self._storage, ListStorage) else None
         self._collate_fn = collate_fn
         self._batch_size = check_batch_size(name, batch_size) if batch_size is not None else None
-        if prefetch is not None and (not isinstance(prefetch, int) or prefetch < 1):
-            raise ValueError(f"{name}: expected prefetch to be a positive int, got {prefetch!r}.")
+        if prefetch is not None and (
+            isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0
+        ):
+            raise ValueError(
+                f"{name}: expected prefetch to be an int >= 0 or None (0 and None: no "
+                f"prefetching), got {prefetch!r}."
+            )
+        prefetch = prefetch or None  # 0 means none, as in TorchRL
         if prefetch and batch_size is None:
             raise ValueError(
                 f"{name}: prefetch={prefetch} needs a batch_size at construction (the batches "
