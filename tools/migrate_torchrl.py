@@ -9,14 +9,30 @@ Public names here follow TorchRL's, so most code moves by changing imports alone
 
 The import map is data, ``tools/torchrl_map.toml``, shared with the test that checks every
 public name of every package is placed in it and with MIGRATING.md's table. What the
-rewrite does, per ``from torchrl... import ...`` statement:
+rewrite does:
 
-- a name in ``[moved]`` is imported from its module here under the same name;
-- a name in ``[renamed]`` is imported under its new name, aliased to the name the code
-  uses (``from rl_envs import EnvMetadata as EnvMetaData``), so the rest of the file runs;
-- a name the map does not know stays in a ``from torchrl... import`` line, and is reported;
-- ``import torchrl...`` (attribute access such as ``torchrl.envs.GymEnv``) is reported with
-  its line, not rewritten: the attribute uses need a person.
+- ``from torchrl... import Name``: a name in ``[moved]`` is imported from its module here
+  under the same name; a name in ``[renamed]`` under its new name, aliased to the name the
+  code uses (``from rl_envs import EnvMetadata as EnvMetaData``), so the rest of the file runs.
+- A TorchRL name the map does not know (nothing here implements it) is bound to a
+  placeholder, ``Name = _torchrl_missing("torchrl.x.Name")``, and the small
+  ``_torchrl_missing`` helper is written once near the top of the file: the file still
+  imports (a test module still collects), and calling or instantiating the name raises
+  ``NotImplementedError`` naming it, so only the code that uses it fails. Each is reported.
+  ``--keep-missing`` leaves such names in a ``from torchrl... import`` line instead.
+- A TorchRL module imported as a namespace (``from torchrl.data.replay_buffers import
+  samplers``, ``import torchrl.envs.utils as u``, ``from torchrl.objectives.value import
+  functional``) becomes the module here that holds every attribute the file uses on it
+  (``import rl_buffers as samplers``) or, when those attributes live in several modules
+  here, a ``SimpleNamespace`` of exactly those attributes.
+- Code in a string literal (``subprocess.run([sys.executable, "-c", CODE])``) is rewritten
+  the same way when the literal is one plain string (not an f-string, not implicitly
+  concatenated); code in a string keeps unknown names in their ``from torchrl`` line (no
+  helper is written into a string). A TorchRL import in an f-string or in a concatenated
+  literal is reported with its line.
+- ``import torchrl...`` without ``as`` (attribute access such as ``torchrl.envs.GymEnv``)
+  and ``from torchrl... import *`` are reported with their line, not rewritten: they need
+  a person.
 
 Usage::
 
@@ -29,15 +45,44 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
+import re
 import sys
+import tokenize
 import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 MAP_PATH = Path(__file__).resolve().with_name("torchrl_map.toml")
 MIGRATING_PATH = Path(__file__).resolve().parents[1] / "MIGRATING.md"
 TABLE_MARKERS = ("<!-- import-map:start -->\n", "\n<!-- import-map:end -->")
+
+MISSING_HELPER_NAME = "_torchrl_missing"
+MISSING_HELPER = '''\
+# Written by tools/migrate_torchrl.py: TorchRL names with no counterpart in the rl stack are
+# bound to _torchrl_missing(...) below; using one raises, naming it (see MIGRATING.md).
+def _torchrl_missing(name):
+    """A placeholder class for a TorchRL name the rl stack does not have; using it raises."""
+    message = (
+        f"{name} has no counterpart in the rl stack: tools/migrate_torchrl.py bound it to a "
+        "placeholder that raises when used (see MIGRATING.md)"
+    )
+
+    class _Meta(type):
+        def __getattr__(cls, attr):
+            raise AttributeError(f"{name}.{attr}: {message}")
+
+    class Missing(metaclass=_Meta):
+        def __new__(cls, *args, **kwargs):
+            raise NotImplementedError(message)
+
+    Missing.__name__ = Missing.__qualname__ = name.rpartition(".")[2]
+    return Missing
+'''
+
+_TORCHRL_IMPORT_LINE = re.compile(r"(?m)^[ \t]*(from[ \t]+torchrl\b|import[ \t]+torchrl\b)")
 
 
 @dataclass(frozen=True)
@@ -52,10 +97,12 @@ class Target:
 
 @dataclass
 class ImportMap:
-    """The parsed ``torchrl_map.toml``: TorchRL names to targets, and names new here."""
+    """The parsed ``torchrl_map.toml``: TorchRL names to targets, names new here, and the
+    TorchRL modules whose names here all live in one module."""
 
     targets: dict[str, Target]
     new: dict[str, tuple[str, str]]
+    modules: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path = MAP_PATH) -> ImportMap:
@@ -66,14 +113,24 @@ class ImportMap:
         for name, (tr, here, new_name, why) in data.get("renamed", {}).items():
             targets[name] = Target(tr, here, new_name, why)
         new = {name: (module, what) for name, (module, what) in data.get("new", {}).items()}
-        return cls(targets, new)
+        return cls(targets, new, dict(data.get("modules", {})))
 
     def placed_names(self) -> set[str]:
         """Every name here the map places: targets of moved/renamed entries and new names."""
         return {t.name for t in self.targets.values()} | set(self.new)
 
+    @cached_property
+    def torchrl_modules(self) -> frozenset[str]:
+        """Every TorchRL module the map knows: its entries' modules, their parents, [modules]."""
+        known = set(self.modules) | {t.torchrl_module for t in self.targets.values()}
+        for module in list(known):
+            parts = module.split(".")
+            known.update(".".join(parts[:i]) for i in range(1, len(parts)))
+        return frozenset(known)
+
     def markdown_table(self) -> str:
-        """The import table of MIGRATING.md, sorted by TorchRL module then name."""
+        """The import table of MIGRATING.md, sorted by TorchRL module then name; then the
+        TorchRL modules that move as a whole."""
         rows = ["| TorchRL | here | note |", "|---|---|---|"]
         for torchrl_name, t in sorted(
             self.targets.items(), key=lambda kv: (kv[1].torchrl_module, kv[0])
@@ -81,6 +138,8 @@ class ImportMap:
             rows.append(
                 f"| `{t.torchrl_module}.{torchrl_name}` | `{t.module}.{t.name}` | {t.note} |"
             )
+        for torchrl_module, here in sorted(self.modules.items()):
+            rows.append(f"| `{torchrl_module}` (module) | `{here}` | module import |")
         return "\n".join(rows)
 
 
@@ -90,23 +149,31 @@ class Report:
 
     path: str
     rewritten: int = 0
+    placeholders: bool = True
     unknown: list[tuple[int, str]] = field(default_factory=list)
     unhandled: list[tuple[int, str]] = field(default_factory=list)
+    strings: list[tuple[int, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
+        fate = "bound to a placeholder that raises when used" if self.placeholders else "left as is"
         out = [
-            f"{self.path}:{line}: no rl-stack name for torchrl's {name}; left as is"
-            for line, name in self.unknown
+            (line, f"no rl-stack name for torchrl's {name}; {fate}") for line, name in self.unknown
         ]
-        out += [
-            f"{self.path}:{line}: `{text}` needs a person (attribute access is not rewritten)"
-            for line, text in self.unhandled
-        ]
-        return out
+        for line, text in self.unhandled:
+            why = "a star import" if text.endswith("*") else "attribute access"
+            out.append((line, f"`{text}` needs a person ({why} is not rewritten)"))
+        out += self.strings
+        return [f"{self.path}:{line}: {text}" for line, text in sorted(out, key=lambda e: e[0])]
 
 
 def _is_torchrl(module: str | None) -> bool:
     return module is not None and (module == "torchrl" or module.startswith("torchrl."))
+
+
+def _imports_torchrl(node: ast.AST) -> bool:
+    if isinstance(node, ast.Import):
+        return any(_is_torchrl(alias.name) for alias in node.names)
+    return isinstance(node, ast.ImportFrom) and not node.level and _is_torchrl(node.module)
 
 
 def _import_line(indent: str, module: str, names: list[str]) -> str:
@@ -118,58 +185,355 @@ def _import_line(indent: str, module: str, names: list[str]) -> str:
     return f"{indent}from {module} import (\n{body}{indent})"
 
 
+def _call_line(indent: str, head: str, args: list[str]) -> str:
+    line = f"{indent}{head}({', '.join(args)})"
+    if len(line) <= 100:
+        return line
+    body = "".join(f"{indent}    {a},\n" for a in args)
+    return f"{indent}{head}(\n{body}{indent})"
+
+
+def _attribute_uses(tree: ast.AST) -> dict[str, set[str]]:
+    """``{name: attributes}`` for every ``name.attribute`` expression in ``tree``."""
+    uses: dict[str, set[str]] = defaultdict(set)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            uses[node.value.id].add(node.attr)
+    return uses
+
+
+def _code_in_string(value: str) -> tuple[str, bool] | None:
+    """``(code, wrapped)`` when ``value`` is Python with a TorchRL import, else ``None``.
+
+    Indented code (a literal written inside a function) is parsed under ``if True:``;
+    ``wrapped`` says so, and the first line of ``code`` is that wrapper.
+    """
+    if "torchrl" not in value:
+        return None
+    for wrapped, code in ((False, value), (True, "if True:\n" + value)):
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        return (code, wrapped) if any(_imports_torchrl(n) for n in ast.walk(tree)) else None
+    return None
+
+
+def _escape(text: str, quote: str) -> str:
+    triple = len(quote) == 3
+    out = []
+    for ch in text:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == quote[0]:
+            out.append("\\" + ch)
+        elif ch in "\n\t" and triple:
+            out.append(ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _string_literal(segment: str, old: str, new: str) -> str | None:
+    """The literal for ``new`` written like ``segment`` (the source of ``old``), or ``None``
+    when ``segment`` is not one plain string literal (an implicit concatenation, bytes)."""
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(segment).readline)
+            if t.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if len(tokens) != 1 or tokens[0].type != tokenize.STRING:
+        return None
+    match = re.fullmatch(r"([rRuU]?)('''|\"\"\"|'|\")(.*)\2", segment, re.DOTALL)
+    if match is None:
+        return None
+    prefix, quote, body = match.groups()
+    candidates = []
+    if body == old:  # no escape sequences: write the new code the same way
+        candidates.append(f"{prefix}{quote}{new}{quote}")
+    if prefix.lower() != "r":
+        candidates.append(f"{prefix}{quote}{_escape(new, quote)}{quote}")
+    for candidate in candidates:
+        try:
+            if ast.literal_eval(candidate) == new:
+                return candidate
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+class _Rewriter:
+    """One file's rewrite: collects text edits and the report."""
+
+    def __init__(self, source: str, import_map: ImportMap, report: Report) -> None:
+        self.source = source
+        self.map = import_map
+        self.report = report
+        self.lines = source.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+        self.tree = ast.parse(source)
+        self.uses = _attribute_uses(self.tree)
+        self.edits: list[tuple[int, int, str]] = []
+        self.needs_helper = False
+
+    def offset(self, lineno: int, col: int) -> int:
+        """The character offset of an ast position (``col`` counts UTF-8 bytes)."""
+        line = self.lines[lineno - 1] if lineno - 1 < len(self.lines) else ""
+        return self.starts[lineno - 1] + len(line.encode()[:col].decode(errors="ignore"))
+
+    def replace(self, node: ast.AST, text: str) -> None:
+        start = self.offset(node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        self.edits.append((start, end, text))
+
+    def indent_of(self, node: ast.stmt) -> str:
+        prefix = self.lines[node.lineno - 1][: node.col_offset]
+        return prefix if prefix.isspace() or not prefix else " " * node.col_offset
+
+    def placeholder(self, indent: str, bound: str, torchrl_name: str) -> str:
+        self.needs_helper = True
+        return f'{indent}{bound} = {MISSING_HELPER_NAME}("{torchrl_name}")'
+
+    def module_binding(
+        self, torchrl_module: str, bound: str, indent: str, lineno: int
+    ) -> list[str] | None:
+        """Lines binding ``bound`` to what stands for ``torchrl_module`` here, or ``None``
+        (leave the import) when nothing can stand for it."""
+        resolved: dict[str, str | None] = {}  # attribute -> expression here
+        homes: set[str] = set()  # modules to import
+        single: set[str] = set()  # the one module holding every attribute, if any
+        for attr in sorted(self.uses.get(bound, ())):
+            sub = f"{torchrl_module}.{attr}"
+            if sub in self.map.modules:
+                here = self.map.modules[sub]
+                resolved[attr], single = here, {"<several>"}
+                homes.add(here)
+            elif attr in self.map.targets:
+                target = self.map.targets[attr]
+                resolved[attr] = f"{target.module}.{target.name}"
+                homes.add(target.module)
+                single.add(target.module if target.name == attr else "<several>")
+            else:
+                resolved[attr] = None
+                self.report.unknown.append((lineno, sub))
+        if not resolved:  # the module is not used as `name.attribute`: move it whole if known
+            here = self.map.modules.get(torchrl_module)
+            if here is not None:
+                return [f"{indent}import {here}" + ("" if here == bound else f" as {bound}")]
+            self.report.unknown.append((lineno, torchrl_module))
+            if not self.report.placeholders:
+                return None
+            return [self.placeholder(indent, bound, torchrl_module)]
+        if len(single) == 1 and None not in resolved.values():
+            (here,) = single
+            return [f"{indent}import {here}" + ("" if here == bound else f" as {bound}")]
+        lines = [f"{indent}import {module}" for module in sorted(homes)]
+        lines.append(f"{indent}from types import SimpleNamespace as _SimpleNamespace")
+        args = []
+        for attr, expr in resolved.items():
+            if expr is not None:
+                args.append(f"{attr}={expr}")
+            elif self.report.placeholders:
+                self.needs_helper = True
+                args.append(f'{attr}={MISSING_HELPER_NAME}("{torchrl_module}.{attr}")')
+        lines.append(_call_line(indent, f"{bound} = _SimpleNamespace", args))
+        return lines
+
+    def rewrite_import(self, node: ast.Import) -> None:
+        if not any(_is_torchrl(alias.name) for alias in node.names):
+            return
+        indent = self.indent_of(node)
+        kept: list[str] = []
+        new_lines: list[str] = []
+        for alias in node.names:
+            text = alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
+            if not _is_torchrl(alias.name):
+                kept.append(text)
+                continue
+            if alias.asname is None:
+                self.report.unhandled.append((node.lineno, f"import {alias.name}"))
+                kept.append(text)
+                continue
+            binding = self.module_binding(alias.name, alias.asname, indent, node.lineno)
+            if binding is None:
+                kept.append(text)
+            else:
+                new_lines.extend(binding)
+        if not new_lines:
+            return
+        if kept:
+            new_lines.insert(0, f"{indent}import {', '.join(kept)}")
+        self.replace(node, "\n".join(new_lines)[len(indent) :])
+        self.report.rewritten += 1
+
+    def rewrite_import_from(self, node: ast.ImportFrom) -> None:
+        module = node.module or "torchrl"
+        if any(alias.name == "*" for alias in node.names):
+            self.report.unhandled.append((node.lineno, f"from {module} import *"))
+            return
+        indent = self.indent_of(node)
+        grouped: dict[str, list[str]] = defaultdict(list)
+        kept: list[str] = []
+        extra: list[str] = []
+        for alias in node.names:
+            bound = alias.asname or alias.name
+            as_written = alias.name if alias.asname is None else f"{alias.name} as {bound}"
+            sub = f"{module}.{alias.name}"
+            target = self.map.targets.get(alias.name)
+            if target is None and sub in self.map.torchrl_modules:
+                binding = self.module_binding(sub, bound, indent, node.lineno)
+                if binding is None:
+                    kept.append(as_written)
+                else:
+                    extra.extend(binding)
+                continue
+            if target is None:
+                self.report.unknown.append((node.lineno, sub))
+                if self.report.placeholders:
+                    extra.append(self.placeholder(indent, bound, sub))
+                else:
+                    kept.append(as_written)
+                continue
+            grouped[target.module].append(
+                target.name if bound == target.name else f"{target.name} as {bound}"
+            )
+        if not grouped and not extra:
+            return
+        new_lines = [_import_line(indent, m, names) for m, names in sorted(grouped.items())]
+        if kept:
+            new_lines.append(_import_line(indent, module, kept))
+        new_lines += extra
+        # the first line's indentation stays in place (it is before col_offset)
+        self.replace(node, "\n".join(new_lines)[len(indent) :])
+        self.report.rewritten += 1
+
+    def rewrite_string(self, node: ast.Constant) -> None:
+        value = node.value
+        found = _code_in_string(value)
+        if found is None:
+            if _TORCHRL_IMPORT_LINE.search(value):
+                self.report.strings.append(
+                    (node.lineno, "a TorchRL import in a string that is not Python; not rewritten")
+                )
+            return
+        code, wrapped = found
+        inner = Report(self.report.path, placeholders=False)
+        new_code = _Rewriter(code, self.map, inner).run()
+        base = node.lineno - 1 - int(wrapped)  # an inner line number plus base: a file line
+        for line, name in inner.unknown:
+            self.report.strings.append(
+                (base + line, f"no rl-stack name for torchrl's {name} in a code string; left as is")
+            )
+        for line, text in inner.unhandled:
+            self.report.strings.append((base + line, f"`{text}` in a code string needs a person"))
+        self.report.strings += [(base + line, text) for line, text in inner.strings]
+        if new_code == code:
+            return
+        new_value = new_code.split("\n", 1)[1] if wrapped else new_code
+        segment = ast.get_source_segment(self.source, node) or ""
+        literal = _string_literal(segment, value, new_value)
+        if literal is None:
+            self.report.strings.append(
+                (
+                    node.lineno,
+                    "TorchRL imports in a string that is not one plain literal; "
+                    "not rewritten, needs a person",
+                )
+            )
+            return
+        self.replace(node, literal)
+        self.report.rewritten += inner.rewritten
+        self.report.strings.append(
+            (node.lineno, f"rewrote {inner.rewritten} TorchRL import(s) in a code string")
+        )
+
+    def rewrite_fstring(self, node: ast.JoinedStr) -> None:
+        text = "".join(
+            v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+        )
+        if _TORCHRL_IMPORT_LINE.search(text):
+            self.report.strings.append(
+                (node.lineno, "a TorchRL import in an f-string; not rewritten, needs a person")
+            )
+
+    def helper_edit(self) -> tuple[int, int, str]:
+        """Inserts the placeholder helper after the docstring and ``__future__`` imports."""
+        after = 0
+        for i, stmt in enumerate(self.tree.body):
+            docstring = (
+                i == 0
+                and isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            )
+            future = isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
+            if not (docstring or future):
+                break
+            after = stmt.end_lineno or stmt.lineno
+        at = self.starts[min(after, len(self.lines))]
+        text = ("\n" if after else "") + MISSING_HELPER + "\n\n"
+        if at == len(self.source) and self.source and not self.source.endswith("\n"):
+            text = "\n" + text
+        return (at, at, text)
+
+    def run(self) -> str:
+        in_fstring = {
+            id(part)
+            for node in ast.walk(self.tree)
+            if isinstance(node, ast.JoinedStr)
+            for part in ast.walk(node)
+            if part is not node
+        }
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                self.rewrite_import(node)
+            elif isinstance(node, ast.ImportFrom):
+                if not node.level and _is_torchrl(node.module):
+                    self.rewrite_import_from(node)
+            elif isinstance(node, ast.JoinedStr) and id(node) not in in_fstring:
+                self.rewrite_fstring(node)
+            elif (
+                isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and id(node) not in in_fstring
+            ):
+                self.rewrite_string(node)
+        if self.needs_helper and f"def {MISSING_HELPER_NAME}(" not in self.source:
+            self.edits.append(self.helper_edit())
+        out = self.source
+        for start, end, text in sorted(self.edits, key=lambda e: (e[0], e[1]), reverse=True):
+            out = out[:start] + text + out[end:]
+        return out
+
+
 def rewrite_source(
-    source: str, import_map: ImportMap, path: str = "<string>"
+    source: str, import_map: ImportMap, path: str = "<string>", *, placeholders: bool = True
 ) -> tuple[str, Report]:
     """``source`` with its TorchRL imports rewritten, and the report of what was done.
+
+    Args:
+        source: Python source code.
+        import_map: the map of TorchRL names.
+        path: the file name used in the report.
+        placeholders: bind TorchRL names the map does not know to a placeholder that raises
+            when used (``False``: leave them in a ``from torchrl... import`` line).
 
     Raises:
         SyntaxError: ``source`` is not valid Python (nothing is rewritten).
     """
-    tree = ast.parse(source)
-    lines = source.splitlines(keepends=True)
-    report = Report(path)
-    edits: list[tuple[ast.ImportFrom, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if _is_torchrl(alias.name):
-                    report.unhandled.append((node.lineno, f"import {alias.name}"))
-            continue
-        if not isinstance(node, ast.ImportFrom) or node.level or not _is_torchrl(node.module):
-            continue
-        prefix = lines[node.lineno - 1][: node.col_offset]
-        indent = prefix if prefix.isspace() or not prefix else " " * node.col_offset
-        grouped: dict[str, list[str]] = defaultdict(list)
-        kept: list[str] = []
-        for alias in node.names:
-            target = import_map.targets.get(alias.name)
-            if target is None:
-                report.unknown.append((node.lineno, f"{node.module}.{alias.name}"))
-                kept.append(
-                    alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
-                )
-                continue
-            bound = alias.asname or alias.name
-            grouped[target.module].append(
-                target.name if bound == target.name else f"{target.name} as {bound}"
-            )
-        if not grouped:
-            continue
-        new_lines = [
-            _import_line(indent, module, names) for module, names in sorted(grouped.items())
-        ]
-        if kept:
-            new_lines.append(_import_line(indent, node.module or "torchrl", kept))
-        # the first line's indentation stays in place (it is before col_offset)
-        edits.append((node, "\n".join(new_lines)[len(indent) :]))
-        report.rewritten += 1
-    for node, replacement in sorted(edits, key=lambda e: e[0].lineno, reverse=True):
-        first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-        head = lines[first][: node.col_offset]
-        tail = lines[last][node.end_col_offset :]  # a trailing comment, `; ...`, the newline
-        lines[first : last + 1] = [f"{head}{replacement}{tail}"]
-    return "".join(lines), report
+    report = Report(path, placeholders=placeholders)
+    return _Rewriter(source, import_map, report).run(), report
 
 
 PACKAGES = (
@@ -256,6 +620,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--update-migrating", action="store_true", help="write the table into MIGRATING.md"
     )
+    parser.add_argument(
+        "--keep-missing",
+        action="store_true",
+        help="leave TorchRL names with no counterpart in their `from torchrl` line "
+        "(default: bind each to a placeholder that raises when used)",
+    )
     parser.add_argument("--map", type=Path, default=MAP_PATH, help="the import map (TOML)")
     args = parser.parse_args(argv)
     import_map = ImportMap.load(args.map)
@@ -269,7 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     for file in iter_python_files(args.paths):
         source = file.read_text()
         try:
-            new, report = rewrite_source(source, import_map, str(file))
+            new, report = rewrite_source(
+                source, import_map, str(file), placeholders=not args.keep_missing
+            )
         except SyntaxError as err:
             print(
                 f"{file}: not valid Python ({err.msg}, line {err.lineno}); skipped", file=sys.stderr

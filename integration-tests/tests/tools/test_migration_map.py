@@ -39,6 +39,35 @@ def test_every_map_entry_imports_from_its_module(import_map):
         assert hasattr(importlib.import_module(module), name), (
             f"[new] {name}: {module} has no {name}"
         )
+    for torchrl_module, module in import_map.modules.items():
+        importlib.import_module(module)  # [modules]: each module here imports
+        assert torchrl_module.startswith("torchrl."), torchrl_module
+
+
+# TorchRL 0.14 has these five (docs.pytorch.org/rl/0.14: torchrl.envs.transforms.ActionScaling,
+# torchrl.envs.transforms.FlattenAction, torchrl.objectives.BCLoss,
+# torchrl.objectives.value.MultiAgentGAE, torchrl.trainers.EarlyStopping): they are moved
+# names, not [new] ones, so the codemod rewrites their imports.
+TORCHRL_014_NAMES = {
+    "ActionScaling": ("torchrl.envs.transforms", "rl_envs"),
+    "FlattenAction": ("torchrl.envs.transforms", "rl_envs"),
+    "BCLoss": ("torchrl.objectives", "rl_objectives"),
+    "MultiAgentGAE": ("torchrl.objectives.value", "rl_objectives"),
+    "EarlyStopping": ("torchrl.trainers", "rl_objectives.trainers"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCHRL_014_NAMES))
+def test_names_torchrl_014_has_are_moved_not_new(migrate, import_map, name):
+    torchrl_module, here = TORCHRL_014_NAMES[name]
+    assert name not in import_map.new, f"{name} is a TorchRL 0.14 name, not one new here"
+    target = import_map.targets[name]
+    assert (target.torchrl_module, target.module, target.name) == (torchrl_module, here, name)
+    out, report = migrate.rewrite_source(
+        f"from {torchrl_module} import {name}\n", import_map, "t.py"
+    )
+    assert out == f"from {here} import {name}\n"
+    assert not report.unknown
 
 
 def test_migrating_md_shows_the_map(import_map):
@@ -89,12 +118,12 @@ EXPECTED = textwrap.dedent(
 
 
 def test_codemod_rewrites_imports_and_reports_what_it_cannot(migrate, import_map):
-    out, report = migrate.rewrite_source(SAMPLE, import_map, "sample.py")
+    out, report = migrate.rewrite_source(SAMPLE, import_map, "sample.py", placeholders=False)
     assert out == EXPECTED
     assert report.rewritten == 4
     assert report.unknown == [(3, "torchrl.envs.SomethingElse")]
     assert report.unhandled == [(9, "import torchrl.envs")]
-    again, second = migrate.rewrite_source(out, import_map, "sample.py")
+    again, second = migrate.rewrite_source(out, import_map, "sample.py", placeholders=False)
     assert again == out  # idempotent
     assert second.rewritten == 0
 
@@ -103,11 +132,13 @@ def test_codemod_cli_check_and_rewrite(migrate, tmp_path, capsys):
     code = tmp_path / "pkg" / "train.py"
     code.parent.mkdir()
     code.write_text(SAMPLE)
-    assert migrate.main(["--check", str(tmp_path)]) == 1
+    assert migrate.main(["--check", "--keep-missing", str(tmp_path)]) == 1
     assert code.read_text() == SAMPLE
-    assert migrate.main([str(tmp_path)]) == 0
+    assert migrate.main(["--keep-missing", str(tmp_path)]) == 0
     assert code.read_text() == EXPECTED
-    assert migrate.main(["--check", str(tmp_path)]) == 0
+    assert migrate.main(["--check", "--keep-missing", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "train.py:3: no rl-stack name for torchrl's torchrl.envs.SomethingElse" in err
+    assert (
+        "train.py:3: no rl-stack name for torchrl's torchrl.envs.SomethingElse; left as is" in err
+    )
     assert "train.py:9: `import torchrl.envs` needs a person" in err
