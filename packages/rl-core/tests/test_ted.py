@@ -116,6 +116,85 @@ def test_step_mdp_on_lazy_stacks():
     assert "action" not in out.keys()
 
 
+def test_step_mdp_keeps_the_action_without_other_entries():
+    # TorchRL 0.14: keep_other=False drops the other root entries but, with
+    # exclude_action=False, still carries the action over.
+    td = _transition()
+    out = step_mdp(td, keep_other=False, exclude_action=False)
+    assert set(out.keys()) == {"action", "observation", "done", "terminated", "truncated"}
+    assert out["action"].data_ptr() == td["action"].data_ptr()
+    assert set(step_mdp(td, keep_other=False).keys()) == {
+        "observation",
+        "done",
+        "terminated",
+        "truncated",
+    }
+    nested = TensorDict(
+        agents=TensorDict(action=torch.ones(2, 1), rnn=torch.ones(2, 4), batch_size=[2]),
+        next=TensorDict(agents=TensorDict(obs=torch.ones(2, 3), batch_size=[2]), batch_size=[2]),
+        batch_size=[2],
+    )
+    out = step_mdp(nested, keep_other=False, exclude_action=False, action_keys=("agents", "action"))
+    assert set(out["agents"].keys()) == {"action", "obs"}
+
+
+def _agent(obs_dim, with_extra=False):
+    nxt = TensorDict(observation=torch.full((obs_dim,), 1.0), reward=torch.ones(1))
+    if with_extra:
+        nxt["extra"] = torch.zeros(2)
+    return TensorDict(
+        observation=torch.zeros(obs_dim),
+        action=torch.full((1,), float(obs_dim)),
+        hidden=torch.full((obs_dim + 1,), 7.0),
+        next=nxt,
+    )
+
+
+def test_step_mdp_keeps_a_lazy_stack_whose_members_differ_in_shape():
+    # Agents with observations of 3 and 5 floats: TorchRL keeps the lazy stack.
+    td = LazyStackedTensorDict.lazy_stack([_agent(3), _agent(5, with_extra=True)], 0)
+    out = step_mdp(td)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert out.batch_size == torch.Size([2])
+    first, second = out.tensordicts
+    assert set(first.keys()) == {"observation", "hidden"}
+    assert set(second.keys()) == {"observation", "hidden", "extra"}
+    assert first["observation"].tolist() == [1.0] * 3
+    assert second["observation"].tolist() == [1.0] * 5
+    assert second["hidden"].shape == (6,)
+    out = step_mdp(td, keep_other=False, exclude_action=False, exclude_reward=False)
+    assert [sorted(m.keys()) for m in out.tensordicts] == [
+        ["action", "observation", "reward"],
+        ["action", "extra", "observation", "reward"],
+    ]
+    assert [m["action"].item() for m in out.tensordicts] == [3.0, 5.0]
+    dest = LazyStackedTensorDict.lazy_stack([TensorDict(), TensorDict()], 0)
+    assert step_mdp(td, dest) is dest
+    assert dest.tensordicts[1]["observation"].shape == (5,)
+
+
+def test_step_mdp_keeps_a_nested_lazy_stack():
+    # A dense root whose "agents" group is a lazy stack of agents of different sizes.
+    def group(offset):
+        return LazyStackedTensorDict.lazy_stack(
+            [
+                TensorDict(observation=torch.full((3,), offset), rnn=torch.ones(2)),
+                TensorDict(observation=torch.full((5,), offset), rnn=torch.ones(2)),
+            ],
+            0,
+        )
+
+    td = TensorDict(agents=group(0.0), next=TensorDict(agents=group(1.0)))
+    td["next", "agents"] = LazyStackedTensorDict.lazy_stack(
+        [m.exclude("rnn") for m in td["next", "agents"].tensordicts], 0
+    )
+    out = step_mdp(td)
+    agents = out["agents"]
+    assert isinstance(agents, LazyStackedTensorDict)
+    assert [m["observation"].tolist() for m in agents.tensordicts] == [[1.0] * 3, [1.0] * 5]
+    assert all(set(m.keys()) == {"observation", "rnn"} for m in agents.tensordicts)
+
+
 def test_step_mdp_without_next_is_a_clear_error():
     with pytest.raises(KeyError, match=r"expected a TensorDict with a 'next' entry.*env.step"):
         step_mdp(TensorDict(observation=torch.zeros(2), batch_size=[2]))

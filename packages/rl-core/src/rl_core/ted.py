@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries
 from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
@@ -57,6 +57,13 @@ def _exclusion_trees(
     return _tree(root_dropped), _tree(dropped)
 
 
+@lru_cache(maxsize=64, typed=True)
+def _action_paths(action_keys: Any) -> tuple[tuple[str, ...], ...]:
+    """The action keys as paths, for ``keep_other=False, exclude_action=False``."""
+    keys = _as_key_tuple(action_keys, "action_keys")
+    return tuple((key,) if isinstance(key, str) else tuple(key) for key in keys)
+
+
 def _tree(keys: Iterable[NestedKey]) -> _Tree:
     tree: _Tree = {}
     for key in keys:
@@ -94,6 +101,8 @@ def _merge_level(
     root: TensorDictBase | None, nxt: TensorDictBase, root_drop: _Tree, next_drop: _Tree
 ) -> TensorDictBase:
     """One level of the output: entries of ``root`` not in ``nxt``, then entries of ``nxt``."""
+    if isinstance(nxt, LazyStackedTensorDict):
+        return _merge_lazy_stack(root, nxt, root_drop, next_drop)
     if type(nxt) is not TensorDict or (root is not None and type(root) is not TensorDict):
         return _merge_level_generic(root, nxt, root_drop, next_drop)
     out: dict[str, Any] = {}
@@ -120,6 +129,62 @@ def _merge_level(
             value = _merge_level(sub_root, value, sub_drop, rule or {})
         out[name] = value
     return build_tensordict(out, batch_size_of(nxt), device_of(nxt))
+
+
+def _merge_lazy_stack(
+    root: TensorDictBase | None, nxt: LazyStackedTensorDict, root_drop: _Tree, next_drop: _Tree
+) -> LazyStackedTensorDict:
+    """:func:`_merge_level` member by member, the result stacked lazily again.
+
+    Members may differ in shape (agents with different observation sizes) or in keys, so
+    they are never read as one dense tensor.
+    """
+    dim = nxt.stack_dim
+    members = nxt.tensordicts
+    roots: Sequence[TensorDictBase | None]
+    if root is None:
+        roots = [None] * len(members)
+    else:
+        roots = root.tensordicts if _same_stack(root, nxt) else root.unbind(dim)  # type: ignore[attr-defined]
+    merged = [_merge_level(r, m, root_drop, next_drop) for r, m in zip(roots, members)]
+    return LazyStackedTensorDict.lazy_stack(merged, dim)
+
+
+def _same_stack(a: TensorDictBase, b: LazyStackedTensorDict) -> bool:
+    return (
+        isinstance(a, LazyStackedTensorDict)
+        and a.stack_dim == b.stack_dim
+        and len(a.tensordicts) == len(b.tensordicts)
+    )
+
+
+def _update_into(dest: TensorDictBase, src: TensorDictBase) -> TensorDictBase:
+    """``dest.update(src)``, member by member where both are lazy stacks along one dim."""
+    if isinstance(src, LazyStackedTensorDict) and _same_stack(dest, src):
+        for d, s in zip(dest.tensordicts, src.tensordicts):  # type: ignore[attr-defined]
+            _update_into(d, s)
+        return dest
+    return dest.update(src)
+
+
+def _with_root_actions(
+    tensordict: TensorDictBase, out: TensorDictBase, paths: tuple[tuple[str, ...], ...]
+) -> TensorDictBase:
+    """Adds the root's action entries to ``out`` (``keep_other=False, exclude_action=False``)."""
+    if isinstance(out, LazyStackedTensorDict):
+        members = (
+            tensordict.tensordicts
+            if _same_stack(tensordict, out)
+            else tensordict.unbind(out.stack_dim)
+        )
+        for src, dest in zip(members, out.tensordicts):  # type: ignore[attr-defined]
+            _with_root_actions(src, dest, paths)
+        return out
+    for path in paths:
+        value = tensordict.get(path, None)
+        if value is not None and out.get(path, None) is None:  # "next" wins, as with keep_other
+            out.set(path, value)
+    return out
 
 
 def _merge_level_generic(
@@ -168,13 +233,16 @@ def step_mdp(
 
     The result holds every entry of ``tensordict["next"]`` and, with ``keep_other``, the root
     entries that ``"next"`` does not hold (a recurrent state, a step counter, …). Entries of a
-    nested group merge level by level. Tensors are shared, not copied. ``"_reset"`` entries
+    nested group merge level by level; a lazy stack (agents or sub-envs whose entries differ
+    in shape or keys) merges member by member and stays a lazy stack. Tensors are shared, not copied. ``"_reset"`` entries
     never carry over: they are one-step instructions to the env.
 
     Args:
         tensordict: a TED transition with a ``"next"`` sub-TensorDict.
         next_tensordict: if given, the result is written into it (in place) and returned.
         keep_other: keep root entries that ``"next"`` does not hold. Defaults to ``True``.
+            With ``keep_other=False`` the action keys still carry over unless
+            ``exclude_action`` (as in TorchRL).
         exclude_reward: drop the reward keys. Defaults to ``True``.
         exclude_done: drop the done keys. Defaults to ``False``.
         exclude_action: drop the action keys from the root. Defaults to ``True``.
@@ -235,8 +303,11 @@ def step_mdp(
             f"got {reward_keys!r}, {done_keys!r}, {action_keys!r}."
         ) from err
     out = _merge_level(tensordict if keep_other else None, nxt, root_drop, next_drop)
+    if not keep_other and not exclude_action:
+        # As TorchRL: without the other root entries, the action still carries over.
+        out = _with_root_actions(tensordict, out, _action_paths(_hashable(action_keys)))
     if next_tensordict is not None:
-        return next_tensordict.update(out)
+        return _update_into(next_tensordict, out)
     return out
 
 
