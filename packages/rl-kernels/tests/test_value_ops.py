@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -45,6 +47,52 @@ def test_kernels_are_registered_for_cpu(name):
 def test_value_kernel_matches_reference(device, name, dtype, done_prob, trajectory, op_args):
     data = trajectory(37, 9, dtype=dtype, done_prob=done_prob, seed=int(done_prob * 10))
     _check_against_reference(name, op_args(name, data), device)
+
+
+def _impala_vtrace(gamma, rho_bar, c_bar, lp, lm, v, nv, r, done, term):
+    """One sequence, plain floats: IMPALA's v_s (eq. 1) and advantage rho_s (r_s + gamma
+    v_{s+1} - V(x_s)), v_{s+1} replaced by the bootstrap value next_state_value[s] where the
+    episode or the data stops (TorchRL's choice at the last step)."""
+    steps = len(r)
+    ratio = [math.exp(a - b) for a, b in zip(lp, lm)]
+    rho = [min(rho_bar, x) for x in ratio]
+    c = [min(c_bar, x) for x in ratio]
+    delta = [rho[t] * (r[t] + gamma * (1 - term[t]) * nv[t] - v[t]) for t in range(steps)]
+    vs = []
+    for s in range(steps):
+        total, weight, t = 0.0, 1.0, s
+        while True:
+            total += weight * delta[t]
+            if done[t] or t == steps - 1:
+                break
+            weight *= gamma * c[t]
+            t += 1
+        vs.append(v[s] + total)
+    adv = []
+    for s in range(steps):
+        v_next = nv[s] if done[s] or s == steps - 1 else vs[s + 1]
+        adv.append(rho[s] * (r[s] + gamma * (1 - term[s]) * v_next - v[s]))
+    return adv, vs
+
+
+@pytest.mark.parametrize(("rho_bar", "c_bar"), [(1.0, 1.0), (1.6, 0.6), (0.7, 1.4)])
+def test_vtrace_kernel_matches_impala_with_independent_next_values(
+    device, rho_bar, c_bar, trajectory
+):
+    # next_state_value is drawn apart from state_value (issue 43: the advantage must read
+    # V(x_{s+1}) + correction, not next_state_value[s] + correction).
+    data = trajectory(30, 7, done_prob=0.2, seed=11)
+    assert (data["done"] & ~data["terminated"]).any()
+    assert data["terminated"].any()
+    keys = ("log_pi", "log_mu", "state_value", "next_state_value", "reward", "done", "terminated")
+    moved = [data[k].to(device) for k in keys]
+    adv, vs = torch.ops.rl_core.vtrace_advantage_estimate(0.95, rho_bar, c_bar, *moved)
+    for j in range(7):
+        want_adv, want_vs = _impala_vtrace(
+            0.95, rho_bar, c_bar, *(data[k][:, j].tolist() for k in keys)
+        )
+        torch.testing.assert_close(vs[:, j].cpu(), torch.tensor(want_vs, dtype=torch.float64))
+        torch.testing.assert_close(adv[:, j].cpu(), torch.tensor(want_adv, dtype=torch.float64))
 
 
 @pytest.mark.parametrize("name", VALUE_OPS)

@@ -43,7 +43,7 @@ def test_td_lambda_gradcheck(make_trajectory):
 
 
 def test_vtrace_gradcheck_with_fixed_importance_weights(make_trajectory):
-    traj = make_trajectory((2, 6, 1), seed=32, done_prob=0.3)
+    traj = make_trajectory((2, 6, 1), seed=32, done_prob=0.3, independent_next_value=True)
 
     def vtrace(value, next_value, reward):
         return vtrace_advantage_estimate(
@@ -84,7 +84,7 @@ def test_gae_gradients_match_autograd_through_the_reference_loop(make_trajectory
 
 
 def test_vtrace_gradients_match_the_loop_and_skip_the_log_probs(make_trajectory):
-    traj = make_trajectory((3, 10, 1), seed=34)
+    traj = make_trajectory((3, 10, 1), seed=34, independent_next_value=True)
     keys = ("log_pi", "log_mu", "state_value", "next_state_value", "reward")
     op_in, loop_in = _leaves(traj, keys), _leaves(traj, keys)
     flags = (traj["done"], traj["terminated"])

@@ -88,6 +88,47 @@ def naive_vtrace(gamma, rho_bar, c_bar, seq):
     return adv, vs
 
 
+def paper_vtrace(gamma, rho_bar, c_bar, seq):
+    """V-trace from IMPALA (Espeholt et al. 2018), for any ``next_state_value``.
+
+    Eq. (1): ``v_s = V(x_s) + sum_{t=s}^{end} gamma^(t-s) (prod_{i=s}^{t-1} c_i) delta_t V``
+    with ``delta_t V = rho_t (r_t + gamma V(x_{t+1}) - V(x_t))``, where ``V(x_{t+1})`` is the
+    value of the state landed in (``next_state_value[t]``, zero after a terminal step). The
+    policy-gradient advantage is ``rho_s (r_s + gamma v_{s+1} - V(x_s))`` (section 4.2), with
+    ``v_{s+1}`` the V-trace target of the next step of the same episode; where the episode or
+    the data stops there is no next target and the bootstrap value ``next_state_value[s]``
+    stands in, as in TorchRL's ``vtrace_advantage_estimate`` at the last step.
+    """
+    lp, lm, v, nv, r, d, term = (
+        seq[k]
+        for k in (
+            "log_pi",
+            "log_mu",
+            "state_value",
+            "next_state_value",
+            "reward",
+            "done",
+            "terminated",
+        )
+    )
+    steps = len(r)
+    ratio = [math.exp(a - b) for a, b in zip(lp, lm)]
+    rho = [min(rho_bar, x) for x in ratio]
+    c = [min(c_bar, x) for x in ratio]
+    delta = [rho[t] * (r[t] + gamma * (1 - term[t]) * nv[t] - v[t]) for t in range(steps)]
+    vs = []
+    for s in range(steps):
+        total = 0.0
+        for t in range(s, _segment_end(d, s) + 1):
+            total += gamma ** (t - s) * math.prod(c[s:t]) * delta[t]
+        vs.append(v[s] + total)
+    adv = []
+    for s in range(steps):
+        v_next = nv[s] if d[s] or s == steps - 1 else vs[s + 1]
+        adv.append(rho[s] * (r[s] + gamma * (1 - term[s]) * v_next - v[s]))
+    return adv, vs
+
+
 def _kernel_layout(traj):
     return {key: value.squeeze(-1).T.contiguous() for key, value in traj.items()}
 
@@ -136,6 +177,31 @@ def test_vtrace_matches_impala_formulas(make_trajectory, rho_bar, c_bar):
         want_adv, want_vs = naive_vtrace(0.95, rho_bar, c_bar, seq)
         np.testing.assert_allclose(vs[:, i].numpy(), want_vs, rtol=0, atol=1e-10)
         np.testing.assert_allclose(adv[:, i].numpy(), want_adv, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize(("rho_bar", "c_bar"), [(1.0, 1.0), (1.5, 0.7), (0.6, 1.3)])
+def test_vtrace_advantage_bootstraps_from_the_next_vtrace_target(make_trajectory, rho_bar, c_bar):
+    # next_state_value drawn apart from state_value: the advantage must read
+    # v_{s+1} = V(x_{s+1}) + correction, not next_state_value[s] + correction (issue 43).
+    traj = make_trajectory((6, 25, 1), seed=14, done_prob=0.25, independent_next_value=True)
+    data = _kernel_layout(traj)
+    assert data["done"].any()
+    assert (data["done"] & ~data["terminated"]).any()
+    keys = ("log_pi", "log_mu", "state_value", "next_state_value", "reward", "done", "terminated")
+    adv, vs = reference.vtrace_advantage_estimate(0.9, rho_bar, c_bar, *[data[k] for k in keys])
+    for i, seq in enumerate(_columns(data)):
+        want_adv, want_vs = paper_vtrace(0.9, rho_bar, c_bar, seq)
+        np.testing.assert_allclose(vs[:, i].numpy(), want_vs, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(adv[:, i].numpy(), want_adv, rtol=0, atol=1e-10)
+
+
+def test_vtrace_handles_no_steps():
+    empty = torch.zeros(0, 3, dtype=torch.float64)
+    flags = torch.zeros(0, 3, dtype=torch.bool)
+    adv, vs = reference.vtrace_advantage_estimate(
+        0.9, 1.0, 1.0, empty, empty, empty, empty, empty, flags, flags
+    )
+    assert adv.shape == vs.shape == (0, 3)
 
 
 def test_on_policy_vtrace_target_is_the_lambda_one_gae_target(make_trajectory):

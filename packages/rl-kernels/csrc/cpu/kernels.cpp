@@ -29,6 +29,13 @@ constexpr const char* kVtrace = "vtrace_advantage_estimate";
 // fast one.
 constexpr int64_t kBlock = 16;
 
+// V-trace's carry from step t + 1 to step t: the correction d[t + 1] and the target v[t + 1].
+template <typename acc_t>
+struct VtraceCarry {
+  acc_t correction;
+  acc_t target;
+};
+
 template <typename acc_t, typename Init, typename Step>
 void reverse_scan(int64_t steps, int64_t n, int64_t st, int64_t sn, Init init, Step step) {
   if (steps == 0) return;
@@ -163,22 +170,33 @@ std::tuple<at::Tensor, at::Tensor> vtrace_cpu(
     const bool* pt = term.const_data_ptr<bool>();
     scalar_t* pa = advantage.mutable_data_ptr<scalar_t>();
     scalar_t* py = target.mutable_data_ptr<scalar_t>();
-    // running is the correction d[t + 1] on entry and d[t] on exit.
-    reverse_scan<acc_t>(
-        r.size(0), r.size(1), r.stride(0), r.stride(1), [](int64_t) { return acc_t(0); },
-        [&](int64_t k, acc_t& running) {
+    // The carry holds, for step t + 1, the correction d[t + 1] and the target v[t + 1]; it
+    // starts as d[T] = 0 and the bootstrap value next_state_value[T - 1], so that the last
+    // step's advantage reads the bootstrap value (as an episode end does).
+    const int64_t steps = r.size(0);
+    const int64_t st = r.stride(0);
+    const int64_t sn = r.stride(1);
+    reverse_scan<VtraceCarry<acc_t>>(
+        steps, r.size(1), st, sn,
+        [&](int64_t j) {
+          return VtraceCarry<acc_t>{acc_t(0),
+                                    static_cast<acc_t>(pnv[(steps - 1) * st + j * sn])};
+        },
+        [&](int64_t k, VtraceCarry<acc_t>& carry) {
           const acc_t ratio = std::exp(static_cast<acc_t>(plp[k]) - static_cast<acc_t>(plm[k]));
           const acc_t rho = nan_min(ratio, rho_max);
           const acc_t c = nan_min(ratio, c_max);
-          const acc_t not_done = pd[k] ? acc_t(0) : acc_t(1);
+          const bool done_here = pd[k];
           const acc_t bootstrap = pt[k] ? acc_t(0) : g;
           const acc_t value = static_cast<acc_t>(pv[k]);
           const acc_t next = static_cast<acc_t>(pnv[k]);
           const acc_t rew = static_cast<acc_t>(pr[k]);
-          pa[k] = static_cast<scalar_t>(
-              rho * (rew + bootstrap * (next + running * not_done) - value));
-          running = rho * (rew + bootstrap * next - value) + g * c * not_done * running;
-          py[k] = static_cast<scalar_t>(value + running);
+          const acc_t next_target = done_here ? next : carry.target;
+          pa[k] = static_cast<scalar_t>(rho * (rew + bootstrap * next_target - value));
+          const acc_t trace = done_here ? acc_t(0) : g * c * carry.correction;
+          carry.correction = rho * (rew + bootstrap * next - value) + trace;
+          carry.target = value + carry.correction;
+          py[k] = static_cast<scalar_t>(carry.target);
         });
   });
   return {advantage, target};

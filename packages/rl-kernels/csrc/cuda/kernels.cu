@@ -80,20 +80,27 @@ __global__ void vtrace_kernel(int64_t steps, int64_t n, int64_t st, int64_t sn, 
   const acc_t g = static_cast<acc_t>(gamma);
   const acc_t rho_max = static_cast<acc_t>(rho_thresh);
   const acc_t c_max = static_cast<acc_t>(c_thresh);
-  acc_t run = 0;
+  if (steps == 0) return;
+  // correction is d[t + 1] and target v[t + 1] on entry to step t (the CPU kernel's carry):
+  // d[T] = 0 and the bootstrap value next_state_value[T - 1] before the last step.
+  acc_t correction = 0;
+  acc_t target = static_cast<acc_t>(nv[(steps - 1) * st + j * sn]);
   for (int64_t t = steps - 1; t >= 0; --t) {
     const int64_t k = t * st + j * sn;
     const acc_t ratio = exp(static_cast<acc_t>(lp[k]) - static_cast<acc_t>(lm[k]));
     const acc_t rho = nan_min(ratio, rho_max);
     const acc_t c = nan_min(ratio, c_max);
-    const acc_t not_done = d[k] ? acc_t(0) : acc_t(1);
+    const bool done_here = d[k];
     const acc_t bootstrap = term[k] ? acc_t(0) : g;
     const acc_t value = static_cast<acc_t>(v[k]);
     const acc_t next = static_cast<acc_t>(nv[k]);
     const acc_t rew = static_cast<acc_t>(r[k]);
-    adv[k] = static_cast<scalar_t>(rho * (rew + bootstrap * (next + run * not_done) - value));
-    run = rho * (rew + bootstrap * next - value) + g * c * not_done * run;
-    tgt[k] = static_cast<scalar_t>(value + run);
+    const acc_t next_target = done_here ? next : target;
+    adv[k] = static_cast<scalar_t>(rho * (rew + bootstrap * next_target - value));
+    const acc_t trace = done_here ? acc_t(0) : g * c * correction;
+    correction = rho * (rew + bootstrap * next - value) + trace;
+    target = value + correction;
+    tgt[k] = static_cast<scalar_t>(target);
   }
 }
 

@@ -50,9 +50,9 @@ def seq_vtrace(gamma, rho_bar, c_bar, lp, lm, v, nv, r, done, term):
     adv = []
     for t in range(T):
         rho = min(rho_bar, ratio[t])
-        # the next state's target: its value plus the next step's correction (inside an
-        # episode; equals vs[t + 1] when nv[t] == v[t + 1])
-        nxt = nv[t] if (done[t] or t == T - 1) else nv[t] + vs[t + 1] - v[t + 1]
+        # IMPALA's v_{s+1}: the next step's V-trace target inside an episode; the bootstrap
+        # value where the episode or the data stops
+        nxt = nv[t] if (done[t] or t == T - 1) else vs[t + 1]
         boot = 0.0 if term[t] else gamma * nxt
         adv.append(rho * (r[t] + boot - v[t]))
     return adv, vs

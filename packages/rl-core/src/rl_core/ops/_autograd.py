@@ -85,20 +85,29 @@ def vtrace_backward(
     not_done = (~done).to(log_pi.dtype)
     bootstrap = ctx.gamma * (~terminated).to(log_pi.dtype)
     decay = ctx.gamma * ratio.clamp(max=ctx.c_thresh) * not_done
-    # The correction d[t] feeds value_target[t] and, through the next-state target,
-    # advantage[t - 1].
+    # advantage[t] reads the next-state target: inside an episode v[t + 1] = state_value[t + 1]
+    # + d[t + 1], at an episode end and at the last step next_state_value[t].
+    to_next = grad_advantage * rho * bootstrap
+    inside = not_done.clone()
+    if inside.shape[0]:
+        inside[-1] = 0.0
+    via_next = (to_next * inside)[:-1]
+    # The correction d[t] feeds value_target[t] and, through v[t], advantage[t - 1].
     source = grad_target.clone()
-    source[1:] += (grad_advantage * rho * bootstrap * not_done)[:-1]
+    source[1:] += via_next
     grad_correction = _forward_scan(source, decay)
     grad_delta = rho * (grad_correction + grad_advantage)
+    grad_value = grad_target - grad_delta
+    grad_value[1:] += via_next
+    grad_next_value = bootstrap * rho * grad_correction + to_next * (1 - inside)
     return (
         None,
         None,
         None,
         None,
         None,
-        grad_target - grad_delta,
-        bootstrap * grad_delta,
+        grad_value,
+        grad_next_value,
         grad_delta,
         None,
         None,

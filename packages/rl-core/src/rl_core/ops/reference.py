@@ -145,9 +145,10 @@ def vtrace_advantage_estimate(
     ``c = min(c_thresh, ratio)`` and ``b = gamma * (1 - terminated)``:
     ``d[t] = rho[t] * (reward[t] + b[t] * next_state_value[t] - state_value[t])
     + gamma * c[t] * (1 - done[t]) * d[t + 1]`` with ``d[T] = 0``; the value target is
-    ``state_value + d``, and the policy-gradient advantage is
-    ``rho[t] * (reward[t] + b[t] * (next_state_value[t] + (1 - done[t]) * d[t + 1])
-    - state_value[t])``.
+    ``v = state_value + d``, and the policy-gradient advantage is
+    ``rho[t] * (reward[t] + b[t] * v_next[t] - state_value[t])`` where the next state's
+    target ``v_next[t]`` is ``v[t + 1] = state_value[t + 1] + d[t + 1]`` inside an episode
+    (IMPALA's ``v_{s+1}``) and ``next_state_value[t]`` at an episode end and at the last step.
 
     Args:
         gamma: discount factor.
@@ -175,10 +176,12 @@ def vtrace_advantage_estimate(
     for t in range(delta.shape[0] - 1, -1, -1):
         running = delta[t] + decay[t] * running
         correction[t] = running
-    next_correction = torch.cat([correction[1:], torch.zeros_like(correction[:1])]) * not_done
-    next_target = next_state_value + next_correction
+    value_target = state_value + correction
+    # v[t + 1] inside an episode; the bootstrap value where the data or the episode stops.
+    next_target = torch.cat([value_target[1:], next_state_value[-1:]])
+    next_target = torch.where(done, next_state_value, next_target)
     advantage = rho * (reward + bootstrap * next_target - state_value)
-    return advantage, state_value + correction
+    return advantage, value_target
 
 
 def _unique_leaves(name: str, index: Tensor, capacity: int) -> tuple[Tensor, Tensor]:

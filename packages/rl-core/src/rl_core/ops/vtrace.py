@@ -34,8 +34,11 @@ def vtrace_advantage_estimate(
       + gamma * c[t] * (1 - done[t]) * d[t + 1]``, zero after the last step;
     - value target: ``v = state_value + d``;
     - advantage: ``rho[t] * (reward[t] + b[t] * v_next[t] - state_value[t])`` where the
-      next-state target ``v_next[t] = next_state_value[t] + (1 - done[t]) * d[t + 1]`` equals
-      ``v[t + 1]`` inside an episode and the bootstrap value at its end.
+      next-state target ``v_next[t]`` is ``v[t + 1] = state_value[t + 1] + d[t + 1]`` inside
+      an episode (IMPALA's ``v_{s+1}``), and ``next_state_value[t]`` where ``done[t]`` and at
+      the last step (TorchRL's choice at the last step; at a truncation inside the data,
+      TorchRL takes ``v[t + 1]`` of the next episode, this takes the truncated episode's own
+      bootstrap value).
 
     ``terminated`` cuts bootstrapping, ``done`` cuts the trace (``terminated=None`` means
     ``terminated = done``). Gradients flow to the values and rewards; the importance weights
