@@ -230,3 +230,33 @@ def test_prefetch_none_or_zero_means_no_prefetching(prefetch):
     assert buffer.sample(4).shape == (4,)
     assert buffer.sample(3).shape == (3,)  # any batch size: nothing was sampled ahead
     assert buffer._prefetch is None
+
+
+@pytest.mark.parametrize("storage", [LazyTensorStorage, ListStorage])
+def test_getitem_reads_stored_items_with_the_transforms(storage):
+    # buffer[index] (int, slice, index tensor, key) as TorchRL's: the stored items, through
+    # collate_fn for a list storage, then the buffer's transforms; it used to be a TypeError
+    buffer = ReplayBuffer(storage=storage(10), transform=Scale(), batch_size=2)
+    if storage is ListStorage:
+        for i in range(6):
+            buffer.add(TensorDict({"x": torch.tensor(float(i)), "twice": torch.tensor(2.0 * i)}))
+    else:
+        buffer.extend(td(6))
+    # stored x is halved by the inverse on write; reads double it back
+    assert buffer[1:4]["x"].tolist() == [1.0, 2.0, 3.0]
+    assert buffer[1:4]["twice"].tolist() == [2.0, 4.0, 6.0]
+    assert buffer[torch.tensor([5, 0])]["x"].tolist() == [5.0, 0.0]
+    assert buffer[[2, -1]]["x"].tolist() == [2.0, 5.0]
+    assert float(buffer[-2]["x"]) == 4.0
+    assert buffer[:]["x"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    assert buffer["x"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(IndexError, match="out of range for 6 items"):
+        buffer[6]
+    assert buffer.writer.state_dict()["cursor"] == 6  # reading wrote nothing
+
+
+def test_getitem_of_a_plain_tensor_buffer():
+    buffer = ReplayBuffer(storage=LazyTensorStorage(10))
+    buffer.extend(torch.arange(5.0))
+    assert buffer[1:3].tolist() == [1.0, 2.0]
+    assert buffer[-1].item() == 4.0

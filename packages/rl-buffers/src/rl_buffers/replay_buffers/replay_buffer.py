@@ -146,6 +146,43 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return len(self._storage)
 
+    def __getitem__(self, index: Any) -> Any:
+        """Stored items by position, with the buffer's transforms applied (as ``sample``).
+
+        ``index`` is read as :meth:`Storage.__getitem__` reads it: an int (one item,
+        negative from the end), a slice, a list or tensor of ints, a boolean mask over the
+        stored items. A list of items (a ``ListStorage``'s) goes through ``collate_fn``.
+        A string or a tuple of strings reads that entry of every stored item
+        (``buffer["observation"]`` is ``buffer[:]["observation"]``). Nothing is sampled:
+        the sampler, the writer and the prefetched batches are left as they are.
+
+        Raises:
+            IndexError: a position is outside ``[-len, len)``.
+
+        Examples:
+            >>> import torch
+            >>> from rl_buffers import LazyTensorStorage, ReplayBuffer
+            >>> buffer = ReplayBuffer(storage=LazyTensorStorage(10))
+            >>> _ = buffer.extend(torch.arange(5.0))
+            >>> buffer[1:3].tolist(), buffer[-1].item(), buffer[torch.tensor([4, 0])].tolist()
+            ([1.0, 2.0], 4.0, [4.0, 0.0])
+        """
+        if isinstance(index, str) or (
+            isinstance(index, tuple) and index and all(isinstance(key, str) for key in index)
+        ):
+            return self[:][index]
+        if len(self._transforms) and isinstance(index, int) and not isinstance(index, bool):
+            # a batch of one: transforms may write in place, and a ListStorage would hand
+            # them the stored object itself
+            return self[[index]][0]
+        with self._lock:
+            data = self._storage[index]
+        if isinstance(data, list) and self._collate_fn is not None:
+            data = self._collate_fn(data)
+        if len(self._transforms):
+            data = self._transform(data)
+        return data
+
     # ---------------------------------------------------------------- writes
     def _before_write(self, data: Any) -> Any:
         if len(self._transforms) and self._transform.has_inverse:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,64 @@ class Storage:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- derived
-    def __getitem__(self, index: int | Tensor) -> Any:
-        return self.get(index)
+    def __getitem__(self, index: int | slice | Sequence[int] | Tensor) -> Any:
+        """Items by position among the stored ones, as a sequence is indexed.
+
+        An int gives one item (negative counts from the end); a slice, a list or a tensor of
+        ints, or a boolean mask of ``len(self)`` gives a batch, read as :meth:`get` reads
+        (positions are flat item numbers, ``[0, len)``). Slots not written yet are not
+        reachable: ``storage[0:5]`` of a storage holding 3 items gives 3.
+
+        Raises:
+            IndexError: a position is outside ``[-len, len)``.
+
+        Examples:
+            >>> import torch
+            >>> from rl_buffers import LazyTensorStorage
+            >>> storage = LazyTensorStorage(10)
+            >>> storage.set(torch.arange(4), torch.arange(4.0))
+            >>> storage[1:3].tolist(), storage[-1].item(), storage[[0, 2]].tolist()
+            ([1.0, 2.0], 3.0, [0.0, 2.0])
+        """
+        return self.get(self._positions(index))
+
+    def _positions(self, index: Any) -> int | Tensor:
+        """Flat item numbers in ``[0, len)`` of a user's index (see :meth:`__getitem__`)."""
+        n = len(self)
+        where = f"{type(self).__name__}[...]"
+        if isinstance(index, slice):
+            span = range(n)[index]  # (Python's slice rules; torch refuses negative steps)
+            return torch.arange(span.start, span.stop, span.step)
+        if isinstance(index, int) and not isinstance(index, bool):
+            if not -n <= index < n:
+                raise IndexError(f"{where}: index {index} is out of range for {n} items.")
+            return index + n if index < 0 else index
+        try:
+            positions = torch.as_tensor(index)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(
+                f"{where}: expected an int, a slice, a list or tensor of ints or a boolean "
+                f"mask, got {type(index).__name__}."
+            ) from error
+        if positions.dtype == torch.bool:
+            if positions.shape != (n,):
+                raise IndexError(
+                    f"{where}: a boolean mask needs shape ({n},) (one entry per item), got "
+                    f"{tuple(positions.shape)}."
+                )
+            return torch.arange(n)[positions.cpu()]
+        if positions.is_floating_point() or positions.is_complex():
+            raise TypeError(f"{where}: expected integer positions, got {positions.dtype}.")
+        positions = positions.to("cpu", torch.long)
+        if positions.numel():
+            low, high = (int(value) for value in torch.aminmax(positions))
+            if low < -n or high >= n:
+                raise IndexError(
+                    f"{where}: positions in [{low}, {high}] are out of range for {n} items "
+                    f"(expected [-{n}, {n}))."
+                )
+        positions = torch.where(positions < 0, positions + n, positions)
+        return int(positions) if positions.dim() == 0 else positions
 
     def __setitem__(self, index: int | slice | Tensor, data: Any) -> None:
         self.set(index, data)
