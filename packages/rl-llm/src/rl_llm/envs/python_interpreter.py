@@ -20,21 +20,29 @@ class PythonInterpreter(Transform):
     After each step, the code blocks of every dialog's last message are joined and run in a
     fresh subprocess; a ``tool`` message with its stdout and stderr (and a note when it was
     killed) is appended to the next prompt. What the sandbox enforces, kernel-side (see
-    ``rl_llm.envs._sandbox``): a wall-clock time limit (process group killed) and
-    ``RLIMIT_CPU``; an address-space limit (``RLIMIT_AS``) and a file-size limit; Landlock
-    file rules that allow reading only the interpreter's installation and the system library
-    directories and writing only a fresh temporary directory; no network through a new network
-    namespace (``unshare --net``, when permitted) and Landlock's TCP bind/connect rule. The
-    child runs ``python -I -S`` (standard library only).
+    ``rl_llm.envs._sandbox`` and the package README's threat model): signals reach only the
+    run's own processes (a PID namespace where user namespaces are allowed, and Landlock's
+    signal scope on Linux >= 6.12); no process the code started outlives :meth:`run`, which
+    returns within ``timeout`` plus about 1 s; a wall-clock time limit and ``RLIMIT_CPU``; an
+    address-space limit (``RLIMIT_AS``) and a file-size limit; output read with bounded memory
+    (at most ``4 * max_output_chars`` bytes kept per stream); Landlock file rules that allow
+    reading only the interpreter's installation and the system library directories and writing
+    only a fresh temporary directory; no network through a new network namespace
+    (``unshare --net``, when permitted) and Landlock's TCP bind/connect rule. The child runs
+    ``python -I -S`` (standard library only) with only ``PATH`` in its environment.
 
     Args:
         timeout: the wall-clock limit of one run, in seconds.
         memory_mb: the address-space limit of the child.
-        max_output_chars: stdout and stderr are each cut to this length.
+        max_output_chars: stdout is cut to its first, stderr to its last, this many
+            characters (a note in the message says so).
         max_workers: dialogs whose code runs at the same time.
 
     Raises:
-        RuntimeError: the kernel has no Landlock (file access could not be confined).
+        RuntimeError: the kernel has no Landlock (file access could not be confined), or
+            neither a PID namespace nor Landlock's signal scope is available (signals could
+            not be confined).
+        ValueError: ``timeout``, ``memory_mb`` or ``max_output_chars`` is not positive.
 
     Examples:
         >>> from tensordict import TensorDict
@@ -61,15 +69,15 @@ class PythonInterpreter(Transform):
         max_workers: int = 4,
     ) -> None:
         super().__init__()
-        if _sandbox.landlock_abi() < 1:
-            raise RuntimeError(
-                "PythonInterpreter: this kernel has no Landlock support, so file access could "
-                "not be confined; it needs Linux >= 5.13 with landlock enabled."
-            )
+        _sandbox.check_supported()
         if timeout <= 0 or memory_mb <= 0:
             raise ValueError(
                 f"PythonInterpreter: expected timeout > 0 and memory_mb > 0, got "
                 f"timeout={timeout}, memory_mb={memory_mb}."
+            )
+        if max_output_chars < 1:
+            raise ValueError(
+                f"PythonInterpreter: expected max_output_chars >= 1, got {max_output_chars}."
             )
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -83,13 +91,17 @@ class PythonInterpreter(Transform):
 
     def run(self, code: str) -> str:
         """Runs ``code`` in the sandbox; returns the tool message text."""
-        res = _sandbox.run_sandboxed(code, timeout=self.timeout, memory_mb=self.memory_mb)
         n = self.max_output_chars
+        res = _sandbox.run_sandboxed(
+            code, timeout=self.timeout, memory_mb=self.memory_mb, max_output_chars=n
+        )
         parts = []
         if res.stdout:
-            parts.append("stdout:\n" + res.stdout[:n])
+            cut = f"\n[stdout cut to {n} characters]" if res.stdout_cut else ""
+            parts.append("stdout:\n" + res.stdout + cut)
         if res.stderr:
-            parts.append("stderr:\n" + res.stderr[-n:])
+            cut = f"\n[stderr cut to its last {n} characters]" if res.stderr_cut else ""
+            parts.append("stderr:\n" + res.stderr + cut)
         if res.timed_out:
             parts.append(f"killed: time limit of {self.timeout} s reached")
         elif res.returncode:

@@ -1,0 +1,307 @@
+"""Adversarial tests of the Python tool's sandbox: signals, escaping children, output floods.
+
+Every process these tests start is killed by the test itself; the sandboxed code only ever
+sends a signal that could do harm (SIGKILL) to a process the test started, and its broadcast
+(``os.kill(-1, ...)``) uses SIGWINCH, whose default action is to be ignored, and only after the
+same test proved that the sandbox cannot reach the test's own process.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from rl_llm.envs import PythonInterpreter, _sandbox
+
+pytestmark = pytest.mark.skipif(
+    _sandbox.landlock_abi() < 1, reason="the kernel has no Landlock: the sandbox refuses to run"
+)
+
+# The ways this machine can confine signals: a PID namespace, Landlock's signal scope, or both.
+MODES = [
+    pytest.param(
+        True,
+        id="pid-namespace",
+        marks=pytest.mark.skipif(
+            not _sandbox.pidns_available(), reason="unshare --pid is not permitted here"
+        ),
+    ),
+    pytest.param(
+        False,
+        id="landlock-scope-only",
+        marks=pytest.mark.skipif(
+            not _sandbox.signal_scope_available(),
+            reason="Landlock ABI < 6 has no signal scope (or /proc lacks task children)",
+        ),
+    ),
+]
+
+
+@pytest.fixture
+def sleeper():
+    """A process started by the test, to be a target the sandbox must not reach."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], stdin=subprocess.DEVNULL
+    )
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def usr1_received():
+    """Records SIGUSR1s delivered to the test process (instead of their default: termination)."""
+    received = []
+    old = signal.signal(signal.SIGUSR1, lambda *_: received.append(True))
+    yield received
+    signal.signal(signal.SIGUSR1, old)
+
+
+@pytest.fixture
+def own_tmp(tmp_path, monkeypatch):
+    """Makes each sandbox's directory, hence its command line, name ``tmp_path``."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return str(tmp_path)
+
+
+def _processes_naming(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker`` (zombies have none)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path("/proc", entry, "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(entry))
+    return found
+
+
+_KILL_ATTEMPTS = """
+import os, signal
+for name, pid, sig in [("sleeper", {sleeper}, signal.SIGKILL), ("host", {host}, signal.SIGUSR1),
+                       ("host group", -{host_pgid}, signal.SIGUSR1)]:
+    try:
+        os.kill(pid, sig)
+        print(name, "signalled")
+    except OSError as exc:
+        print(name, type(exc).__name__)
+"""
+
+
+def test_interpreter_cannot_signal_the_host_or_its_processes(sleeper, usr1_received):
+    code = _KILL_ATTEMPTS.format(sleeper=sleeper.pid, host=os.getpid(), host_pgid=os.getpgid(0))
+    out = PythonInterpreter().run(code)
+    time.sleep(0.3)
+    assert sleeper.poll() is None, "the sandbox killed a process outside its own tree"
+    assert not usr1_received, "the sandbox signalled the host process"
+    assert "signalled" not in out
+    assert out.count("Error") == 3
+
+
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_each_layer_alone_blocks_signals(use_pidns, sleeper, usr1_received):
+    code = _KILL_ATTEMPTS.format(sleeper=sleeper.pid, host=os.getpid(), host_pgid=os.getpgid(0))
+    res = _sandbox.run_sandboxed(code, use_pidns=use_pidns, use_signal_scope=not use_pidns)
+    time.sleep(0.3)
+    assert sleeper.poll() is None
+    assert not usr1_received
+    assert "signalled" not in res.stdout, res.stdout
+    # In a PID namespace the host's pids do not exist; under Landlock's scope they are refused.
+    expected = "ProcessLookupError" if use_pidns else "PermissionError"
+    assert res.stdout.count(expected) == 3, res.stdout
+
+
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_broadcast_signal_stays_inside(use_pidns, sleeper):
+    # The sleeper's pid must be out of reach before anything is broadcast.
+    probe = _sandbox.run_sandboxed(
+        f"import os\nos.kill({sleeper.pid}, 0)",
+        use_pidns=use_pidns,
+        use_signal_scope=not use_pidns,
+    )
+    assert probe.returncode == 1
+    assert "ProcessLookupError" in probe.stderr or "PermissionError" in probe.stderr
+    received = []
+    old = signal.signal(signal.SIGWINCH, lambda *_: received.append(True))
+    watcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import signal, sys, time\n"
+            "signal.signal(signal.SIGWINCH, lambda *_: print('got', flush=True))\n"
+            "print('ready', flush=True)\ntime.sleep(10)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert watcher.stdout.readline() == "ready\n"
+        # SIGWINCH: ignored by default, so harmless even where it would arrive.
+        code = (
+            "import os, signal, time\n"
+            "got = []\nsignal.signal(signal.SIGWINCH, lambda *_: got.append(1))\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    signal.signal(signal.SIGWINCH, lambda *_: os._exit(7))\n"
+            "    time.sleep(5)\n"
+            "    os._exit(0)\n"
+            "time.sleep(0.2)\n"
+            "os.kill(-1, signal.SIGWINCH)\n"
+            "print('child exit', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))"
+        )
+        res = _sandbox.run_sandboxed(code, use_pidns=use_pidns, use_signal_scope=not use_pidns)
+        # Inside, the broadcast reached the sandbox's own child ...
+        assert "child exit 7" in res.stdout, (res.stdout, res.stderr)
+        time.sleep(0.3)
+        # ... and nothing outside: neither the test process nor the watcher.
+        assert not received
+        watcher.kill()
+        assert watcher.stdout.read() == ""
+    finally:
+        watcher.kill()
+        watcher.wait()
+        signal.signal(signal.SIGWINCH, old)
+
+
+_ESCAPE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep({sleep})  # the grandchild keeps stdout open
+    os._exit(0)
+print("parent done", flush=True)
+"""
+
+
+def test_interpreter_returns_while_an_escaped_child_holds_stdout(own_tmp):
+    tool = PythonInterpreter(timeout=2.0)
+    start = time.monotonic()
+    out = tool.run(_ESCAPE.format(sleep=8))
+    elapsed = time.monotonic() - start
+    leftover = _processes_naming(own_tmp)
+    for pid in leftover:  # only processes of this test's sandbox name its tmp_path
+        os.kill(pid, signal.SIGKILL)
+    assert elapsed < 2.0 + 1.5, f"run(timeout=2) took {elapsed:.1f} s"
+    assert leftover == []
+    assert out.startswith("stdout:\nparent done\n")
+
+
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_no_process_outlives_run(use_pidns, own_tmp):
+    # 2**7 = 128 processes, each child in a session of its own, all sleeping with stdout open; the
+    # first one also loops forever so that the time limit is what ends the run.
+    code = (
+        "import os, time\n"
+        "for _ in range(7):\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "print('x', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    start = time.monotonic()
+    res = _sandbox.run_sandboxed(
+        code, timeout=1.5, use_pidns=use_pidns, use_signal_scope=not use_pidns
+    )
+    elapsed = time.monotonic() - start
+    leftover = _processes_naming(own_tmp)
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    assert leftover == []
+    assert res.timed_out
+    assert elapsed < 1.5 + 1.5, f"run took {elapsed:.1f} s"
+    assert res.stdout.count("x") == 128
+
+
+def test_output_is_capped_while_reading():
+    # 128 MiB printed in 1 MiB writes; the host keeps only the cap.
+    code = "import sys\nchunk = 'y' * 2**20\nfor _ in range(128):\n    sys.stdout.write(chunk)\n"
+    tool = PythonInterpreter(timeout=20.0, max_output_chars=1000)
+    tracemalloc.start()
+    try:
+        out = tool.run(code + "sys.stdout.flush()\nsys.stderr.write('z' * 2**24)\n")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 2**20, f"the host buffered {peak / 2**20:.0f} MiB"
+    stdout, stderr = out.split("\nstderr:\n")
+    assert stdout == "stdout:\n" + "y" * 1000 + "\n[stdout cut to 1000 characters]"
+    assert stderr == "z" * 1000 + "\n[stderr cut to its last 1000 characters]"
+
+
+def test_capped_output_keeps_whole_characters():
+    res = _sandbox.run_sandboxed("print('é' * 100)", max_output_chars=5)
+    assert (res.stdout, res.stdout_cut) == ("é" * 5, True)
+    res = _sandbox.run_sandboxed("import sys\nsys.stderr.write('€' * 100)", max_output_chars=3)
+    assert (res.stderr, res.stderr_cut) == ("€" * 3, True)
+    res = _sandbox.run_sandboxed("print('€' * 3, end='')", max_output_chars=3)
+    assert (res.stdout, res.stdout_cut) == ("€" * 3, False)
+
+
+def test_refuses_to_run_without_signal_confinement():
+    with pytest.raises(RuntimeError, match="could not be confined to its own processes"):
+        _sandbox.run_sandboxed("print(1)", use_pidns=False, use_signal_scope=False)
+
+
+def test_cannot_run_other_programs():
+    code = (
+        "import subprocess\n"
+        "for argv in (['/bin/sh', '-c', 'echo shell'], ['/usr/bin/id']):\n"
+        "    try:\n"
+        "        print(subprocess.run(argv, capture_output=True, text=True).stdout)\n"
+        "    except OSError as exc:\n"
+        "        print(argv[0], type(exc).__name__)\n"
+    )
+    res = _sandbox.run_sandboxed(code)
+    assert res.stdout == "/bin/sh PermissionError\n/usr/bin/id PermissionError\n", res.stderr
+
+
+def test_sees_none_of_the_host_environment(monkeypatch):
+    monkeypatch.setenv("RL_LLM_TEST_SECRET", "hunter2")
+    res = _sandbox.run_sandboxed("import os\nprint(' '.join(sorted(os.environ)))")
+    # LC_CTYPE is the interpreter's own C-locale coercion (PEP 538), not the host's.
+    assert set(res.stdout.split()) <= {"PATH", "PYTHONIOENCODING", "LC_CTYPE"}, res.stdout
+
+
+@pytest.mark.parametrize("use_netns", [True, False])
+def test_cannot_reach_an_abstract_unix_socket_of_the_host(use_netns):
+    if not use_netns and _sandbox.landlock_abi() < 6:
+        pytest.skip("Landlock ABI < 6 has no abstract-socket scope: only the namespace blocks it")
+    if use_netns and not _sandbox.netns_available():
+        pytest.skip("unshare --net is not permitted here")
+    name = f"\0rl_llm_test_{os.getpid()}_{use_netns}"
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(name)
+    server.listen()
+    server.settimeout(0.5)
+    code = f"import socket\nsocket.socket(socket.AF_UNIX).connect({name!r})\nprint('in')"
+    try:
+        res = _sandbox.run_sandboxed(code, use_netns=use_netns)
+        assert res.returncode == 1
+        assert ("ConnectionRefusedError" if use_netns else "PermissionError") in res.stderr
+        with pytest.raises(TimeoutError):
+            server.accept()
+    finally:
+        server.close()
+
+
+def test_limits_are_set_in_every_process():
+    code = (
+        "import os, resource\n"
+        "if os.fork() == 0:\n"
+        "    print(resource.getrlimit(resource.RLIMIT_CPU), resource.getrlimit(resource.RLIMIT_AS), flush=True)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    res = _sandbox.run_sandboxed(code, timeout=3.0, memory_mb=200)
+    assert res.stdout == f"(4, 5) ({200 * 2**20}, {200 * 2**20})\n"
