@@ -205,3 +205,13 @@ def test_errors():
         TypeError, match=r"expected a bool action mask at .mask., got torch\.float32"
     ):
         module(td)
+
+
+def test_explicit_none_keys_mean_the_defaults():
+    # TorchRL: action_value_key=None and in_keys=None stand for the defaults.
+    actor = QValueActor(nn.Linear(4, 3), in_keys=None, spec=Categorical(3), action_value_key=None)
+    td = actor(TensorDict(observation=torch.randn(5, 4), batch_size=[5]))
+    assert td["action"].shape == (5,)
+    torch.testing.assert_close(td["action"], td["action_value"].argmax(-1))
+    module = QValueModule(OneHot(3), action_value_key=None)
+    assert module.in_keys == ["action_value"]

@@ -135,3 +135,55 @@ def test_torch_stack_refuses_what_is_not_a_spec():
         torch.stack([Composite(), Unbounded()])
     with pytest.raises(TypeError):  # other torch functions are not defined on specs
         torch.cat([Unbounded(shape=(3,))] * 2)
+
+
+def test_explicit_dtype_none_means_the_default():
+    from rl_core.specs import Binary, MultiCategorical, MultiOneHot
+
+    # Float specs: torch's default dtype, as TorchRL; the others: their documented default.
+    assert Bounded(-1.0, 1.0, shape=(2,), dtype=None).dtype == torch.float32
+    assert Unbounded(shape=(2,), dtype=None).dtype == torch.float32
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert Bounded(-1.0, 1.0, dtype=None).dtype == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    assert Categorical(3, dtype=None).dtype == torch.int64
+    assert OneHot(3, dtype=None).dtype == torch.bool
+    assert MultiCategorical([2, 3], dtype=None).dtype == torch.int64
+    assert MultiOneHot([2, 3], dtype=None).dtype == torch.bool
+    assert Binary(3, dtype=None).dtype == torch.int8
+
+
+def test_to_a_dtype_casts_as_tensor_to_does():
+    spec = Bounded(-1.0, 2.0, shape=(3,))
+    cast = spec.to(torch.float64)
+    assert cast.dtype == torch.float64
+    assert cast.low.dtype == cast.high.dtype == torch.float64
+    assert cast.low.tolist() == [-1.0] * 3
+    assert cast.rand().dtype == torch.float64
+    assert cast.is_in(torch.zeros(3, dtype=torch.float64))
+    assert not cast.is_in(torch.zeros(3))
+    assert spec.dtype == torch.float32  # the original is unchanged
+    assert spec.to(torch.float32) is spec
+    assert spec.to(torch.int64).rand().dtype == torch.int64
+    assert Unbounded(shape=(2,)).to(torch.float16).zero().dtype == torch.float16
+    assert OneHot(3).to(torch.int64).rand().sum().item() == 1
+    assert Categorical(4).to(torch.int32).rand().dtype == torch.int32
+    comp = Composite(obs=Unbounded(shape=(3,)), nested=Composite(x=Bounded(0.0, 1.0)))
+    comp = comp.to(torch.float64)
+    assert comp["obs"].dtype == comp["nested", "x"].dtype == torch.float64
+    stacked = torch.stack([Bounded(-1.0, 1.0, shape=(3,)), Bounded(0.0, 2.0, shape=(3,))])
+    assert stacked.to(torch.float64).rand().dtype == torch.float64
+
+
+def test_to_a_dtype_the_spec_cannot_hold_is_refused():
+    with pytest.raises(TypeError, match=r"Categorical.to: expected an integer dtype.*float32"):
+        Categorical(3).to(torch.float32)
+    with pytest.raises(TypeError, match=r"Bounded.to: dtype torch.bool is not supported"):
+        Bounded(0.0, 1.0).to(torch.bool)
+    with pytest.raises(ValueError, match=r"Bounded.to: low is infinite"):
+        Bounded(float("-inf"), 0.0).to(torch.int64)
+    with pytest.raises(TypeError, match=r"Composite.to: entry 'action'"):
+        Composite(action=Categorical(3)).to(torch.float64)

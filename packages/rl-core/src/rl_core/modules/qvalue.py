@@ -82,7 +82,8 @@ class QValueModule(TensorDictModuleBase):
 
     Keyword Args:
         spec: the action spec, when ``action_space`` is a string or ``None``.
-        action_value_key: where the Q-values are read. Defaults to ``"action_value"``.
+        action_value_key: where the Q-values are read. Defaults to ``"action_value"`` (also
+            for ``None``).
         out_keys: ``[action, action_value, chosen_action_value]`` keys. Defaults to
             ``["action", "action_value", "chosen_action_value"]``.
         action_mask_key: where the action mask is read, or ``None`` for no mask.
@@ -114,13 +115,15 @@ class QValueModule(TensorDictModuleBase):
         action_space: str | TensorSpec | None = None,
         *,
         spec: TensorSpec | None = None,
-        action_value_key: NestedKey = ACTION_VALUE,
+        action_value_key: NestedKey | None = ACTION_VALUE,
         out_keys: Sequence[NestedKey] | None = None,
         action_mask_key: NestedKey | None = None,
         safe: bool = False,
     ) -> None:
         super().__init__()
         where = "QValueModule"
+        if action_value_key is None:  # an explicit None asks for the default, as in TorchRL
+            action_value_key = ACTION_VALUE
         if isinstance(action_space, TensorSpec):
             if spec is not None:
                 raise ValueError(f"{where}: pass the spec once, as action_space or as spec=.")
@@ -268,13 +271,14 @@ class QValueActor(TensorDictSequential):
     Args:
         module: the network mapping ``in_keys`` to Q-values ``[*B, n]``, or a TensorDict module
             that writes ``action_value_key`` itself.
-        in_keys: keys the network reads. Defaults to ``("observation",)``. Ignored for a
-            TensorDict module.
+        in_keys: keys the network reads. Defaults to ``("observation",)`` (also for ``None``).
+            Ignored for a TensorDict module.
         spec: the action spec (``OneHot``, ``Categorical`` or a Composite holding one).
 
     Keyword Args:
         action_space: ``"one_hot"`` or ``"categorical"`` when no spec is given.
-        action_value_key: where the Q-values go. Defaults to ``"action_value"``.
+        action_value_key: where the Q-values go. Defaults to ``"action_value"`` (also for
+            ``None``).
         action_mask_key: where the action mask is read, or ``None``.
         safe: whether to project the action into the spec. Defaults to ``False``.
 
@@ -295,14 +299,17 @@ class QValueActor(TensorDictSequential):
     def __init__(
         self,
         module: nn.Module,
-        in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
+        in_keys: NestedKey | Sequence[NestedKey] | None = (OBSERVATION,),
         spec: TensorSpec | None = None,
         *,
         action_space: str | None = None,
-        action_value_key: NestedKey = ACTION_VALUE,
+        action_value_key: NestedKey | None = ACTION_VALUE,
         action_mask_key: NestedKey | None = None,
         safe: bool = False,
     ) -> None:
+        # An explicit None asks for the default, as in TorchRL.
+        action_value_key = ACTION_VALUE if action_value_key is None else action_value_key
+        in_keys = (OBSERVATION,) if in_keys is None else in_keys
         if isinstance(module, TensorDictModuleBase):
             if action_value_key not in module.out_keys:
                 raise ValueError(

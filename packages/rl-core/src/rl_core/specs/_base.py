@@ -76,8 +76,14 @@ def _as_device(device: DeviceLike, where: str) -> torch.device | None:
     )
 
 
-def _as_dtype(dtype: Any, where: str) -> torch.dtype:
-    """Validates a dtype argument (a ``torch.dtype`` or its name, e.g. ``"float32"``)."""
+def _as_dtype(dtype: Any, where: str, default: torch.dtype | None = None) -> torch.dtype:
+    """Validates a dtype argument (a ``torch.dtype`` or its name, e.g. ``"float32"``).
+
+    ``None`` means ``default`` where one is given (an explicit ``dtype=None`` asks for the
+    default, as in TorchRL).
+    """
+    if dtype is None and default is not None:
+        return default
     if isinstance(dtype, torch.dtype):
         return dtype
     if isinstance(dtype, str):
@@ -334,8 +340,8 @@ class TensorSpec(ABC):
         """Converts a value of the spec to numpy."""
 
     @abstractmethod
-    def to(self, device: DeviceLike) -> TensorSpec:
-        """Returns the spec on ``device``."""
+    def to(self, dest: DeviceLike | torch.dtype) -> TensorSpec:
+        """Returns the spec on the device ``dest``, or with the dtype ``dest`` (a cast)."""
 
     def cpu(self) -> TensorSpec:
         """Returns the spec on the CPU."""

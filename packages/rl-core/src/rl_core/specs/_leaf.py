@@ -266,19 +266,38 @@ class _LeafSpec(TensorSpec):
 
     # -- device and copies ------------------------------------------------------------------
 
-    def to(self, device: DeviceLike) -> Self:
-        """Returns the spec on ``device`` (``self`` if it is already there).
+    def to(self, dest: DeviceLike | torch.dtype) -> Self:
+        """Returns the spec on a device, or cast to a dtype (``self`` if nothing changes).
 
         Args:
-            device: the target device.
+            dest: the target device, or a ``torch.dtype`` to cast the values (and bounds)
+                to, as ``Tensor.to`` does.
 
         Returns:
-            A spec whose values and bounds live on ``device``.
+            A spec whose values and bounds live on ``dest``, or have the dtype ``dest``.
+
+        Raises:
+            TypeError: the spec cannot hold values of the dtype (e.g. a float Categorical).
+            ValueError: a bound cannot be represented in the dtype.
         """
+        if isinstance(dest, torch.dtype):
+            if dest == self._dtype:
+                return self
+            where = f"{type(self).__name__}.to"
+            self._check_dtype(dest, where)
+            return self._replace(_dtype=dest, **self._cast_params(dest, where))
+        device = dest
         dev = _as_device(device, f"{type(self).__name__}.to")
         if dev == self.device:
             return self
         return self._replace(device=dev, **self._map_params(lambda p: p.to(dev)))
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        """Raises TypeError if values of the spec cannot have ``dtype``."""
+
+    def _cast_params(self, dtype: torch.dtype, where: str) -> dict[str, Any]:
+        """The params that hold values of the spec (bounds), cast to ``dtype``."""
+        return {}
 
     def clone(self) -> Self:
         """Returns a copy of the spec that shares no tensor with it."""

@@ -188,9 +188,11 @@ class _StackBase(TensorSpec):
 
     # -- device, copies and shape -----------------------------------------------------------
 
-    def to(self, device: DeviceLike) -> Self:
-        """Moves every member to ``device``."""
-        dev = _as_device(device, f"{type(self).__name__}.to")
+    def to(self, dest: DeviceLike | torch.dtype) -> Self:
+        """Moves every member to the device ``dest``, or casts them to the dtype ``dest``."""
+        if isinstance(dest, torch.dtype):
+            return self._rebuild([s.to(dest) for s in self._members], self.dim)
+        dev = _as_device(dest, f"{type(self).__name__}.to")
         return self._rebuild([s.to(dev) for s in self._members], self.dim)
 
     def clone(self) -> Self:

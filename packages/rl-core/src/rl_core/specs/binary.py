@@ -22,7 +22,8 @@ class Binary(_LeafSpec):
         n: the number of entries; defaults to ``shape[-1]``.
         shape: the full shape of a value; ``shape[-1]`` must be ``n``. Defaults to ``(n,)``.
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
-        dtype: the dtype (bool, integer or floating). Defaults to ``torch.int8``.
+        dtype: the dtype (bool, integer or floating). Defaults to ``torch.int8`` (also for
+            ``None``).
 
     Raises:
         TypeError: bad ``n`` or ``dtype``.
@@ -48,7 +49,7 @@ class Binary(_LeafSpec):
         n: int | None = None,
         shape: ShapeLike | None = None,
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.int8,
+        dtype: torch.dtype | str | None = torch.int8,
     ) -> None:
         if n is None and shape is None:
             raise ValueError("Binary: expected n or shape, got neither. Pass e.g. Binary(4).")
@@ -64,11 +65,15 @@ class Binary(_LeafSpec):
                 f"Binary: expected shape[-1] == n == {n}, got shape={_fmt_shape(size)}. Use "
                 f"shape=(*batch, {n})."
             )
-        dtype = _as_dtype(dtype, "Binary")
+        dtype = _as_dtype(dtype, "Binary", default=torch.int8)
         if dtype.is_complex:
             raise TypeError(f"Binary: expected a bool, integer or floating dtype, got {dtype}.")
         super().__init__(size, _as_device(device, "Binary"), dtype)
         self.n = n
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        if dtype.is_complex:
+            raise TypeError(f"{where}: expected a bool, integer or floating dtype, got {dtype}.")
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
         """Samples each entry as a fair coin.

@@ -17,9 +17,10 @@ from rl_core.specs._base import (
 from rl_core.specs._leaf import _fmt_values, _LeafSpec
 
 
-def _bound(value: Any, name: str, dtype: torch.dtype, device: torch.device | None) -> torch.Tensor:
+def _bound(
+    value: Any, name: str, dtype: torch.dtype, device: torch.device | None, where: str = "Bounded"
+) -> torch.Tensor:
     """Converts ``low`` or ``high`` to a tensor of ``dtype``, checking it is representable."""
-    where = "Bounded"
     try:
         t = torch.as_tensor(value, device=device)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -52,6 +53,14 @@ def _bound(value: Any, name: str, dtype: torch.dtype, device: torch.device | Non
     return t.to(dtype).clone()
 
 
+def _check_bounded_dtype(dtype: torch.dtype, where: str) -> None:
+    if dtype is torch.bool or dtype.is_complex:
+        raise TypeError(
+            f"{where}: dtype {dtype} is not supported. Use Binary or Categorical for "
+            f"booleans, or a real dtype such as torch.float32."
+        )
+
+
 class Bounded(_LeafSpec):
     """Values inside an elementwise box ``[low, high]`` (both ends included).
 
@@ -67,7 +76,7 @@ class Bounded(_LeafSpec):
             shape of ``low`` and ``high``.
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
         dtype: the dtype of the values (not bool: use ``Binary`` or ``Categorical``).
-            Defaults to ``torch.float32``.
+            Defaults to ``torch.float32``; ``None`` means torch's default dtype (as TorchRL).
 
     Attributes:
         low: the lower bound, a tensor of shape ``shape`` and dtype ``dtype``.
@@ -101,14 +110,10 @@ class Bounded(_LeafSpec):
         high: Any,
         shape: ShapeLike | None = None,
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.float32,
+        dtype: torch.dtype | str | None = torch.float32,
     ) -> None:
-        dtype = _as_dtype(dtype, "Bounded")
-        if dtype is torch.bool or dtype.is_complex:
-            raise TypeError(
-                f"Bounded: dtype {dtype} is not supported. Use Binary or Categorical for "
-                f"booleans, or a real dtype such as torch.float32."
-            )
+        dtype = _as_dtype(dtype, "Bounded", default=torch.get_default_dtype())
+        _check_bounded_dtype(dtype, "Bounded")
         device = _as_device(device, "Bounded")
         low_t = _bound(low, "low", dtype, device)
         high_t = _bound(high, "high", dtype, device)
@@ -145,6 +150,16 @@ class Bounded(_LeafSpec):
         self.low = low_t
         self.high = high_t
         self._refresh()
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        _check_bounded_dtype(dtype, where)
+
+    def _cast_params(self, dtype: torch.dtype, where: str) -> dict[str, Any]:
+        # Same checks as the constructor: an integer dtype needs finite, integral bounds.
+        return {
+            "low": _bound(self.low, "low", dtype, self.device, where),
+            "high": _bound(self.high, "high", dtype, self.device, where),
+        }
 
     def _refresh(self) -> None:
         low, high = self.low, self.high

@@ -18,6 +18,23 @@ from rl_core.specs._discrete import (
 from rl_core.specs._leaf import _fmt_values, _LeafSpec
 
 
+def _check_categorical_dtype(n: int, dtype: torch.dtype, where: str) -> None:
+    """Indices of ``n`` choices: an integer dtype that holds ``n - 1``, or bool for 2."""
+    if dtype is torch.bool:
+        # Binary choices stored as flags: the done/terminated/truncated specs.
+        if n > 2:
+            raise TypeError(
+                f"{where}: dtype torch.bool holds 2 choices, got n={n}. Use an integer "
+                f"dtype such as torch.int64."
+            )
+        return
+    _check_index_dtype(dtype, where)
+    if n - 1 > torch.iinfo(dtype).max:
+        raise ValueError(
+            f"{where}: n={n} does not fit dtype {dtype} (max {torch.iinfo(dtype).max})."
+        )
+
+
 class Categorical(_LeafSpec):
     """Integer indices in ``[0, n)``: one discrete choice per element.
 
@@ -28,7 +45,7 @@ class Categorical(_LeafSpec):
         n: the number of choices.
         shape: the full shape of a value. Defaults to ``()`` (one choice).
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
-        dtype: an integer dtype. Defaults to ``torch.int64``.
+        dtype: an integer dtype. Defaults to ``torch.int64`` (also for ``None``).
 
     Keyword Args:
         mask: a bool tensor broadcastable to ``(*shape, n)``, True for the valid choices, or
@@ -66,30 +83,21 @@ class Categorical(_LeafSpec):
         n: int,
         shape: ShapeLike = (),
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.int64,
+        dtype: torch.dtype | str | None = torch.int64,
         *,
         mask: torch.Tensor | None = None,
     ) -> None:
         n = _check_int(n, "Categorical")
-        dtype = _as_dtype(dtype, "Categorical")
-        if dtype is torch.bool:
-            # Binary choices stored as flags: the done/terminated/truncated specs.
-            if n > 2:
-                raise TypeError(
-                    f"Categorical: dtype torch.bool holds 2 choices, got n={n}. Use an integer "
-                    f"dtype such as torch.int64."
-                )
-        else:
-            _check_index_dtype(dtype, "Categorical")
-        if dtype is not torch.bool and n - 1 > torch.iinfo(dtype).max:
-            raise ValueError(
-                f"Categorical: n={n} does not fit dtype {dtype} (max {torch.iinfo(dtype).max})."
-            )
+        dtype = _as_dtype(dtype, "Categorical", default=torch.int64)
+        _check_categorical_dtype(n, dtype, "Categorical")
         size = _as_size(shape, "Categorical")
         device = _as_device(device, "Categorical")
         super().__init__(size, device, dtype)
         self.n = n
         self.mask = _check_mask(mask, torch.Size((*size, n)), device, "Categorical")
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        _check_categorical_dtype(self.n, dtype, where)
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets the action mask in place.

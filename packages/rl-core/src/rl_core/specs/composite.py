@@ -269,8 +269,23 @@ class Composite(_SpecTree):
             out._specs[k] = None if spec is None else fn(spec)
         return out
 
-    def to(self, device: DeviceLike) -> Composite:
-        """A Composite on ``device`` with every entry moved there (``self`` if already)."""
+    def to(self, dest: DeviceLike | torch.dtype) -> Composite:
+        """A Composite on the device ``dest`` with every entry moved there (``self`` if
+        already), or with every tensor entry cast to the dtype ``dest``.
+
+        Raises:
+            TypeError: an entry cannot hold the dtype (e.g. a Categorical cast to a float
+                dtype); the message names the key.
+        """
+        if isinstance(dest, torch.dtype):
+            out = self._new(None, _MISSING)
+            for k, spec in self._specs.items():
+                try:
+                    out._specs[k] = None if spec is None else spec.to(dest)
+                except (TypeError, ValueError) as err:
+                    raise type(err)(f"Composite.to: entry {k!r}: {err}") from None
+            return out
+        device = dest
         dev = _as_device(device, "Composite.to")
         if dev == self.device and dev is not None:
             return self

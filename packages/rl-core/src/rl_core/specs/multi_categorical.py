@@ -18,6 +18,12 @@ from rl_core.specs._discrete import (
 from rl_core.specs._leaf import _fmt_values, _LeafSpec
 
 
+def _check_multi_dtype(nvec: torch.Tensor, dtype: torch.dtype, where: str) -> None:
+    _check_index_dtype(dtype, where)
+    if int(nvec.max()) - 1 > torch.iinfo(dtype).max:
+        raise ValueError(f"{where}: nvec={nvec.tolist()} does not fit dtype {dtype}.")
+
+
 class MultiCategorical(_LeafSpec):
     """Several independent choices along the last dim: entry ``i`` is an index in ``[0, nvec[i])``.
 
@@ -29,7 +35,7 @@ class MultiCategorical(_LeafSpec):
         shape: the full shape of a value; ``shape[-1]`` must be ``len(nvec)``. Defaults to
             ``(len(nvec),)``.
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
-        dtype: an integer dtype. Defaults to ``torch.int64``.
+        dtype: an integer dtype. Defaults to ``torch.int64`` (also for ``None``).
 
     Keyword Args:
         mask: a bool tensor broadcastable to ``(*shape[:-1], sum(nvec))`` (the masks of the
@@ -66,7 +72,7 @@ class MultiCategorical(_LeafSpec):
         nvec: Any,
         shape: ShapeLike | None = None,
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.int64,
+        dtype: torch.dtype | str | None = torch.int64,
         *,
         mask: torch.Tensor | None = None,
     ) -> None:
@@ -78,12 +84,8 @@ class MultiCategorical(_LeafSpec):
                 f"MultiCategorical: expected shape[-1] == len(nvec) == {k}, got "
                 f"shape={_fmt_shape(size)}. Use shape=(*batch, {k})."
             )
-        dtype = _as_dtype(dtype, "MultiCategorical")
-        _check_index_dtype(dtype, "MultiCategorical")
-        if int(nvec_t.max()) - 1 > torch.iinfo(dtype).max:
-            raise ValueError(
-                f"MultiCategorical: nvec={nvec_t.tolist()} does not fit dtype {dtype}."
-            )
+        dtype = _as_dtype(dtype, "MultiCategorical", default=torch.int64)
+        _check_multi_dtype(nvec_t, dtype, "MultiCategorical")
         device = _as_device(device, "MultiCategorical")
         super().__init__(size, device, dtype)
         self.nvec = nvec_t

@@ -33,7 +33,7 @@ class MultiOneHot(_LeafSpec):
             ``(sum(nvec),)``.
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
         dtype: the dtype of the vectors (bool, integer or floating). Defaults to
-            ``torch.bool``.
+            ``torch.bool`` (also for ``None``).
 
     Keyword Args:
         mask: a bool tensor broadcastable to ``shape``, True for valid choices, or ``None``.
@@ -69,7 +69,7 @@ class MultiOneHot(_LeafSpec):
         nvec: Any,
         shape: ShapeLike | None = None,
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.bool,
+        dtype: torch.dtype | str | None = torch.bool,
         *,
         mask: torch.Tensor | None = None,
     ) -> None:
@@ -81,7 +81,7 @@ class MultiOneHot(_LeafSpec):
                 f"MultiOneHot: expected shape[-1] == sum(nvec) == {total}, got "
                 f"shape={_fmt_shape(size)}. Use shape=(*batch, {total})."
             )
-        dtype = _as_dtype(dtype, "MultiOneHot")
+        dtype = _as_dtype(dtype, "MultiOneHot", default=torch.bool)
         if dtype.is_complex:
             raise TypeError(
                 f"MultiOneHot: expected a bool, integer or floating dtype, got {dtype}."
@@ -91,6 +91,10 @@ class MultiOneHot(_LeafSpec):
         self.nvec = nvec_t
         self._refresh()
         self.mask = _check_mask(mask, size, device, "MultiOneHot", nvec_t)
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        if dtype.is_complex:
+            raise TypeError(f"{where}: expected a bool, integer or floating dtype, got {dtype}.")
 
     def _refresh(self) -> None:
         self._nvec = tuple(self.nvec.tolist())

@@ -30,7 +30,7 @@ class OneHot(_LeafSpec):
         shape: the full shape of a value; ``shape[-1]`` must be ``n``. Defaults to ``(n,)``.
         device: the device of the values, or ``None`` for none pinned. Defaults to ``None``.
         dtype: the dtype of the vectors (bool, integer or floating). Defaults to
-            ``torch.bool``.
+            ``torch.bool`` (also for ``None``).
 
     Keyword Args:
         mask: a bool tensor broadcastable to ``shape``, True for the valid choices, or
@@ -66,7 +66,7 @@ class OneHot(_LeafSpec):
         n: int,
         shape: ShapeLike | None = None,
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.bool,
+        dtype: torch.dtype | str | None = torch.bool,
         *,
         mask: torch.Tensor | None = None,
     ) -> None:
@@ -77,7 +77,7 @@ class OneHot(_LeafSpec):
                 f"OneHot: expected shape[-1] == n == {n}, got shape={_fmt_shape(size)}. Use "
                 f"shape=(*batch, {n})."
             )
-        dtype = _as_dtype(dtype, "OneHot")
+        dtype = _as_dtype(dtype, "OneHot", default=torch.bool)
         if dtype.is_complex:
             raise TypeError(f"OneHot: expected a bool, integer or floating dtype, got {dtype}.")
         device = _as_device(device, "OneHot")
@@ -85,6 +85,10 @@ class OneHot(_LeafSpec):
         self.n = n
         self.mask = _check_mask(mask, size, device, "OneHot")
         self._refresh()
+
+    def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
+        if dtype.is_complex:
+            raise TypeError(f"{where}: expected a bool, integer or floating dtype, got {dtype}.")
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
         """Sets the action mask in place.

@@ -21,7 +21,8 @@ class Unbounded(_LeafSpec):
         shape: the full shape of a value, batch dims included. Defaults to ``()``.
         device: the device of the values, or ``None`` for none pinned (see
             :class:`TensorSpec`). Defaults to ``None``.
-        dtype: the dtype of the values. Defaults to ``torch.float32``.
+        dtype: the dtype of the values. Defaults to ``torch.float32``; ``None`` means
+            torch's default dtype (as TorchRL).
 
     Raises:
         TypeError: ``shape``, ``device`` or ``dtype`` has the wrong type.
@@ -43,12 +44,12 @@ class Unbounded(_LeafSpec):
         self,
         shape: ShapeLike = (),
         device: DeviceLike = None,
-        dtype: torch.dtype | str = torch.float32,
+        dtype: torch.dtype | str | None = torch.float32,
     ) -> None:
         super().__init__(
             _as_size(shape, "Unbounded"),
             _as_device(device, "Unbounded"),
-            _as_dtype(dtype, "Unbounded"),
+            _as_dtype(dtype, "Unbounded", default=torch.get_default_dtype()),
         )
 
     @property
