@@ -7,9 +7,10 @@ Run from the repository root::
 For each shape ``[B, T]`` (inputs ``[B, T, 1]``, time at dim -2, 1% episode ends, half of
 them truncations) it prints the best-of-``--repeat`` time of: the plain loop (what a user
 writes by hand), ``rl_objectives.value.functional.generalized_advantage_estimate`` (the
-``rl_core`` op; without rl-kernels its reference kernel runs), and the loop-free
-``vec_generalized_advantage_estimate``; and the ratios to the loop (< 1 is faster). The
-results are checked equal to the loop's first.
+``rl_core`` op; without rl-kernels its reference kernel runs), and TorchRL's fast-path name
+``vec_generalized_advantage_estimate`` (the same op since issue 43; it was an O(T^2) matrix
+product, 22x slower than the loop on ``[64, 1000]``); and the ratios to the loop (< 1 is
+faster). The results are checked equal to the loop's first.
 """
 
 from __future__ import annotations

@@ -135,3 +135,128 @@ def test_looped_rejects_bad_input():
     v, nv, r, done, term = make((5, 1), 0)
     with pytest.raises(ValueError, match="gamma"):
         F.generalized_advantage_estimate(1.5, 0.5, v, nv, r, done, term, time_dim=0)
+
+
+# --- issue 43: the vec_* functions are TorchRL's fast path: same op, any T -----------------
+
+
+@pytest.mark.parametrize(("shape", "time_dim"), SHAPES)
+def test_vec_gae_runs_the_looped_op_bit_for_bit(shape, time_dim):
+    # Same op as generalized_advantage_estimate: identical bits (the former O(T^2) matrix
+    # product rounded differently and was 22x slower than a plain loop on [64, 1000]).
+    v, nv, r, done, term = make(shape, time_dim, seed=6)
+    vec = F.vec_generalized_advantage_estimate(0.97, 0.9, v, nv, r, done, term, time_dim=time_dim)
+    looped = F.generalized_advantage_estimate(0.97, 0.9, v, nv, r, done, term, time_dim=time_dim)
+    for a, b in zip(vec, looped):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda v, nv, r, d: F.vec_generalized_advantage_estimate(0.9, 0.8, v, nv, r, d)[0],
+        lambda v, nv, r, d: F.vec_td_lambda_return_estimate(0.9, 0.8, nv, r, d),
+        lambda v, nv, r, d: F.vec_td_lambda_advantage_estimate(0.9, 0.8, v, nv, r, d),
+        lambda v, nv, r, d: F.vec_td1_return_estimate(0.9, nv, r, d),
+        lambda v, nv, r, d: F.vec_td1_advantage_estimate(0.9, v, nv, r, d),
+    ],
+    ids=["gae", "td_lambda_return", "td_lambda_advantage", "td1_return", "td1_advantage"],
+)
+@pytest.mark.parametrize("shape", [(4, 0, 1), (0, 5, 1), (0, 1)])
+def test_vec_functions_accept_no_steps(fn, shape):
+    v = torch.zeros(shape)
+    out = fn(v, v, v, torch.zeros(shape, dtype=torch.bool))
+    assert out.shape == shape
+
+
+@pytest.mark.parametrize(("shape", "time_dim"), SHAPES)
+@pytest.mark.parametrize("lmbda", [0.0, 0.6, 1.0])
+def test_vec_td_lambda_advantage_matches_reference_loop(shape, time_dim, lmbda):
+    v, nv, r, done, term = make(shape, time_dim, seed=7)
+    adv = F.vec_td_lambda_advantage_estimate(0.95, lmbda, v, nv, r, done, term, time_dim=time_dim)
+    (ref,) = apply_per_sequence(
+        functools.partial(seq_td_lambda, 0.95, lmbda), time_dim, nv, r, done, term
+    )
+    torch.testing.assert_close(adv.double(), ref - v.double(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("shape", "time_dim"), SHAPES)
+def test_vec_td1_advantage_matches_reference_loop(shape, time_dim):
+    v, nv, r, done, term = make(shape, time_dim, seed=8)
+    adv = F.vec_td1_advantage_estimate(0.9, v, nv, r, done, term, time_dim=time_dim)
+    (ref,) = apply_per_sequence(
+        functools.partial(seq_td_lambda, 0.9, 1.0), time_dim, nv, r, done, term
+    )
+    torch.testing.assert_close(adv.double(), ref - v.double(), atol=1e-5, rtol=1e-5)
+
+
+def test_vec_advantages_reject_mismatched_state_value():
+    v, nv, r, done, term = make((6, 1), 0)
+    with pytest.raises(
+        ValueError,
+        match=r"vec_td_lambda_advantage_estimate: expected next_state_value of shape \(4, 1\)",
+    ):
+        F.vec_td_lambda_advantage_estimate(0.9, 0.5, v[:4], nv, r, done, term, time_dim=0)
+    with pytest.raises(TypeError, match=r"vec_td1_return_estimate: expected gamma to be a float"):
+        F.vec_td1_return_estimate(torch.full((6, 1), 0.9), nv, r, done, time_dim=0)
+
+
+@pytest.mark.parametrize("rolling_gamma", [None, True])
+def test_rolling_gamma_none_or_true_leaves_the_returns_unchanged(rolling_gamma):
+    v, nv, r, done, term = make((3, 10, 1), 1, seed=9)
+    (ref,) = apply_per_sequence(functools.partial(seq_td_lambda, 0.9, 0.7), 1, nv, r, done, term)
+    (ref1,) = apply_per_sequence(functools.partial(seq_td_lambda, 0.9, 1.0), 1, nv, r, done, term)
+    outs = {
+        "td_lambda": F.td_lambda_return_estimate(0.9, 0.7, nv, r, done, term, rolling_gamma),
+        "vec_td_lambda": F.vec_td_lambda_return_estimate(
+            0.9, 0.7, nv, r, done, term, rolling_gamma
+        ),
+        "td_lambda_adv": F.td_lambda_advantage_estimate(
+            0.9, 0.7, v, nv, r, done, term, rolling_gamma
+        )
+        + v,
+        "vec_td_lambda_adv": F.vec_td_lambda_advantage_estimate(
+            0.9, 0.7, v, nv, r, done, term, rolling_gamma
+        )
+        + v,
+    }
+    outs1 = {
+        "td1": F.td1_return_estimate(0.9, nv, r, done, term, rolling_gamma),
+        "vec_td1": F.vec_td1_return_estimate(0.9, nv, r, done, term, rolling_gamma),
+        "td1_adv": F.td1_advantage_estimate(0.9, v, nv, r, done, term, rolling_gamma) + v,
+        "vec_td1_adv": F.vec_td1_advantage_estimate(0.9, v, nv, r, done, term, rolling_gamma) + v,
+    }
+    for out in outs.values():
+        torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=1e-5)
+    for out in outs1.values():
+        torch.testing.assert_close(out.double(), ref1, atol=1e-5, rtol=1e-5)
+
+
+def test_rolling_gamma_false_with_a_scalar_gamma_follows_torchrl():
+    # TorchRL 0.14: the looped TD(1)/TD(lambda) raise RuntimeError, the vec_* ones take the
+    # scalar fast path and return the usual returns.
+    v, nv, r, done, term = make((2, 8, 1), 1, seed=10)
+    for call, name in [
+        (lambda: F.td1_return_estimate(0.9, nv, r, done, term, False), "td1_return_estimate"),
+        (
+            lambda: F.td1_advantage_estimate(0.9, v, nv, r, done, term, False),
+            "td1_advantage_estimate",
+        ),
+        (
+            lambda: F.td_lambda_return_estimate(0.9, 0.5, nv, r, done, term, False),
+            "td_lambda_return_estimate",
+        ),
+        (
+            lambda: F.td_lambda_advantage_estimate(0.9, 0.5, v, nv, r, done, term, False),
+            "td_lambda_advantage_estimate",
+        ),
+    ]:
+        with pytest.raises(RuntimeError, match=rf"{name}: rolling_gamma=False is meant for"):
+            call()
+    (ref,) = apply_per_sequence(functools.partial(seq_td_lambda, 0.9, 0.5), 1, nv, r, done, term)
+    out = F.vec_td_lambda_return_estimate(0.9, 0.5, nv, r, done, term, False)
+    torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=1e-5)
+    with pytest.raises(
+        TypeError, match="expected rolling_gamma to be None, True or False, got str"
+    ):
+        F.vec_td1_return_estimate(0.9, nv, r, done, term, "yes")

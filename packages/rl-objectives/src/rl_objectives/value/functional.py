@@ -12,8 +12,12 @@ bool ``done``/``terminated`` flags of the same shape:
 A truncated step (``done`` without ``terminated``) therefore bootstraps from
 ``next_state_value`` and cuts the trace there. GAE, TD(lambda), TD(1) and V-trace run the
 ``rl_core.ops`` ops, so a compiled kernel registered by ``rl-kernels`` runs them with no code
-change. The ``vec_*`` variants compute the same quantities without a loop over time (see
-:mod:`rl_objectives.value._vectorized`).
+change. The ``vec_*`` variants are TorchRL's names for its fast paths; here they run the same
+ops as their looped twins (see :mod:`rl_objectives.value._vectorized`).
+
+``rolling_gamma`` (TD(1) and TD(lambda), as in TorchRL 0.14) says how a per-step gamma
+tensor is read. gamma is a scalar here; the looped functions refuse ``rolling_gamma=False``
+with a scalar gamma as TorchRL's do, the ``vec_*`` ones accept and ignore it as TorchRL's do.
 
 Examples:
     >>> import torch
@@ -32,8 +36,11 @@ from torch import Tensor
 
 import rl_core.ops as _ops
 from rl_objectives.value._vectorized import (
+    check_rolling_gamma,
     vec_generalized_advantage_estimate,
+    vec_td1_advantage_estimate,
     vec_td1_return_estimate,
+    vec_td_lambda_advantage_estimate,
     vec_td_lambda_return_estimate,
 )
 
@@ -48,8 +55,21 @@ __all__ = [
     "vtrace_advantage_estimate",
     "vec_generalized_advantage_estimate",
     "vec_td_lambda_return_estimate",
+    "vec_td_lambda_advantage_estimate",
     "vec_td1_return_estimate",
+    "vec_td1_advantage_estimate",
 ]
+
+
+def _looped_rolling_gamma(where: str, rolling_gamma: bool | None) -> None:
+    """TorchRL's looped TD(1)/TD(lambda) refuse ``rolling_gamma=False`` for a scalar gamma."""
+    check_rolling_gamma(where, rolling_gamma)
+    if rolling_gamma is False:
+        raise RuntimeError(
+            f"{where}: rolling_gamma=False is meant for per-step gamma tensors, and gamma is a "
+            f"scalar here (both readings give the same returns). Leave rolling_gamma as None "
+            f"or True."
+        )
 
 
 def td0_return_estimate(
@@ -106,6 +126,7 @@ def td1_return_estimate(
     reward: Tensor,
     done: Tensor,
     terminated: Tensor | None = None,
+    rolling_gamma: bool | None = None,
     *,
     time_dim: int = -2,
 ) -> Tensor:
@@ -121,12 +142,17 @@ def td1_return_estimate(
         reward: ``[*B, T, F]`` rewards.
         done: ``[*B, T, F]`` bool episode ends.
         terminated: ``[*B, T, F]`` bool terminal ends; defaults to ``done``.
+        rolling_gamma: TorchRL's switch for per-step gamma tensors; None or True (gamma is
+            a scalar here).
 
     Keyword Args:
         time_dim: the time dimension. Defaults to -2.
 
     Returns:
         The value target, shaped like ``reward``.
+
+    Raises:
+        RuntimeError: ``rolling_gamma=False`` (as TorchRL with a scalar gamma).
 
     Examples:
         >>> import torch
@@ -135,6 +161,7 @@ def td1_return_estimate(
         >>> td1_return_estimate(0.5, torch.zeros(3, 1), torch.ones(3, 1), done).flatten()
         tensor([1.7500, 1.5000, 1.0000])
     """
+    _looped_rolling_gamma("td1_return_estimate", rolling_gamma)
     return _ops.td_lambda_return_estimate(
         gamma, 1.0, next_state_value, reward, done, terminated, time_dim=time_dim
     )
@@ -147,6 +174,7 @@ def td1_advantage_estimate(
     reward: Tensor,
     done: Tensor,
     terminated: Tensor | None = None,
+    rolling_gamma: bool | None = None,
     *,
     time_dim: int = -2,
 ) -> Tensor:
@@ -159,6 +187,7 @@ def td1_advantage_estimate(
         >>> td1_advantage_estimate(1.0, torch.ones(2, 1), torch.zeros(2, 1), torch.ones(2, 1), done).flatten()
         tensor([1., 0.])
     """
+    _looped_rolling_gamma("td1_advantage_estimate", rolling_gamma)
     target = td1_return_estimate(
         gamma, next_state_value, reward, done, terminated, time_dim=time_dim
     )
@@ -172,6 +201,7 @@ def td_lambda_return_estimate(
     reward: Tensor,
     done: Tensor,
     terminated: Tensor | None = None,
+    rolling_gamma: bool | None = None,
     *,
     time_dim: int = -2,
 ) -> Tensor:
@@ -188,12 +218,17 @@ def td_lambda_return_estimate(
         reward: ``[*B, T, F]`` rewards.
         done: ``[*B, T, F]`` bool episode ends.
         terminated: ``[*B, T, F]`` bool terminal ends; defaults to ``done``.
+        rolling_gamma: TorchRL's switch for per-step gamma tensors; None or True (gamma is
+            a scalar here).
 
     Keyword Args:
         time_dim: the time dimension. Defaults to -2.
 
     Returns:
         The value target, shaped like ``reward``.
+
+    Raises:
+        RuntimeError: ``rolling_gamma=False`` (as TorchRL with a scalar gamma).
 
     Examples:
         >>> import torch
@@ -202,6 +237,7 @@ def td_lambda_return_estimate(
         >>> td_lambda_return_estimate(0.5, 0.0, torch.full((2, 1), 2.0), torch.ones(2, 1), done).flatten()
         tensor([2., 2.])
     """
+    _looped_rolling_gamma("td_lambda_return_estimate", rolling_gamma)
     return _ops.td_lambda_return_estimate(
         gamma, lmbda, next_state_value, reward, done, terminated, time_dim=time_dim
     )
@@ -215,6 +251,7 @@ def td_lambda_advantage_estimate(
     reward: Tensor,
     done: Tensor,
     terminated: Tensor | None = None,
+    rolling_gamma: bool | None = None,
     *,
     time_dim: int = -2,
 ) -> Tensor:
@@ -228,6 +265,7 @@ def td_lambda_advantage_estimate(
         >>> td_lambda_advantage_estimate(0.5, 0.5, v, v, torch.ones(2, 1), done).flatten()
         tensor([0.6250, 0.5000])
     """
+    _looped_rolling_gamma("td_lambda_advantage_estimate", rolling_gamma)
     target = td_lambda_return_estimate(
         gamma, lmbda, next_state_value, reward, done, terminated, time_dim=time_dim
     )

@@ -23,8 +23,8 @@ class GAE(ValueEstimatorBase):
 
     Keyword Args:
         average_gae: standardise the advantage over the batch. Defaults to ``False``.
-        vectorized: use the loop-free variant. Defaults to ``False`` (the ``rl_core`` op,
-            which a compiled kernel accelerates).
+        vectorized: call the ``vec_`` function (TorchRL's switch); both run the same
+            ``rl_core`` op, which a compiled kernel accelerates. Defaults to ``False``.
         **kwargs: ``differentiable``, ``skip_existing``, ``shifted``, ``time_dim``: see
             :class:`~rl_objectives.value.base.ValueEstimatorBase`.
 

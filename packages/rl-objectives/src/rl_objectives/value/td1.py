@@ -18,7 +18,7 @@ class TD1Estimator(ValueEstimatorBase):
 
     Truncated ends and the last step bootstrap from ``V(next)``; terminal ends do not.
     Args and keyword args: see :class:`~rl_objectives.value.base.ValueEstimatorBase`, plus
-    ``vectorized`` (use the loop-free variant).
+    ``vectorized`` (call the ``vec_`` function; both run the same ``rl_core`` op).
 
     Examples:
         >>> import torch

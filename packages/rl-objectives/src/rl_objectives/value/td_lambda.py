@@ -22,8 +22,8 @@ class TDLambdaEstimator(ValueEstimatorBase):
         value_network: the value module (or ``None`` with ``skip_existing=True``).
 
     Keyword Args:
-        vectorized: use the loop-free variant. Defaults to ``False`` (the ``rl_core`` op,
-            which a compiled kernel accelerates).
+        vectorized: call the ``vec_`` function (TorchRL's switch); both run the same
+            ``rl_core`` op, which a compiled kernel accelerates. Defaults to ``False``.
         **kwargs: see :class:`~rl_objectives.value.base.ValueEstimatorBase`.
 
     Raises:
