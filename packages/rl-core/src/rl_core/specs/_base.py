@@ -340,8 +340,8 @@ class TensorSpec(ABC):
         """Converts a value of the spec to numpy."""
 
     @abstractmethod
-    def to(self, dest: DeviceLike | torch.dtype) -> TensorSpec:
-        """Returns the spec on the device ``dest``, or with the dtype ``dest`` (a cast)."""
+    def to(self, device: DeviceLike | torch.dtype) -> TensorSpec:
+        """Returns the spec on ``device``; a ``torch.dtype`` instead casts the spec to it."""
 
     def cpu(self) -> TensorSpec:
         """Returns the spec on the CPU."""

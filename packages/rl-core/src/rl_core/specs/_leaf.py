@@ -266,27 +266,26 @@ class _LeafSpec(TensorSpec):
 
     # -- device and copies ------------------------------------------------------------------
 
-    def to(self, dest: DeviceLike | torch.dtype) -> Self:
+    def to(self, device: DeviceLike | torch.dtype) -> Self:
         """Returns the spec on a device, or cast to a dtype (``self`` if nothing changes).
 
         Args:
-            dest: the target device, or a ``torch.dtype`` to cast the values (and bounds)
-                to, as ``Tensor.to`` does.
+            device: the target device, or a ``torch.dtype`` to cast the values (and bounds)
+                to, as ``Tensor.to`` does (TorchRL's ``spec.to(torch.float64)``).
 
         Returns:
-            A spec whose values and bounds live on ``dest``, or have the dtype ``dest``.
+            A spec whose values and bounds live on that device, or have that dtype.
 
         Raises:
             TypeError: the spec cannot hold values of the dtype (e.g. a float Categorical).
             ValueError: a bound cannot be represented in the dtype.
         """
-        if isinstance(dest, torch.dtype):
-            if dest == self._dtype:
+        if isinstance(device, torch.dtype):
+            if device == self._dtype:
                 return self
             where = f"{type(self).__name__}.to"
-            self._check_dtype(dest, where)
-            return self._replace(_dtype=dest, **self._cast_params(dest, where))
-        device = dest
+            self._check_dtype(device, where)
+            return self._replace(_dtype=device, **self._cast_params(device, where))
         dev = _as_device(device, f"{type(self).__name__}.to")
         if dev == self.device:
             return self

@@ -188,11 +188,11 @@ class _StackBase(TensorSpec):
 
     # -- device, copies and shape -----------------------------------------------------------
 
-    def to(self, dest: DeviceLike | torch.dtype) -> Self:
-        """Moves every member to the device ``dest``, or casts them to the dtype ``dest``."""
-        if isinstance(dest, torch.dtype):
-            return self._rebuild([s.to(dest) for s in self._members], self.dim)
-        dev = _as_device(dest, f"{type(self).__name__}.to")
+    def to(self, device: DeviceLike | torch.dtype) -> Self:
+        """Moves every member to ``device``; a ``torch.dtype`` instead casts them to it."""
+        if isinstance(device, torch.dtype):
+            return self._rebuild([s.to(device) for s in self._members], self.dim)
+        dev = _as_device(device, f"{type(self).__name__}.to")
         return self._rebuild([s.to(dev) for s in self._members], self.dim)
 
     def clone(self) -> Self:

@@ -269,23 +269,22 @@ class Composite(_SpecTree):
             out._specs[k] = None if spec is None else fn(spec)
         return out
 
-    def to(self, dest: DeviceLike | torch.dtype) -> Composite:
-        """A Composite on the device ``dest`` with every entry moved there (``self`` if
-        already), or with every tensor entry cast to the dtype ``dest``.
+    def to(self, device: DeviceLike | torch.dtype) -> Composite:
+        """A Composite on ``device`` with every entry moved there (``self`` if already); a
+        ``torch.dtype`` instead casts every tensor entry to it.
 
         Raises:
             TypeError: an entry cannot hold the dtype (e.g. a Categorical cast to a float
                 dtype); the message names the key.
         """
-        if isinstance(dest, torch.dtype):
+        if isinstance(device, torch.dtype):
             out = self._new(None, _MISSING)
             for k, spec in self._specs.items():
                 try:
-                    out._specs[k] = None if spec is None else spec.to(dest)
+                    out._specs[k] = None if spec is None else spec.to(device)
                 except (TypeError, ValueError) as err:
                     raise type(err)(f"Composite.to: entry {k!r}: {err}") from None
             return out
-        device = dest
         dev = _as_device(device, "Composite.to")
         if dev == self.device and dev is not None:
             return self

@@ -67,12 +67,12 @@ class NonTensor(_LeafSpec):
         """Always ``None``."""
         return None
 
-    def to(self, dest: DeviceLike | torch.dtype) -> NonTensor:
+    def to(self, device: DeviceLike | torch.dtype) -> NonTensor:
         """Returns the spec on a device; a dtype leaves it as it is (python objects have no
         dtype), so that casting a Composite casts its tensor entries only."""
-        if isinstance(dest, torch.dtype):
+        if isinstance(device, torch.dtype):
             return self
-        return super().to(dest)
+        return super().to(device)
 
     def _wrap(self, data: Any, shape: ShapeLike = ()) -> NonTensorData:
         return NonTensorData(data=data, batch_size=self._full(shape), device=self.device)
