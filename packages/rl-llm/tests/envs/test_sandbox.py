@@ -178,8 +178,10 @@ import os, sys, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+        print("grandchild up", flush=True)
         time.sleep({sleep})  # the grandchild keeps stdout open
     os._exit(0)
+time.sleep(0.3)
 print("parent done", flush=True)
 """
 
@@ -194,7 +196,22 @@ def test_interpreter_returns_while_an_escaped_child_holds_stdout(own_tmp):
         os.kill(pid, signal.SIGKILL)
     assert elapsed < 2.0 + 1.5, f"run(timeout=2) took {elapsed:.1f} s"
     assert leftover == []
-    assert out.startswith("stdout:\nparent done\n")
+    assert out == "stdout:\ngrandchild up\nparent done\n"
+
+
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_escaped_child_is_killed_when_the_code_ends(use_pidns, own_tmp):
+    start = time.monotonic()
+    res = _sandbox.run_sandboxed(
+        _ESCAPE.format(sleep=8), timeout=2.0, use_pidns=use_pidns, use_signal_scope=not use_pidns
+    )
+    elapsed = time.monotonic() - start
+    leftover = _processes_naming(own_tmp)
+    for pid in leftover:
+        os.kill(pid, signal.SIGKILL)
+    assert leftover == []
+    assert (res.stdout, res.returncode, res.timed_out) == ("grandchild up\nparent done\n", 0, False)
+    assert elapsed < 1.8, f"run took {elapsed:.1f} s though the code ended at once"
 
 
 @pytest.mark.parametrize("use_pidns", MODES)
