@@ -1,11 +1,20 @@
 """rl-collectors over rl-envs: GymEnv, SerialEnv and ParallelEnv."""
 
+import os
+import subprocess
+import sys
+import time
 from functools import partial
 
 import pytest
 import torch
 
-from rl_collectors import MultiSyncDataCollector, SyncDataCollector, split_trajectories
+from rl_collectors import (
+    MultiaSyncDataCollector,
+    MultiSyncDataCollector,
+    SyncDataCollector,
+    split_trajectories,
+)
 from rl_core.modules import MLP, QValueActor
 from rl_envs import GymEnv, ParallelEnv, SerialEnv
 
@@ -83,3 +92,106 @@ def test_multi_sync_collector_over_gym_envs():
     assert [b.batch_size for b in batches] == [torch.Size([2, 2, 10])] * 2
     assert batches[0]["action"].dtype == torch.int64  # TorchRL's dtype for a Discrete one-hot
     collector.shutdown()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (Linux: /proc/<pid>/task/<pid>/children)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as file:
+            children = [int(child) for child in file.read().split()]
+    except FileNotFoundError:
+        return []
+    return [pid for child in children for pid in (child, *_descendants(child))]
+
+
+def _alive(pids: list[int]) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as file:
+                if file.read().split(")")[-1].split()[0] != "Z":  # a zombie has ended
+                    alive.append(pid)
+        except FileNotFoundError:
+            pass
+    return alive
+
+
+def _wait_gone(pids: list[int], seconds: float) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while _alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _alive(pids)
+
+
+def make_parallel_cartpole():
+    return ParallelEnv(2, partial(GymEnv, "CartPole-v1"), mp_start_method="fork")
+
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads the process tree from /proc"
+)
+
+
+@linux_only
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_parallel_env_inside_multi_collector_workers(cls):
+    # TorchRL's usual set-up: each collector worker steps a ParallelEnv of its own.
+    collector = cls([make_parallel_cartpole, make_parallel_cartpole], None, frames_per_batch=40)
+    try:
+        batches = [collector.next(), collector.next()]
+        tree = _descendants(os.getpid())
+        # Two workers, each with two ParallelEnv processes of its own.
+        assert len(_alive(tree)) >= 6
+    finally:
+        collector.shutdown()
+    for batch in batches:
+        # Within a batch, a step's next observation is the following step's observation
+        # unless the sub-env ended and was reset in between.
+        obs, next_obs = batch["observation"], batch["next", "observation"]
+        done = batch["next", "done"].squeeze(-1)
+        same = (next_obs[..., :-1, :] == obs[..., 1:, :]).all(-1)
+        assert (same | done[..., :-1]).all()
+    assert _wait_gone(tree, 5.0) == []
+
+
+_ORPHAN_SCRIPT = """
+import os, sys, time
+from functools import partial
+from rl_collectors import MultiSyncDataCollector
+from rl_envs import GymEnv, ParallelEnv
+
+def make():
+    return ParallelEnv(2, partial(GymEnv, "CartPole-v1"), mp_start_method="fork")
+
+if __name__ == "__main__":
+    collector = MultiSyncDataCollector([make, make], None, frames_per_batch=40)
+    collector.next()
+    print("ready", flush=True)
+    if sys.argv[1] == "wait":
+        time.sleep(60)
+    # "exit": the interpreter ends with the collector still open.
+"""
+
+
+@linux_only
+@pytest.mark.parametrize("how", ["exits", "is killed"])
+def test_workers_and_their_parallel_envs_end_with_the_parent(tmp_path, how):
+    script = tmp_path / "collect.py"
+    script.write_text(_ORPHAN_SCRIPT)
+    parent = subprocess.Popen(
+        [sys.executable, str(script), "exit" if how == "exits" else "wait"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        tree = _descendants(parent.pid)
+        assert len(tree) >= 6  # two workers and their four ParallelEnv processes
+        if how == "is killed":
+            parent.kill()
+        assert parent.wait(30) is not None
+        assert _wait_gone(tree, 5.0) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()

@@ -1,3 +1,7 @@
+import os
+import re
+import signal
+import threading
 import time
 from functools import partial
 
@@ -75,3 +79,50 @@ def test_a_failing_worker_raises():
     with pytest.raises(RuntimeError, match=r"worker 1(.|\n)*cannot reset"):
         _drain_until(collector, deadline)
     assert not any(p.is_alive() for p in collector._procs)
+
+
+class BigWeights(nn.Module):
+    """128 MB of weights: a worker spends tens of milliseconds loading them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(32 * 2**20))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return (obs * 0 + self.weight[0] > 0.5).long()
+
+
+def _call_with_deadline(function, seconds: float):
+    """Runs ``function`` in a thread; returns its exception, or fails if it outlasts ``seconds``."""
+    outcome = []
+
+    def run() -> None:
+        try:
+            function()
+            outcome.append(None)
+        except Exception as error:
+            outcome.append(error)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{function} still blocked after {seconds} s"
+    return outcome[0]
+
+
+def test_a_worker_killed_while_loading_weights_never_blocks_a_publish():
+    policy = TensorDictModule(BigWeights(), in_keys=["observation"], out_keys=["action"])
+    collector = MultiaSyncDataCollector([make], policy, frames_per_batch=2)
+    worker = collector._procs[0]
+    collector.next()  # the worker is up and has collected its next batch already
+    collector.update_policy_weights_()
+    # Taking that batch asks the worker for the next one, which starts with loading the new
+    # weights (128 MB): kill it in the middle of that copy.
+    collector.next()
+    time.sleep(0.01)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(5)
+    error = _call_with_deadline(collector.update_policy_weights_, 5.0)
+    assert isinstance(error, RuntimeError)
+    assert re.search(r"worker 0 \(pid \d+\) died with exit code -9", str(error))
+    assert not worker.is_alive()

@@ -1,5 +1,6 @@
 import os
 import signal
+import threading
 import time
 from functools import partial
 
@@ -9,7 +10,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import nn
 
-from rl_collectors import MultiSyncDataCollector
+from rl_collectors import MultiaSyncDataCollector, MultiSyncDataCollector
 from rl_core.testing import CountingEnv
 
 make = partial(CountingEnv, max_count=4, batch_size=[2])
@@ -162,4 +163,54 @@ def test_spawn_start_method_shares_weights():
     assert (batches[1]["action"] == 1).all()
     assert (batches[1]["collector", "policy_version"] == 1).all()
     collector.shutdown()
+    assert_all_exited(collector)
+
+
+class SlowEnv(CountingEnv):
+    """Sleeps 50 ms a step: a batch of 400 steps takes 20 s."""
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        time.sleep(0.05)
+        return super()._step(tensordict)
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_a_worker_killed_while_another_collects_is_reported_at_once(cls):
+    slow = partial(SlowEnv, max_count=4, batch_size=[2])
+    collector = cls([slow, make], None, frames_per_batch=1600)
+    victim = collector._procs[1]
+    killed = []
+
+    def kill() -> None:
+        os.kill(victim.pid, signal.SIGKILL)
+        killed.append(time.monotonic())
+
+    timer = threading.Timer(1.0, kill)
+    timer.start()
+    with pytest.raises(RuntimeError, match=r"worker 1 \(pid \d+\) died with exit code -9"):
+        for _ in collector:  # worker 0 is 20 s from the end of its first batch
+            pass
+    timer.join()
+    assert time.monotonic() - killed[0] < 3.0
+    assert_all_exited(collector)
+
+
+@pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
+def test_a_worker_failing_at_start_up_reports_its_own_error(cls):
+    def bad_env():
+        raise ValueError("bad_env: no such task 'CartPole-v99'")
+
+    collector = cls([make, bad_env], None, frames_per_batch=8)
+    collector._procs[1].join(30)  # it has failed and exited before anyone asks it anything
+    with pytest.raises(RuntimeError, match=r"worker 1 \(pid \d+\) failed:(.|\n)*CartPole-v99"):
+        collector.next()
+    assert_all_exited(collector)
+
+
+def test_a_bad_argument_failing_in_the_workers_is_reported_with_it():
+    # 3 frames per worker for envs of batch size 2: each worker's collector refuses.
+    collector = MultiSyncDataCollector([make, make], None, frames_per_batch=6)
+    collector._procs[0].join(30)
+    with pytest.raises(RuntimeError, match=r"worker 0 \(pid \d+\) failed:(.|\n)*multiple of"):
+        collector.next()
     assert_all_exited(collector)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
+import functools
 import multiprocessing
 import sys
+import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import wait
 from typing import Any
@@ -27,6 +31,8 @@ from rl_core import EnvBase, ExplorationType
 POLICY_VERSION = ("collector", "policy_version")
 # Seconds a closing worker gets to finish its batch and exit before it is terminated.
 CLOSE_TIMEOUT_S = 10.0
+# Seconds the other workers get to close their envs after one failed, before they are killed.
+FAIL_STOP_S = 2.0
 
 
 def default_start_method() -> str:
@@ -132,16 +138,24 @@ class MultiCollectorBase:
         self._closed = False
         for i, factory in enumerate(create_env_fn):
             parent_end, child_end = context.Pipe()
+            # Not daemonic, so that a worker may start processes of its own (a ParallelEnv);
+            # the exit hook below and the workers' watch on this process end them instead.
             process = context.Process(
                 target=worker_main,
                 args=(i, child_end, factory, policy, self._weights, seeds[i], kwargs),
                 name=f"{where}-worker-{i}",
-                daemon=True,
+                daemon=False,
             )
             process.start()
             child_end.close()
             self._conns.append(parent_end)
             self._procs.append(process)
+            if i == 0:
+                # Registered after multiprocessing's own exit hook, so it runs before that
+                # hook joins the (non-daemonic) workers; a weak reference keeps the
+                # collector collectable.
+                self._exit_hook = functools.partial(_shutdown_at_exit, weakref.ref(self))
+                atexit.register(self._exit_hook)
 
     def _frames_per_worker(self, frames_per_batch: int) -> int:
         return frames_per_batch
@@ -151,7 +165,7 @@ class MultiCollectorBase:
         try:
             self._conns[i].send((command, argument))
         except (BrokenPipeError, ConnectionResetError, OSError):
-            self._fail(i, None)
+            self._fail(i, None)  # the worker ended: the error it sent first is read there
         if command == "collect":
             self._busy[i] = True
 
@@ -169,9 +183,12 @@ class MultiCollectorBase:
         return payload
 
     def _wait_any(self, workers: list[int]) -> int:
-        """The first of ``workers`` with a reply; raises if one died without replying."""
+        """The first of ``workers`` with a reply; raises as soon as any worker (waited for
+        or not) exits, except a waited-for one whose reply came first."""
         conns = {self._conns[i]: i for i in workers}
-        sentinels = {self._procs[i].sentinel: i for i in workers}
+        # Every worker's end is watched: one dying while another collects is reported now,
+        # not when its turn comes.
+        sentinels = {process.sentinel: i for i, process in enumerate(self._procs)}
         while True:
             ready = wait([*conns, *sentinels])
             for handle in ready:
@@ -180,7 +197,7 @@ class MultiCollectorBase:
             # Only sentinels: a worker exited. A reply it sent before dying is read first.
             for handle in ready:
                 i = sentinels[handle]
-                if self._conns[i].poll():
+                if i in workers and self._conns[i].poll():
                     return i
                 self._fail(i, None)
 
@@ -189,9 +206,22 @@ class MultiCollectorBase:
         self._wait_any([i])
         return self._reply(i)
 
+    def _sent_error(self, i: int) -> str | None:
+        """The traceback worker ``i`` sent before it ended, if one waits in its pipe."""
+        conn = self._conns[i]
+        with contextlib.suppress(EOFError, OSError, ValueError):
+            while conn.poll():
+                status, payload = conn.recv()
+                if status == "error":
+                    return payload
+        return None
+
     def _fail(self, i: int, trace: str | None) -> None:
+        """Stops every worker at once and raises the failure of worker ``i``."""
         process = self._procs[i]
         where = type(self).__name__
+        if trace is None:
+            trace = self._sent_error(i)
         if trace is None:
             process.join(1.0)
             message = (
@@ -200,8 +230,15 @@ class MultiCollectorBase:
             )
         else:
             message = f"{where}: worker {i} (pid {process.pid}) failed:\n{trace}"
-        self.shutdown()
+        self._stop(graceful=False)
         raise RuntimeError(message)
+
+    def _check_workers(self, what: str) -> None:
+        """Raises the failure of the first worker that ended while the collector is open."""
+        self._check_open(what)
+        for i, process in enumerate(self._procs):
+            if process.exitcode is not None:
+                self._fail(i, None)
 
     def _take(self, i: int, payload: tuple[TensorDictBase | None, int]) -> TensorDictBase:
         """The shared batch of worker ``i`` (not copied: copy before asking it again)."""
@@ -262,20 +299,22 @@ class MultiCollectorBase:
     @property
     def policy_version(self) -> int:
         """How many times ``update_policy_weights_`` published weights."""
-        return 0 if self._weights is None else self._weights.version.value
+        return 0 if self._weights is None else self._weights.version
 
     def update_policy_weights_(self, weights: Any = None) -> None:
         """Publishes the policy's weights to every worker through shared memory.
 
         Each worker loads them before its next batch; the batch's ``("collector",
-        "policy_version")`` tells which weights produced it.
+        "policy_version")`` tells which weights produced it. Publishing takes no lock a
+        worker could hold, so it never waits on a worker; a worker that ended is reported
+        (``RuntimeError`` naming it) instead.
 
         Args:
             weights: ``None`` publishes the weights of the policy passed at construction
                 (after your optimizer changed them); a TensorDict or state dict is loaded
                 into that policy first.
         """
-        self._check_open("update_policy_weights_")
+        self._check_workers("update_policy_weights_")
         if self._weights is None:
             raise RuntimeError(
                 f"{type(self).__name__}.update_policy_weights_: the policy has no weights to "
@@ -317,21 +356,36 @@ class MultiCollectorBase:
 
     def shutdown(self) -> None:
         """Closes every worker (terminating those that do not exit in time); idempotent."""
+        self._stop(graceful=True)
+
+    def _stop(self, *, graceful: bool) -> None:
+        """Ends the workers: ``graceful`` lets each finish its batch and close (up to
+        ``CLOSE_TIMEOUT_S``); otherwise each is sent ``SIGTERM`` at once (it closes its env)
+        and killed after ``FAIL_STOP_S``."""
         if self._closed:
             return
         self._closed = True
-        for i, process in enumerate(self._procs):
-            conn = self._conns[i]
-            try:
-                if process.is_alive():
-                    if self._busy[i] and conn.poll(CLOSE_TIMEOUT_S):
-                        conn.recv()
-                    conn.send(("close", None))
-            except (OSError, EOFError, ValueError):
-                pass
+        with contextlib.suppress(AttributeError):
+            atexit.unregister(self._exit_hook)
+        if graceful:
+            for i, process in enumerate(self._procs):
+                conn = self._conns[i]
+                try:
+                    if process.is_alive():
+                        if self._busy[i] and conn.poll(CLOSE_TIMEOUT_S):
+                            conn.recv()
+                        conn.send(("close", None))
+                except (OSError, EOFError, ValueError):
+                    pass
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S
+        else:
+            for process in self._procs:
+                if process.exitcode is None:
+                    process.terminate()
+            deadline = time.monotonic() + FAIL_STOP_S
         for process in self._procs:
-            process.join(CLOSE_TIMEOUT_S)
-            if process.is_alive():
+            process.join(max(deadline - time.monotonic(), 0.0))
+            if process.is_alive() and graceful:
                 process.terminate()
                 process.join(1.0)
             if process.is_alive():
@@ -345,3 +399,10 @@ class MultiCollectorBase:
             return
         with contextlib.suppress(Exception):
             self.shutdown()
+
+
+def _shutdown_at_exit(ref: weakref.ref) -> None:
+    """The interpreter exits with a collector still open: end its workers."""
+    collector = ref()
+    if collector is not None:
+        collector.shutdown()
