@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase, make_tensordict
 from tensordict.nn import TensorDictParams
+from tensordict.utils import unravel_key
 from torch import nn
 
 from rl_core.keys import NestedKey
@@ -25,6 +26,26 @@ def _is_nested_key(value: object) -> bool:
     return (
         isinstance(value, tuple) and len(value) > 0 and all(isinstance(part, str) for part in value)
     )
+
+
+def _unique_keys(keys: list[NestedKey]) -> list[NestedKey]:
+    """``keys`` without repeats (``("a",)`` and ``"a"`` are one key), first occurrence kept."""
+    seen: set[NestedKey] = set()
+    out: list[NestedKey] = []
+    for key in keys:
+        key = unravel_key(key)
+        if key not in seen:
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def _feature_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without trailing singleton dims: ``(2, 1)`` and ``(2,)`` hold the same action."""
+    shape = tuple(shape)
+    while shape and shape[-1] == 1:
+        shape = shape[:-1]
+    return shape
 
 
 class LossModule(nn.Module, abc.ABC):
@@ -45,6 +66,17 @@ class LossModule(nn.Module, abc.ABC):
       ``create_target_params=True`` for those that need a target copy.
     - If it uses a value estimator: ``default_value_estimator``, :meth:`_make_value_estimator`
       and :meth:`_forward_value_estimator_keys`.
+    - :meth:`_in_keys`: the entries it reads from its input. They give :attr:`in_keys`, the
+      keyword names of a call with tensors (``loss(observation=..., action=...)``, as
+      TorchRL's dispatch), and the error a call raises when the batch lacks one of them.
+
+    Bad input. The entries are not checked before each call (that would cost every update).
+    When a call fails, the loss looks for the cause once: an entry of :meth:`_in_keys` that
+    the batch lacks raises a ``KeyError`` naming the entry and the loss; an action whose
+    shape per sample differs from the one the loss's actor (the converted network that
+    writes ``tensor_keys.action``) writes raises a ``ValueError`` naming ``action``, the
+    expected and the given shape. Any other failure, and a ``KeyError`` or ``ValueError``
+    the loss raised itself (its message starts with the loss's name), propagates unchanged.
 
     How networks are held. ``convert_to_functional(module, "value_network")`` stores the
     parameters and buffers of ``module`` as a :class:`~tensordict.nn.TensorDictParams` at
@@ -125,6 +157,135 @@ class LossModule(nn.Module, abc.ABC):
         self.value_estimator: Any = None
         self._network_names: list[str] = []
         self._target_network_names: list[str] = []
+
+    # Calls.
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Runs :meth:`forward` on a TensorDict, or on tensors passed by keyword.
+
+        ``loss(td)`` returns the TensorDict of :meth:`forward`. ``loss(observation=obs,
+        action=act, next_reward=r, ...)`` builds the batch from the keyword tensors (a nested
+        key's parts joined by ``_``; the names are :attr:`in_keys`; the batch size is the
+        leading dims the tensors share) and returns the output's entries as a tuple, in the
+        order of the output (one entry: the tensor itself).
+
+        Raises:
+            KeyError: the batch lacks an entry the loss reads (named in the message).
+            ValueError: the action's shape per sample is not the one the actor writes.
+            TypeError: a keyword names no input of the loss.
+        """
+        if kwargs and not args and "tensordict" not in kwargs:
+            return self._call_with_tensors(kwargs)
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as error:
+            batch = args[0] if args else kwargs.get("tensordict")
+            if isinstance(batch, TensorDictBase):
+                self._explain_failure(batch, error)
+            raise
+
+    def _call_with_tensors(self, kwargs: dict[str, Any]) -> Any:
+        names = {"_".join(key) if isinstance(key, tuple) else key: key for key in self.in_keys}
+        unknown = sorted(set(kwargs) - set(names))
+        if unknown:
+            raise TypeError(
+                f"{type(self).__name__}: unexpected keyword argument(s) {unknown}; a call with "
+                f"tensors takes the loss's in_keys, nested keys joined by '_': {sorted(names)}."
+            )
+        batch = make_tensordict(
+            {names[name]: value for name, value in kwargs.items()}, auto_batch_size=True
+        )
+        out = self(batch)
+        values = tuple(out.values())
+        return values[0] if len(values) == 1 else values
+
+    def _explain_failure(self, batch: TensorDictBase, error: Exception) -> None:
+        """Raises a ``KeyError`` or ``ValueError`` naming the bad input that made a call fail;
+        returns if it finds none (the caller re-raises ``error``)."""
+        name = type(self).__name__
+        message = error.args[0] if error.args else None
+        if isinstance(error, KeyError | ValueError) and f"{message}".startswith(f"{name}:"):
+            return  # the loss named the bad input itself
+        try:
+            missing = [
+                key for key in _unique_keys(self._in_keys(batch)) if batch.get(key, None) is None
+            ]
+        except Exception:  # the diagnosis must not hide the original error
+            return
+        if missing:
+            raise KeyError(
+                f"{name}: the batch has no entry {missing[0]!r}, which this loss reads"
+                f"{self._rename_hint(missing[0])}. Missing: {missing}; the loss reads "
+                f"{self.in_keys}."
+            ) from error
+        try:
+            found = self._action_shapes(batch)
+        except Exception:
+            return
+        if found is not None:
+            key, network, expected, got = found
+            raise ValueError(
+                f"{name}: the action (entry {key!r}) has shape {got} per sample, expected "
+                f"{expected} (what {network} writes). Give the action of the environment's "
+                f"action spec, or build the actor for this action shape."
+            ) from error
+
+    def _rename_hint(self, key: NestedKey) -> str:
+        for field in dataclasses.fields(self.tensor_keys):
+            value = unravel_key(getattr(self.tensor_keys, field.name))
+            if key == value or key == ("next", *((value,) if isinstance(value, str) else value)):
+                return f" (rename it with set_keys({field.name}=...))"
+        return ""
+
+    def _action_shapes(
+        self, batch: TensorDictBase
+    ) -> tuple[NestedKey, str, tuple[int, ...], tuple[int, ...]] | None:
+        """``(key, network, expected, got)`` when the batch's action is not shaped as the
+        action the network writing ``tensor_keys.action`` produces; ``None`` otherwise."""
+        key = getattr(self.tensor_keys, "action", None)
+        action = batch.get(key, None) if key is not None else None
+        if not isinstance(action, torch.Tensor):
+            return None
+        for network in self._network_names:
+            out_keys = getattr(self.__dict__[network], "out_keys", None) or []
+            if unravel_key(key) not in [unravel_key(k) for k in out_keys]:
+                continue
+            with torch.no_grad(), self.use_network(network) as net:
+                written = net(batch.exclude(key)).get(key)
+            expected = tuple(written.shape[batch.batch_dims :])
+            got = tuple(action.shape[batch.batch_dims :])
+            if _feature_shape(expected) != _feature_shape(got):
+                return key, network, expected, got
+            return None
+        return None
+
+    # Inputs.
+
+    @property
+    def in_keys(self) -> list[NestedKey]:
+        """Every entry the loss may read from its input (TorchRL's ``in_keys``)."""
+        return _unique_keys(self._in_keys(None))
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        """Hook: the entries the loss reads from its input.
+
+        Args:
+            tensordict: ``None`` for every entry the loss may read; a batch for the entries
+                it needs to compute its loss on that batch (e.g. not the estimator's inputs
+                when the batch carries the advantage already).
+
+        Returns:
+            The keys; the base class reads none.
+        """
+        return []
+
+    def _network_in_keys(self, name: str, *, under: str | None = None) -> list[NestedKey]:
+        """The ``in_keys`` of the converted network ``name`` (``[]`` if it declares none),
+        each under the sub-TensorDict ``under`` (e.g. ``"next"``) when given."""
+        keys = [unravel_key(k) for k in getattr(self.__dict__[name], "in_keys", None) or []]
+        if under is None:
+            return keys
+        return [(under, *((k,) if isinstance(k, str) else k)) for k in keys]
 
     @abc.abstractmethod
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:

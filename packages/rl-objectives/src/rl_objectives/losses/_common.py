@@ -212,6 +212,35 @@ class BootstrappedTargets:
         forward_estimator_keys(self, kwargs)
 
 
+def under_next(key: Any) -> tuple[str, ...]:
+    """``key`` inside the ``"next"`` sub-TensorDict."""
+    return ("next", *((key,) if isinstance(key, str) else key))
+
+
+def bootstrap_in_keys(
+    loss: LossModule,
+    tensordict: TensorDictBase | None,
+    *,
+    root: tuple[str, ...],
+    following: tuple[str, ...],
+) -> list[Any]:
+    """The inputs of a loss that bootstraps its target from the next state: the data action,
+    the ``in_keys`` of the networks ``root`` (run on the batch) and ``following`` (run on
+    ``"next"``, where the action they read is the one the loss computes), and the next
+    reward, done and terminated flags (done is not needed by the TD(0) estimator)."""
+    keys = loss.tensor_keys
+    action = keys.action if isinstance(keys.action, str) else tuple(keys.action)
+    out: list[Any] = [keys.action]
+    for name in root:
+        out += loss._network_in_keys(name)
+    for name in following:
+        out += [under_next(k) for k in loss._network_in_keys(name) if k != action]
+    flags = [keys.reward, keys.done, keys.terminated]
+    if tensordict is not None and type(loss.value_estimator) is TD0Estimator:
+        flags = [keys.reward, keys.terminated]
+    return out + [under_next(k) for k in flags]
+
+
 def gather_action_value(action_value: Tensor, action: Tensor) -> Tensor:
     """The value of the taken action, ``[*B, 1]``: one-hot (same shape) or index actions."""
     if action.shape == action_value.shape:

@@ -103,6 +103,29 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
             advantage = (advantage - advantage.mean()) / advantage.std().clamp_min(1e-6)
         return advantage
 
+    # Inputs.
+
+    #: whether the objective reads the behaviour log-probabilities (not A2C's)
+    _reads_sample_log_prob = True
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        keys = self.tensor_keys
+        out = [*self._network_in_keys("actor_network"), keys.action]
+        if self._reads_sample_log_prob:
+            out.append(keys.sample_log_prob)
+        if not self.has_critic:
+            return [*out, keys.advantage]
+        given = tensordict is not None and tensordict.get(keys.advantage, None) is not None
+        out += self._network_in_keys("critic_network")
+        if tensordict is None or given:
+            out += [keys.advantage, keys.value_target]
+        if tensordict is None or not given:  # the estimator computes the advantage
+            out += self._network_in_keys("critic_network", under=K.NEXT)
+            out += [C.under_next(k) for k in (keys.reward, keys.done, keys.terminated)]
+        if tensordict is None or self.clip_value is not None:
+            out.append(keys.value)
+        return out
+
     # Terms.
 
     def _log_weight(self, td: TensorDictBase, like: Tensor) -> tuple[Tensor, Tensor, Any]:

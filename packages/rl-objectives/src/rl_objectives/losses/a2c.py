@@ -34,6 +34,8 @@ class A2CLoss(_PolicyGradientLoss):
         ['entropy', 'loss_critic', 'loss_entropy', 'loss_objective']
     """
 
+    _reads_sample_log_prob = False
+
     def _objective(self, log_weight: Tensor, advantage: Tensor, out: dict[str, Tensor]) -> Tensor:
         return -(log_weight * advantage)
 

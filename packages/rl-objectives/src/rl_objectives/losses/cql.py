@@ -57,7 +57,8 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics.
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
 
     Keyword Args:
         action_spec: a ``Bounded`` spec giving the box of the uniform actions.
@@ -120,7 +121,7 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         *,
         action_spec: Any = None,
         bounds: tuple[float, float] | None = None,
@@ -154,7 +155,9 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
                 f"{owner}: expected num_random to be a positive int, got {num_random!r}."
             )
         self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.delay_qvalue = delay_qvalue
         low, high = C.action_bounds(owner, action_spec, bounds) or (-1.0, 1.0)
@@ -213,6 +216,14 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         if not self.deterministic_backup:
             next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
         return next_value
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network"),
+            following=("actor_network", "qvalue_network"),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_cql``, ``loss_alpha`` (and

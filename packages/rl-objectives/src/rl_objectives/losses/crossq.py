@@ -32,7 +32,8 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a probabilistic actor (``get_dist``).
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics.
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
 
     Keyword Args:
         num_qvalue_nets: number of critics. Defaults to 2.
@@ -87,7 +88,7 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         *,
         num_qvalue_nets: int = 2,
         loss_function: str = "smooth_l1",
@@ -108,7 +109,9 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         if alpha_init <= 0:
             raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
         self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network")
         self.loss_function = C.check_loss_function(owner, loss_function)
         C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
@@ -132,6 +135,14 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
                 return net(td)
         finally:
             net.train(mode)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network"),
+            following=("actor_network", "qvalue_network"),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha``, ``entropy``;

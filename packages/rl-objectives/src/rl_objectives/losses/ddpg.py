@@ -96,6 +96,14 @@ class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         with self.use_network("actor_network", params=params) as net:
             return net(td)
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "value_network"),
+            following=("actor_network", "value_network"),
+        )
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_value`` and value diagnostics; writes ``td_error``."""
         keys = self.tensor_keys

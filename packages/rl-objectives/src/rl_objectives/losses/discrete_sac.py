@@ -33,7 +33,8 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         actor_network: a probabilistic actor whose distribution has ``logits`` (e.g. with
             ``OneHotCategorical``).
         qvalue_network: a module writing ``action_value`` ``[*B, n]``; the first of
-            ``num_qvalue_nets`` critics.
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
 
     Keyword Args:
         num_actions: ``n``; used for ``target_entropy="auto"`` (``0.98 * log(n)``), otherwise
@@ -87,7 +88,7 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         *,
         num_actions: int | None = None,
         num_qvalue_nets: int = 2,
@@ -110,7 +111,7 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         if alpha_init <= 0:
             raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
         self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.ACTION_VALUE)
+        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.ACTION_VALUE, owner=owner)
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.delay_qvalue = delay_qvalue
         self.loss_function = C.check_loss_function(owner, loss_function)
@@ -134,6 +135,14 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def _log_probs(self, td: TensorDictBase) -> torch.Tensor:
         dist = C.get_dist(self, "actor_network", td)
         return torch.log_softmax(dist.logits, -1)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network"),
+            following=("actor_network", "qvalue_network"),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha`` and ``entropy``;

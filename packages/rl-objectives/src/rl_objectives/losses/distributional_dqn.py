@@ -134,6 +134,16 @@ class DistributionalDQNLoss(LossModule):
         index = index.unsqueeze(-1).unsqueeze(-1).expand(*log_probs.shape[:-1], 1)
         return log_probs.gather(-1, index).squeeze(-1)
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        keys = self.tensor_keys
+        return [
+            keys.action,
+            *self._network_in_keys("value_network"),
+            *self._network_in_keys("value_network", under=K.NEXT),
+            C.under_next(keys.reward),
+            C.under_next(keys.terminated),
+        ]
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``; writes ``td_error`` (the per-sample cross-entropy)."""
         keys = self.tensor_keys

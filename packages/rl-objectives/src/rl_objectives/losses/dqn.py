@@ -143,6 +143,11 @@ class DQNLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             return next_av.gather(-1, online.argmax(-1, keepdim=True))
         return next_av.max(-1, keepdim=True).values
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self, tensordict, root=("value_network",), following=("value_network",)
+        )
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``; writes ``td_error`` into ``tensordict``."""
         keys = self.tensor_keys

@@ -59,6 +59,9 @@ class DTLoss(LossModule):
         self.loss_function = C.check_loss_function(owner, loss_function)
         self.reduction = C.check_reduction(owner, reduction)
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return [*self._network_in_keys("actor_network"), self.tensor_keys.action_target]
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``."""
         target = tensordict.get(self.tensor_keys.action_target).detach()

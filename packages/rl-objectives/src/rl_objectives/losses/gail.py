@@ -79,6 +79,15 @@ class GAILLoss(LossModule):
         with self.use_network("discriminator_network") as net:
             return net(td).get(self.tensor_keys.discriminator_pred)
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        keys = self.tensor_keys
+        return [
+            keys.expert_observation,
+            keys.expert_action,
+            keys.collector_observation,
+            keys.collector_action,
+        ]
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss`` (and ``gp_loss`` with the gradient penalty)."""
         keys = self.tensor_keys

@@ -29,7 +29,8 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a probabilistic actor (``get_dist``).
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics.
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
         value_network: a state-value module writing ``"state_value"``.
 
     Keyword Args:
@@ -82,7 +83,7 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         value_network: nn.Module,
         *,
         num_qvalue_nets: int = 2,
@@ -103,7 +104,9 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         if not 0.0 < expectile < 1.0:
             raise ValueError(f"{owner}: expected expectile in (0, 1), got {expectile}.")
         self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.convert_to_functional(value_network, "value_network")
         self.delay_qvalue = delay_qvalue
@@ -130,6 +133,14 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def _v(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with self.use_network("value_network", params=params) as net:
             return C.read_output(net, td, self.tensor_keys.value)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network", "value_network"),
+            following=("value_network",),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_value`` and ``entropy``; writes

@@ -32,7 +32,8 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics (the others are re-initialised copies).
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
 
     Keyword Args:
         num_qvalue_nets: ensemble size ``N``. Defaults to 10.
@@ -87,7 +88,7 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         *,
         num_qvalue_nets: int = 10,
         sub_sample_len: int = 2,
@@ -115,7 +116,9 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         if alpha_init <= 0:
             raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
         self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.num_qvalue_nets = num_qvalue_nets
         self.sub_sample_len = sub_sample_len
@@ -136,6 +139,14 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with self.use_network("qvalue_network", params=params) as net:
             return net(td)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network"),
+            following=("actor_network", "qvalue_network"),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha``, ``entropy``;

@@ -35,7 +35,8 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
         qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics (the others are re-initialised copies).
+            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
         value_network: a state-value module for SAC v1, or ``None`` for v2.
 
     Keyword Args:
@@ -97,7 +98,7 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: nn.Module,
-        qvalue_network: nn.Module,
+        qvalue_network: nn.Module | list[nn.Module],
         value_network: nn.Module | None = None,
         *,
         num_qvalue_nets: int = 2,
@@ -122,7 +123,9 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
                 f"{type(actor_network).__name__}."
             )
         self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.version = 1 if value_network is not None else 2
         if value_network is not None:
@@ -176,6 +179,13 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
         td.set(self.tensor_keys.action, action)
         return td, log_prob
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        if self.version == 1:  # the next-state value comes from the value network
+            root = ("actor_network", "qvalue_network", "value_network")
+            return C.bootstrap_in_keys(self, tensordict, root=root, following=("value_network",))
+        networks = ("actor_network", "qvalue_network")
+        return C.bootstrap_in_keys(self, tensordict, root=networks, following=networks)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha`` (and ``loss_value`` in v1),

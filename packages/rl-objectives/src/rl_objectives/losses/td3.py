@@ -29,7 +29,8 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     Args:
         actor_network: a deterministic actor writing ``action``.
         qvalue_network: a Q module reading ``observation`` and ``action``; it is the first of
-            ``num_qvalue_nets`` critics, the others are re-initialised copies.
+            ``num_qvalue_nets`` critics, the others are re-initialised copies; or a list
+            of ``num_qvalue_nets`` such modules, used as they are.
 
     Keyword Args:
         action_spec: a ``Bounded`` action spec for the clamp of ``a'``.
@@ -78,7 +79,7 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def __init__(
         self,
         actor_network: torch.nn.Module,
-        qvalue_network: torch.nn.Module,
+        qvalue_network: torch.nn.Module | list[torch.nn.Module],
         *,
         action_spec: Any = None,
         bounds: tuple[float, float] | None = None,
@@ -94,7 +95,9 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         super().__init__()
         owner = type(self).__name__
         self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE)
+        ensemble = QValueEnsemble(
+            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        )
         self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.num_qvalue_nets = num_qvalue_nets
         self.delay_actor = delay_actor
@@ -124,6 +127,14 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     def _act(self, td: TensorDictBase, params: TensorDictBase) -> TensorDictBase:
         with self.use_network("actor_network", params=params) as net:
             return net(td)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return C.bootstrap_in_keys(
+            self,
+            tensordict,
+            root=("actor_network", "qvalue_network"),
+            following=("actor_network", "qvalue_network"),
+        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue`` and diagnostics; writes ``td_error``."""
