@@ -289,7 +289,7 @@ def run_sandboxed(
 ) -> SandboxResult:
     """Runs ``code`` in a fresh confined child (see the module docstring); never raises on its errors.
 
-    Returns within about ``timeout`` + 1 s whatever the code does, and no process the code
+    Returns within ``timeout`` + 1.5 s whatever the code does, and no process the code
     started is left when it returns.
 
     Args:

@@ -23,7 +23,7 @@ class PythonInterpreter(Transform):
     ``rl_llm.envs._sandbox`` and the package README's threat model): signals reach only the
     run's own processes (a PID namespace where user namespaces are allowed, and Landlock's
     signal scope on Linux >= 6.12); no process the code started outlives :meth:`run`, which
-    returns within ``timeout`` plus about 1 s; a wall-clock time limit and ``RLIMIT_CPU``; an
+    returns within ``timeout`` plus 1.5 s; a wall-clock time limit and ``RLIMIT_CPU``; an
     address-space limit (``RLIMIT_AS``) and a file-size limit; output read with bounded memory
     (at most ``4 * max_output_chars`` bytes kept per stream); Landlock file rules that allow
     reading only the interpreter's installation and the system library directories and writing
