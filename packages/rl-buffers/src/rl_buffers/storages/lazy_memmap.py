@@ -11,6 +11,7 @@ import torch
 from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
 from torch import Tensor
 
+from rl_buffers.storages import _undo
 from rl_buffers.storages.storage import atomic_write_json
 from rl_buffers.storages.tensor_storage import TensorStorage
 
@@ -28,6 +29,12 @@ class LazyMemmapStorage(TensorStorage):
     holds every item whose write had returned, and ``loads(scratch_dir)`` in a new process
     (or :func:`LazyMemmapStorage.load`) reopens them. Memory-mapped files are shared: a
     storage pickled to another process reads and writes the same memory.
+
+    Items are never served torn. Before a write overwrites rows that hold items, their old
+    contents are saved to an undo journal (``scratch_dir/rl_buffers_undo``, as large as the
+    largest overwrite); reopening a directory whose writer was killed mid-overwrite puts
+    those rows back first, so each item is whole: as the interrupted write left it if the
+    write had completed, else as it was before (see the README's "Crash safety").
 
     Args:
         max_size: the number of items the storage holds.
@@ -71,6 +78,7 @@ class LazyMemmapStorage(TensorStorage):
         super().__init__(None, max_size, device="cpu", ndim=ndim)
         self.scratch_dir = Path(scratch_dir) if scratch_dir is not None else None
         self.existsok = existsok
+        self._journal: _undo.UndoJournal | None = None
 
     def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
         if self.scratch_dir is None:
@@ -83,6 +91,8 @@ class LazyMemmapStorage(TensorStorage):
             )
         folder.mkdir(parents=True, exist_ok=True)
         (folder / _META).unlink(missing_ok=True)
+        _undo.discard(folder)  # a journal of the storage replaced here must not be replayed
+        self._journal = None
         shape = (rows, *template.shape[1 : self.ndim])
         if isinstance(template, Tensor):
             return MemoryMappedTensor.empty(
@@ -94,9 +104,33 @@ class LazyMemmapStorage(TensorStorage):
         like = template[(0,) * self.ndim].expand(*shape).cpu()
         return like.memmap_like(prefix=folder, existsok=True)
 
+    def _writing(self, index: slice | Tensor) -> None:
+        # Rows below the length hold items: their old contents go to the undo journal
+        # before the write touches them. (Rows past the length hold no item until the
+        # length record, written after the data, counts them.)
+        filled = self._len_rows
+        if not filled:
+            return
+        if type(index) is slice:
+            start, stop, step = index.indices(self._rows)
+            if start >= filled:
+                return
+            rows = torch.arange(start, min(stop, filled), step)
+        else:
+            rows = index.reshape(-1).cpu()
+            rows = rows[rows < filled]
+        if not rows.numel():
+            return
+        journal = self._journal
+        if journal is None or journal.capacity < rows.numel():
+            journal = self._journal = _undo.UndoJournal(
+                self.scratch_dir, self._tree.leaves, max(rows.numel(), 1)
+            )
+        journal.save(rows, self._tree.leaves)
+
     def _written(self, stop: int) -> None:
         # The data sits in shared file mappings (it survives the process); the length is
-        # published after it, atomically.
+        # published after it, atomically, and only then is the undo journal released.
         atomic_write_json(
             {
                 "max_size": self.max_size,
@@ -107,6 +141,8 @@ class LazyMemmapStorage(TensorStorage):
             },
             self.scratch_dir / _META,
         )
+        if self._journal is not None:
+            self._journal.clear()
 
     # ---------------------------------------------------------------- disk
     def dumps(self, path: str | Path) -> None:
@@ -118,6 +154,10 @@ class LazyMemmapStorage(TensorStorage):
             self._written(self._len_rows)
             return
         path.mkdir(parents=True, exist_ok=True)
+        # Until the new length record is in place, the directory holds no storage: a dump
+        # killed halfway is refused by load, never read as old records over new rows.
+        (path / _META).unlink(missing_ok=True)
+        _undo.discard(path)
         if isinstance(self._data, Tensor):
             MemoryMappedTensor.from_tensor(
                 self._data, filename=str(path / "data.memmap"), existsok=True
@@ -147,6 +187,10 @@ class LazyMemmapStorage(TensorStorage):
             return
         if self._data is None:
             self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
+        # every row is replaced: until the new length record, the directory holds no storage
+        (self.scratch_dir / _META).unlink(missing_ok=True)
+        _undo.discard(self.scratch_dir)
+        self._journal = None
         self._copy_in(data)
         self._len_rows = meta["len_rows"]
         self._next_row = meta["next_row"]
@@ -162,6 +206,11 @@ class LazyMemmapStorage(TensorStorage):
         storage = cls(meta["max_size"], scratch_dir=path, ndim=meta["ndim"], existsok=True)
         storage.loads(path)
         return storage
+
+    def __getstate__(self) -> dict[str, Any]:
+        # The journal's views are this process's mappings; a copy in another process opens
+        # its own on its first overwrite (one process writes a storage at a time).
+        return {**self.__dict__, "_journal": None}
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
@@ -184,4 +233,7 @@ def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
             "store TensorDicts to reload from disk."
         )
     data = TensorDict.load_memmap(path)
+    # A writer killed mid-overwrite left the rows it was replacing in the undo journal:
+    # they go back first, so that every item read from here is whole.
+    _undo.recover(path, data)
     return data, meta

@@ -147,6 +147,8 @@ class TensorStorage(Storage):
             values = tree.values_of(data)
             if values is not None:
                 stop = index.indices(self._rows)[1]
+                if self._persistent:
+                    self._writing(index)
                 tree.set_rows(index, values)
                 self._next_row = stop % self._rows
                 if stop > self._len_rows:
@@ -181,9 +183,13 @@ class TensorStorage(Storage):
         if type(index) is slice:
             stop = index.indices(self._rows)[1]
             self._next_row = stop % self._rows
+            if self._persistent:
+                self._writing(index)
             tree.set_rows(index, values)
         else:
             index = index.to(tree.device)
+            if self._persistent:
+                self._writing(index)
             stop = int(index.max()) + 1 if index.numel() else 0
             if index.numel():
                 self._next_row = (int(index[-1]) + 1) % self._rows
@@ -193,6 +199,10 @@ class TensorStorage(Storage):
             self._len_rows = stop
         if self._persistent:
             self._written(stop)
+
+    def _writing(self, index: slice | Tensor) -> None:
+        """Hook run before each write at rows ``index`` (persistent storages save the rows it
+        overwrites here); only called where :meth:`_written` is overridden."""
 
     def _written(self, stop: int) -> None:
         """Hook run after each write (persistent storages record their length here)."""
