@@ -35,8 +35,8 @@ class PrioritizedSliceSampler(SliceSampler):
 
     Keyword Args:
         eps, dtype, reduction: as in :class:`PrioritizedSampler`.
-        num_slices, slice_len, end_key, traj_key, strict_length, cache_values,
-        truncated_key: as in :class:`SliceSampler`.
+        num_slices, slice_len, end_key, traj_key, strict_length, cache_values, truncated_key: as
+            in :class:`SliceSampler`.
 
     Examples:
         >>> import torch
