@@ -385,3 +385,65 @@ def test_the_call_plan_gives_the_batches_of_the_generic_call(policy_factory):
     assert set(got.keys(True, True)) == set(expected.keys(True, True))
     for key in expected.keys(True, True):
         torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))
+
+
+class StatefulCountingEnv(CountingEnv):
+    """Keeps its count inside the env, as a simulator does (CountingEnv reads it back from
+    the TensorDict): stepping from a stale TensorDict then shows in the data."""
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs) -> TensorDictBase:
+        out = super()._reset(tensordict, **kwargs)
+        self.count = out.get("observation").clone()
+        return out
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        self.count = self.count + tensordict.get("action").to(torch.float32)
+        return super()._step(tensordict.clone(False).set("observation", self.count - 1))
+
+
+def test_a_policy_error_mid_batch_leaves_no_inconsistent_transition():
+    calls = {"n": 0}
+
+    def policy(td):
+        calls["n"] += 1
+        if calls["n"] == 7:  # once, in the middle of the second batch
+            raise RuntimeError("policy: out of memory, once")
+        return td.set("action", torch.ones(2, 1, dtype=torch.int64))
+
+    env = StatefulCountingEnv(max_count=1000, batch_size=[2])
+    collector = SyncDataCollector(
+        env, policy, frames_per_batch=8, trust_policy=True, track_traj_ids=True
+    )
+    first = collector.next()
+    with pytest.raises(RuntimeError, match="out of memory, once"):
+        collector.next()
+    after = collector.next()  # the user caught the error and goes on
+    for batch in (first, after):
+        # Every transition adds the action (1) to the observation: none pairs a stale
+        # observation with a later next observation.
+        assert (batch["next", "observation"] == batch["observation"] + 1).all()
+    # The next batch starts from a reset, with new trajectories.
+    assert (after["observation"][:, 0] == 0).all()
+    assert after["collector", "traj_ids"][:, 0].tolist() == [2, 3]
+
+
+def test_a_wrong_action_shape_is_named():
+    def wide(td):
+        return td.set("action", torch.ones(2, 3, dtype=torch.int64))
+
+    env = CountingEnv(max_count=4, batch_size=[2])
+    with pytest.raises(ValueError, match=r"'action' of shape \(2, 1\).*got \(2, 3\)"):
+        SyncDataCollector(env, wide, frames_per_batch=8).next()
+    # A trusted policy is not checked at its first output, but the batch is (one compare).
+    with pytest.raises(
+        ValueError, match=r"'action' of shape \(2, 1\).*\(2, 4, 1\).*got \(2, 4, 3\)"
+    ):
+        SyncDataCollector(env, wide, frames_per_batch=8, trust_policy=True).next()
+    calls = {"n": 0}
+
+    def changing(td):  # right at first, then another shape from the second step on
+        calls["n"] += 1
+        return td.set("action", torch.ones(2, 1 if calls["n"] == 1 else 3, dtype=torch.int64))
+
+    with pytest.raises(ValueError, match=r"'action' .* differ from step to step"):
+        SyncDataCollector(env, changing, frames_per_batch=8).next()

@@ -171,6 +171,13 @@ class SyncDataCollector:
             self._call = torch.compile(self.policy, **options)
         self._checked = trust_policy or policy is None
         self._done_paths = done_paths(self.env)
+        # (key, shape) of each action entry whose spec has one shape (not a lazy stack of
+        # specs of different shapes, marked -1): checked in the first output and per batch.
+        self._action_shapes = [
+            (key, self.env.full_action_spec[key].shape)
+            for key in self.env.action_keys
+            if all(size >= 0 for size in self.env.full_action_spec[key].shape)
+        ]
         self._writer = TrajectoryWriter(self.steps, device=self.storing_device)
         self._carrier: TensorDictBase | None = None
         self._traj_ids: torch.Tensor | None = None
@@ -195,7 +202,13 @@ class SyncDataCollector:
         """The next batch of the collector's own iterator (``StopIteration`` at the end)."""
         if self._iterator is None:
             self._iterator = iter(self)
-        return next(self._iterator)
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            raise
+        except BaseException:
+            self._iterator = None  # an error ended the generator: the next call goes on
+            raise
 
     def _extend(self, batch: TensorDictBase) -> None:
         if self.extend_buffer:
@@ -211,7 +224,14 @@ class SyncDataCollector:
         if self.reset_at_each_iter or self._carrier is None:
             self._start()
         random = self._frames < self.init_random_frames
-        batch = self._collect(random)
+        try:
+            batch = self._collect(random)
+        except BaseException:
+            # The env stepped on past the carried TensorDict: continuing from it would pair a
+            # stale observation with a newer next observation. Start the next batch from a
+            # reset instead (the interrupted episodes end there, with new trajectory ids).
+            self._carrier = None
+            raise
         self._frames += self.frames_per_batch
         self._iter += 1
         if not self.return_same_td or self.split_trajs:
@@ -226,11 +246,11 @@ class SyncDataCollector:
 
     def _start(self) -> None:
         self._carrier = self.env.reset()
+        # Every reset starts new trajectories.
         shape = self.env.batch_size
-        if self._traj_ids is None or self.reset_at_each_iter:
-            n = shape.numel()
-            self._traj_ids = torch.arange(self._next_traj_id, self._next_traj_id + n).reshape(shape)
-            self._next_traj_id += n
+        n = shape.numel()
+        self._traj_ids = torch.arange(self._next_traj_id, self._next_traj_id + n).reshape(shape)
+        self._next_traj_id += n
 
     def _collect(self, random: bool) -> TensorDictBase:
         env, writer = self.env, self._writer
@@ -255,9 +275,29 @@ class SyncDataCollector:
                 td = next_root
         self._carrier = td
         batch = writer.result()
+        self._check_action_shapes(batch)
         if track:
             batch.set(TRAJ_IDS, torch.stack(ids, -1).to(batch.device))
         return batch
+
+    def _check_action_shapes(self, batch: TensorDictBase) -> None:
+        """One shape compare per action entry and batch: a policy that wrote actions of
+        another shape than the spec's (and the writer then stacked them lazily) is named."""
+        steps = batch.batch_size[-1]
+        env_dims = len(self.env.batch_size)
+        for key, spec_shape in self._action_shapes:
+            expected = (*spec_shape[:env_dims], steps, *spec_shape[env_dims:])
+            try:
+                got = tuple(batch.get(key).shape)
+            except RuntimeError:  # a lazy stack of actions whose shapes differ
+                got = "shapes that differ from step to step"
+            if got != expected:
+                raise ValueError(
+                    f"{type(self).__name__}: expected the policy's {_key_name(key)} of shape "
+                    f"{tuple(spec_shape)} (the action spec's) at each step, i.e. {expected} "
+                    f"over the batch; got {got}. Fix the policy's output (or the env's "
+                    f"action spec)."
+                )
 
     def _policy(self, td: TensorDictBase) -> TensorDictBase:
         if self._cast:
@@ -281,6 +321,14 @@ class SyncDataCollector:
                 f"{where}: the policy's output lacks the action key(s) {missing}; it holds "
                 f"{sorted(map(str, out.keys(True, True)))}."
             )
+        for key, spec_shape in self._action_shapes:
+            got = out.get(key).shape
+            if got != spec_shape:
+                raise ValueError(
+                    f"{where}: expected the policy's {_key_name(key)} of shape "
+                    f"{tuple(spec_shape)} (the action spec's), got {tuple(got)}. Fix the "
+                    f"policy's output (or the env's action spec)."
+                )
         self._checked = True
 
     def _step_no_reset(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
@@ -365,6 +413,10 @@ class SyncDataCollector:
             f"frames_per_batch={self.frames_per_batch}, total_frames={self.total_frames}, "
             f"frames={self._frames})"
         )
+
+
+def _key_name(key: Any) -> str:
+    return repr(key) if isinstance(key, str) else repr(tuple(key))
 
 
 Collector = SyncDataCollector
