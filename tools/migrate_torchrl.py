@@ -310,20 +310,20 @@ class _Rewriter:
     ) -> list[str] | None:
         """Lines binding ``bound`` to what stands for ``torchrl_module`` here, or ``None``
         (leave the import) when nothing can stand for it."""
-        resolved: dict[str, str | None] = {}  # attribute -> expression here
+        resolved: dict[str, str | None] = {}  # attribute -> expression here (None: unknown)
         homes: set[str] = set()  # modules to import
-        single: set[str] = set()  # the one module holding every attribute, if any
+        alias_of: set[str] = set()  # modules that could stand for the whole TorchRL module
         for attr in sorted(self.uses.get(bound, ())):
             sub = f"{torchrl_module}.{attr}"
-            if sub in self.map.modules:
-                here = self.map.modules[sub]
-                resolved[attr], single = here, {"<several>"}
-                homes.add(here)
+            if sub in self.map.modules:  # a submodule used as an attribute
+                resolved[attr] = self.map.modules[sub]
+                homes.add(self.map.modules[sub])
+                alias_of.add("")  # no module here has it as an attribute: a namespace
             elif attr in self.map.targets:
                 target = self.map.targets[attr]
                 resolved[attr] = f"{target.module}.{target.name}"
                 homes.add(target.module)
-                single.add(target.module if target.name == attr else "<several>")
+                alias_of.add(target.module if target.name == attr else "")
             else:
                 resolved[attr] = None
                 self.report.unknown.append((lineno, sub))
@@ -335,8 +335,8 @@ class _Rewriter:
             if not self.report.placeholders:
                 return None
             return [self.placeholder(indent, bound, torchrl_module)]
-        if len(single) == 1 and None not in resolved.values():
-            (here,) = single
+        if len(alias_of) == 1 and "" not in alias_of and None not in resolved.values():
+            (here,) = alias_of
             return [f"{indent}import {here}" + ("" if here == bound else f" as {bound}")]
         lines = [f"{indent}import {module}" for module in sorted(homes)]
         lines.append(f"{indent}from types import SimpleNamespace as _SimpleNamespace")

@@ -167,3 +167,14 @@ def test_spec_checks_are_off_per_step_and_switchable():
     with rl_core.set_spec_checks():
         assert rl_core.spec_checks_enabled()
     assert not rl_core.spec_checks_enabled()
+
+
+def test_torch_stack_works_on_specs_as_the_named_differently_table_says():
+    from rl_core import Bounded, Stacked, stack_specs
+
+    assert "(`torch.stack` works too)" in TEXT
+    a, b = Bounded(-1.0, 1.0, shape=(3,)), Bounded(-2.0, 2.0, shape=(3,))
+    stacked = torch.stack([a, a], 0)
+    assert stacked == stack_specs([a, a], 0)
+    assert stacked.shape == (2, 3)
+    assert isinstance(torch.stack([a, b], 0), Stacked)

@@ -79,3 +79,11 @@ def test_composite_expand():
     expanded = spec.expand(4)
     assert expanded.shape == (4,)
     assert expanded["observation"].shape == (4, 3)
+
+
+def test_torch_stack_of_specs():
+    spec = Bounded(-1.0, 1.0, shape=(3,))
+    stacked = torch.stack([spec, spec], 0)
+    assert stacked.shape == (2, 3)
+    assert stacked.is_in(torch.zeros(2, 3))
+    assert not stacked.is_in(torch.full((2, 3), 2.0))
