@@ -6,8 +6,17 @@ nvcc but no wish for a long CUDA build gets the CPU build) and ``RL_KERNELS_BUIL
 not ``0``. ``TORCH_CUDA_ARCH_LIST`` picks the architectures, as for any torch extension.
 
 Next to the extension the build writes ``_build_info.json`` (the torch version it was built
-against and whether CUDA kernels are in it); ``import rl_kernels`` reads it before loading
-the binary, so a binary built for another torch is never loaded.
+against, whether CUDA kernels are in it, and the built binary's size and SHA-256);
+``import rl_kernels`` reads it before loading the binary, so a binary built for another
+torch, or one damaged since (a truncated library crashes ``dlopen`` with SIGBUS), is never
+loaded.
+
+A compiler whose C++ runtime is not torch's (one that links its own static ``libstdc++``
+into what it builds, while torch's libraries use the shared ``libstdc++.so``) makes a binary
+in which any C++ exception crashes the interpreter. The build reports it (the binary does
+not need ``libstdc++.so`` while torch's ``libc10`` does) and ``import rl_kernels`` refuses
+such a binary with one warning; rebuild with the system compiler
+(``CXX=/usr/bin/g++ CC=/usr/bin/gcc``).
 
 The extension is optional, so that installing rl-kernels never fails: without a C++
 compiler it is not built, and a compile error is reported and skipped (setuptools'
@@ -17,6 +26,8 @@ rl_kernels`` warns once and leaves rl_core's reference kernels in place.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import shlex
@@ -69,6 +80,39 @@ def _extensions():
     ]
 
 
+def _elf_module():
+    # The package's own ELF reader, loaded by path: the package is not importable yet.
+    spec = importlib.util.spec_from_file_location(
+        "_rl_kernels_elf", HERE / "src" / "rl_kernels" / "_elf.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _record_binary(binary: Path) -> None:
+    """Adds the built binary's size and SHA-256 to the build record(s); reports a C++
+    runtime that is not torch's."""
+    import torch
+
+    data = binary.read_bytes()
+    for record in {INFO, binary.parent / INFO.name}:
+        info = json.loads(record.read_text()) if record.is_file() else {}
+        info.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        record.write_text(json.dumps(info) + "\n")
+    elf = _elf_module()
+    c10 = next(iter(sorted((Path(torch.__file__).parent / "lib").glob("libc10.so*"))), None)
+    reason = elf.foreign_cxx_runtime(binary, c10) if c10 is not None else None
+    if reason is not None:
+        print(
+            f"rl-kernels: WARNING: {reason}. import rl_kernels will refuse this binary and use "
+            f"the reference kernels; rebuild with the system compiler: CXX=/usr/bin/g++ "
+            f"CC=/usr/bin/gcc.",
+            file=sys.stderr,
+        )
+
+
 class _BuildExt(cpp_extension.BuildExtension):
     """torch's build_ext, without ninja when it is missing, and a failed build skipped."""
 
@@ -88,6 +132,13 @@ class _BuildExt(cpp_extension.BuildExtension):
                 f"rl-kernels: building {ext.name} failed ({exc}); installing without the kernels.",
                 file=sys.stderr,
             )
+            return
+        binary = Path(self.get_ext_fullpath(ext.name))
+        if binary.is_file():
+            try:
+                _record_binary(binary)
+            except Exception as exc:  # the record is a safeguard: never fail the install
+                print(f"rl-kernels: could not record the built binary ({exc}).", file=sys.stderr)
 
 
 setup(

@@ -54,11 +54,26 @@ def _other_torch(copy: Path) -> None:
     (copy / "_build_info.json").write_text(json.dumps({**info, "torch": "2.0.0"}))
 
 
+def _binaries(copy: Path) -> list[Path]:
+    found = [copy / f"_C{s}" for s in importlib.machinery.EXTENSION_SUFFIXES]
+    return [binary for binary in found if binary.is_file()]
+
+
 def _corrupt(copy: Path) -> None:
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        binary = copy / f"_C{suffix}"
-        if binary.is_file():
-            binary.write_bytes(b"not a shared library")
+    for binary in _binaries(copy):
+        binary.write_bytes(b"not a shared library")
+
+
+def _truncated(copy: Path) -> None:
+    # Cut inside the code: the dynamic loader maps segments past the end of the file, and
+    # touching them raised SIGBUS on import (issue 34).
+    for binary in _binaries(copy):
+        with open(binary, "r+b") as f:
+            f.truncate(binary.stat().st_size // 2)
+
+
+def _bad_record(copy: Path) -> None:
+    (copy / "_build_info.json").write_text('{"torch": "2.13.0", "cuda": nu')
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +81,14 @@ def probes(tmp_path_factory) -> dict[str, list[str]]:
     """The probe's output lines for each edited copy; the interpreters run side by side."""
     python_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     running = {}
-    for name, edit in {"keep": _keep, "other_torch": _other_torch, "corrupt": _corrupt}.items():
+    edits = {
+        "keep": _keep,
+        "other_torch": _other_torch,
+        "corrupt": _corrupt,
+        "truncated": _truncated,
+        "bad_record": _bad_record,
+    }
+    for name, edit in edits.items():
         root = tmp_path_factory.mktemp(name)
         copy = root / "rl_kernels"
         shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
@@ -80,18 +102,25 @@ def probes(tmp_path_factory) -> dict[str, list[str]]:
         )
     results = {}
     for name, process in running.items():
-        out, err = process.communicate(timeout=300)
-        assert process.returncode == 0, err
-        results[name] = out.strip().splitlines()
+        out, err = process.communicate(timeout=600)
+        # A crash (SIGBUS, SIGSEGV) shows as a negative return code: the test of that copy
+        # fails with the interpreter's last words, the others still run.
+        results[name] = [f"exit {process.returncode}", *out.strip().splitlines(), err[-2000:]]
     return results
 
 
+def _lines(probes: dict[str, list[str]], name: str) -> list[str]:
+    result = probes[name]
+    assert result[0] == "exit 0", f"the {name} probe died: {result[0]}; stderr:\n{result[-1]}"
+    return result[1:-1]
+
+
 def test_rl_core_loads_the_kernels_through_the_entry_point(probes):
-    assert probes["keep"] == ["0", "CPU kernel: True", "loaded: True"]
+    assert _lines(probes, "keep") == ["0", "CPU kernel: True", "loaded: True"]
 
 
 def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(probes):
-    lines = probes["other_torch"]
+    lines = _lines(probes, "other_torch")
     assert lines[0] == "1"
     assert "rl_kernels was built against torch 2.0.0" in lines[1]
     assert f"torch {torch.__version__} is running" in lines[1]
@@ -100,10 +129,27 @@ def test_a_binary_built_for_another_torch_warns_once_and_is_not_loaded(probes):
 
 
 def test_a_broken_binary_warns_once_and_falls_back(probes):
-    lines = probes["corrupt"]
+    lines = _lines(probes, "corrupt")
     assert lines[0] == "1"
     assert f"running torch {torch.__version__}" in lines[1]
     assert "rl_kernels" in lines[1]
+    assert lines[2:] == ["CPU kernel: False", "loaded: False"]
+
+
+def test_a_truncated_binary_warns_once_and_falls_back(probes):
+    lines = _lines(probes, "truncated")
+    assert lines[0] == "1"
+    assert "is damaged" in lines[1]
+    assert "the file is truncated" in lines[1]
+    assert "reinstall rl-kernels" in lines[1]
+    assert lines[2:] == ["CPU kernel: False", "loaded: False"]
+
+
+def test_a_corrupt_build_record_warns_once_and_falls_back(probes):
+    lines = _lines(probes, "bad_record")
+    assert lines[0] == "1"
+    assert "_build_info.json is damaged" in lines[1]
+    assert "reinstall rl-kernels" in lines[1]
     assert lines[2:] == ["CPU kernel: False", "loaded: False"]
 
 
