@@ -9,7 +9,11 @@ from torchrl.data import OneHot
 from torchrl.modules import MLP, QValueActor, ValueOperator
 from torchrl.objectives import DQNLoss, SoftUpdate, ValueEstimators
 from torchrl.objectives.value import GAE, functional
-from torchrl.objectives.value.functional import generalized_advantage_estimate, td0_return_estimate
+from torchrl.objectives.value.functional import (
+    generalized_advantage_estimate,
+    td0_return_estimate,
+    vec_td_lambda_advantage_estimate,
+)
 
 
 def gae_reference(gamma, lmbda, value, next_value, reward, done, terminated):
@@ -56,6 +60,31 @@ def test_vectorized_gae_matches_definition():
     )
     torch.testing.assert_close(
         advantage, gae_reference(0.9, 0.8, value, next_value, reward, done, terminated)[0]
+    )
+
+
+def td_lambda_reference(gamma, lmbda, value, next_value, reward, done, terminated):
+    target = torch.zeros_like(reward)
+    following = next_value[..., -1, :]  # past the data: bootstrap
+    for t in reversed(range(reward.shape[-2])):
+        not_terminated = (~terminated[..., t, :]).double()
+        # past the end of an episode, bootstrap from the next value instead of the return
+        following = torch.where(done[..., t, :], next_value[..., t, :], following)
+        blended = (1 - lmbda) * next_value[..., t, :] + lmbda * following
+        target[..., t, :] = reward[..., t, :] + gamma * not_terminated * blended
+        following = target[..., t, :]
+    return target - value
+
+
+@pytest.mark.parametrize("lmbda", [0.0, 0.6, 1.0])
+def test_vec_td_lambda_advantage_matches_definition(lmbda):
+    value, next_value, reward, done, terminated = random_batch(2, 13, seed=3)
+    advantage = vec_td_lambda_advantage_estimate(
+        0.95, lmbda, value, next_value, reward, done, terminated
+    )
+    torch.testing.assert_close(
+        advantage,
+        td_lambda_reference(0.95, lmbda, value, next_value, reward, done, terminated),
     )
 
 
