@@ -11,7 +11,7 @@ Cases (8 CartPoles unless said otherwise), each a rollout with automatic resets
 - the torch-native ``CartPoleEnv(batch_size=[1024])``: env-steps per second, vs SyncVectorEnv
 
 Each batched case is measured twice, each time against references drawing actions the same
-way: without a policy (random actions: the env's own loop, ``EnvBase._random_rollout``; ours
+way: without a policy (random actions: the env's own loop, ``StepPlan.random_rollout``; ours
 and the references draw random actions 256 steps at a time) and with a policy that writes a
 fixed action (the step-by-step loop that every policy takes: one TensorDict per step, and for
 ParallelEnv one round trip to the workers; the references step the same fixed action).

@@ -5,7 +5,7 @@ this process with ``time.process_time``, so other work on the machine disturbs i
 both sides draw their actions the same way:
 
 1. No policy: ``GymEnv("CartPole-v1").rollout(20_000, break_when_any_done=False)`` (the env's
-   own loop, ``EnvBase._random_rollout``) against a gymnasium loop that resets at the end of
+   own loop, its step plan's ``StepPlan.random_rollout``) against a gymnasium loop that resets at the end of
    each episode. Both draw random actions ``CHUNK`` (256) at a time inside the timed loop
    (ours from the action spec, the reference from the action space's generator).
 2. The same with ``num_envs=8`` against a ``gymnasium.vector.SyncVectorEnv`` of 8 CartPoles

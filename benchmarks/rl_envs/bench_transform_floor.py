@@ -107,10 +107,10 @@ class _HandWritten(TransformedEnv):
             norm = self.transform[0]
             loc, scale = norm._stats(torch.device("cpu"))[2]
             rows = [Rows(shape, np.dtype(dtype)).take for shape, dtype in _ROW_KINDS]
-            state = self.__dict__["_hand"] = [loc, scale, *rows, None, None]
-        loc, scale, take_obs, take_sum, take_count, total, count = state
+            state = self.__dict__["_hand"] = [loc, scale, *rows, None, None, *_routes(self)]
+        loc, scale, take_obs, take_sum, take_count, total, count, fused, merge = state
         base = self.base_env
-        next_td, pending = base._step_and_reset(tensordict)
+        next_td, pending = fused(tensordict)
         out = entries(next_td)
         if pending is not None:
             kept = (dict(out), batch_size_of(next_td), device_of(next_td))
@@ -137,8 +137,18 @@ class _HandWritten(TransformedEnv):
             plan = self.step_mdp_plan()
         next_root = plan(tensordict)
         if pending is not None:
-            next_root = self._merge_reset_rows(next_root, pending)
+            next_root = merge(next_root, pending)
         return tensordict, next_root
+
+
+def _routes(env: TransformedEnv) -> tuple:
+    """(the base env's fused step-and-reset, ``env``'s merge of the reset rows): the routes
+    of the step plans (``rl_core.envs.StepPlan``), or the env hooks of older sources."""
+    try:
+        from rl_core.envs.step_plan import active_plan
+    except ImportError:  # sources before the step plans
+        return env.base_env._step_and_reset, env._merge_reset_rows
+    return active_plan(env.base_env).step_and_reset, active_plan(env).merge_reset_rows
 
 
 # (shape, dtype) of the rows of the observation, the sum and the count.

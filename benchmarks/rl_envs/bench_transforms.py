@@ -19,7 +19,7 @@ env alternate, so that a change of the machine's load hits both alike):
    (a recurrent policy's flag and a scaled reward), stepped the same way: the numpy-row
    lane and the fused step-and-reset serve them too.
 5. Rollouts without a policy: the bare GymEnv hands them to its gymnasium loop
-   (``_random_rollout``); the TransformedEnv runs that loop too and then replays its
+   (its step plan's ``random_rollout``); the TransformedEnv's plan runs that loop too and then replays its
    transforms step by step on the trajectory (they are ``fusable``), still one TensorDict
    step at a time for the transforms. The ratio says how much that costs.
 

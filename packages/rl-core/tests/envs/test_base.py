@@ -2,7 +2,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core.envs import EnvBase, set_spec_checks, spec_checks_enabled
+from rl_core.envs import EnvBase, StepPlan, set_spec_checks, spec_checks_enabled
 from rl_core.specs import Bounded, Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 
@@ -253,25 +253,30 @@ def test_spec_checks_are_off_by_default_and_catch_mismatches_when_on():
 def test_step_and_reset_hook_replaces_step_then_reset():
     from rl_core.testing import CountingEnv
 
-    class Fused(CountingEnv):
+    class FusedPlan(StepPlan):
         calls = 0
 
-        def _step_and_reset(self, tensordict):
+        def step_and_reset(self, tensordict):
             type(self).calls += 1
-            next_td = self._step(tensordict)
+            env = self.env
+            next_td = env._step(tensordict)
             done = next_td["done"]
             if not bool(done.any()):
                 return next_td, None
-            mask = TensorDict({"_reset": done.clone()}, batch_size=self.batch_size)
-            return next_td, self._reset(mask)
+            mask = TensorDict({"_reset": done.clone()}, batch_size=env.batch_size)
+            return next_td, env._reset(mask)
 
-        def _merge_reset_rows(self, next_root, pending):
+        def merge_reset_rows(self, next_root, pending):
             done = next_root["done"].clone()
             fresh = pending["observation"]
             next_root["observation"] = torch.where(done, fresh, next_root["observation"])
             for key in ("done", "terminated", "truncated"):
                 next_root[key] = next_root[key] & ~done
             return next_root
+
+    class Fused(CountingEnv):
+        def _make_step_plan(self):
+            return FusedPlan(self)
 
     fused, plain = Fused(max_count=3, batch_size=[2]), CountingEnv(max_count=3, batch_size=[2])
     a, b = fused.reset(), plain.reset()
@@ -281,16 +286,20 @@ def test_step_and_reset_hook_replaces_step_then_reset():
         tb, b = plain.step_and_maybe_reset(b.set("action", action.clone()))
         assert (ta["next"] == tb["next"]).all()
         assert (a == b.exclude("_reset")).all()
-    assert Fused.calls == 5
+    assert FusedPlan.calls == 5
 
 
 def test_step_and_reset_hook_needs_merge_rows():
     from rl_core.testing import CountingEnv
 
+    class HalfPlan(StepPlan):
+        def step_and_reset(self, tensordict):
+            return self.env._step(tensordict), {"rows": 1}
+
     class Half(CountingEnv):
-        def _step_and_reset(self, tensordict):
-            return self._step(tensordict), {"rows": 1}
+        def _make_step_plan(self):
+            return HalfPlan(self)
 
     env = Half()
-    with pytest.raises(NotImplementedError, match=r"Half: _step_and_reset returned reset rows"):
+    with pytest.raises(NotImplementedError, match=r"HalfPlan: step_and_reset returned reset rows"):
         env.step_and_maybe_reset(env.rand_action(env.reset()))

@@ -2,6 +2,7 @@ import pytest
 import torch
 from tensordict import LazyStackedTensorDict
 
+from rl_core.envs import StepPlan
 from rl_core.testing import CountingEnv
 
 
@@ -163,21 +164,29 @@ class _LoopEnv(CountingEnv):
         self.corrupt = corrupt
         self.calls = []
 
-    def _random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
-        self.calls.append((max_steps, break_when_any_done, break_when_all_done))
+    def _make_step_plan(self):
+        return _LoopPlan(self)
+
+
+class _LoopPlan(StepPlan):
+    """``_LoopEnv``'s plan: the generic loop with an explicit random policy, recorded."""
+
+    def random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
+        env = self.env
+        env.calls.append((max_steps, break_when_any_done, break_when_all_done))
         from rl_core.envs._rollout import rollout
 
-        # The generic loop with an explicit random policy, so this hook is not re-entered.
+        # The generic loop with an explicit random policy, so this route is not re-entered.
         out = rollout(
-            self,
+            env,
             max_steps,
-            self.rand_action,
+            env.rand_action,
             auto_reset=False,
             tensordict=start,
             break_when_any_done=break_when_any_done,
             break_when_all_done=break_when_all_done,
         )
-        if self.corrupt:
+        if env.corrupt:
             out["next", "reward"] += 1
         return out
 

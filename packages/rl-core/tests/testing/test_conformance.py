@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core.envs import EnvBase
+from rl_core.envs import EnvBase, StepPlan
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import (
     ConformanceError,
@@ -114,25 +114,34 @@ def test_inconsistent_done_flags_fail():
         check_done_flags(lambda: _StatefulEnv(lie_about_done=True))
 
 
-class _FusedCountingEnv(CountingEnv):
-    """A fused step-and-reset hook; ``keep_flags`` breaks it (reset rows keep their done)."""
+class _FusedPlan(StepPlan):
+    """A fused step-and-reset; the env's ``keep_flags`` breaks it (reset rows keep their
+    done)."""
 
-    keep_flags = False
-
-    def _step_and_reset(self, tensordict):
-        next_td = self._step(tensordict)
+    def step_and_reset(self, tensordict):
+        env = self.env
+        next_td = env._step(tensordict)
         done = next_td["done"].clone()
         if not bool(done.any()):
             return next_td, None
-        return next_td, (done, self._reset(TensorDict({"_reset": done}, self.batch_size)))
+        return next_td, (done, env._reset(TensorDict({"_reset": done}, env.batch_size)))
 
-    def _merge_reset_rows(self, next_root, pending):
+    def merge_reset_rows(self, next_root, pending):
         done, fresh = pending
         next_root["observation"] = torch.where(done, fresh["observation"], next_root["observation"])
-        if not self.keep_flags:
+        if not self.env.keep_flags:
             for key in ("done", "terminated", "truncated"):
                 next_root[key] = next_root[key] & ~done
         return next_root
+
+
+class _FusedCountingEnv(CountingEnv):
+    """A CountingEnv with a fused step-and-reset plan."""
+
+    keep_flags = False
+
+    def _make_step_plan(self):
+        return _FusedPlan(self)
 
 
 class _BrokenFusedCountingEnv(_FusedCountingEnv):
@@ -146,6 +155,6 @@ def test_step_and_reset_check_compares_the_hook_with_step_then_reset():
     )
     with pytest.raises(
         ConformanceError,
-        match=r"check_step_and_reset\(_BrokenFusedCountingEnv\): step \d+: 'done' of the next root differs",
+        match=r"check_step_plan\(_BrokenFusedCountingEnv\): step_and_maybe_reset, step \d+: 'done' of the next root differs",
     ):
         check_step_and_reset(lambda: _BrokenFusedCountingEnv(max_count=3, batch_size=[3]))

@@ -5,16 +5,34 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core.envs import EnvBase
+from rl_core.envs import EnvBase, StepPlan
+from rl_core.envs.step_plan import built_plan
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
-from rl_core.transforms._lane import lane_applies
+from rl_core.transforms._lane import lane_plan_factory
+
+
+def lane_applies(transform):
+    return lane_plan_factory(transform) is not None
+
+
+def _lane(env):
+    """The numpy-row lane of ``env``'s step plan, or ``None``."""
+    plan = built_plan(env)
+    return None if plan is None else plan.lane
+
+
+class _RowPlan(StepPlan):
+    """The step plan of ``_RowEnv``: its numpy rows only."""
+
+    def numpy_rows(self):
+        return self.env._last
 
 
 class _RowEnv(EnvBase):
     """CountingEnv's dynamics with its reward and observation written into numpy rows that
-    are never written again, declared through ``_numpy_rows``. Rewards vary (0.1 * count),
+    are never written again, declared through its step plan's ``numpy_rows``. Rewards vary (0.1 * count),
     so that float sums round."""
 
     def __init__(self, max_count=4, batch_size=()):
@@ -48,8 +66,8 @@ class _RowEnv(EnvBase):
             batch_size=self.batch_size,
         )
 
-    def _numpy_rows(self):
-        return self._last
+    def _make_step_plan(self):
+        return _RowPlan(self)
 
     def _set_seed(self, seed):
         pass
@@ -99,12 +117,12 @@ def test_the_lane_gives_the_torch_paths_result(batch_size):
         _RowEnv(batch_size=batch_size),
         Compose(_TorchRewardSum(), _TorchStepCounter(), _TorchInitTracker()),
     )
-    assert lane_env._build_lane() is not None
-    assert torch_env._build_lane() is None
+    assert _lane(lane_env) is not None
+    assert _lane(torch_env) is None
     ran = []
-    for _, plan in lane_env._build_lane().parts:
+    lane = _lane(lane_env)
+    for _, plan in lane.parts:
         assert plan is not None
-    lane = lane_env._cached("row_lane", lane_env._build_lane)
     for _, plan in lane.parts:
         step = plan.step
         plan.step = lambda root, nxt, td, step=step: ran.append(step(root, nxt, td)) or ran[-1]
@@ -146,20 +164,22 @@ def test_subclasses_that_override_a_step_method_take_the_torch_path():
     assert not lane_applies(_TorchStepCounter())
     assert lane_applies(InitTracker())
     assert not lane_applies(_TorchInitTracker())
-    assert InitTracker(("nested", "is_init"))._lane_plan(None) is None  # root-level keys only
-    assert StepCounter(max_steps=3)._lane_plan(None) is None  # truncation: the torch path
+    nested = InitTracker(("nested", "is_init"))
+    assert lane_plan_factory(nested)(nested, None) is None  # root-level keys only
+    truncating = StepCounter(max_steps=3)
+    assert lane_plan_factory(truncating)(truncating, None) is None  # truncation: torch
 
 
 def test_the_lane_runs_only_where_every_transform_has_a_plan():
     # One transform left on torch would pay the cold start the others no longer pay.
     env = TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter(max_steps=3)))
-    assert env._build_lane() is None
-    assert TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter()))._build_lane()
+    assert _lane(env) is None
+    assert _lane(TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter())))
 
 
 def test_envs_without_numpy_rows_have_no_lane():
     env = TransformedEnv(CountingEnv(), Compose(RewardSum(), StepCounter()))
-    assert env._build_lane() is None
+    assert _lane(env) is None
     assert _rollout(env, 4)["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4]
 
 
@@ -177,7 +197,7 @@ def test_lane_outputs_are_fresh_tensors_never_written_again():
 
 def test_init_tracker_rows_are_the_flags_torch_full_gives():
     env = TransformedEnv(_RowEnv(max_count=3, batch_size=(2,)), InitTracker())
-    assert env._build_lane() is not None
+    assert _lane(env) is not None
     td = env.reset()
     flags = [td["is_init"]]
     for _ in range(4):
@@ -200,7 +220,7 @@ def test_init_tracker_rows_are_the_flags_torch_full_gives():
 def test_init_tracker_plan_leaves_another_default_device_to_the_torch_path():
     # torch.full(device=None) follows the default device; the rows are CPU memory.
     env = TransformedEnv(_RowEnv(batch_size=(2,)), InitTracker())
-    ((_, plan),) = env._cached("row_lane", env._build_lane).parts
+    ((_, plan),) = _lane(env).parts
     td = TensorDict(batch_size=[2])
     written = {}
     assert plan.step({}, written, td)

@@ -2,7 +2,8 @@ import pytest
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import check_env_specs
+from rl_core.envs import StepPlan, check_env_specs
+from rl_core.envs.step_plan import active_plan
 from rl_core.specs import Bounded, Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import (
@@ -280,8 +281,6 @@ class _StatefulCounter(CountingEnv):
     and which has its own random-action loop (here the generic loop itself), so that a
     TransformedEnv over it replays its transforms on that loop's trajectory."""
 
-    _step_reads_actions_only = True
-
     def _reset(self, tensordict, **kwargs):
         out = super()._reset(tensordict, **kwargs)
         count = out.get("observation")
@@ -297,10 +296,21 @@ class _StatefulCounter(CountingEnv):
         self.count = out.get("observation")
         return out
 
-    def _random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
-        return self.rollout(
+    def _make_step_plan(self):
+        return _LoopPlan(self)
+
+
+class _LoopPlan(StepPlan):
+    """The plan of ``_StatefulCounter``: its step reads only the action, and its random
+    rollouts run the generic loop with an explicit random policy."""
+
+    reads_actions_only = True
+
+    def random_rollout(self, start, max_steps, *, break_when_any_done, break_when_all_done):
+        env = self.env
+        return env.rollout(
             max_steps,
-            self.rand_action,
+            env.rand_action,
             auto_reset=False,
             tensordict=start,
             break_when_any_done=break_when_any_done,
@@ -331,20 +341,16 @@ def test_rollout_without_policy_replays_transforms_on_the_base_env_loop():
     from rl_core.testing import check_random_rollout
 
     env = _replayed_env()
+    plan = active_plan(env)
     assert (
-        env._random_rollout(env.reset(), 10, break_when_any_done=False, break_when_all_done=False)
+        plan.random_rollout(env.reset(), 10, break_when_any_done=False, break_when_all_done=False)
         is not None
     )
     check_random_rollout(_replayed_env, steps=40)
     traj = _replayed_env().rollout(40, break_when_any_done=False)
     assert traj["next", "done"].any()  # partial resets on the way
     assert traj["observation"].max() <= 2.0  # halved counts (at most 4 / 2)
-    # without the declaration the generic loop runs
+    # without a plan of the base env the generic loop runs
     base = CountingEnv(max_count=4, batch_size=(3,))
     plain = TransformedEnv(base, Compose(_Halve(), RewardSum()))
-    assert (
-        plain._random_rollout(
-            plain.reset(), 10, break_when_any_done=False, break_when_all_done=False
-        )
-        is None
-    )
+    assert active_plan(plain) is None

@@ -11,7 +11,7 @@ import torch
 
 from rl_core.testing import check_random_rollout
 from rl_envs.libs import GymEnv, GymWrapper, default_info_dict_reader
-from rl_envs.libs import _gym_paths as gym_module
+from rl_envs.libs import _gym_plan as gym_module
 
 gym = pytest.importorskip("gymnasium")
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
+from rl_core.envs.step_plan import active_plan
 from rl_envs import GymEnv, GymWrapper, ParallelEnv
 from rl_envs.transforms import (
     CatFrames,
@@ -106,6 +107,18 @@ def test_generic_transforms_on_a_pixel_env(pong):
     assert traj["vector"].abs().max() <= 3.0
 
 
+def _fuses(env):
+    """Whether ``env``'s step plan steps and resets its base env in one call."""
+    plan = active_plan(env)
+    return plan is not None and plan.fuses
+
+
+def _random_rollout(env, start, max_steps, **stop):
+    """``env``'s step plan's random rollout, or ``None`` where it has no plan."""
+    plan = active_plan(env)
+    return None if plan is None else plan.random_rollout(start, max_steps, **stop)
+
+
 class _Unfusable(Transform):
     """Changes nothing but is not ``fusable``: the env then steps, then resets (generic)."""
 
@@ -142,8 +155,8 @@ def test_fused_step_and_reset_matches_step_then_reset(num_envs, maps):
     fused = _cartpole_pipeline(num_envs, *extra)
     extra = _reward_and_observation_maps() if maps else []
     generic = _cartpole_pipeline(num_envs, *extra, _Unfusable())
-    assert fused._fuses_step_and_reset()
-    assert not generic._fuses_step_and_reset()
+    assert _fuses(fused)
+    assert not _fuses(generic)
     trajs = []
     for env in (fused, generic):
         torch.manual_seed(1)
@@ -166,7 +179,7 @@ def test_fused_step_and_reset_through_nested_transformed_envs():
         return env
 
     fused, generic = make(), make(_Unfusable())
-    assert fused._fuses_step_and_reset()
+    assert _fuses(fused)
     trajs = []
     for env in (fused, generic):
         torch.manual_seed(2)
@@ -179,7 +192,7 @@ def test_fused_step_and_reset_through_nested_transformed_envs():
 
 def test_truncating_step_counter_is_not_fused():
     env = TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5))
-    assert not env._fuses_step_and_reset()
+    assert not _fuses(env)
     traj = env.rollout(12, break_when_any_done=False)
     assert traj["next", "step_count"].max().item() <= 5
 
@@ -205,10 +218,10 @@ def test_a_subclass_overriding_step_is_not_fused_unless_it_says_so():
         GymEnv("CartPole-v1", num_envs=2), Compose(StepCounter(), _RewardSumThatEndsEpisodes())
     )
     declared = TransformedEnv(GymEnv("CartPole-v1", num_envs=2), _DeclaredFusableRewardSum())
-    assert plain._fuses_step_and_reset()
-    assert not overriding._fuses_step_and_reset()
-    assert not in_compose._fuses_step_and_reset()
-    assert declared._fuses_step_and_reset()
+    assert _fuses(plain)
+    assert not _fuses(overriding)
+    assert not _fuses(in_compose)
+    assert _fuses(declared)
 
 
 @pytest.mark.parametrize("maps", [False, True], ids=["core", "with-rl-envs-maps"])
@@ -226,7 +239,7 @@ def test_rollout_without_policy_replays_the_transforms_on_the_base_loop(num_envs
     env = make()
     start = env.reset()
     assert (
-        env._random_rollout(start, 30, break_when_any_done=False, break_when_all_done=False)
+        _random_rollout(env, start, 30, break_when_any_done=False, break_when_all_done=False)
         is not None
     )
     check_random_rollout(make, steps=120)
@@ -253,7 +266,7 @@ def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_app
     cases = [
         # the base env (a TransformedEnv) reads its transforms' entries from the root
         TransformedEnv(inner, Compose(StepCounter(), ObservationNorm(loc=1.0, scale=2.0))),
-        # a GymWrapper subclass overriding _step does not inherit the declaration
+        # a GymWrapper subclass overriding _step has no step plan
         TransformedEnv(wrapped, RewardSum()),
         # truncation changes the done flags: not fusable
         TransformedEnv(GymEnv("CartPole-v1"), StepCounter(max_steps=5)),
@@ -265,14 +278,14 @@ def test_rollout_without_policy_keeps_the_generic_loop_where_replay_does_not_app
     for env in cases:
         start = env.reset()
         assert (
-            env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False)
+            _random_rollout(env, start, 5, break_when_any_done=False, break_when_all_done=False)
             is None
         )
     # a start holding an entry the env does not output
     env = TransformedEnv(GymEnv("CartPole-v1"), ObservationNorm(loc=0.0, scale=1.0))
     start = env.reset().set("extra", torch.zeros(1))
     assert (
-        env._random_rollout(start, 5, break_when_any_done=False, break_when_all_done=False) is None
+        _random_rollout(env, start, 5, break_when_any_done=False, break_when_all_done=False) is None
     )
     traj = env.rollout(5, auto_reset=False, tensordict=start, break_when_any_done=False)
     assert traj["extra"].shape == (5, 1)
@@ -299,7 +312,7 @@ def test_rollout_without_policy_replay_stops_when_all_sub_envs_are_done():
 
 
 class _ResetCountingEnv(TransformedEnv):
-    """Overrides ``_reset``: fused resets must go through it (no direct reset)."""
+    """Overrides ``_reset``: resets must go through it (the step plan does not apply)."""
 
     resets = 0
 
@@ -308,7 +321,7 @@ class _ResetCountingEnv(TransformedEnv):
         return super()._reset(tensordict, **kwargs)
 
 
-def test_a_fused_reset_of_every_sub_env_skips_reset_only_where_it_is_not_overridden():
+def test_an_overridden_reset_turns_the_plan_and_its_direct_reset_off():
     from rl_envs.transforms import ObservationNorm
 
     def transforms():
@@ -317,8 +330,8 @@ def test_a_fused_reset_of_every_sub_env_skips_reset_only_where_it_is_not_overrid
 
     direct = TransformedEnv(GymEnv("CartPole-v1"), transforms())
     overriding = _ResetCountingEnv(GymEnv("CartPole-v1"), transforms())
-    assert direct._direct_reset_plan() is not None
-    assert overriding._direct_reset_plan() is None
+    assert active_plan(direct).direct
+    assert active_plan(overriding) is None
     trajs = []
     for env in (direct, overriding):
         env.set_seed(0)
@@ -327,6 +340,6 @@ def test_a_fused_reset_of_every_sub_env_skips_reset_only_where_it_is_not_overrid
     ours, ref = trajs
     episodes = int(ref["next", "done"].sum())
     assert episodes >= 2
-    assert _ResetCountingEnv.resets == 1 + episodes  # the rollout's reset and every fused one
+    assert _ResetCountingEnv.resets == 1 + episodes  # the rollout's reset and every other
     for key in ref.keys(True, True):
         torch.testing.assert_close(ours.get(key), ref.get(key), msg=str(key))

@@ -13,7 +13,15 @@ from rl_core import (
     Unbounded,
     check_env_specs,
 )
+from rl_core.envs import StepPlan
+from rl_core.envs.step_plan import built_plan
 from rl_envs.transforms import RewardClipping, RewardScaling
+
+
+def _lane(env):
+    """The numpy-row lane of ``env``'s step plan, or ``None``."""
+    plan = built_plan(env)
+    return None if plan is None else plan.lane
 
 
 def test_reward_scaling_on_pendulum(pendulum):
@@ -87,8 +95,8 @@ def test_reward_scaling_lane_gives_the_torch_paths_bits(standard_normal, num_env
     # scale changed in place and loc replaced on the way.
     lane_env = _scaled_cartpole(RewardScaling, standard_normal, num_envs)
     torch_env = _scaled_cartpole(_TorchScaling, standard_normal, num_envs)
-    assert lane_env._build_lane() is not None
-    assert torch_env._build_lane() is None
+    assert _lane(lane_env) is not None
+    assert _lane(torch_env) is None
     torch.manual_seed(2)
     actions = [lane_env.action_spec.rand() for _ in range(120)]
     results = []
@@ -116,7 +124,7 @@ def test_a_float64_reward_takes_the_torch_path_of_reward_scaling():
     from rl_core import InitTracker
 
     env = TransformedEnv(_Float64Reward(), Compose(RewardScaling(0.5, 2.0), InitTracker()))
-    assert env._build_lane() is not None
+    assert _lane(env) is not None
     traj = env.rollout(3, lambda td: td.set("action", torch.ones(1, dtype=torch.int64)))
     assert traj["next", "reward"].dtype == torch.float64
     assert torch.equal(
@@ -124,8 +132,14 @@ def test_a_float64_reward_takes_the_torch_path_of_reward_scaling():
     )
 
 
+class _RowsPlan(StepPlan):
+    def numpy_rows(self):
+        return self.env._last
+
+
 class _Float64Reward(EnvBase):
-    """Rewards of 2.0 in float64 numpy rows (declared through ``_numpy_rows``)."""
+    """Rewards of 2.0 in float64 numpy rows (declared through its step plan's
+    ``numpy_rows``)."""
 
     def __init__(self):
         super().__init__()
@@ -149,8 +163,8 @@ class _Float64Reward(EnvBase):
             truncated=false.clone(),
         )
 
-    def _numpy_rows(self):
-        return self._last
+    def _make_step_plan(self):
+        return _RowsPlan(self)
 
     def _set_seed(self, seed):
         pass

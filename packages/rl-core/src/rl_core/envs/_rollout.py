@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs._flags import any_set
-from rl_core.envs._spec_checks import SWITCH
+from rl_core.envs.step_plan import active_plan
 from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE, NEXT, TRUNCATED
@@ -59,8 +59,8 @@ def rollout(
         env: the environment.
         max_steps: the most steps to take (>= 1).
         policy: reads the root TensorDict and writes the action(s); ``None`` takes random
-            actions from the action spec (through the env's ``_random_rollout`` when it has
-            one: a loop without a TensorDict per step).
+            actions from the action spec (through the env's step plan,
+            ``StepPlan.random_rollout``, when it has one: a loop without a TensorDict per step).
         callback: called as ``callback(env, transition)`` after each step.
         auto_reset: reset the env first; else ``tensordict`` is the starting point.
         auto_cast_to_device: move data to the policy's device (its first parameter's) before
@@ -94,8 +94,9 @@ def rollout(
     else:
         td = tensordict
     if policy is None:
-        if callback is None and not SWITCH.enabled:
-            out = env._random_rollout(
+        plan = active_plan(env) if callback is None else None
+        if plan is not None:
+            out = plan.random_rollout(
                 td,
                 max_steps,
                 break_when_any_done=break_when_any_done,

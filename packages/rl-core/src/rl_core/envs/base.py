@@ -19,6 +19,7 @@ from rl_core.envs._flags import (
     reset_masks,
 )
 from rl_core.envs._spec_checks import SWITCH
+from rl_core.envs.step_plan import StepPlan, active_plan
 from rl_core.fast_td import StepMdpPlan, batch_size_of, entries, get_leaf, set_leaf
 from rl_core.keys import (
     ACTION,
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     from rl_core.transforms import Transform, TransformedEnv
 
 
-# The done levels of an env whose done flags sit at the root only.
-_ROOT_LEVEL: list[tuple[str, ...]] = [()]
 _NOT_CACHED = object()
 
 
@@ -91,12 +90,6 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         >>> traj["next", "count"].squeeze(-1).tolist()
         [1.0, 2.0, 3.0]
     """
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> EnvBase:
-        """Accepts the arguments of the constructor, so that a subclass's own ``__new__`` can
-        call ``super().__new__(cls, *args, **kwargs)`` as it can with TorchRL's ``EnvBase``.
-        They are not read here: ``__init__`` receives them as usual."""
-        return super().__new__(cls)
 
     def __init__(
         self,
@@ -384,7 +377,11 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             self._check_input_batch(tensordict, "reset")
         levels = self._done_levels()
         masks = reset_masks(tensordict, levels, len(self.batch_size))
-        return self._complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
+        plan = active_plan(self)
+        fresh = None if plan is None else plan.reset(tensordict, **kwargs)
+        if fresh is None:
+            fresh = self._reset(tensordict, **kwargs)
+        return self._complete_reset(tensordict, fresh, masks, levels)
 
     def _complete_reset(
         self,
@@ -438,7 +435,11 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``tensordict`` itself, with a ``"next"`` entry holding the next observations, the
             reward and the done flags (``done == terminated | truncated``).
         """
-        return self._write_step(tensordict, self._step(tensordict))
+        plan = active_plan(self)
+        next_td = None if plan is None else plan.step(tensordict)
+        if next_td is None:
+            next_td = self._step(tensordict)
+        return self._write_step(tensordict, next_td)
 
     def _write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Completes the done flags of ``next_td`` (the output of ``_step``), checks it when
@@ -446,12 +447,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         levels = self._cache.get("done_levels")
         if levels is None:
             levels = self._done_levels()
-        names = entries(next_td) if type(next_td) is TensorDict else ()
-        # The common case, all three flags written at the root only, needs no completion.
-        if not (
-            levels == _ROOT_LEVEL and DONE in names and TERMINATED in names and TRUNCATED in names
-        ):
-            complete_done_flags(next_td, levels, type(self).__name__)
+        complete_done_flags(next_td, levels, type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
@@ -468,67 +464,28 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             ``(tensordict, next_root)``: the transition (with ``"next"``) and the TensorDict to
             feed the policy next, in which finished sub-envs hold their reset observations.
         """
-        fused = None
-        if type(self)._step_and_reset is not EnvBase._step_and_reset:
-            fused = self._step_and_reset(tensordict)
-        if fused is None:
-            tensordict = self.step(tensordict)
-        else:
-            tensordict = self._write_step(tensordict, fused[0])
-        plan = self._cache.get("step_mdp_plan")
-        if plan is None:
-            plan = self.step_mdp_plan()
-        next_root = plan(tensordict)
-        if fused is not None:
-            if fused[1] is not None:
-                next_root = self._merge_reset_rows(next_root, fused[1])
-        elif self._mark_finished(next_root):
+        plan = active_plan(self)
+        if plan is not None:
+            out = plan.step_and_maybe_reset(tensordict)
+            if out is not None:
+                return out
+        tensordict = self.step(tensordict)
+        mdp = self._cache.get("step_mdp_plan")
+        if mdp is None:
+            mdp = self.step_mdp_plan()
+        next_root = mdp(tensordict)
+        if self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
 
-    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
-        """Optional hook: one call that steps and resets the sub-envs that finish.
-
-        Envs for which a step and a reset cost one exchange each (``ParallelEnv``: a round
-        trip to the workers) override it, with :meth:`_merge_reset_rows`, to do both at once
-        in :meth:`step_and_maybe_reset`. The result must be what ``step`` then ``reset`` of the
-        finished sub-envs give.
-
-        Returns:
-            ``None`` to step then reset (the default), or ``(next_td, pending)``: ``next_td``
-            as ``_step`` returns it, and ``pending``, what :meth:`_merge_reset_rows` needs to
-            write the reset sub-envs' rows into the next root (``None`` when none finished).
-        """
+    def _make_step_plan(self) -> StepPlan | None:
+        """Optional hook: this env's :class:`~rl_core.envs.StepPlan`, the one place that owns
+        its accelerated routes (fused step-and-reset, numpy rows, random rollouts), or
+        ``None`` (the default: the reference code only). Built once, on first use, and again
+        after the specs change; used only where :func:`rl_core.envs.step_plan.active_plan`
+        says it applies. :func:`rl_core.testing.check_step_plan` compares it with the
+        reference."""
         return None
-
-    def _reset_entries(self, pending: Any) -> dict[str, torch.Tensor] | None:
-        """Optional hook, with :meth:`_step_and_reset`: where ``pending`` reset every
-        sub-env, the root-level entries that reset writes (each observation and done flag
-        of this env: tensors of the batch size, on the env's device) as a new dict, which
-        :meth:`_merge_reset_rows` would have written into the next root; else ``None``,
-        having changed nothing (then :meth:`_merge_reset_rows` runs). ``None`` by default.
-
-        A :class:`~rl_core.transforms.TransformedEnv` reads it to reset its transforms
-        without building the base env's next root.
-        """
-        return None
-
-    def _numpy_rows(self) -> list:
-        """Optional hook: ``(tensor, numpy array)`` pairs of outputs of this env's last step
-        and reset that the env wrote into numpy rows it never writes again, each tensor a
-        view of its array; empty by default (no such outputs).
-
-        A :class:`~rl_core.transforms.TransformedEnv` reads it so that transforms with lane
-        plans compute on numpy rows instead of calling torch (``rl_core.transforms._lane``).
-        """
-        return []
-
-    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
-        """With :meth:`_step_and_reset`: ``next_root`` with the reset rows of ``pending``."""
-        raise NotImplementedError(
-            f"{type(self).__name__}: _step_and_reset returned reset rows, so the env must "
-            f"implement _merge_reset_rows too."
-        )
 
     def _done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
         """``(done flag path, reset mask path)`` per level holding done flags."""
@@ -613,35 +570,6 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action."""
         return self.step(self.rand_action(tensordict))
-
-    #: Declared by an env class whose ``_step`` reads nothing of its input but the actions
-    #: (its state lives elsewhere, e.g. in a gymnasium env). ``TransformedEnv.rollout()``
-    #: without a policy may then replay its transforms on this env's ``_random_rollout``.
-    #: Honoured only for the class that sets it: a subclass overriding ``_step`` must set it
-    #: again. A hook for subclasses, like ``_step``.
-    _step_reads_actions_only: bool = False
-
-    def _random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-    ) -> TensorDictBase | None:
-        """The trajectory of ``rollout`` with random actions, or ``None`` to run the generic loop.
-
-        ``rollout`` calls this when it has no policy and no callback (and spec checks are
-        off), with ``start``, the root TensorDict it would feed the policy. An env that can
-        take many random steps without a TensorDict per step (a gymnasium env, a pool of
-        workers) overrides it and must return what the generic loop returns: the same
-        entries, shapes, dtypes, resets and stopping rules, with actions drawn uniformly from
-        ``action_spec`` (possibly many at once, so in another order of the torch RNG), and
-        leave the env where the generic loop would (finished sub-envs reset unless the
-        rollout broke on them). :func:`rl_core.testing.check_random_rollout` verifies this by
-        replaying the actions through the generic loop. The base class has no such loop.
-        """
-        return None
 
     def rollout(
         self,

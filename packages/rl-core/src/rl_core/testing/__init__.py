@@ -16,6 +16,7 @@ from rl_core.testing.conformance import (
     check_specs_match_rollout,
     check_step_and_reset,
     check_step_mdp_round_trip,
+    check_step_plan,
     run_env_conformance,
 )
 from rl_core.testing.envs import CountingEnv
@@ -37,5 +38,6 @@ __all__ = [
     "check_specs_match_rollout",
     "check_step_and_reset",
     "check_step_mdp_round_trip",
+    "check_step_plan",
     "run_env_conformance",
 ]

@@ -25,10 +25,11 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, check_env_specs
 from rl_core.envs.checks import _same_device
+from rl_core.envs.step_plan import reference_only
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
 from rl_core.ted import step_mdp
-from rl_core.testing._fused_check import check_step_and_reset as _check_step_and_reset
-from rl_core.testing._fused_check import seeded_twins
+from rl_core.testing._plan_check import check_step_plan as _check_step_plan
+from rl_core.testing._plan_check import seeded_twins
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -173,9 +174,10 @@ def _seeded_rollout(make_env: EnvFactory, seed: int, steps: int) -> TensorDictBa
 def check_random_rollout(make_env: EnvFactory, *, steps: int = 100) -> None:
     """A rollout without a policy equals the generic loop fed the same actions.
 
-    Envs may override ``_random_rollout`` with a faster loop; its trajectory (with and without
-    ``break_when_any_done``) must match, entry by entry, a rollout from the same seed whose
-    policy replays its actions.
+    An env's step plan may take random rollouts in a faster loop
+    (``StepPlan.random_rollout``); its trajectory (with and without ``break_when_any_done``)
+    must match, entry by entry, a rollout from the same seed whose policy replays its actions
+    on the reference code (no step plan).
     """
     for break_when_any_done in (False, True):
         env = make_env()
@@ -187,8 +189,9 @@ def check_random_rollout(make_env: EnvFactory, *, steps: int = 100) -> None:
         replay = _replay(fast.select(*env.action_keys), len(env.batch_size))
         env = make_env()
         try:
-            env.set_seed(3)
-            slow = env.rollout(steps, replay, break_when_any_done=break_when_any_done)
+            with reference_only():
+                env.set_seed(3)
+                slow = env.rollout(steps, replay, break_when_any_done=break_when_any_done)
         finally:
             env.close()
         where = f"check_random_rollout (break_when_any_done={break_when_any_done})"
@@ -208,7 +211,7 @@ def check_random_rollout(make_env: EnvFactory, *, steps: int = 100) -> None:
             if not _same(fast.get(key), slow.get(key)):
                 raise ConformanceError(
                     f"{where}: {key!r} differs between the rollout without a policy and the "
-                    f"generic loop replaying its actions; _random_rollout must give what the "
+                    f"generic loop replaying its actions; StepPlan.random_rollout must give what the "
                     f"generic loop gives."
                 )
 
@@ -286,15 +289,29 @@ def check_partial_reset(
             twin.close()
 
 
-def check_step_and_reset(make_env: EnvFactory, *, steps: int = 60) -> None:
-    """The fused step-and-reset hook changes no result (envs overriding ``_step_and_reset``).
+def check_step_plan(make_env: EnvFactory, *, steps: int = 60) -> None:
+    """The env's step plan (``rl_core.envs.StepPlan``) changes no result.
 
-    Twin envs seeded alike take the same actions for ``steps`` steps, one through
-    ``step_and_maybe_reset`` (the hook), the other through ``step``, ``step_mdp`` and a
-    ``reset`` of the finished sub-envs; every entry of the transitions and next roots must
-    match. Envs without the hook pass trivially.
+    Twin envs seeded alike take the same actions for ``steps`` steps, one with its plan, the
+    other on the reference code only (:func:`rl_core.envs.reference_only`), first through
+    ``step_and_maybe_reset`` (the fused step-and-reset, the numpy-row lane, the direct
+    reset), then through ``step`` and ``reset`` of the finished sub-envs; every entry of the
+    transitions and next roots must match (values, shapes, dtypes, done flags, reset rows).
+    With :func:`check_random_rollout` (the plan's random rollouts) it is the oracle of every
+    accelerated route. Envs without a plan pass trivially.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv, check_step_plan
+        >>> from rl_core.transforms import StepCounter, TransformedEnv
+        >>> check_step_plan(lambda: TransformedEnv(CountingEnv(max_count=3), StepCounter()))
     """
-    _check_step_and_reset(make_env, steps=steps, fail=_fail, same=_same)
+    _check_step_plan(make_env, steps=steps, fail=_fail, same=_same)
+
+
+def check_step_and_reset(make_env: EnvFactory, *, steps: int = 60) -> None:
+    """The fused step-and-reset changes no result: :func:`check_step_plan` (which checks it
+    with the plan's other routes)."""
+    check_step_plan(make_env, steps=steps)
 
 
 def _rows(value: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
@@ -346,7 +363,7 @@ OPTIONAL_CHECKS: dict[str, Callable[[EnvFactory], None]] = {
     "seeding": check_seeding,
     "random_rollout": check_random_rollout,
     "partial_reset": check_partial_reset,
-    "step_and_reset": check_step_and_reset,
+    "step_and_reset": check_step_plan,
 }
 
 
@@ -445,7 +462,7 @@ class EnvConformanceSuite:
 
         if not (self.seedable and self.deterministic_steps):
             pytest.skip("comparing twin envs needs a seedable env with deterministic steps")
-        check_step_and_reset(self.make_env)
+        check_step_plan(self.make_env)
 
 
 __all__ = [
@@ -464,5 +481,6 @@ __all__ = [
     "check_specs_match_rollout",
     "check_step_and_reset",
     "check_step_mdp_round_trip",
+    "check_step_plan",
     "run_env_conformance",
 ]

@@ -1,5 +1,6 @@
 """Transforms: the machinery (Transform, TransformedEnv, Compose) and the foundation set."""
 
+from rl_core.transforms._lane import register_lane_plan
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.double_to_float import DoubleToFloat
 from rl_core.transforms.init_tracker import InitTracker
@@ -21,4 +22,5 @@ __all__ = [
     "StepCounter",
     "Transform",
     "TransformedEnv",
+    "register_lane_plan",
 ]

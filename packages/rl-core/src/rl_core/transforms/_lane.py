@@ -5,8 +5,8 @@ step (the env, the policy and TensorDict bookkeeping ran in between), so a trans
 adds two one-element tensors costs several microseconds for a nanosecond of arithmetic, and
 so does each layer of generic Python around it. Envs whose outputs are views of numpy rows
 (``GymWrapper`` on a small observation) say which numpy array each such output shares its
-memory with (``EnvBase._numpy_rows``). A transform that has a lane plan (``_lane_plan(lane)``,
-built once) then computes its outputs on those arrays with numpy, straight on the entry dicts
+memory with (their step plan's ``StepPlan.numpy_rows``). A transform whose type has a lane
+plan registered here (:func:`register_lane_plan`, built once per lane) then computes its outputs on those arrays with numpy, straight on the entry dicts
 of the step's TensorDicts, into fresh rows that the lane hands out (:meth:`RowLane.rows`) and
 that the next step reads back as numpy arrays (:meth:`RowLane.numpy`).
 
@@ -16,42 +16,71 @@ whose entries ``nxt`` / ``fresh`` are) return ``False``, having written
 nothing, wherever they cannot give exactly what the transform's ``_step`` / ``_reset`` give
 (the transform's settings changed since the plan was built, an input is not a row, another
 dtype or shape), and the lane runs those instead; a transform without a plan, or whose class
-overrides a step, reset or plan method below the class that declared ``_lane_plan``, always
-runs them. The arithmetic on rows is the torch path's (the same IEEE operations), and the
+overrides a step or reset method below the registered class, always runs them. Plans live
+beside this machinery (``_transform_plans`` for rl-core's transforms), never inside the
+transform's own class: a transform is correct without one. The arithmetic on rows is the torch path's (the same IEEE operations), and the
 oracle tests compare the two.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import EnvBase
+from rl_core.envs.step_plan import StepPlan
 from rl_core.fast_td import entries, writable_entries
 from rl_core.transforms._rows import Rows
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
-if TYPE_CHECKING:
-    from rl_core.transforms.transformed_env import TransformedEnv
+# Methods that, overridden below the registered class, turn its lane plan off.
+_STEP_METHODS = ("_call", "_step", "_reset", "_apply_transform")
+
+# Transform type -> the factory of its lane plan: ``factory(transform, lane)`` gives the
+# plan, or ``None`` for settings it does not support.
+_REGISTRY: dict[type, Callable[[Any, RowLane], Any]] = {}
 
 
-# Methods that, overridden below the class declaring the lane methods, turn them off.
-_STEP_METHODS = ("_call", "_step", "_reset", "_apply_transform", "_lane_plan")
+def register_lane_plan(kind: type) -> Callable[[Callable], Callable]:
+    """Registers ``factory(transform, lane) -> plan | None`` as the lane plan of the
+    transform type ``kind`` (and of subclasses that override none of its step and reset
+    methods). Used as a decorator.
+
+    Examples:
+        >>> from rl_core.transforms import Transform
+        >>> class Flag(Transform):
+        ...     pass
+        >>> @register_lane_plan(Flag)
+        ... def flag_plan(transform, lane):
+        ...     return None
+        >>> lane_plan_factory(Flag()) is flag_plan
+        True
+    """
+
+    def register(factory: Callable) -> Callable:
+        _REGISTRY[kind] = factory
+        return factory
+
+    return register
 
 
-def lane_applies(transform: Transform) -> bool:
-    """Whether ``transform``'s lane plan stands for its step and reset: its class (or one
-    above it) declares ``_lane_plan``, and no class below that one overrides a step, reset
-    or plan method."""
+def lane_plan_factory(transform: Transform) -> Callable | None:
+    """The registered lane plan factory of ``transform``: that of the nearest registered class
+    of its type, where no class below that one overrides a step or reset method; else
+    ``None``."""
+    import rl_core.transforms._transform_plans  # noqa: F401  (registers rl-core's plans)
+
     cls = type(transform)
-    declarer = next((k for k in cls.__mro__ if "_lane_plan" in vars(k)), Transform)
-    if declarer is Transform:
-        return False
-    return all(getattr(cls, name) is getattr(declarer, name) for name in _STEP_METHODS)
+    registered = next((k for k in cls.__mro__ if k in _REGISTRY), None)
+    if registered is None:
+        return None
+    if any(getattr(cls, name) is not getattr(registered, name) for name in _STEP_METHODS):
+        return None
+    return _REGISTRY[registered]
 
 
 class RowLane:
@@ -59,14 +88,13 @@ class RowLane:
     transform's plan can (see the module docstring).
 
     Args:
-        base: the TransformedEnv's base env (its ``_numpy_rows`` gives the numpy arrays of
-            its row outputs).
+        base_rows: the base env's plan's ``numpy_rows`` (the numpy arrays of its row
+            outputs).
         transforms: the transforms, in order (a Compose's children).
     """
 
-    def __init__(self, base: EnvBase, transforms: list[Transform]) -> None:
-        self.base = base
-        self._base_rows = base._numpy_rows
+    def __init__(self, base_rows: Callable[[], list], transforms: list[Transform]) -> None:
+        self._base_rows = base_rows
         self._pools: dict[tuple[tuple[int, ...], np.dtype], Rows] = {}
         # Rows handed out during the current and the previous call, by id: the tensors a
         # step reads back (the previous step's outputs, the reset's zeros). Holding them
@@ -74,7 +102,11 @@ class RowLane:
         self._current: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
         self._previous: dict[int, tuple[torch.Tensor, np.ndarray]] = {}
         self._base: list | None = None  # the base env's rows, once asked for in this call
-        self.parts = [(t, t._lane_plan(self) if lane_applies(t) else None) for t in transforms]
+        factories = [lane_plan_factory(t) for t in transforms]
+        self.parts = [
+            (t, None if factory is None else factory(t, self))
+            for t, factory in zip(transforms, factories, strict=True)
+        ]
 
     def numpy(self, tensor: Any) -> np.ndarray | None:
         """The numpy array sharing ``tensor``'s memory, where ``tensor`` is a row output of
@@ -134,24 +166,23 @@ class RowLane:
         return tensordict_reset
 
 
-def build_lane(env: TransformedEnv) -> RowLane | None:
-    """The lane of ``env``, where its base env hands out numpy rows (overrides
-    ``EnvBase._numpy_rows``) and every one of its transforms has a lane plan; else ``None``.
+def build_lane(transform: Transform, base_plan: StepPlan) -> RowLane | None:
+    """The lane of a TransformedEnv's ``transform`` over a base env whose plan hands out
+    numpy rows (overrides ``StepPlan.numpy_rows``), where every one of its transforms has a
+    lane plan; else ``None``.
 
     Every one: the lane pays where it removes the torch calls of a step altogether. With
     one transform left on torch, that transform's first call pays the cold start the others
     no longer pay (measured: ``RewardSum`` on rows beside a truncating ``StepCounter`` on
     torch made Pendulum's step slower), so such envs keep the torch path.
     """
-    base = env.base_env
-    if type(base)._numpy_rows is EnvBase._numpy_rows:
+    if type(base_plan).numpy_rows is StepPlan.numpy_rows:
         return None
-    transform = env.transform
     parts = list(transform) if type(transform) is Compose else [transform]
-    if not parts or not all(lane_applies(t) for t in parts):
+    if not parts or any(lane_plan_factory(t) is None for t in parts):
         return None
-    lane = RowLane(base, parts)
+    lane = RowLane(base_plan.numpy_rows, parts)
     return lane if all(plan is not None for _, plan in lane.parts) else None
 
 
-__all__ = ["RowLane", "build_lane", "lane_applies"]
+__all__ = ["RowLane", "build_lane", "lane_plan_factory", "register_lane_plan"]

@@ -2,9 +2,10 @@
 transforms replayed step by step on its trajectory.
 
 ``TransformedEnv.rollout()`` without a policy would step the base env one TensorDict at a
-time. Where the base env has its own random-action loop (``EnvBase._random_rollout``, e.g.
-``GymEnv``'s gymnasium loop), a step that reads only the actions (it declares
-``_step_reads_actions_only``: in the generic loop it is handed the transformed root), and the
+time. Where the base env's step plan has its own random-action loop
+(``StepPlan.random_rollout``, e.g. ``GymEnv``'s gymnasium loop) and says its step reads only
+the actions (``StepPlan.reads_actions_only``: in the generic loop it is handed the
+transformed root), and the
 transforms only map what the env gives (all ``fusable``, none intercepting resets, none on the
 inverse path, the action spec as the base env's), the base env runs its loop and
 :func:`replay_random_rollout` then walks its trajectory once with the generic loop's own
@@ -23,34 +24,27 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.envs import EnvBase, TrajectoryWriter
 from rl_core.envs._flags import any_set
+from rl_core.envs.step_plan import StepPlan
+from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain, set_leaf
 from rl_core.keys import DONE, NEXT
 
 if TYPE_CHECKING:
+    from rl_core.transforms._plan import TransformedEnvPlan
     from rl_core.transforms.transformed_env import TransformedEnv
 
 
-def reads_actions_only(env: EnvBase) -> bool:
-    """Whether ``env``'s class declares that its ``_step`` reads nothing of its input but the
-    actions (the class attribute ``_step_reads_actions_only``, e.g. rl-envs' ``GymWrapper``),
-    honoured only where ``_step`` is the declaring class's own."""
-    cls = type(env)
-    if not cls._step_reads_actions_only:
-        return False
-    declarer = next(k for k in cls.__mro__ if "_step_reads_actions_only" in vars(k))
-    return cls._step is declarer._step
-
-
-def replays(env: TransformedEnv) -> bool:
+def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
     """Whether the transforms of ``env`` can be replayed on the base env's random rollout:
     the base env has such a loop and its step reads only the actions (in the generic loop it
     is handed the transformed root: the same step only if it reads nothing the transforms
     change), the transforms map the env's outputs only, and every key involved sits at the
     root (str keys)."""
     base = env.base_env
-    if type(base)._random_rollout is EnvBase._random_rollout or not reads_actions_only(base):
+    if type(base_plan).random_rollout is StepPlan.random_rollout:
+        return False
+    if not base_plan.reads_actions_only:
         return False
     keys = [
         *env.observation_keys,
@@ -63,7 +57,7 @@ def replays(env: TransformedEnv) -> bool:
     ]
     return (
         env.transform._fusable_as_declared()
-        and not env._intercepts_reset()
+        and not intercepts
         and not env._has_inverse()
         and not base.state_keys
         and env.full_action_spec == base.full_action_spec
@@ -117,7 +111,7 @@ def _rows(
 
 
 def replay_random_rollout(
-    env: TransformedEnv,
+    plan: TransformedEnvPlan,
     start: TensorDictBase,
     base_traj: TensorDictBase,
     max_steps: int,
@@ -125,7 +119,9 @@ def replay_random_rollout(
     break_when_any_done: bool,
 ) -> TensorDictBase:
     """The generic loop's trajectory from ``start``, the base env's outputs read from
-    ``base_traj`` (its random rollout from :func:`base_start` of ``start``)."""
+    ``base_traj`` (its random rollout from :func:`base_start` of ``start``); ``plan``: the
+    TransformedEnv's plan."""
+    env = plan.env
     base = env.base_env
     transform = env.transform
     time_dim = len(env.batch_size)
@@ -140,7 +136,7 @@ def replay_random_rollout(
     # The base env's next roots, read at the steps that end an episode only.
     roots = {key: base_traj.get(key) for key in (*base.observation_keys, *base.done_keys)}
     index = (slice(None),) * time_dim
-    plan = env.step_mdp_plan()
+    mdp = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
     td = start
     for t in range(steps):
@@ -164,9 +160,9 @@ def replay_random_rollout(
         if break_when_any_done:
             if finished:
                 break
-            td = plan(td)
+            td = mdp(td)
             continue
-        next_root = plan(td)
+        next_root = mdp(td)
         if t + 1 < steps and finished:
             # The fused reset: the finished sub-envs' "_reset" marks, and the base env's
             # reset output (its next root: reset rows for the finished sub-envs, the next
@@ -176,11 +172,7 @@ def replay_random_rollout(
             fresh = build_tensordict(
                 {key: value[row].contiguous() for key, value in roots.items()}, batch, device
             )
-            env.__dict__["_base_reset_output"] = fresh
-            try:
-                next_root = env.reset(next_root)
-            finally:
-                env.__dict__.pop("_base_reset_output", None)
+            next_root = plan.reset_with(next_root, fresh)
         td = next_root
     return writer.result(return_contiguous=True)
 

@@ -4,85 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 from tensordict import TensorDictBase
 
 from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
-from rl_core.transforms._lane import RowLane
-from rl_core.transforms._rows import NUMPY_DTYPES, on_cpu, zeros
+from rl_core.transforms._rows import zeros
 from rl_core.transforms.transform import Transform
 
 
 def _name(key: NestedKey) -> str:
     return key if isinstance(key, str) else key[-1]
-
-
-class _SumPlan:
-    """``RewardSum``'s step and reset on numpy rows, for one root-level reward.
-
-    The step adds the reward row to the running sum's row (rows of one shape and dtype)
-    into a fresh row: for one float element with Python floats (a float32 sum rounded once
-    from a float64 sum is the float32 sum, double rounding being innocuous for one addition
-    since 53 >= 2 * 24 + 2), else with ``np.add``; torch.add's bits either way. The reset
-    writes a zero row. Keys are read when the plan is built: like the env's specs, it is
-    rebuilt when the transforms change through the env.
-    """
-
-    def __init__(self, owner: RewardSum, lane: RowLane) -> None:
-        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
-        self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
-        # The sums' rows: (shape, dtype, take, one float element) of the last step's kind.
-        self.kind: tuple = ((), None, None, False)
-        # (spec, take) of the reset's zero rows for the sum's spec (``take`` None where the
-        # spec has no numpy rows), read again when the spec is replaced.
-        self.zeros: tuple = (None, None)
-        # (tensor, numpy row) of the sum this plan wrote last (step or reset).
-        self.last: tuple = (None, None)
-
-    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
-        numpy, value, last = self.numpy, root.get(self.out_key), self.last
-        # The sum this plan wrote last (the common case), else the lane's lookup.
-        total = last[1] if value is last[0] else numpy(value)
-        if total is None:
-            return False
-        reward = numpy(nxt.get(self.in_key))
-        if reward is None:
-            return False
-        shape, dtype = total.shape, total.dtype
-        if reward.dtype != dtype or reward.shape != shape:
-            return False
-        kind = self.kind
-        if kind[1] != dtype or kind[0] != shape:
-            one_float = shape == (1,) and dtype.kind == "f"
-            kind = self.kind = (shape, dtype, self.lane.rows(shape, dtype), one_float)
-        out, row = self.last = kind[2]()
-        if kind[3]:
-            row[0] = float(total[0]) + float(reward[0])
-        else:
-            np.add(total, reward, row)
-        nxt[self.out_key] = out
-        return True
-
-    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
-        spec = self.owner._reward_specs.get(self.out_key)
-        if spec is None:
-            return False  # _reset reads the spec first
-        zeros = self.zeros
-        if zeros[0] is not spec:
-            # The zero rows of this spec: its shape and numpy dtype, on the CPU only.
-            dtype = NUMPY_DTYPES.get(spec.dtype)
-            take = None
-            if dtype is not None and on_cpu(spec.device):
-                take = self.lane.rows(tuple(spec.shape), dtype)
-            zeros = self.zeros = (spec, take)
-        if zeros[1] is None:
-            return False
-        self.last = zeros[1]()
-        fresh[self.out_key] = self.last[0]
-        return True
 
 
 class RewardSum(Transform):
@@ -186,15 +119,6 @@ class RewardSum(Transform):
                 )
             next_tensordict.set(out_key, torch.add(total, get_leaf(next_tensordict, in_path)))
         return next_tensordict
-
-    def _lane_plan(self, lane: RowLane) -> _SumPlan | None:
-        """The numpy-row plan of this transform (``rl_core.transforms._lane``): one
-        root-level reward."""
-        if len(self.in_keys) != 1 or type(self.in_keys[0]) is not str:
-            return None
-        if type(self.out_keys[0]) is not str:
-            return None
-        return _SumPlan(self, lane)
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         # Outside an env there is no episode to sum over: leave the data as it is.

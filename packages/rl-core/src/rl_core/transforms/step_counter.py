@@ -2,58 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import batch_size_of, device_of, entries, get_leaf, is_plain, set_leaf
+from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
-from rl_core.transforms._lane import RowLane
-from rl_core.transforms._rows import on_cpu, zeros
+from rl_core.transforms._rows import zeros
 from rl_core.transforms.transform import Transform
-
-_INT64 = np.dtype(np.int64)
-_INT64_MAX = int(np.iinfo(np.int64).max)
-
-
-class _CountPlan:
-    """``StepCounter``'s step and reset on numpy rows, for a root-level count that truncates
-    nothing: the next count goes into a fresh row (a Python int for one element, else
-    ``np.add``), the reset writes a zero row."""
-
-    def __init__(self, owner: StepCounter, lane: RowLane) -> None:
-        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
-        self.key = owner.step_count_key
-        self.one = lane.rows((1,), _INT64)  # the rows of one count
-        self.last: tuple = (None, None)  # (tensor, numpy row) of the count written last
-
-    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
-        value, last = root.get(self.key), self.last
-        # The count this plan wrote last (the common case), else the lane's lookup.
-        count = last[1] if value is last[0] else self.numpy(value)
-        if count is None or count.dtype != _INT64 or self.owner.max_steps is not None:
-            return False
-        if count.shape == (1,):
-            value = int(count[0]) + 1
-            if value > _INT64_MAX:
-                return False  # torch wraps around; leave that to it
-            out, row = self.last = self.one()
-            row[0] = value
-        else:
-            out, row = self.last = self.lane.rows(count.shape, _INT64)()
-            np.add(count, 1, row)
-        nxt[self.key] = out
-        return True
-
-    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
-        if self.owner.max_steps is not None or not on_cpu(device_of(tensordict_reset)):
-            return False
-        batch = batch_size_of(tensordict_reset)
-        take = self.one if not batch else self.lane.rows((*batch, 1), _INT64)
-        self.last = take()
-        fresh[self.key] = self.last[0]
-        return True
 
 
 class StepCounter(Transform):
@@ -157,13 +113,6 @@ class StepCounter(Transform):
                 done = next_tensordict.get(DONE, None)
                 next_tensordict.set(DONE, truncated if done is None else done | truncated)
         return next_tensordict
-
-    def _lane_plan(self, lane: RowLane) -> _CountPlan | None:
-        """The numpy-row plan of this transform (``rl_core.transforms._lane``): a root-level
-        count that truncates nothing."""
-        if self.max_steps is not None or type(self.step_count_key) is not str:
-            return None
-        return _CountPlan(self, lane)
 
     def _count_spec(self, batch_size: torch.Size, device: torch.device | None) -> Bounded:
         high = self.max_steps if self.max_steps is not None else torch.iinfo(torch.int64).max

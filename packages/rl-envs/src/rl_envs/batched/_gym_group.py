@@ -95,6 +95,7 @@ class GymGroupSteps(SerialSteps):
         self.group = group
         # The group's outputs are the SerialEnv's as they are: no device move.
         self.same_device = layout.device == layout.sub_device
+        self.plan = group._make_step_plan()  # the group's routes on numpy rows
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         layout = self.layout
@@ -114,15 +115,15 @@ class GymGroupSteps(SerialSteps):
 
     def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         # The group's own fused step-and-reset, where the outputs need no device move.
-        return self.group._step_and_reset(tensordict) if self.same_device else None
+        return self.plan.step_and_reset(tensordict) if self.same_device else None
 
     def merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
-        return self.group._merge_reset_rows(next_root, pending)
+        return self.plan.merge_reset_rows(next_root, pending)
 
     def random_rollout(
         self, start: TensorDictBase, max_steps: int, **stop: bool
     ) -> TensorDictBase | None:
-        out = self.group._random_rollout(self.layout.to_sub(start), max_steps, **stop)
+        out = self.plan.random_rollout(self.layout.to_sub(start), max_steps, **stop)
         return None if out is None else self.layout.to_self(out)
 
     def numpy_stepper(self) -> GymNumpyStepper | None:

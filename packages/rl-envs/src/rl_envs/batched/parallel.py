@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.envs import EnvBase
+from rl_core.envs import EnvBase, StepPlan
 from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE
 from rl_envs.batched import _wire
@@ -242,32 +242,6 @@ class ParallelEnv(BatchedEnvBase):
         self.__dict__["_stale_roots"] = False
 
     # ------------------------------------------------------------------ contract
-    def _random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-    ) -> TensorDictBase | None:
-        """Without a stopping rule across workers, each worker rolls its env out by itself.
-
-        Every worker runs ``rollout`` with random actions (its own torch RNG, seeded with its
-        env seed by ``set_seed``) from its row of ``start`` and sends the trajectory back: one
-        round trip instead of one per step. Not used with ``break_when_any_done``,
-        ``break_when_all_done`` or a ``timeout`` (a long rollout would exceed it).
-        """
-        if break_when_any_done or break_when_all_done or self.timeout is not None:
-            return None
-        rows = start.to("cpu")
-        messages = [
-            _wire.ROLLOUT + pickle.dumps((rows[i], max_steps)) for i in range(self.num_workers)
-        ]
-        self.__dict__["_stale_roots"] = True
-        replies = self._send(range(self.num_workers), messages, "rolling out")
-        out = torch.stack([pickle.loads(replies[i]) for i in range(self.num_workers)], 0)
-        return out.to(self.device) if self.device is not None else out
-
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self._stale_roots:
             self._send_roots(tensordict)
@@ -275,26 +249,10 @@ class ParallelEnv(BatchedEnvBase):
         replies = self._send(range(self.num_workers), message, "stepping")
         return self._transport.outputs("step_outputs", replies)
 
-    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any]:
-        """Steps, and resets the finished sub-envs inside the workers, in one round trip.
-
-        The ``EnvBase`` hook behind :meth:`step_and_maybe_reset`: returns the step outputs
-        and the workers that reset (with pipes, their reset outputs), for
-        :meth:`_merge_reset_rows`.
-        """
-        if self._stale_roots:
-            self._send_roots(tensordict)
-        message = self._transport.inputs(_wire.STEP_AND_RESET, tensordict)
-        replies = self._send(range(self.num_workers), message, "stepping")
-        return self._transport.fused_outputs(replies)
-
-    def _merge_reset_rows(
-        self, next_root: TensorDictBase, pending: dict[int, Any]
-    ) -> TensorDictBase:
-        """``next_root`` with the reset outputs of the workers in ``pending`` in their rows
-        (with shared memory every worker wrote its whole next root: taken whole, in one copy).
-        """
-        return self._transport.merge_reset_rows(next_root, pending)
+    def _make_step_plan(self) -> StepPlan:
+        """One round trip per step-and-reset, one per random rollout; see
+        :class:`~rl_core.envs.StepPlan`."""
+        return ParallelStepPlan(self)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         n = self.num_workers
@@ -325,6 +283,68 @@ class ParallelEnv(BatchedEnvBase):
         if finalizer is not None:
             finalizer()
         super().close()
+
+
+class ParallelStepPlan(StepPlan):
+    """The step plan of a :class:`ParallelEnv`: steps and resets in one round trip, random
+    rollouts inside the workers.
+
+    Args:
+        env: the ParallelEnv.
+    """
+
+    def __init__(self, env: ParallelEnv) -> None:
+        super().__init__(env)
+        self.parallel = env
+
+    def random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        """Without a stopping rule across workers, each worker rolls its env out by itself.
+
+        Every worker runs ``rollout`` with random actions (its own torch RNG, seeded with its
+        env seed by ``set_seed``) from its row of ``start`` and sends the trajectory back: one
+        round trip instead of one per step. Not used with ``break_when_any_done``,
+        ``break_when_all_done`` or a ``timeout`` (a long rollout would exceed it).
+        """
+        env = self.parallel
+        if break_when_any_done or break_when_all_done or env.timeout is not None:
+            return None
+        rows = start.to("cpu")
+        messages = [
+            _wire.ROLLOUT + pickle.dumps((rows[i], max_steps)) for i in range(env.num_workers)
+        ]
+        env.__dict__["_stale_roots"] = True
+        replies = env._send(range(env.num_workers), messages, "rolling out")
+        out = torch.stack([pickle.loads(replies[i]) for i in range(env.num_workers)], 0)
+        return out.to(env.device) if env.device is not None else out
+
+    def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any]:
+        """Steps, and resets the finished sub-envs inside the workers, in one round trip.
+
+        The route behind ``step_and_maybe_reset``: returns the step outputs
+        and the workers that reset (with pipes, their reset outputs), for
+        :meth:`merge_reset_rows`.
+        """
+        env = self.parallel
+        if env._stale_roots:
+            env._send_roots(tensordict)
+        message = env._transport.inputs(_wire.STEP_AND_RESET, tensordict)
+        replies = env._send(range(env.num_workers), message, "stepping")
+        return env._transport.fused_outputs(replies)
+
+    def merge_reset_rows(
+        self, next_root: TensorDictBase, pending: dict[int, Any]
+    ) -> TensorDictBase:
+        """``next_root`` with the reset outputs of the workers in ``pending`` in their rows
+        (with shared memory every worker wrote its whole next root: taken whole, in one copy).
+        """
+        return self.parallel._transport.merge_reset_rows(next_root, pending)
 
 
 __all__ = ["ParallelEnv"]

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.envs import EnvBase
+from rl_core.envs import EnvBase, StepPlan
 from rl_envs.batched._gym_group import GymGroupSteps, gym_vector_group
 from rl_envs.batched._meta import EnvMetadata, as_env_factories
 from rl_envs.batched._serial_steps import SerialLayout, SubEnvSteps
@@ -132,33 +132,10 @@ class SerialEnv(BatchedEnvBase):
         """
         return self._steps.step_and_maybe_reset(self, tensordict)
 
-    def _step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
-        """A vector group steps and resets its finished sub-envs in one go (its own
-        ``_step_and_reset``, where that applies) when this class steps and resets as
-        ``SerialEnv`` does and the outputs stay on the sub-envs' device."""
-        kind = type(self)
-        if kind._step is not SerialEnv._step or kind._reset is not SerialEnv._reset:
-            return None
-        return self._steps.step_and_reset(tensordict)
-
-    def _merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
-        """The vector group's reset rows into ``next_root`` (see :meth:`_step_and_reset`)."""
-        return self._steps.merge_reset_rows(next_root, pending)
-
-    def _random_rollout(
-        self,
-        start: TensorDictBase,
-        max_steps: int,
-        *,
-        break_when_any_done: bool,
-        break_when_all_done: bool,
-    ) -> TensorDictBase | None:
-        """Vectorized gymnasium sub-envs take random rollouts in the group's gymnasium loop."""
-        stop = {
-            "break_when_any_done": break_when_any_done,
-            "break_when_all_done": break_when_all_done,
-        }
-        return self._steps.random_rollout(start, max_steps, **stop)
+    def _make_step_plan(self) -> StepPlan:
+        """The vector group's routes (fused step-and-reset, random rollouts), where the
+        sub-envs step together; see :class:`~rl_core.envs.StepPlan`."""
+        return SerialStepPlan(self)
 
     def _seed_sub_envs(self, seed: int | None, static_seed: bool) -> int | None:
         for env in self._envs:
@@ -171,6 +148,39 @@ class SerialEnv(BatchedEnvBase):
             for env in self._envs:
                 env.close()
         super().close()
+
+
+class SerialStepPlan(StepPlan):
+    """The step plan of a :class:`SerialEnv`: its vector group's fused step-and-reset and
+    random rollouts (``_gym_group``); sub-envs stepping one by one have none.
+
+    Args:
+        env: the SerialEnv.
+    """
+
+    def __init__(self, env: SerialEnv) -> None:
+        super().__init__(env)
+        self.steps = env._steps
+
+    def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
+        return self.steps.step_and_reset(tensordict)
+
+    def merge_reset_rows(self, next_root: TensorDictBase, pending: Any) -> TensorDictBase:
+        return self.steps.merge_reset_rows(next_root, pending)
+
+    def random_rollout(
+        self,
+        start: TensorDictBase,
+        max_steps: int,
+        *,
+        break_when_any_done: bool,
+        break_when_all_done: bool,
+    ) -> TensorDictBase | None:
+        stop = {
+            "break_when_any_done": break_when_any_done,
+            "break_when_all_done": break_when_all_done,
+        }
+        return self.steps.random_rollout(start, max_steps, **stop)
 
 
 __all__ = ["SerialEnv"]

@@ -21,7 +21,7 @@ from rl_envs.libs._gym_make import (
     import_gymnasium,
 )
 from rl_envs.libs._gym_observations import observation_layout
-from rl_envs.libs._gym_paths import GymRowPaths
+from rl_envs.libs._gym_plan import GymRowPaths
 from rl_envs.libs._gym_specs import gym_space_to_spec
 from rl_envs.libs._gym_stepper import (
     make_stepper,
@@ -94,8 +94,6 @@ class GymWrapper(GymRowPaths, EnvBase):
         (torch.Size([5, 3]), torch.Size([5, 1]))
         >>> env.close()
     """
-
-    _step_reads_actions_only = True  # see EnvBase: _step reads only the actions
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ specs) and on plain TensorDicts such as replay-buffer samples. The machinery (``
 live in rl-core.
 """
 
+from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
 from rl_envs.transforms.auto_reset import AutoResetTransform

@@ -169,12 +169,11 @@ class AffinePlan:
         return self.step(None, fresh, tensordict_reset)
 
 
-def affine_lane_plan(owner: Any, lane: Any) -> AffinePlan | None:
+def affine_lane_plan(owner: Any, lane: Any, registered: type) -> AffinePlan | None:
     """``owner``'s lane plan: root-level keys, each output written under a key no later pair
-    reads, and ``_stats`` as the class declaring ``_lane_plan`` has it (else ``None``: the
-    torch path keeps ``_call``'s order, and calls an overridden ``_stats`` every time)."""
-    declarer = next(k for k in type(owner).__mro__ if "_lane_plan" in vars(k))
-    if type(owner)._stats is not declarer._stats:
+    reads, and ``_stats`` as the ``registered`` class has it (else ``None``: the torch path
+    keeps ``_call``'s order, and calls an overridden ``_stats`` every time)."""
+    if type(owner)._stats is not registered._stats:
         return None  # the plan reads _stats only when a buffer changes: an override may not
     pairs = list(zip(owner.in_keys, owner.out_keys))
     if not all(type(i) is str and type(o) is str for i, o in pairs):

@@ -9,7 +9,7 @@ import torch
 
 from rl_core import TensorSpec, Transform
 from rl_core.keys import OBSERVATION, NestedKey
-from rl_envs.transforms._affine import AffinePlan, affine, affine_lane_plan, affine_stats
+from rl_envs.transforms._affine import affine, affine_stats
 from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
 
 
@@ -96,11 +96,6 @@ class ObservationNorm(Transform):
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         loc, scale, _ = self._stats(value.device)
         return affine(value, loc, scale, standard_normal=not self.standard_normal)
-
-    def _lane_plan(self, lane: Any) -> AffinePlan | None:
-        """The numpy-row plan of this transform (``rl_core.transforms._lane``): root-level
-        keys, each output written under a key no later pair reads (``_affine``)."""
-        return affine_lane_plan(self, lane)
 
     # ------------------------------------------------------------------ statistics
     @torch.no_grad()

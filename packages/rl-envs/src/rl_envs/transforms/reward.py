@@ -9,7 +9,7 @@ import torch
 
 from rl_core import Composite, TensorSpec, Transform
 from rl_core.keys import REWARD, NestedKey
-from rl_envs.transforms._affine import AffinePlan, affine, affine_lane_plan, affine_stats
+from rl_envs.transforms._affine import affine, affine_stats
 from rl_envs.transforms._common import (
     OUTPUT_MAP_FUSABLE,
     bounds,
@@ -64,11 +64,6 @@ class RewardScaling(Transform):
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         loc, scale, _ = self._stats(value.device)
         return affine(value, loc, scale, standard_normal=self.standard_normal).to(value.dtype)
-
-    def _lane_plan(self, lane: Any) -> AffinePlan | None:
-        """The numpy-row plan of this transform (``rl_core.transforms._lane``; ``_affine``):
-        rewards of loc's dtype, root-level keys."""
-        return affine_lane_plan(self, lane)
 
     def _map_spec(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         if not spec.dtype.is_floating_point:

@@ -1,11 +1,12 @@
-"""GymWrapper's numpy-row paths (``_gym_paths``): the fused step-and-reset against the generic
+"""GymWrapper's step plan (``_gym_plan``): the fused step-and-reset against the reference
 step then reset, where every output goes into row blocks and where the observation is too
 large for them."""
 
 import numpy as np
 import pytest
 
-from rl_core.testing import check_random_rollout, check_step_and_reset
+from rl_core.envs.step_plan import active_plan
+from rl_core.testing import check_random_rollout, check_step_plan
 from rl_envs.libs import GymEnv, GymWrapper
 
 gym = pytest.importorskip("gymnasium")
@@ -26,7 +27,7 @@ def test_fused_path_with_observations_in_row_blocks():
         env = GymEnv("CartPole-v1", num_envs=num_envs)
         assert env._rows_only
         env.close()
-        check_step_and_reset(lambda n=num_envs: GymEnv("CartPole-v1", num_envs=n), steps=80)
+        check_step_plan(lambda n=num_envs: GymEnv("CartPole-v1", num_envs=n), steps=80)
 
 
 def test_fused_path_with_a_large_observation(echo_env):
@@ -34,20 +35,21 @@ def test_fused_path_with_a_large_observation(echo_env):
     assert not env._rows_only
     assert env.numpy_stepper() is not None
     env.close()
-    check_step_and_reset(lambda: _large_box_vector(echo_env), steps=30)
+    check_step_plan(lambda: _large_box_vector(echo_env), steps=30)
     check_random_rollout(lambda: _large_box_vector(echo_env), steps=30)
 
 
 @pytest.mark.parametrize("num_envs", [0, 3])
 def test_reset_entries_are_what_merge_reset_rows_writes(num_envs):
-    # A reset of every sub-env: the entries _merge_reset_rows writes into a next root, as a
+    # A reset of every sub-env: the entries merge_reset_rows writes into a next root, as a
     # dict. A partial reset, or an observation outside the row blocks: None.
     env = GymEnv("CartPole-v1", num_envs=num_envs)
     td = env.reset()
     obs = np.arange(4 * max(num_envs, 1), dtype=np.float32).reshape(td["observation"].shape)
     mask = None if not num_envs else np.ones(num_envs, dtype=bool)
-    found = env._reset_entries((mask, obs))
-    merged = env._merge_reset_rows(td.clone(), (mask, obs))
+    plan = active_plan(env)
+    found = plan.reset_entries((mask, obs))
+    merged = plan.merge_reset_rows(td.clone(), (mask, obs))
     assert set(found) == {"observation", "done", "terminated", "truncated"}
     for key, value in found.items():
         assert value.dtype == merged[key].dtype, key
@@ -55,22 +57,22 @@ def test_reset_entries_are_what_merge_reset_rows_writes(num_envs):
     assert not any(bool(found[k].any()) for k in ("done", "terminated", "truncated"))
     if num_envs:
         partial = np.array([True, False, True])
-        assert env._reset_entries((partial, obs)) is None
+        assert plan.reset_entries((partial, obs)) is None
 
 
 def test_reset_entries_leave_observations_outside_the_row_blocks_to_the_merge(echo_env):
     env = _large_box_vector(echo_env)
     env.reset()
     obs = np.zeros((4, 300), dtype=np.float32)
-    assert env._reset_entries((np.ones(4, dtype=bool), obs)) is None
+    assert active_plan(env).reset_entries((np.ones(4, dtype=bool), obs)) is None
 
 
-class _OwnMerge(GymEnv):
-    def _merge_reset_rows(self, next_root, pending):
-        return super()._merge_reset_rows(next_root, pending)
+class _OwnReset(GymEnv):
+    def _reset(self, tensordict, **kwargs):
+        return super()._reset(tensordict, **kwargs)
 
 
-def test_reset_entries_leave_an_overridden_merge_to_run():
-    env = _OwnMerge("CartPole-v1")
+def test_an_overridden_reset_turns_the_plan_off():
+    env = _OwnReset("CartPole-v1")
     env.reset()
-    assert env._reset_entries((None, np.zeros(4, dtype=np.float32))) is None
+    assert active_plan(env) is None

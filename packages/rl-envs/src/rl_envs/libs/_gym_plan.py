@@ -1,9 +1,12 @@
-"""GymWrapper's paths on numpy rows: the fused step-and-reset and the random rollout.
+"""GymWrapper's step plan: every accelerated route of a gymnasium env, in one module.
 
-A mixin of :class:`~rl_envs.libs.GymWrapper`, kept apart from its construction and its
-generic ``_step``/``_reset``. Both paths apply only where ``_gym_stepper.numpy_rows_apply``
-holds (one array observation on the CPU, no info entries, a class stepping as ``GymWrapper``
-does), and give what the generic loop gives; the oracle tests compare them with it.
+:class:`~rl_envs.libs.GymWrapper` holds the reference ``_step``/``_reset``; its step plan
+(:class:`~rl_core.envs.StepPlan`, built by ``GymWrapper._make_step_plan``) owns the routes on
+numpy rows: the fused step-and-reset, the reset entries and numpy rows that a TransformedEnv's
+lane reads, and the random rollout (a plain gymnasium loop, ``_gym_rollout``). They apply
+only where ``_gym_stepper.numpy_rows_apply`` holds (one array observation on the CPU, no info
+entries, a class stepping as ``GymWrapper`` does), and give what the reference gives;
+``rl_core.testing.check_step_plan`` compares them with it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs import spec_checks_enabled
+from rl_core.envs import StepPlan
 from rl_core.fast_td import build_tensordict, entries, get_leaf, set_leaf
 from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
 from rl_envs.libs._gym_codecs import require
@@ -25,48 +28,57 @@ if TYPE_CHECKING:
     from rl_envs.libs.gym import GymWrapper
 
 
-class GymRowPaths:
-    """The numpy-row paths of :class:`~rl_envs.libs.GymWrapper` (a mixin of it)."""
+class GymStepPlan(StepPlan):
+    """The step plan of a :class:`~rl_envs.libs.GymWrapper` (see the module docstring).
 
-    def _step_and_reset(
-        self: GymWrapper, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, Any] | None:
+    Args:
+        env: the wrapper.
+    """
+
+    reads_actions_only = True  # the gymnasium env holds the state: _step reads the actions
+
+    def __init__(self, env: GymWrapper) -> None:
+        super().__init__(env)
+        self.wrapper = env
+
+    def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         """``step_and_maybe_reset`` in one go on numpy rows: the step, then the reset of the
         finished sub-envs (``GymNumpyStepper.reset_finished``), their rows merged by
-        :meth:`_merge_reset_rows`. Only where ``numpy_stepper()`` applies and spec checks are
-        off (they check each reset output); ``None`` (step then reset) elsewhere. The oracle
-        test compares it with ``step`` then ``reset``."""
-        applies = self._cache.get("numpy_rows_apply")
+        :meth:`merge_reset_rows`. Only where ``numpy_rows_apply`` holds and no info reader is
+        set; ``None`` (step then reset) elsewhere."""
+        env = self.wrapper
+        applies = env._cache.get("numpy_rows_apply")
         if applies is None:
-            applies = self._cached("numpy_rows_apply", lambda: numpy_rows_apply(self))
-        if not applies or self._info_readers or spec_checks_enabled():
+            applies = env._cached("numpy_rows_apply", lambda: numpy_rows_apply(env))
+        if not applies or env._info_readers:
             return None
-        rows = self._rows
-        if not self._rows_only:
-            next_td = self._step(tensordict)
+        rows = env._rows
+        if not env._rows_only:
+            next_td = env._step(tensordict)
         else:
             # ``_step`` where every output goes into the row blocks, with fewer calls (this
             # runs between two gymnasium steps, where each call is slow): one action entry,
             # outputs on the CPU (numpy_rows_apply holds).
             action = entries(tensordict).get(ACTION) if type(tensordict) is TensorDict else None
             if action is None:
-                action = require(tensordict, ACTION, self.name)
+                action = require(tensordict, ACTION, env.name)
             next_td = build_tensordict(
-                rows.step(self._stepper, action), self.batch_size, self._cpu_device
+                rows.step(env._stepper, action), env.batch_size, env._cpu_device
             )
         done = rows.finished
         if done is None:
             return next_td, None
-        return next_td, self._stepper.reset_finished(done)
+        return next_td, env._stepper.reset_finished(done)
 
-    def _merge_reset_rows(
-        self: GymWrapper, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
+    def merge_reset_rows(
+        self, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
     ) -> TensorDictBase:
         """What ``reset(next_root)`` gives with the finished sub-envs' ``"_reset"`` mask:
         their rows of the observation from gymnasium's reset, the others kept, the done
         flags all False (a sub-env that did not finish has all three False already)."""
+        env = self.wrapper
         mask, obs = pending
-        rows = self._reset_rows
+        rows = env._reset_rows
         if rows.observation is not None:
             # A small observation: the merged rows go into the next block row (no torch call;
             # the block's dtype is the space's, as the decoded reset observation's).
@@ -74,41 +86,35 @@ class GymRowPaths:
             for key, value in rows.write_reset(previous, mask, obs).items():
                 set_leaf(next_root, key, value)
             return next_root
-        fresh = self._observations(obs)[OBSERVATION]
+        fresh = env._observations(obs)[OBSERVATION]
         if mask is not None:
             merged = get_leaf(next_root, (OBSERVATION,)).numpy().copy()
             merged[mask] = fresh.numpy()[mask]
             fresh = torch.from_numpy(merged)
         set_leaf(next_root, OBSERVATION, fresh)
-        for key, flag in zip((DONE, TERMINATED, TRUNCATED), self._reset_flags(), strict=True):
+        for key, flag in zip((DONE, TERMINATED, TRUNCATED), env._reset_flags(), strict=True):
             set_leaf(next_root, key, flag)
         return next_root
 
-    def _reset_entries(
-        self: GymWrapper, pending: tuple[np.ndarray | None, Any]
-    ) -> dict[str, torch.Tensor] | None:
-        """What :meth:`_merge_reset_rows` writes, as a dict, where every sub-env was reset
+    def reset_entries(self, pending: tuple[np.ndarray | None, Any]) -> dict[str, Any] | None:
+        """What :meth:`merge_reset_rows` writes, as a dict, where every sub-env was reset
         and the observation is a small one (written into the next block row); else
-        ``None``, having written nothing. ``None`` too in a subclass that overrides
-        ``_merge_reset_rows``: its own merge runs."""
+        ``None``, having written nothing."""
         mask, obs = pending
-        rows = self._reset_rows
-        if (
-            rows.observation is None
-            or (mask is not None and not mask.all())
-            or type(self)._merge_reset_rows is not GymRowPaths._merge_reset_rows
-        ):
+        rows = self.wrapper._reset_rows
+        if rows.observation is None or (mask is not None and not mask.all()):
             return None
         return rows.write_reset(None, None, obs)
 
-    def _numpy_rows(self: GymWrapper) -> list[tuple[torch.Tensor, np.ndarray]]:
+    def numpy_rows(self) -> list[tuple[torch.Tensor, np.ndarray]]:
         """The reward and small observation of the last step and of the last fused reset,
         with the numpy rows they are views of (``StepRows.numpy_rows``); transforms with
-        lane plans compute on them (see ``EnvBase._numpy_rows``)."""
-        return self._rows.numpy_rows() + self._reset_rows.numpy_rows()
+        lane plans compute on them."""
+        env = self.wrapper
+        return env._rows.numpy_rows() + env._reset_rows.numpy_rows()
 
-    def _random_rollout(
-        self: GymWrapper,
+    def random_rollout(
+        self,
         start: TensorDictBase,
         max_steps: int,
         *,
@@ -116,20 +122,31 @@ class GymRowPaths:
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
         """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
-        if self._info_readers or not runs_own_steps(self):
+        env = self.wrapper
+        if env._info_readers or not runs_own_steps(env):
             return None
         # Info readers are checked above: they can be added after the plan is cached.
-        plan = self._cached("random_rollout_plan", lambda: plan_random_rollout(self))
+        plan = env._cached("random_rollout_plan", lambda: plan_random_rollout(env))
         if plan is None:
             return None
         return random_rollout(
-            self,
+            env,
             plan,
             start,
             max_steps,
             break_when_any_done=break_when_any_done,
             break_when_all_done=break_when_all_done,
         )
+
+
+class GymRowPaths:
+    """The entry points of :class:`~rl_envs.libs.GymWrapper` into its numpy-row routes (a
+    mixin of it): its step plan, and the stepper that other paths (``SerialEnv``'s vector
+    group, the workers' direct path) step on numpy rows."""
+
+    def _make_step_plan(self: GymWrapper) -> GymStepPlan:
+        """The routes on numpy rows (``_gym_plan``): see :class:`~rl_core.envs.StepPlan`."""
+        return GymStepPlan(self)
 
     def numpy_stepper(self: GymWrapper) -> GymNumpyStepper | None:
         """The stepper of this wrapper's gymnasium env, for paths that step it on numpy rows.
@@ -147,4 +164,4 @@ class GymRowPaths:
         return self._stepper if numpy_rows_apply(self) else None
 
 
-__all__ = ["GymRowPaths"]
+__all__ = ["GymRowPaths", "GymStepPlan"]

@@ -1,0 +1,109 @@
+"""The conformance check of an env's step plan (``rl_core.envs.StepPlan``): the plan's routes
+against the reference code, for any env, transforms included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_core.envs import EnvBase
+from rl_core.envs.step_plan import built_plan, reference_only
+
+
+def seeded_twins(
+    envs: list[EnvBase], seed: int, steps: int
+) -> tuple[list[TensorDictBase], Iterator[TensorDictBase]]:
+    """Seeds and resets twin envs alike: their first roots, and ``steps`` random actions of
+    ``envs[0]``'s action spec, each drawn after seeding torch from a generator seeded with
+    ``seed`` (the same actions for every twin, whatever the envs draw in between)."""
+    for env in envs:
+        env.set_seed(seed)
+    roots = [env.reset() for env in envs]
+    generator = torch.Generator().manual_seed(seed)
+
+    def actions() -> Iterator[TensorDictBase]:
+        for _ in range(steps):
+            torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
+            yield envs[0].full_action_spec.rand()
+
+    return roots, actions()
+
+
+def _step_then_reset(
+    env: EnvBase, tensordict: TensorDictBase
+) -> tuple[TensorDictBase, TensorDictBase]:
+    """``step``, ``step_mdp``, then a ``reset`` of the sub-envs that finished: the loop of
+    ``rollout(break_when_any_done=True)`` and of user code calling ``step`` and ``reset``."""
+    tensordict = env.step(tensordict)
+    next_root = env.step_mdp_plan()(tensordict)
+    if env._mark_finished(next_root):
+        next_root = env.reset(next_root)
+    return tensordict, next_root
+
+
+def check_step_plan(
+    make_env: Callable[[], EnvBase],
+    *,
+    steps: int = 60,
+    fail: Callable[[str, EnvBase, str], None],
+    same: Callable[[object, object], bool],
+) -> bool:
+    """Twin envs seeded alike take the same actions, one with its step plan, the other with
+    the reference code only (``reference_only``), through ``step_and_maybe_reset`` and then
+    through ``step`` and ``reset``; every entry of the transitions and next roots (values,
+    shapes, dtypes, done flags, reset rows) must match. Returns False (nothing checked) for
+    envs without a plan."""
+    envs = [make_env(), make_env()]
+    try:
+        if built_plan(envs[0]) is None:
+            return False
+        for route, call in (
+            ("step_and_maybe_reset", lambda e, td: e.step_and_maybe_reset(td)),
+            ("step then reset", _step_then_reset),
+        ):
+            with reference_only():
+                roots, draws = seeded_twins(envs, 5, steps)
+            for t, actions in enumerate(draws):
+                planned = call(envs[0], roots[0].update(actions.clone()))
+                with reference_only():
+                    reference = call(envs[1], roots[1].update(actions.clone()))
+                for what, mine, theirs in zip(
+                    ("transition", "next root"), planned, reference, strict=True
+                ):
+                    _compare(envs[0], route, t, what, mine, theirs, fail, same)
+                roots = [planned[1], reference[1]]
+        return True
+    finally:
+        for env in envs:
+            env.close()
+
+
+def _compare(
+    env: EnvBase,
+    route: str,
+    t: int,
+    what: str,
+    mine: TensorDictBase,
+    theirs: TensorDictBase,
+    fail: Callable[[str, EnvBase, str], None],
+    same: Callable[[object, object], bool],
+) -> None:
+    keys = set(mine.keys(True, True))
+    if keys != set(theirs.keys(True, True)):
+        fail(
+            "check_step_plan",
+            env,
+            f"{route}, step {t}: the {what} of the step plan has the entries "
+            f"{sorted(map(str, keys))}, the reference "
+            f"{sorted(map(str, theirs.keys(True, True)))}.",
+        )
+    for key in sorted(keys, key=str):
+        if not same(mine.get(key), theirs.get(key)):
+            fail(
+                "check_step_plan",
+                env,
+                f"{route}, step {t}: {key!r} of the {what} differs between the step plan and "
+                f"the reference code.",
+            )

@@ -1,0 +1,186 @@
+"""The numpy-row plans of rl-core's transforms, registered with the lane (``_lane``) by type.
+
+Each plan computes what its transform's ``_step`` / ``_reset`` give on numpy rows, for the
+settings it supports (it returns ``None`` when built for others, and ``False`` per call where
+an input is not a row it can read); the transforms themselves hold only the reference code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tensordict import TensorDictBase
+
+from rl_core.fast_td import batch_size_of, device_of
+from rl_core.transforms._lane import RowLane, register_lane_plan
+from rl_core.transforms._rows import NUMPY_DTYPES, on_cpu
+from rl_core.transforms.init_tracker import InitTracker
+from rl_core.transforms.reward_sum import RewardSum
+from rl_core.transforms.step_counter import StepCounter
+
+_INT64 = np.dtype(np.int64)
+_INT64_MAX = int(np.iinfo(np.int64).max)
+_BOOL = np.dtype(np.bool_)
+
+
+class _CountPlan:
+    """``StepCounter``'s step and reset on numpy rows, for a root-level count that truncates
+    nothing: the next count goes into a fresh row (a Python int for one element, else
+    ``np.add``), the reset writes a zero row."""
+
+    def __init__(self, owner: StepCounter, lane: RowLane) -> None:
+        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
+        self.key = owner.step_count_key
+        self.one = lane.rows((1,), _INT64)  # the rows of one count
+        self.last: tuple = (None, None)  # (tensor, numpy row) of the count written last
+
+    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
+        value, last = root.get(self.key), self.last
+        # The count this plan wrote last (the common case), else the lane's lookup.
+        count = last[1] if value is last[0] else self.numpy(value)
+        if count is None or count.dtype != _INT64 or self.owner.max_steps is not None:
+            return False
+        if count.shape == (1,):
+            value = int(count[0]) + 1
+            if value > _INT64_MAX:
+                return False  # torch wraps around; leave that to it
+            out, row = self.last = self.one()
+            row[0] = value
+        else:
+            out, row = self.last = self.lane.rows(count.shape, _INT64)()
+            np.add(count, 1, row)
+        nxt[self.key] = out
+        return True
+
+    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
+        if self.owner.max_steps is not None or not on_cpu(device_of(tensordict_reset)):
+            return False
+        batch = batch_size_of(tensordict_reset)
+        take = self.one if not batch else self.lane.rows((*batch, 1), _INT64)
+        self.last = take()
+        fresh[self.key] = self.last[0]
+        return True
+
+
+@register_lane_plan(StepCounter)
+def _count_plan(owner: StepCounter, lane: RowLane) -> _CountPlan | None:
+    """A root-level count that truncates nothing."""
+    if owner.max_steps is not None or type(owner.step_count_key) is not str:
+        return None
+    return _CountPlan(owner, lane)
+
+
+class _SumPlan:
+    """``RewardSum``'s step and reset on numpy rows, for one root-level reward.
+
+    The step adds the reward row to the running sum's row (rows of one shape and dtype)
+    into a fresh row: for one float element with Python floats (a float32 sum rounded once
+    from a float64 sum is the float32 sum, double rounding being innocuous for one addition
+    since 53 >= 2 * 24 + 2), else with ``np.add``; torch.add's bits either way. The reset
+    writes a zero row. Keys are read when the plan is built: like the env's specs, it is
+    rebuilt when the transforms change through the env.
+    """
+
+    def __init__(self, owner: RewardSum, lane: RowLane) -> None:
+        self.owner, self.numpy, self.lane = owner, lane.numpy, lane
+        self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
+        # The sums' rows: (shape, dtype, take, one float element) of the last step's kind.
+        self.kind: tuple = ((), None, None, False)
+        # (spec, take) of the reset's zero rows for the sum's spec (``take`` None where the
+        # spec has no numpy rows), read again when the spec is replaced.
+        self.zeros: tuple = (None, None)
+        # (tensor, numpy row) of the sum this plan wrote last (step or reset).
+        self.last: tuple = (None, None)
+
+    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
+        numpy, value, last = self.numpy, root.get(self.out_key), self.last
+        # The sum this plan wrote last (the common case), else the lane's lookup.
+        total = last[1] if value is last[0] else numpy(value)
+        if total is None:
+            return False
+        reward = numpy(nxt.get(self.in_key))
+        if reward is None:
+            return False
+        shape, dtype = total.shape, total.dtype
+        if reward.dtype != dtype or reward.shape != shape:
+            return False
+        kind = self.kind
+        if kind[1] != dtype or kind[0] != shape:
+            one_float = shape == (1,) and dtype.kind == "f"
+            kind = self.kind = (shape, dtype, self.lane.rows(shape, dtype), one_float)
+        out, row = self.last = kind[2]()
+        if kind[3]:
+            row[0] = float(total[0]) + float(reward[0])
+        else:
+            np.add(total, reward, row)
+        nxt[self.out_key] = out
+        return True
+
+    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
+        spec = self.owner._reward_specs.get(self.out_key)
+        if spec is None:
+            return False  # _reset reads the spec first
+        zeros = self.zeros
+        if zeros[0] is not spec:
+            # The zero rows of this spec: its shape and numpy dtype, on the CPU only.
+            dtype = NUMPY_DTYPES.get(spec.dtype)
+            take = None
+            if dtype is not None and on_cpu(spec.device):
+                take = self.lane.rows(tuple(spec.shape), dtype)
+            zeros = self.zeros = (spec, take)
+        if zeros[1] is None:
+            return False
+        self.last = zeros[1]()
+        fresh[self.out_key] = self.last[0]
+        return True
+
+
+@register_lane_plan(RewardSum)
+def _sum_plan(owner: RewardSum, lane: RowLane) -> _SumPlan | None:
+    """One root-level reward and sum."""
+    if len(owner.in_keys) != 1 or type(owner.in_keys[0]) is not str:
+        return None
+    if type(owner.out_keys[0]) is not str:
+        return None
+    return _SumPlan(owner, lane)
+
+
+class _InitPlan:
+    """``InitTracker``'s flags on numpy rows, for a root-level key: a fresh row of False after
+    a step and of True after a reset, shaped ``[*batch, 1]``, what ``torch.full`` gives where
+    the TensorDict's device is the CPU (or none, with the CPU as torch's default device);
+    else ``False``. The key is read when the plan is built: like the env's specs, it is
+    rebuilt when the transforms change through the env."""
+
+    def __init__(self, owner: InitTracker, lane: RowLane) -> None:
+        self.lane, self.key = lane, owner.init_key
+        self.takes: dict[tuple[int, ...], Any] = {}
+
+    def _write(self, found: dict, td: TensorDictBase, value: bool) -> bool:
+        if not on_cpu(device_of(td)):
+            return False
+        shape = (*batch_size_of(td), 1)
+        take = self.takes.get(shape)
+        if take is None:
+            take = self.takes[shape] = self.lane.rows(shape, _BOOL)
+        out, row = take()  # zeros: False
+        if value:
+            row[...] = True
+        found[self.key] = out
+        return True
+
+    def step(self, root: dict, nxt: dict, next_tensordict: TensorDictBase) -> bool:
+        return self._write(nxt, next_tensordict, False)
+
+    def reset(self, fresh: dict, tensordict_reset: TensorDictBase) -> bool:
+        return self._write(fresh, tensordict_reset, True)
+
+
+@register_lane_plan(InitTracker)
+def _init_plan(owner: InitTracker, lane: RowLane) -> _InitPlan | None:
+    """A root-level key."""
+    return _InitPlan(owner, lane) if type(owner.init_key) is str else None
+
+
+__all__: list[str] = []
