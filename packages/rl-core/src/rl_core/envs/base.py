@@ -91,6 +91,12 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         [1.0, 2.0, 3.0]
     """
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> EnvBase:
+        """Accepts the arguments of the constructor, so that a subclass's own ``__new__`` can
+        call ``super().__new__(cls, *args, **kwargs)`` as it can with TorchRL's ``EnvBase``.
+        They are not read here: ``__init__`` receives them as usual."""
+        return super().__new__(cls)
+
     def __init__(
         self,
         *,
