@@ -260,3 +260,67 @@ def test_getitem_of_a_plain_tensor_buffer():
     buffer.extend(torch.arange(5.0))
     assert buffer[1:3].tolist() == [1.0, 2.0]
     assert buffer[-1].item() == 4.0
+
+
+def _snapshot(buffer):
+    n = len(buffer)
+    return (
+        n,
+        buffer.storage.get(torch.arange(n))["x"].clone() if n else None,
+        buffer.writer.state_dict(),
+        buffer.sampler._tree.clone(),
+    )
+
+
+def _same(a, b):
+    return a[0] == b[0] and torch.equal(a[1], b[1]) and a[2] == b[2] and torch.equal(a[3], b[3])
+
+
+@pytest.mark.parametrize("memmap", [False, True])
+def test_loads_of_a_damaged_checkpoint_restores_nothing(tmp_path, memmap):
+    # loads used to raise a bare UnpicklingError with the storage already replaced and the
+    # cursor not: now every file is read before anything is restored
+    def make(folder):
+        storage = LazyMemmapStorage(6, scratch_dir=folder) if memmap else LazyTensorStorage(6)
+        return ReplayBuffer(storage=storage, sampler=PrioritizedSampler(6, 0.6, 0.4))
+
+    source = make(tmp_path / "a")
+    source.extend(td(5, start=10))
+    source.update_priority(torch.tensor([1, 3]), torch.tensor([5.0, 0.1]))
+    source.dumps(tmp_path / "ckpt")
+    target = make(tmp_path / "b")
+    target.extend(td(3))
+    target.update_priority(torch.tensor([0]), torch.tensor([2.0]))
+    before = _snapshot(target)
+
+    storage_files = (
+        ["storage/rl_buffers_storage.json", "storage/x.memmap"]
+        if memmap
+        else ["storage/storage.pt"]
+    )
+    for name in ["sampler.pt", "writer.pt", "transform.pt", "buffer.json", *storage_files]:
+        file = tmp_path / "ckpt" / name
+        intact = file.read_bytes()
+        file.write_bytes(intact[: len(intact) // 2])  # truncated, as a full disk leaves it
+        with pytest.raises(ValueError, match=rf"{file.name}.*(damaged|cannot be read)") as error:
+            target.loads(tmp_path / "ckpt")
+        assert "Nothing was restored" in str(error.value)
+        assert _same(_snapshot(target), before), name
+        file.write_bytes(intact)
+    target.loads(tmp_path / "ckpt")  # intact again: restored whole
+    assert _same(_snapshot(target), _snapshot(source))
+
+
+def test_loads_of_a_checkpoint_that_does_not_fit_restores_nothing(tmp_path):
+    # the sampler and writer load, then the storage refuses the saved data (another item
+    # layout): the sampler and writer are put back
+    source = ReplayBuffer(storage=LazyTensorStorage(6), sampler=PrioritizedSampler(6, 0.6, 0.4))
+    source.extend(TensorDict({"x": torch.zeros(4, 2)}, [4]))
+    source.dumps(tmp_path / "ckpt")
+    target = ReplayBuffer(storage=LazyTensorStorage(6), sampler=PrioritizedSampler(6, 0.6, 0.4))
+    target.extend(td(3))
+    target.update_priority(torch.tensor([0]), torch.tensor([2.0]))
+    before = _snapshot(target)
+    with pytest.raises(ValueError, match=r"does not fit this buffer \(restoring its storage"):
+        target.loads(tmp_path / "ckpt")
+    assert _same(_snapshot(target), before)

@@ -15,7 +15,7 @@ from rl_buffers.replay_buffers._prefetch import Prefetcher
 from rl_buffers.samplers.random import RandomSampler
 from rl_buffers.samplers.sampler import Sampler, check_batch_size, check_not_empty
 from rl_buffers.storages.list_storage import ListStorage, stack_items
-from rl_buffers.storages.storage import Storage, atomic_save, atomic_write_json
+from rl_buffers.storages.storage import Storage, atomic_save, atomic_write_json, load_file
 from rl_buffers.writers.round_robin import RoundRobinWriter
 from rl_buffers.writers.writer import Writer
 from rl_core.transforms import Compose, Transform
@@ -354,28 +354,70 @@ class ReplayBuffer:
             atomic_write_json({"type": type(self).__name__, "len": len(self)}, path / "buffer.json")
 
     def loads(self, path: str | Path) -> None:
-        """Restores a checkpoint written by :meth:`dumps`.
+        """Restores a checkpoint written by :meth:`dumps`: all of it, or nothing.
+
+        Every file is read and parsed first (the storage's included), then the sampler, the
+        writer and the transforms are restored and the storage last; if a part is refused
+        there, the parts already restored are put back as they were.
 
         Raises:
             FileNotFoundError: ``path`` holds no complete checkpoint.
+            ValueError: a file of the checkpoint is damaged (the error names it) or does not
+                fit this buffer; the buffer is left as it was.
         """
         path = Path(path)
-        if not (path / "buffer.json").exists():
+        where = f"{type(self).__name__}.loads"
+        meta_file = path / "buffer.json"
+        if not meta_file.exists():
             raise FileNotFoundError(
-                f"{type(self).__name__}.loads: {path} holds no complete checkpoint (no "
-                f"buffer.json). Pass a directory written by dumps()."
+                f"{where}: {path} holds no complete checkpoint (no buffer.json). Pass a "
+                f"directory written by dumps()."
             )
-        meta = json.loads((path / "buffer.json").read_text())
+        try:
+            meta = json.loads(meta_file.read_text())
+            expected_len = int(meta["len"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(
+                f"{where}: {meta_file} is damaged ({type(error).__name__}: {error}). Nothing "
+                f"was restored."
+            ) from error
+        parts = {
+            name: load_file(where, path / f"{name}.pt")
+            for name in ("sampler", "writer", "transform")
+        }
+        storage_saved = self._storage._read_saved(path / "storage")
         self._drop_prefetched()
         with self._lock:
-            self._storage.loads(path / "storage")
-            self._sampler.load_state_dict(torch.load(path / "sampler.pt", weights_only=False))
-            self._writer.load_state_dict(torch.load(path / "writer.pt", weights_only=False))
-            self._transform.load_state_dict(torch.load(path / "transform.pt", weights_only=False))
-        if len(self) != meta["len"]:
+            before = {
+                "sampler": self._sampler.state_dict(),
+                "writer": self._writer.state_dict(),
+                "transform": self._transform.state_dict(),
+            }
+            owners = {
+                "sampler": self._sampler,
+                "writer": self._writer,
+                "transform": self._transform,
+            }
+            touched: list[str] = []  # the parts changed so far, the failing one included
+            try:
+                for name, owner in owners.items():
+                    touched.append(name)
+                    owner.load_state_dict(parts[name])
+                touched.append("storage")
+                self._storage._load_saved(storage_saved)
+            except Exception as error:
+                for name in touched:
+                    if name != "storage":  # (the storage checks the saved data before writing)
+                        owners[name].load_state_dict(before[name])
+                raise ValueError(
+                    f"{where}: the checkpoint at {path} does not fit this buffer (restoring "
+                    f"its {touched[-1]} failed: {type(error).__name__}: {error}). Nothing was "
+                    f"restored."
+                ) from error
+        if len(self) != expected_len:
             raise RuntimeError(
-                f"{type(self).__name__}.loads: the checkpoint at {path} recorded {meta['len']} "
-                f"items but its storage holds {len(self)}."
+                f"{where}: the checkpoint at {path} recorded {expected_len} items but its "
+                f"storage holds {len(self)}."
             )
 
     def __getstate__(self) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -172,8 +173,28 @@ class LazyMemmapStorage(TensorStorage):
 
         The data is copied into this storage's own files, unless ``path`` is its
         ``scratch_dir`` (then the files are reopened in place).
+
+        Raises:
+            FileNotFoundError: ``path`` holds no storage.
+            ValueError: its files are damaged or do not match this storage; the storage is
+                left as it was.
         """
+        self._load_saved(self._read_saved(path))
+
+    def _read_saved(self, path: str | Path) -> tuple[TensorDictBase, dict[str, Any], Path]:
         data, meta = _read(path)
+        if self._data is not None:
+            try:
+                self._check_saved(data)
+            except (TypeError, ValueError, KeyError) as error:
+                raise ValueError(
+                    f"LazyMemmapStorage.loads: the storage saved in {path} does not fit this "
+                    f"one ({error}). Nothing was restored."
+                ) from error
+        return data, meta, Path(path)
+
+    def _load_saved(self, saved: tuple[TensorDictBase, dict[str, Any], Path]) -> None:
+        data, meta, path = saved
         if (
             self._data is None
             and self.scratch_dir is not None
@@ -226,13 +247,48 @@ def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
             f"LazyMemmapStorage.load: {path} holds no storage (no {_META}). Pass a scratch_dir "
             f"that a LazyMemmapStorage wrote to, or a directory given to dumps()."
         )
-    meta = json.loads(meta_file.read_text())
+    try:
+        meta = json.loads(meta_file.read_text())
+        meta = {key: meta[key] for key in ("max_size", "ndim", "len_rows", "next_row", "is_tensor")}
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"LazyMemmapStorage.load: {meta_file} is damaged ({type(error).__name__}: "
+            f"{error}). Nothing was restored."
+        ) from error
     if meta["is_tensor"]:
         raise NotImplementedError(
             "LazyMemmapStorage.load: reopening a storage of plain tensors is not supported; "
             "store TensorDicts to reload from disk."
         )
-    data = TensorDict.load_memmap(path)
+    # (tensordict maps a file shorter than its tensor by growing it with zeros: the sizes
+    # are taken before, and checked after)
+    sizes = {
+        file.resolve(): file.stat().st_size
+        for file in path.rglob("*.memmap")
+        if _undo.FOLDER not in file.parts
+    }
+    try:
+        data = TensorDict.load_memmap(path)
+    except Exception as error:  # tensordict raises many types for damaged files
+        raise ValueError(
+            f"LazyMemmapStorage.load: the memory-mapped files in {path} cannot be read "
+            f"({type(error).__name__}: {error}). Nothing was restored."
+        ) from error
+    for leaf in data.values(include_nested=True, leaves_only=True):
+        filename = getattr(leaf, "filename", None)
+        expected = leaf.numel() * leaf.element_size()
+        if filename is not None and sizes.get(Path(filename).resolve(), expected) < expected:
+            raise ValueError(
+                f"LazyMemmapStorage.load: {filename} is damaged: it held "
+                f"{sizes[Path(filename).resolve()]} bytes where its tensor needs {expected} "
+                f"(a truncated copy?). Nothing was restored."
+            )
+    if data.shape[:1] != (meta["max_size"] // max(math.prod(data.shape[1 : meta["ndim"]]), 1),):
+        raise ValueError(
+            f"LazyMemmapStorage.load: the files in {path} hold {data.shape[0]} rows, which "
+            f"does not match {meta_file} (max_size={meta['max_size']}, ndim={meta['ndim']}). "
+            f"Nothing was restored."
+        )
     # A writer killed mid-overwrite left the rows it was replacing in the undo journal:
     # they go back first, so that every item read from here is whole.
     _undo.recover(path, data)

@@ -154,14 +154,49 @@ class Storage:
         atomic_save(self.state_dict(), path / "storage.pt")
 
     def loads(self, path: str | Path) -> None:
-        """Restores what :meth:`dumps` saved under ``path``."""
+        """Restores what :meth:`dumps` saved under ``path``.
+
+        Raises:
+            FileNotFoundError: ``path`` holds no saved storage.
+            ValueError: a saved file is damaged; the storage is left as it was.
+        """
+        self._load_saved(self._read_saved(path))
+
+    def _read_saved(self, path: str | Path) -> Any:
+        """Reads and parses what :meth:`dumps` saved under ``path``, changing nothing; the
+        first half of :meth:`loads` (a buffer reads every part before it restores any)."""
         file = Path(path) / "storage.pt"
         if not file.exists():
             raise FileNotFoundError(
                 f"{type(self).__name__}.loads: no saved storage at {file}. Pass the directory "
                 f"given to dumps()."
             )
-        self.load_state_dict(torch.load(file, weights_only=False))
+        return load_file(f"{type(self).__name__}.loads", file)
+
+    def _load_saved(self, saved: Any) -> None:
+        """Restores what :meth:`_read_saved` returned; the second half of :meth:`loads`."""
+        self.load_state_dict(saved)
+
+
+def load_file(where: str, file: Path) -> Any:
+    """``torch.load(file)``, with an error naming the file when it is missing or damaged.
+
+    Raises:
+        FileNotFoundError: ``file`` does not exist.
+        ValueError: ``file`` cannot be read back (truncated, overwritten, not a torch file).
+    """
+    if not file.exists():
+        raise FileNotFoundError(
+            f"{where}: {file} is missing; the checkpoint is incomplete. Nothing was restored."
+        )
+    try:
+        return torch.load(file, weights_only=False)
+    except Exception as error:  # torch.load raises many types for a damaged file
+        raise ValueError(
+            f"{where}: {file} is damaged or not a file that dumps() wrote "
+            f"({type(error).__name__}: {error}). Nothing was restored; pass an intact "
+            f"checkpoint."
+        ) from error
 
 
 def atomic_save(obj: Any, file: Path) -> None:

@@ -305,6 +305,11 @@ class TensorStorage(Storage):
         self._next_row = state_dict.get("next_row", self._len_rows % self._rows)
 
     def _copy_in(self, data: Tensor | TensorDictBase) -> None:
+        self._check_saved(data)
+        self._data.copy_(data) if isinstance(data, Tensor) else self._data.update_(data)
+
+    def _check_saved(self, data: Tensor | TensorDictBase) -> None:
+        """Raises unless ``data`` has this (allocated) storage's shape and layout."""
         if self._data.shape[: self.ndim] != data.shape[: self.ndim]:
             raise ValueError(
                 f"{type(self).__name__}.load_state_dict: the saved storage has shape "
@@ -317,7 +322,6 @@ class TensorStorage(Storage):
             self.ndim,
             self._tree.shape[1:],
         )
-        self._data.copy_(data) if isinstance(data, Tensor) else self._data.update_(data)
 
     def _empty(self) -> None:
         self._len_rows = 0
