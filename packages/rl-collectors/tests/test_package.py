@@ -19,3 +19,21 @@ def test_import_loads_no_sibling_package():
 
 def test_import_does_not_load_ray():
     assert "ray" not in modules_loaded_by("import rl_collectors")
+
+
+def test_torchrl_0_14_names_and_the_older_ones():
+    import rl_collectors
+
+    pairs = {
+        "Collector": "SyncDataCollector",
+        "MultiSyncCollector": "MultiSyncDataCollector",
+        "MultiAsyncCollector": "MultiaSyncDataCollector",
+        "AsyncCollector": "aSyncDataCollector",
+        "BaseCollector": "DataCollectorBase",
+    }
+    for new, old in pairs.items():
+        assert new in rl_collectors.__all__
+        assert old in rl_collectors.__all__
+        assert getattr(rl_collectors, new) is getattr(rl_collectors, old)
+    for name in ("Collector", "MultiSyncCollector", "MultiAsyncCollector", "AsyncCollector"):
+        assert issubclass(getattr(rl_collectors, name), rl_collectors.BaseCollector)

@@ -1,9 +1,12 @@
 """Data collectors that run rl-core policies in rl-core environments.
 
-``SyncDataCollector`` (alias ``Collector``) collects in this process;
-``MultiSyncDataCollector``, ``MultiaSyncDataCollector`` and ``aSyncDataCollector`` run
-collectors in worker processes; ``RayCollector`` runs them as Ray actors (extra
-``rl-collectors[ray]``, imported only when one is built).
+``Collector`` collects in this process; ``MultiSyncCollector``, ``MultiAsyncCollector`` and
+``AsyncCollector`` run collectors in worker processes; ``RayCollector`` runs them as Ray
+actors (extra ``rl-collectors[ray]``, imported only when one is built). All derive from
+``BaseCollector``. These are TorchRL 0.14's names; its older names are the same classes
+(``SyncDataCollector``, ``MultiSyncDataCollector``, ``MultiaSyncDataCollector``,
+``aSyncDataCollector``, ``DataCollectorBase``), and the classes keep the older names as
+their ``__name__`` (changing that is a breaking change left to a release).
 """
 
 # ruff: noqa: E402  (the rl-core version guard runs before the imports it protects)
@@ -13,10 +16,11 @@ check_rl_core("rl-collectors")  # first: an rl-core outside the declared range f
 
 from importlib.metadata import version as _version
 
-from rl_collectors.async_collector import aSyncDataCollector
+from rl_collectors.async_collector import AsyncCollector, aSyncDataCollector
+from rl_collectors.base import BaseCollector, DataCollectorBase
 from rl_collectors.distributed import RayCollector
-from rl_collectors.multi_async import MultiaSyncDataCollector
-from rl_collectors.multi_sync import MultiSyncDataCollector
+from rl_collectors.multi_async import MultiAsyncCollector, MultiaSyncDataCollector
+from rl_collectors.multi_sync import MultiSyncCollector, MultiSyncDataCollector
 from rl_collectors.sync import Collector, SyncDataCollector
 from rl_collectors.utils import split_trajectories
 
@@ -24,7 +28,12 @@ __version__ = _version("rl-collectors")
 
 __all__ = [
     "__version__",
+    "BaseCollector",
     "Collector",
+    "MultiSyncCollector",
+    "MultiAsyncCollector",
+    "AsyncCollector",
+    "DataCollectorBase",
     "SyncDataCollector",
     "MultiSyncDataCollector",
     "MultiaSyncDataCollector",

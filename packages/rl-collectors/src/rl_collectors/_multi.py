@@ -25,6 +25,7 @@ from rl_collectors._common import (
     load_weights,
 )
 from rl_collectors._worker import SharedWeights, worker_main
+from rl_collectors.base import BaseCollector
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
 from rl_core import EnvBase, ExplorationType
 
@@ -42,7 +43,7 @@ def default_start_method() -> str:
     return "spawn"
 
 
-class MultiCollectorBase:
+class MultiCollectorBase(BaseCollector):
     """Starts one ``SyncDataCollector`` per env factory in its own process and talks to it.
 
     Subclasses decide how batches are gathered (``__iter__``). See ``MultiSyncDataCollector``
@@ -277,12 +278,6 @@ class MultiCollectorBase:
     # ------------------------------------------------------------------ public API
     def __iter__(self) -> Iterator[TensorDictBase | None]:
         raise NotImplementedError
-
-    def next(self) -> TensorDictBase | None:
-        """The next batch of the collector's own iterator (``StopIteration`` at the end)."""
-        if self._iterator is None:
-            self._iterator = iter(self)
-        return next(self._iterator)
 
     def _check_open(self, what: str) -> None:
         if self._closed:

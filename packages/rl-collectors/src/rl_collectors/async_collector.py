@@ -1,4 +1,4 @@
-"""aSyncDataCollector: one collector in a background process, collecting while you train."""
+"""aSyncDataCollector (``AsyncCollector``): one collector in a background process, collecting while you train."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from rl_core import EnvBase
 class aSyncDataCollector(MultiaSyncDataCollector):
     """A ``MultiaSyncDataCollector`` with a single worker: the next batch is collected in a
     background process while the caller works on the current one.
+
+    ``AsyncCollector`` (TorchRL 0.14's name) is the same class.
 
     Args:
         create_env_fn: an env factory (picklable under ``"spawn"``).
@@ -39,4 +41,6 @@ class aSyncDataCollector(MultiaSyncDataCollector):
         super().__init__([create_env_fn], policy, **kwargs)
 
 
-__all__ = ["aSyncDataCollector"]
+AsyncCollector = aSyncDataCollector
+
+__all__ = ["AsyncCollector", "aSyncDataCollector"]

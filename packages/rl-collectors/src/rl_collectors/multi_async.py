@@ -1,4 +1,4 @@
-"""MultiaSyncDataCollector: worker processes collect without waiting; batches come as ready."""
+"""MultiaSyncDataCollector (``MultiAsyncCollector``): worker processes collect without waiting; batches come as ready."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from rl_collectors._multi import MultiCollectorBase
 
 class MultiaSyncDataCollector(MultiCollectorBase):
     """Runs a ``SyncDataCollector`` in each worker process and yields whichever batch is ready.
+
+    ``MultiAsyncCollector`` (TorchRL 0.14's name) is the same class.
 
     Every worker collects ``frames_per_batch`` frames per batch and starts its next batch as
     soon as the parent has copied the last one out of shared memory, so collection goes on
@@ -52,4 +54,6 @@ class MultiaSyncDataCollector(MultiCollectorBase):
             yield self._finish(batch)
 
 
-__all__ = ["MultiaSyncDataCollector"]
+MultiAsyncCollector = MultiaSyncDataCollector
+
+__all__ = ["MultiAsyncCollector", "MultiaSyncDataCollector"]

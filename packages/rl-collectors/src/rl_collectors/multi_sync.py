@@ -1,4 +1,4 @@
-"""MultiSyncDataCollector: one collector per worker process, one batch gathered from all."""
+"""MultiSyncDataCollector (``MultiSyncCollector``): one collector per worker process, one batch gathered from all."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from rl_collectors._multi import MultiCollectorBase
 class MultiSyncDataCollector(MultiCollectorBase):
     """Runs a ``SyncDataCollector`` in each of ``len(create_env_fn)`` worker processes and
     yields, per iteration, one batch from every worker stacked along a new first dim.
+
+    ``MultiSyncCollector`` (TorchRL 0.14's name) is the same class.
 
     Each worker collects ``frames_per_batch / num_workers`` frames with its own env and a copy
     of the policy; batches come back through shared memory (one copy, into the stacked
@@ -77,4 +79,6 @@ class MultiSyncDataCollector(MultiCollectorBase):
             yield self._finish(batch)
 
 
-__all__ = ["MultiSyncDataCollector"]
+MultiSyncCollector = MultiSyncDataCollector
+
+__all__ = ["MultiSyncCollector", "MultiSyncDataCollector"]

@@ -1,4 +1,4 @@
-"""SyncDataCollector: runs a policy in an env in this process and yields ``[*batch, T]`` batches."""
+"""SyncDataCollector (``Collector``): runs a policy in an env in this process and yields ``[*batch, T]`` batches."""
 
 from __future__ import annotations
 
@@ -21,14 +21,17 @@ from rl_collectors._common import (
     module_device,
     policy_on_device,
 )
+from rl_collectors.base import BaseCollector
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
 from rl_core import EnvBase, ExplorationType, set_exploration_type
 from rl_core.envs import TrajectoryWriter
 from rl_core.modules import PolicyCallPlan
 
 
-class SyncDataCollector:
+class SyncDataCollector(BaseCollector):
     """Runs a policy in an environment and yields batches of ``frames_per_batch`` transitions.
+
+    ``Collector`` (TorchRL 0.14's name) is the same class.
 
     Each batch is a TensorDict of batch size ``[*env.batch_size, T]`` with
     ``T = frames_per_batch / env.batch_size.numel()``, in the TED layout of ``env.rollout``.
@@ -197,18 +200,6 @@ class SyncDataCollector:
                 yield None
             else:
                 yield batch
-
-    def next(self) -> TensorDictBase | None:
-        """The next batch of the collector's own iterator (``StopIteration`` at the end)."""
-        if self._iterator is None:
-            self._iterator = iter(self)
-        try:
-            return next(self._iterator)
-        except StopIteration:
-            raise
-        except BaseException:
-            self._iterator = None  # an error ended the generator: the next call goes on
-            raise
 
     def _extend(self, batch: TensorDictBase) -> None:
         if self.extend_buffer:
