@@ -22,14 +22,12 @@ def test_constructor_errors():
         r"Use shape=\(\*batch, 2\)\.$",
     ):
         MultiCategorical([3, 2], shape=(4, 3))
-    with pytest.raises(
-        TypeError, match=r"MultiCategorical: expected nvec to be a 1-d sequence of ints"
-    ):
-        MultiCategorical([[3, 2]])
-    with pytest.raises(
-        TypeError, match=r"MultiCategorical: expected nvec to be a 1-d sequence of ints"
-    ):
+    with pytest.raises(TypeError, match=r"MultiCategorical: expected nvec to be a sequence"):
+        MultiCategorical(3)  # a 0-d nvec
+    with pytest.raises(TypeError, match=r"MultiCategorical: expected nvec to be a sequence"):
         MultiCategorical([2.5])
+    with pytest.raises(ValueError, match=r"nvec of shape \(2, 2\) does not broadcast"):
+        MultiCategorical([[3, 2], [4, 5]], shape=(3, 2))
     with pytest.raises(
         ValueError, match=r"MultiCategorical: expected a non-empty nvec of ints >= 1, got \[3, 0\]"
     ):
@@ -126,3 +124,48 @@ def test_encode_to_numpy_round_trip():
         ValueError, match=r"MultiCategorical.encode: expected shape \(2,\), got \(3,\)"
     ):
         spec.encode([1, 1, 1])
+
+
+def test_multi_dimensional_nvec_gives_each_batch_element_its_counts():
+    # TorchRL: nvec of shape (*batch, k); element [i, j] takes values in [0, nvec[i, j]).
+    nvec = torch.tensor([[2, 3], [4, 5]])
+    spec = MultiCategorical(nvec)
+    assert spec.shape == (2, 2)
+    assert spec.nvec.tolist() == [[2, 3], [4, 5]]
+    samples = spec.rand((4000,))
+    assert samples.shape == (4000, 2, 2)
+    assert bool((samples >= 0).all())
+    assert samples.amax(0).tolist() == [[1, 2], [3, 4]]  # every count reached, none exceeded
+    assert spec.is_in(torch.tensor([[1, 2], [3, 4]]))
+    assert not spec.is_in(torch.tensor([[2, 0], [0, 0]]))  # 2 >= nvec[0, 0]
+    assert not spec.is_in(torch.tensor([[0, 0], [4, 0]]))
+    with pytest.raises(ValueError, match=r"outside \[0, nvec - 1\]: 4 at index \(1, 0\)"):
+        spec.assert_is_in(torch.tensor([[0, 0], [4, 0]]))
+    assert spec.project(torch.tensor([[9, 9], [9, -3]])).tolist() == [[1, 2], [3, 0]]
+    assert spec.project(torch.full((3, 2, 2), 7)).tolist() == [[[1, 2], [3, 4]]] * 3
+    row = spec[1]
+    assert row == MultiCategorical([4, 5])
+    assert row.cardinality() == 20
+    assert spec.expand(3, 2, 2).rand().shape == (3, 2, 2)
+    assert spec.to(torch.int32).rand().dtype == torch.int32
+    assert "nvec=[2, 3, 4, 5]" in repr(spec)
+
+
+def test_multi_dimensional_nvec_with_equal_rows_is_the_plain_spec():
+    spec = MultiCategorical(torch.tensor([[3, 2], [3, 2]]))
+    assert spec == MultiCategorical([3, 2], shape=(2, 2))
+    assert spec.nvec.tolist() == [3, 2]
+    masked = MultiCategorical(
+        torch.tensor([[3, 2], [3, 2]]), mask=torch.tensor([True, False, True, True, True])
+    )
+    assert bool((masked.rand((200,))[..., 0] != 1).all())
+
+
+def test_multi_dimensional_nvec_refuses_what_needs_equal_rows():
+    nvec = torch.tensor([[2, 3], [4, 5]])
+    with pytest.raises(ValueError, match=r"a mask needs the same nvec for every batch element"):
+        MultiCategorical(nvec, mask=torch.ones(2, 7, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"cardinality: needs the same nvec"):
+        MultiCategorical(nvec).cardinality()
+    with pytest.raises(TypeError, match=r"MultiCategorical.to: expected an integer dtype"):
+        MultiCategorical(nvec).to(torch.float32)

@@ -5,6 +5,10 @@ from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.call_plan import PolicyCallPlan
 from rl_core.modules.convnet import ConvNet
+from rl_core.modules.distributional_qvalue import (
+    DistributionalQValueActor,
+    DistributionalQValueModule,
+)
 from rl_core.modules.distributions import (
     Delta,
     IndependentNormal,
@@ -25,6 +29,7 @@ from rl_core.modules.mlp import MLP
 from rl_core.modules.multiagent import MultiAgentMLP
 from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule
+from rl_core.modules.safe import SafeModule, SafeSequential
 
 __all__ = [
     # networks
@@ -40,6 +45,11 @@ __all__ = [
     "ActorCriticWrapper",
     "QValueModule",
     "QValueActor",
+    "DistributionalQValueModule",
+    "DistributionalQValueActor",
+    # TensorDict modules with output specs
+    "SafeModule",
+    "SafeSequential",
     # calling a policy
     "PolicyCallPlan",
     # exploration

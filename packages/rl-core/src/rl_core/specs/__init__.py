@@ -4,6 +4,12 @@ See :class:`TensorSpec` for the shape convention (``spec.shape`` includes the ba
 """
 
 from rl_core.specs._base import TensorSpec
+from rl_core.specs.aliases import (
+    BoundedContinuous,
+    BoundedDiscrete,
+    UnboundedContinuous,
+    UnboundedDiscrete,
+)
 from rl_core.specs.binary import Binary
 from rl_core.specs.bounded import Bounded
 from rl_core.specs.categorical import Categorical
@@ -21,6 +27,10 @@ __all__ = [
     "TensorSpec",
     "Unbounded",
     "Bounded",
+    "UnboundedContinuous",
+    "UnboundedDiscrete",
+    "BoundedContinuous",
+    "BoundedDiscrete",
     "Categorical",
     "OneHot",
     "MultiCategorical",

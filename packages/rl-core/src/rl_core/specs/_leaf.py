@@ -436,7 +436,10 @@ class _LeafSpec(TensorSpec):
     # -- comparison and display -------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
+        # A TorchRL-named alias (e.g. BoundedContinuous) equals the plain spec it refines.
+        if getattr(type(other), "_alias_of", type(other)) is not getattr(
+            type(self), "_alias_of", type(self)
+        ):
             return False
         if (
             self.shape != other.shape
