@@ -24,6 +24,7 @@ class ValueEstimators(enum.Enum):
     TDLambda = "TD(lambda)"
     GAE = "Generalized advantage estimate"
     VTrace = "V-trace"
+    MAGAE = "Multi-agent generalized advantage estimate"
 
 
 def distance_loss(

@@ -157,6 +157,7 @@ class LossModule(nn.Module, abc.ABC):
         self.value_estimator: Any = None
         self._network_names: list[str] = []
         self._target_network_names: list[str] = []
+        self._plain_networks: set[str] = set()  # converted with functional=False
 
     # Calls.
 
@@ -306,6 +307,7 @@ class LossModule(nn.Module, abc.ABC):
         name: str,
         *,
         create_target_params: bool = False,
+        functional: bool = True,
     ) -> None:
         """Takes over the parameters of ``module`` and keeps a parameter-free copy of it.
 
@@ -320,10 +322,18 @@ class LossModule(nn.Module, abc.ABC):
 
         Keyword Args:
             create_target_params: also create the target copy. Defaults to ``False``.
+            functional: ``False`` keeps ``module`` itself as a submodule at ``self.{name}``
+                (no structure-only copy, its parameters registered under ``{name}.``), as
+                TorchRL's ``functional=False``: the network runs with its own parameters,
+                which suits wrappers that own their parameters (DDP, FSDP).
+                ``self.{name}_params`` is then a plain TensorDict of those parameters (not
+                registered again), for calls that load other parameters. No target copy.
+                Defaults to ``True``.
 
         Raises:
             TypeError: ``module`` is not an ``nn.Module`` or ``name`` not a string.
-            ValueError: ``name`` is not an identifier, or is already taken on this loss.
+            ValueError: ``name`` is not an identifier, or is already taken on this loss, or
+                ``create_target_params`` is asked of a non-functional network.
         """
         owner = f"{type(self).__name__}.convert_to_functional"
         if not isinstance(module, nn.Module):
@@ -339,6 +349,20 @@ class LossModule(nn.Module, abc.ABC):
                     f"network once, under a name of its own."
                 )
         params = TensorDict.from_module(module)
+        if not functional:
+            if create_target_params:
+                raise ValueError(
+                    f"{owner}: a network kept with functional=False has no target copy; pass "
+                    f"create_target_params=False or functional=True for {name!r}."
+                )
+            self.add_module(name, module)
+            # the same object in __dict__, so that self.__dict__[name] is the network in
+            # either mode; the parameters stay registered once, through the submodule
+            self.__dict__[name] = module
+            self.__dict__[f"{name}_params"] = params
+            self._network_names.append(name)
+            self._plain_networks.add(name)
+            return
         with params.data.to("meta").to_module(module):
             structure = copy.deepcopy(module)
         structure.train(self.training)
@@ -403,6 +427,9 @@ class LossModule(nn.Module, abc.ABC):
         Raises:
             KeyError: no (target) network has this name.
         """
+        if params is None and not target and name in self._plain_networks:
+            yield self.__dict__[name]  # runs with its own parameters
+            return
         if params is None:
             params = self._params_of("use_network", name, target=target)
         elif name not in self._network_names:

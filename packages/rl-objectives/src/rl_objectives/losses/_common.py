@@ -7,14 +7,21 @@ import weakref
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import Tensor, nn
 
 from rl_core.modules import ValueOperator
 from rl_core.objectives import LossModule
 from rl_objectives.utils import ValueEstimators
-from rl_objectives.value import GAE, TD0Estimator, TD1Estimator, TDLambdaEstimator, VTrace
+from rl_objectives.value import (
+    GAE,
+    MultiAgentGAE,
+    TD0Estimator,
+    TD1Estimator,
+    TDLambdaEstimator,
+    VTrace,
+)
 from rl_objectives.value.base import expand_like
 
 DEFAULT_GAMMA = 0.99
@@ -52,6 +59,8 @@ def build_estimator(
         return TDLambdaEstimator(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
     if value_type is ValueEstimators.GAE:
         return GAE(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
+    if value_type is ValueEstimators.MAGAE:
+        return MultiAgentGAE(gamma, hp.pop("lmbda", DEFAULT_LMBDA), value_network, **hp)
     if actor_network is None:
         raise ValueError(f"{owner}: V-trace needs an actor network; this loss has none.")
     return VTrace(gamma, value_network, actor_network, **hp)
@@ -334,6 +343,35 @@ class DetachedParamsCache:
             params = cache[name] = getattr(self, f"{name}_params").detach()
         return params
 
+    def _critic_params(
+        self, name: str, against: tuple[str, ...] = ("actor_network",)
+    ) -> TensorDictBase | None:
+        """The parameters to run the network ``name`` with in a critic term.
+
+        With ``self.separate_losses`` (TorchRL's option), the entries ``{name}_params``
+        shares with the networks ``against`` (a common trunk) are detached, so that only the
+        policy loss trains them; the set is built once and cached like :meth:`_detached`.
+        Otherwise ``{name}_params`` itself, or ``None`` (its own parameters) for a network
+        kept with ``functional=False``.
+        """
+        if not getattr(self, "separate_losses", False):
+            if name in self._plain_networks:  # type: ignore[attr-defined]
+                return None
+            return getattr(self, f"{name}_params")
+        cache = self.__dict__.setdefault("_detached_cache", {})
+        params = cache.get(("separate", name))
+        if params is None:
+            shared = {
+                id(leaf)
+                for other in against
+                for leaf in getattr(self, f"{other}_params").values(True, True)
+            }
+            params = TensorDict()
+            for key, leaf in getattr(self, f"{name}_params").items(True, True):
+                params.set(key, leaf.detach() if id(leaf) in shared else leaf)
+            cache[("separate", name)] = params
+        return params
+
     def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         self.__dict__.pop("_detached_cache", None)
         return super()._apply(fn, *args, **kwargs)  # type: ignore[misc]
@@ -358,6 +396,21 @@ def read_output(module: nn.Module, tensordict: TensorDictBase, out_key: Any) -> 
     ):
         return module.module(*[tensordict.get(key) for key in module.in_keys])
     return module(tensordict.copy()).get(out_key)
+
+
+def loss_device(owner: str, device: Any, module: nn.Module) -> torch.device:
+    """``device`` as a ``torch.device``; by default the device of ``module``'s first
+    parameter (the CPU without one). The loss's own tensors go there; the networks stay."""
+    if device is None:
+        first = next(iter(module.parameters()), None)
+        return first.device if first is not None else torch.device("cpu")
+    try:
+        return torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(
+            f"{owner}: device must be a torch.device or a device string such as 'cuda:0', "
+            f"got {device!r}."
+        ) from None
 
 
 def register_log_alpha(loss: nn.Module, alpha_init: float, *, fixed: bool) -> None:

@@ -49,6 +49,9 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
         gamma: float | None = None,
         clip_value: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
+        functional: bool = True,
+        device: torch.device | str | None = None,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -57,10 +60,13 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
                 f"{owner}: actor_network must be a probabilistic actor with get_dist() "
                 f"(e.g. ProbabilisticActor), got {type(actor_network).__name__}."
             )
-        self.convert_to_functional(actor_network, "actor_network")
+        self.functional = bool(functional)
+        self.separate_losses = bool(separate_losses)
+        self.device = C.loss_device(owner, device, actor_network)
+        self.convert_to_functional(actor_network, "actor_network", functional=self.functional)
         self.has_critic = critic_network is not None
         if critic_network is not None:
-            self.convert_to_functional(critic_network, "critic_network")
+            self.convert_to_functional(critic_network, "critic_network", functional=self.functional)
         self.entropy_bonus = entropy_bonus
         self.samples_mc_entropy = samples_mc_entropy
         self.entropy_coeff = entropy_coeff
@@ -159,8 +165,10 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
                 f"{type(self).__name__}: expected the value target at {keys.value_target!r}."
             )
         old_value = td.get(keys.value, None)
-        with self.use_network("critic_network") as critic:
-            value = critic(td.copy()).get(keys.value)
+        with self.use_network(
+            "critic_network", params=self._critic_params("critic_network")
+        ) as net:
+            value = net(td.copy()).get(keys.value)
         error = distance_loss(target, value, self.loss_critic_type)
         if self.clip_value is not None:
             if old_value is None:

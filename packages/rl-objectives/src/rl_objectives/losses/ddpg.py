@@ -33,6 +33,9 @@ class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_value: use a target copy of the critic for ``Q_target``. Defaults to ``True``.
         gamma: discount of the value estimator (TD(0) by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -76,9 +79,11 @@ class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_value: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
         self.convert_to_functional(value_network, "value_network", create_target_params=delay_value)
         self.delay_actor = delay_actor
@@ -112,7 +117,7 @@ class DDPGLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         q_actor = self._q(actor_td, self._detached("value_network"))
         loss_actor = -q_actor
         # critic
-        pred = self._q(tensordict.copy(), self.value_network_params)
+        pred = self._q(tensordict.copy(), self._critic_params("value_network"))
         with torch.no_grad():
             next_td = tensordict.get(K.NEXT).copy()
             actor_params = (

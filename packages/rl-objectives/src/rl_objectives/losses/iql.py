@@ -41,6 +41,9 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: target copies of the critics. Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -93,9 +96,11 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
@@ -153,7 +158,7 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
                 else self.qvalue_network_params
             )
             q_data = self._q_data(tensordict, q_params).min(0).values
-        value = self._v(tensordict, self.value_network_params)
+        value = self._v(tensordict, self._critic_params("value_network"))
         diff = q_data - value
         weight = (self.expectile - (diff < 0).to(diff.dtype)).abs()
         loss_value = weight * diff.pow(2)
@@ -163,7 +168,8 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         exp_adv = torch.exp(C.squeeze_feature(diff.detach()) * self.temperature).clamp(max=100.0)
         loss_actor = -(exp_adv * log_prob)
         # critics
-        pred = self._q_data(tensordict, self.qvalue_network_params)
+        against = ("actor_network", "value_network")
+        pred = self._q_data(tensordict, self._critic_params("qvalue_network", against))
         with torch.no_grad():
             next_value = self._v(tensordict.get(K.NEXT), self._detached("value_network"))
             target = C.bootstrap_target(self, tensordict, next_value)

@@ -67,7 +67,7 @@ class KLPENPPOLoss(PPOLoss):
         self.dtarg = float(dtarg)
         self.increment = float(increment)
         self.decrement = float(decrement)
-        self.register_buffer("beta", torch.tensor(float(beta)))
+        self.register_buffer("beta", torch.tensor(float(beta), device=self.device))
 
     def _objective(self, log_weight: Tensor, advantage: Tensor, out: dict[str, Tensor]) -> Tensor:
         kl = -log_weight

@@ -33,6 +33,14 @@ class PPOLoss(_PolicyGradientLoss):
         clip_value: clip the new value to ``old ± clip_value`` in the critic loss and take the
             worse of the two errors (reads the old value at ``value``). Defaults to ``None``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters the critic shares with the actor (a common trunk) are
+            trained by the policy terms only: the critic loss sees them detached. Defaults
+            to ``False`` (both losses train them).
+        functional: ``False`` keeps the actor and critic modules themselves (as submodules
+            running with their own parameters, e.g. DDP-wrapped) instead of structure-only
+            copies fed the loss's parameters. Defaults to ``True``.
+        device: where the loss's own tensors live (``KLPENPPOLoss``'s ``beta``); the
+            networks are not moved. Defaults to the actor's device.
 
     Examples:
         >>> import torch

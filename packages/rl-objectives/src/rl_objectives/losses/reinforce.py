@@ -34,6 +34,11 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
         loss_critic_type: ``"l1"``, ``"l2"`` or ``"smooth_l1"``. Defaults to ``"smooth_l1"``.
         gamma: discount of the value estimator. Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters the critic shares with the actor are trained by
+            ``loss_actor`` only (``loss_value`` sees them detached). Defaults to ``False``.
+        functional: ``False`` keeps the modules themselves as submodules running with their
+            own parameters (no target copy then: ``delay_value`` must be ``False``).
+            Defaults to ``True``.
 
     Examples:
         >>> import torch
@@ -73,6 +78,8 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
         loss_critic_type: str = "smooth_l1",
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
+        functional: bool = True,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -81,12 +88,22 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
                 f"{type(actor_network).__name__}."
             )
-        self.convert_to_functional(actor_network, "actor_network")
+        self.functional = bool(functional)
+        self.separate_losses = bool(separate_losses)
+        self.convert_to_functional(actor_network, "actor_network", functional=self.functional)
         self.has_critic = critic_network is not None
         self.delay_value = delay_value and self.has_critic
+        if self.delay_value and not self.functional:
+            raise ValueError(
+                f"{owner}: delay_value=True needs a target copy of the critic, which "
+                f"functional=False does not make; pass one of them."
+            )
         if critic_network is not None:
             self.convert_to_functional(
-                critic_network, "critic_network", create_target_params=delay_value
+                critic_network,
+                "critic_network",
+                create_target_params=delay_value,
+                functional=self.functional,
             )
         self.loss_critic_type = C.check_loss_function(owner, loss_critic_type)
         self.gamma = gamma
@@ -105,6 +122,21 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
 
     def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
         C.forward_estimator_keys(self, kwargs)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        keys = self.tensor_keys
+        out = [*self._network_in_keys("actor_network"), keys.action]
+        if not self.has_critic:
+            return [*out, keys.advantage]
+        given = tensordict is not None and tensordict.get(keys.advantage, None) is not None
+        out += self._network_in_keys("critic_network")
+        if tensordict is None or given:
+            out += [keys.advantage, keys.value_target]
+        if tensordict is None or not given:  # the estimator computes the advantage
+            out += self._network_in_keys("critic_network", under=K.NEXT)
+            flags = (keys.reward, keys.done, keys.terminated)
+            out += [C.under_next(k) for k in flags]
+        return out
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor`` and, with a critic, ``loss_value``."""
@@ -131,7 +163,8 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
                 raise KeyError(
                     f"ReinforceLoss: expected the value target at {keys.value_target!r}."
                 )
-            with self.use_network("critic_network") as critic:
+            params = self._critic_params("critic_network")
+            with self.use_network("critic_network", params=params) as critic:
                 value = critic(td.copy()).get(keys.value)
             error = distance_loss(target, value, self.loss_critic_type)
             out["loss_value"] = C.reduce(error, self.reduction)

@@ -53,6 +53,9 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_value: target copy of the value net (v1). Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -114,9 +117,11 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_value: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
@@ -201,7 +206,10 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         q_new = C.squeeze_feature(q_new)
         loss_actor = alpha * log_prob - q_new
         # critics
-        pred = self._q(tensordict, self.qvalue_network_params)  # the ensemble writes nothing
+        # with separate_losses, Q does not train what it shares with the actor (nor, in v1,
+        # with the value network)
+        against = ("actor_network",) if self.version == 2 else ("actor_network", "value_network")
+        pred = self._q(tensordict, self._critic_params("qvalue_network", against))
         out: dict[str, torch.Tensor] = {}
         with torch.no_grad():
             if self.version == 2:
@@ -229,7 +237,8 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             target = C.bootstrap_target(self, tensordict, next_value)
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         if self.version == 1:
-            with self.use_network("value_network") as net:
+            v_params = self._critic_params("value_network")
+            with self.use_network("value_network", params=v_params) as net:
                 value = net(tensordict.copy()).get(keys.value)
             value_target = (q_new - alpha * log_prob).detach().unsqueeze(-1)
             out["loss_value"] = C.reduce(

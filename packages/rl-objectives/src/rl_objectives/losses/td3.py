@@ -43,6 +43,9 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: target copies of the critics. Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -91,9 +94,11 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
         ensemble = QValueEnsemble(
             qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
@@ -141,7 +146,7 @@ class TD3Loss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         keys = self.tensor_keys
         out: dict[str, torch.Tensor] = {}
         loss_actor, q_actor = self._actor_loss(tensordict, out)
-        pred = self._q(tensordict.copy(), self.qvalue_network_params)
+        pred = self._q(tensordict.copy(), self._critic_params("qvalue_network"))
         with torch.no_grad():
             actor_params = (
                 self.target_actor_network_params if self.delay_actor else self.actor_network_params
