@@ -297,6 +297,16 @@ class _Rewriter:
         end = self.offset(node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
         self.edits.append((start, end, text))
 
+    def replace_statement(self, node: ast.stmt, new_lines: list[str], indent: str) -> None:
+        """Replaces a statement by ``new_lines`` (each starting with ``indent``); after other
+        code on its line (``x = 1; from torchrl...``) they are joined with ``;``."""
+        prefix = self.lines[node.lineno - 1].encode()[: node.col_offset]
+        if prefix.strip():
+            text = "; ".join(line[len(indent) :] for line in new_lines)
+        else:  # the first line's indentation stays in place (it is before col_offset)
+            text = "\n".join(new_lines)[len(indent) :]
+        self.replace(node, text)
+
     def indent_of(self, node: ast.stmt) -> str:
         prefix = self.lines[node.lineno - 1][: node.col_offset]
         return prefix if prefix.isspace() or not prefix else " " * node.col_offset
@@ -374,7 +384,7 @@ class _Rewriter:
             return
         if kept:
             new_lines.insert(0, f"{indent}import {', '.join(kept)}")
-        self.replace(node, "\n".join(new_lines)[len(indent) :])
+        self.replace_statement(node, new_lines, indent)
         self.report.rewritten += 1
 
     def rewrite_import_from(self, node: ast.ImportFrom) -> None:
@@ -414,8 +424,7 @@ class _Rewriter:
         if kept:
             new_lines.append(_import_line(indent, module, kept))
         new_lines += extra
-        # the first line's indentation stays in place (it is before col_offset)
-        self.replace(node, "\n".join(new_lines)[len(indent) :])
+        self.replace_statement(node, new_lines, indent)
         self.report.rewritten += 1
 
     def rewrite_string(self, node: ast.Constant) -> None:

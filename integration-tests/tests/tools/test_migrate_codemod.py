@@ -32,6 +32,7 @@ COLLECTORS_014_TO_OLDER = {
     "MultiSyncCollector": "MultiSyncDataCollector",
     "MultiAsyncCollector": "MultiaSyncDataCollector",
     "AsyncCollector": "aSyncDataCollector",
+    "BaseCollector": "DataCollectorBase",
 }
 
 
@@ -43,11 +44,9 @@ def test_collector_names_of_both_generations_are_rewritten(migrate, import_map):
     assert not report.unknown
     namespace = run(out)
     for new, older in COLLECTORS_014_TO_OLDER.items():
+        assert namespace[new] is getattr(rl_collectors, new)
         assert namespace[older] is getattr(rl_collectors, older)
-        # the 0.14 name is the class of that name here, or the older-named class it stands for
-        assert namespace[new] is getattr(rl_collectors, new, getattr(rl_collectors, older))
-    if hasattr(rl_collectors, "BaseCollector"):
-        assert import_map.targets["BaseCollector"].module == "rl_collectors"
+        assert issubclass(namespace[older], namespace[new])  # the same class, or its alias
 
 
 SUBMODULES = textwrap.dedent(
@@ -244,3 +243,15 @@ def test_star_imports_and_bare_module_imports_are_reported(migrate, import_map):
         "star.py:1: `from torchrl.envs import *` needs a person (a star import is not rewritten)",
         "star.py:2: `import torchrl.envs` needs a person (attribute access is not rewritten)",
     ]
+
+
+def test_an_import_after_other_code_on_its_line_stays_on_that_line(migrate, import_map):
+    source = 'x = "café"; from torchrl.envs import GymEnv, StepCounter, Nope\n'
+    out, _ = migrate.rewrite_source(source, import_map, "semi.py")
+    assert out.endswith(
+        'x = "café"; from rl_core import StepCounter; from rl_envs import GymEnv; '
+        'Nope = _torchrl_missing("torchrl.envs.Nope")\n'
+    )
+    namespace = run(out)
+    assert namespace["GymEnv"] is rl_envs.GymEnv
+    assert namespace["StepCounter"] is rl_core.StepCounter
