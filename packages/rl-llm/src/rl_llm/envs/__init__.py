@@ -1,9 +1,16 @@
-"""Chat environments and the transforms that act on dialogs (tools, reward shaping)."""
+"""Chat and text environments, task envs with their reward parsers, and the transforms that
+act on dialogs (data loading, templates, tools, KL, reward shaping)."""
 
+from rl_llm.envs._reward_parser import RewardParserBase
 from rl_llm.envs.chat_env import ChatEnv
+from rl_llm.envs.countdown import CountdownEnv, CountdownRewardParser, make_countdown_dataset
+from rl_llm.envs.data_loading_primer import DataLoadingPrimer
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 from rl_llm.envs.gsm8k import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
+from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
 from rl_llm.envs.kl_reward import KLRewardTransform
+from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
+from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.python_interpreter import PythonInterpreter
 from rl_llm.envs.simple_tool import SimpleToolTransform
 
@@ -17,4 +24,15 @@ __all__ = [
     "KLRewardTransform",
     "PythonInterpreter",
     "SimpleToolTransform",
+    "LLMEnv",
+    "make_gsm8k_env",
+    "MATHEnv",
+    "MATHRewardParser",
+    "CountdownEnv",
+    "CountdownRewardParser",
+    "make_countdown_dataset",
+    "IFEvalEnv",
+    "IfEvalScorer",
+    "RewardParserBase",
+    "DataLoadingPrimer",
 ]

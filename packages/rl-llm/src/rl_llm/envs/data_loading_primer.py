@@ -1,0 +1,198 @@
+"""DataLoadingPrimer: a transform that feeds each reset from a data loader."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+
+from rl_core import Transform
+from rl_llm.data.utils import as_nested_tensor, as_padded_tensor
+
+_STACKS: dict[str, Callable[[list[torch.Tensor]], torch.Tensor]] = {
+    "as_padded_tensor": as_padded_tensor,
+    "as_nested_tensor": as_nested_tensor,
+}
+
+
+def _maybe_dense_stack(values: list[torch.Tensor]) -> torch.Tensor:
+    if len({tuple(v.shape) for v in values}) == 1:
+        return torch.stack(values)
+    return as_padded_tensor(values)
+
+
+class DataLoadingPrimer(Transform):
+    """Draws the rows of each reset from a data loader and hands them to the base env.
+
+    The data loader yields mappings: one item (``{"query": "...", "answer": "..."}``; any
+    string value marks a single item) or a batch of items (every value a list or a tensor
+    with the batch along its first dim, as a ``torch.utils.data.DataLoader`` gives). At each reset the primer takes the next
+    ``B // repeats`` items, repeats each ``repeats`` times in a row (GRPO groups), resets the
+    base env with them (a :class:`~rl_llm.envs.ChatEnv` or :class:`~rl_llm.envs.LLMEnv` reads
+    ``"query"``) and writes every field into the reset output. When the loader is exhausted it
+    starts over (a new ``iter``, so a shuffling loader reshuffles). The primer must be the
+    first transform of the env.
+
+    Args:
+        dataloader: an iterable of mappings (a list, a ``DataLoader``); optional with
+            ``dataloader_factory``.
+        primers: ignored when ``None``; reserved for specs of the loaded keys.
+        stack_method: how tensors of one key are stacked: ``"as_padded_tensor"``,
+            ``"as_nested_tensor"``, a callable, or ``None`` (stack, padding ragged ones).
+        repeats: how many successive dialogs share each item (default 1).
+        batch_size: the number of items per reset (default: the env's batch size / repeats).
+        group_repeats: accepted for TorchRL compatibility; repeats are always grouped.
+        dataloader_factory: a callable returning a fresh data loader.
+
+    Examples:
+        >>> from rl_core import TransformedEnv
+        >>> from rl_llm.envs import DataLoadingPrimer, LLMEnv
+        >>> data = [{"query": "a", "answer": "1"}, {"query": "b", "answer": "2"}]
+        >>> env = TransformedEnv(LLMEnv(batch_size=(4,)), DataLoadingPrimer(data, repeats=2))
+        >>> td = env.reset()
+        >>> list(td["query"]), list(td["answer"])
+        (['a', 'a', 'b', 'b'], ['1', '1', '2', '2'])
+    """
+
+    def __init__(
+        self,
+        dataloader: Iterable[Mapping[str, Any]] | None = None,
+        *,
+        primers: Any = None,
+        stack_method: str | Callable[[list[torch.Tensor]], torch.Tensor] | None = None,
+        repeats: int | None = None,
+        batch_size: int | None = None,
+        group_repeats: bool = True,
+        dataloader_factory: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
+    ) -> None:
+        super().__init__()
+        if dataloader is None and dataloader_factory is None:
+            raise ValueError("DataLoadingPrimer: pass a dataloader or a dataloader_factory.")
+        if isinstance(stack_method, str):
+            if stack_method not in _STACKS:
+                raise ValueError(
+                    f"DataLoadingPrimer: expected stack_method in {sorted(_STACKS)} or a "
+                    f"callable, got {stack_method!r}."
+                )
+            stack_method = _STACKS[stack_method]
+        self.stack_method = stack_method or _maybe_dense_stack
+        self.repeats = 1 if repeats is None else int(repeats)
+        if self.repeats < 1:
+            raise ValueError(f"DataLoadingPrimer: expected repeats >= 1, got {repeats}.")
+        self.batch_size = batch_size
+        self.primers = primers
+        self.group_repeats = group_repeats
+        self.dataloader_factory = dataloader_factory
+        self.dataloader = dataloader if dataloader is not None else dataloader_factory()
+        self._iter: Iterator[Mapping[str, Any]] | None = None
+        self._pending: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ data
+    def _fresh_iter(self) -> Iterator[Mapping[str, Any]]:
+        if self.dataloader_factory is not None and self._iter is not None:
+            self.dataloader = self.dataloader_factory()
+        return iter(self.dataloader)
+
+    def _next_batch_items(self) -> list[dict[str, Any]]:
+        """The items of the loader's next element (one item, or a batch split into items)."""
+        if self._iter is None:
+            self._iter = self._fresh_iter()
+        try:
+            element = next(self._iter)
+        except StopIteration:
+            self._iter = self._fresh_iter()
+            try:
+                element = next(self._iter)
+            except StopIteration:
+                raise RuntimeError("DataLoadingPrimer: the data loader yields nothing.") from None
+        return split_items(element)
+
+    def next_items(self, n: int) -> list[dict[str, Any]]:
+        """The next ``n`` items of the data loader (across its batches and epochs)."""
+        while len(self._pending) < n:
+            self._pending.extend(self._next_batch_items())
+        out, self._pending = self._pending[:n], self._pending[n:]
+        return out
+
+    def reset_dataloader(self) -> None:
+        """Starts the data loader over (drops buffered items)."""
+        self._iter, self._pending = None, []
+
+    def _collate(self, items: list[dict[str, Any]], batch_size: torch.Size) -> TensorDict:
+        keys = list(items[0])
+        out = TensorDict(batch_size=batch_size)
+        for key in keys:
+            values = [item[key] for item in items for _ in range(self.repeats)]
+            if all(isinstance(v, torch.Tensor) for v in values):
+                out.set(key, self.stack_method(values))
+            elif all(isinstance(v, (int, float, bool)) for v in values):
+                out.set(key, torch.tensor(values))
+            else:
+                out.set(key, [v if isinstance(v, str) else str(v) for v in values])
+        return out
+
+    def load(self, batch_size: torch.Size) -> TensorDict:
+        """A TensorDict of ``batch_size`` rows: the next items, each repeated ``repeats`` times."""
+        rows = batch_size[0] if batch_size else 1
+        if rows % self.repeats:
+            raise ValueError(
+                f"DataLoadingPrimer: the env's batch of {rows} dialogs is not a multiple of "
+                f"repeats={self.repeats}."
+            )
+        n = rows // self.repeats
+        if self.batch_size is not None and self.batch_size != n:
+            raise ValueError(
+                f"DataLoadingPrimer: batch_size={self.batch_size} items per reset, but the env "
+                f"needs {n} ({rows} dialogs / repeats={self.repeats})."
+            )
+        return self._collate(self.next_items(n), batch_size)
+
+    # ------------------------------------------------------------------ env hooks
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        env = self.parent
+        if env is None:
+            raise RuntimeError("DataLoadingPrimer: put the primer in a TransformedEnv first.")
+        data = self.load(env.batch_size)
+        out = env.reset(data.clone())
+        for key in data.keys():
+            if key not in out.keys():
+                out.set(key, data.get(key))
+        return out
+
+    def _reset(self, tensordict: Any, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return tensordict_reset
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        return next_tensordict
+
+
+def split_items(element: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One mapping of a loader as a list of items (a batch is split along its first dim)."""
+    if isinstance(element, TensorDictBase):
+        element = element.to_dict()
+    if not isinstance(element, Mapping):
+        raise TypeError(
+            f"DataLoadingPrimer: expected the data loader to yield mappings (dicts), got "
+            f"{type(element).__name__}."
+        )
+    values = list(element.values())
+    batched = (
+        values
+        and not any(isinstance(v, str) for v in values)
+        and all(
+            isinstance(v, (list, tuple)) or (isinstance(v, torch.Tensor) and v.ndim > 0)
+            for v in values
+        )
+    )
+    if not batched:
+        return [dict(element)]
+    lengths = {len(v) for v in values}
+    if len(lengths) != 1:
+        raise ValueError(
+            f"DataLoadingPrimer: a batch of the data loader has fields of different lengths "
+            f"{ {k: len(v) for k, v in element.items()} }."
+        )
+    (n,) = lengths
+    return [{k: v[i] for k, v in element.items()} for i in range(n)]

@@ -1,0 +1,263 @@
+"""IFEvalEnv and IfEvalScorer: instruction-following prompts checked by rules."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+
+from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs.dataset_chat_env import DatasetChatEnv
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\b\w+\b", text)
+
+
+def _compare(count: int, relation: str, n: int) -> bool:
+    if relation == "less than":
+        return count < n
+    if relation == "at least":
+        return count >= n
+    raise ValueError(
+        f"IfEvalScorer: expected relation 'less than' or 'at least', got {relation!r}."
+    )
+
+
+def _no_comma(text: str) -> bool:
+    return "," not in text
+
+
+def _lowercase(text: str) -> bool:
+    return text == text.lower()
+
+
+def _capital(text: str) -> bool:
+    return text == text.upper()
+
+
+def _number_words(text: str, *, num_words: int, relation: str) -> bool:
+    return _compare(len(_words(text)), relation, num_words)
+
+
+def _number_sentences(text: str, *, num_sentences: int, relation: str) -> bool:
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+    return _compare(len(sentences), relation, num_sentences)
+
+
+def _existence(text: str, *, keywords: list[str]) -> bool:
+    return all(re.search(rf"\b{re.escape(k)}\b", text, re.IGNORECASE) for k in keywords)
+
+
+def _forbidden(text: str, *, forbidden_words: list[str]) -> bool:
+    return not any(re.search(rf"\b{re.escape(w)}\b", text, re.IGNORECASE) for w in forbidden_words)
+
+
+def _frequency(text: str, *, keyword: str, frequency: int, relation: str) -> bool:
+    count = len(re.findall(rf"\b{re.escape(keyword)}\b", text, re.IGNORECASE))
+    return _compare(count, relation, frequency)
+
+
+def _title(text: str) -> bool:
+    return any(t.strip() for t in re.findall(r"<<([^\n]+?)>>", text))
+
+
+def _bullets(text: str, *, num_bullets: int) -> bool:
+    return len(re.findall(r"^\s*[*-]\s", text, re.MULTILINE)) == num_bullets
+
+
+def _end_checker(text: str, *, end_phrase: str) -> bool:
+    return text.strip().lower().endswith(end_phrase.strip().lower())
+
+
+def _quotation(text: str) -> bool:
+    text = text.strip()
+    return len(text) > 1 and text[0] == '"' and text[-1] == '"'
+
+
+def _postscript(text: str, *, postscript_marker: str) -> bool:
+    return re.search(rf"^\s*{re.escape(postscript_marker)}", text, re.MULTILINE | re.I) is not None
+
+
+def _json_format(text: str) -> bool:
+    body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
+
+
+#: The checks this module implements, by IFEval instruction id.
+IFEVAL_CHECKS: dict[str, Callable[..., bool]] = {
+    "punctuation:no_comma": _no_comma,
+    "change_case:english_lowercase": _lowercase,
+    "change_case:english_capital": _capital,
+    "length_constraints:number_words": _number_words,
+    "length_constraints:number_sentences": _number_sentences,
+    "keywords:existence": _existence,
+    "keywords:forbidden_words": _forbidden,
+    "keywords:frequency": _frequency,
+    "detectable_format:title": _title,
+    "detectable_format:number_bullet_lists": _bullets,
+    "detectable_format:json_format": _json_format,
+    "startend:end_checker": _end_checker,
+    "startend:quotation": _quotation,
+    "detectable_content:postscript": _postscript,
+}
+
+
+def check_instructions(
+    response: str, instruction_id_list: list[str], kwargs: list[dict[str, Any] | None]
+) -> list[bool]:
+    """Whether ``response`` follows each instruction (IFEval ids and their kwargs).
+
+    Raises:
+        ValueError: an instruction id this module does not check, or kwargs that do not fit.
+
+    Examples:
+        >>> from rl_llm.envs.ifeval import check_instructions
+        >>> check_instructions("all lower, no caps", ["change_case:english_lowercase",
+        ...     "punctuation:no_comma"], [{}, {}])
+        [True, False]
+    """
+    if len(kwargs) != len(instruction_id_list):
+        raise ValueError(
+            f"IfEvalScorer: expected one kwargs dict per instruction, got {len(kwargs)} for "
+            f"{len(instruction_id_list)} instructions."
+        )
+    out = []
+    for iid, kw in zip(instruction_id_list, kwargs):
+        check = IFEVAL_CHECKS.get(iid)
+        if check is None:
+            raise ValueError(
+                f"IfEvalScorer: unknown instruction id {iid!r}; the checked ones are "
+                f"{sorted(IFEVAL_CHECKS)}."
+            )
+        kw = {k: v for k, v in (kw or {}).items() if v is not None}
+        try:
+            out.append(bool(check(response, **kw)))
+        except TypeError as err:
+            raise ValueError(f"IfEvalScorer: bad kwargs {kw!r} for {iid!r}: {err}.") from None
+    return out
+
+
+class IfEvalScorer(RewardParserBase):
+    """Rewards a reply by the fraction of its instructions it follows (IFEval's checks).
+
+    The reference at ``"answer"`` is JSON ``{"instruction_id_list": [...], "kwargs": [...]}``
+    (what :class:`IFEvalEnv` writes). Reward: ``correct_reward * fraction followed``;
+    ``"success"`` marks replies that follow every instruction (IFEval's strict accuracy).
+    A reply is always "answered": with ``set_done_if_answer`` every dialog ends.
+
+    Args:
+        correct_reward: the reward of a reply that follows every instruction (1.0).
+        set_done_if_answer: end the dialogs after the scored reply (default True).
+
+    Examples:
+        >>> import json
+        >>> from rl_llm.envs import IfEvalScorer
+        >>> ref = json.dumps({"instruction_id_list": ["punctuation:no_comma",
+        ...     "startend:end_checker"], "kwargs": [{}, {"end_phrase": "Bye."}]})
+        >>> IfEvalScorer().score("Hello there. Bye.", ref), IfEvalScorer().score("Hi, all", ref)
+        ((1.0, True), (0.0, True))
+    """
+
+    def __init__(
+        self, *, correct_reward: float = 1.0, set_done_if_answer: bool = True, **kwargs: Any
+    ) -> None:
+        super().__init__(
+            format_reward=0.0,
+            correct_reward=correct_reward,
+            set_done_if_answer=set_done_if_answer,
+            **kwargs,
+        )
+
+    def score(self, response: str, answer: str) -> tuple[float, bool]:
+        try:
+            data = json.loads(answer)
+            ids, kwargs = data["instruction_id_list"], data["kwargs"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(
+                f"IfEvalScorer: expected the answer as JSON with 'instruction_id_list' and "
+                f"'kwargs', got {answer!r}."
+            ) from None
+        followed = check_instructions(response, ids, kwargs)
+        return self.correct_reward * sum(followed) / max(len(followed), 1), True
+
+
+class IFEvalEnv(DatasetChatEnv):
+    """A single-turn chat env over IFEval-style prompts, rewarded by :class:`IfEvalScorer`.
+
+    Items are dicts with ``"prompt"``, ``"instruction_id_list"`` and ``"kwargs"`` (the fields
+    of the IFEval dataset); the instructions are written as JSON at ``"answer"``. After the
+    reply the reward is the fraction of instructions followed and every dialog ends.
+
+    Args:
+        dataset: an iterable of IFEval items (list, ``datasets.Dataset``).
+        batch_size: ``(B,)``, a multiple of ``repeats``.
+        repeats: dialogs per prompt.
+        system_prompt: the first message of every dialog (none by default).
+        **kwargs: passed to :class:`DatasetChatEnv` (``shuffle``, ``seed``, ``tokenizer``).
+
+    Examples:
+        >>> from rl_llm.data import History
+        >>> from rl_llm.envs import IFEvalEnv
+        >>> item = {"prompt": "Greet me without commas.",
+        ...     "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+        >>> env = IFEvalEnv([item], batch_size=(2,), repeats=2)
+        >>> td = env.reset()
+        >>> td["history"].full = td["history"].prompt.append(History.from_chats(
+        ...     [[{"role": "assistant", "content": r}] for r in ["Hello friend", "Hi, you"]]))
+        >>> env.step(td)["next", "reward"].squeeze(-1).tolist()
+        [1.0, 0.0]
+    """
+
+    def __init__(
+        self,
+        dataset: Iterable[Any],
+        *,
+        batch_size: tuple[int, ...] | torch.Size = (1,),
+        repeats: int = 1,
+        system_prompt: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            [self._as_item(x) for x in dataset],
+            batch_size=batch_size,
+            repeats=repeats,
+            system_prompt=system_prompt,
+            **kwargs,
+        )
+        self.parser = IfEvalScorer(set_done_if_answer=False)
+
+    @staticmethod
+    def _as_item(item: Any) -> dict[str, str]:
+        if not isinstance(item, dict) or not {"prompt", "instruction_id_list"} <= set(item):
+            raise ValueError(
+                f"IFEvalEnv: expected items with 'prompt', 'instruction_id_list' and 'kwargs', "
+                f"got {item!r}."
+            )
+        ids = list(item["instruction_id_list"])
+        kwargs = [dict(k or {}) for k in item.get("kwargs", [{}] * len(ids))]
+        unknown = [i for i in ids if i not in IFEVAL_CHECKS]
+        if unknown:
+            raise ValueError(
+                f"IFEvalEnv: unknown instruction ids {unknown}; the checked ones are "
+                f"{sorted(IFEVAL_CHECKS)}."
+            )
+        return {
+            "question": item["prompt"],
+            "answer": json.dumps({"instruction_id_list": ids, "kwargs": kwargs}),
+        }
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        out = super()._step(tensordict)
+        self.parser._step(tensordict, out)
+        out.set("terminated", torch.ones_like(out.get("terminated")))
+        out.set("done", torch.ones_like(out.get("done")))
+        return out

@@ -1,0 +1,120 @@
+import json
+
+import pytest
+
+from rl_llm.data import History
+from rl_llm.envs import IFEvalEnv, IfEvalScorer
+from rl_llm.envs.ifeval import check_instructions
+
+
+@pytest.mark.parametrize(
+    ("iid", "kwargs", "good", "bad"),
+    [
+        ("punctuation:no_comma", {}, "a b c", "a, b"),
+        ("change_case:english_lowercase", {}, "all small", "Not all"),
+        ("change_case:english_capital", {}, "LOUD TEXT", "Quiet"),
+        (
+            "length_constraints:number_words",
+            {"num_words": 3, "relation": "less than"},
+            "one two",
+            "one two three",
+        ),
+        (
+            "length_constraints:number_words",
+            {"num_words": 3, "relation": "at least"},
+            "one two three",
+            "one two",
+        ),
+        (
+            "length_constraints:number_sentences",
+            {"num_sentences": 2, "relation": "at least"},
+            "One. Two.",
+            "Only one.",
+        ),
+        ("keywords:existence", {"keywords": ["cat", "dog"]}, "A Cat and a dog", "a cat"),
+        ("keywords:forbidden_words", {"forbidden_words": ["bad"]}, "good badge", "so bad"),
+        (
+            "keywords:frequency",
+            {"keyword": "ok", "frequency": 2, "relation": "at least"},
+            "ok OK",
+            "ok",
+        ),
+        ("detectable_format:title", {}, "<<My Title>>\ntext", "My Title"),
+        ("detectable_format:number_bullet_lists", {"num_bullets": 2}, "* a\n* b", "* a"),
+        ("detectable_format:json_format", {}, '```json\n{"a": 1}\n```', "{a: 1}"),
+        (
+            "startend:end_checker",
+            {"end_phrase": "Any questions?"},
+            "Done. Any questions?",
+            "Any questions? Done.",
+        ),
+        ("startend:quotation", {}, '"quoted"', "not quoted"),
+        ("detectable_content:postscript", {"postscript_marker": "P.S."}, "Hi\nP.S. bye", "Hi"),
+    ],
+)
+def test_each_check_passes_and_fails(iid, kwargs, good, bad):
+    assert check_instructions(good, [iid], [kwargs]) == [True]
+    assert check_instructions(bad, [iid], [kwargs]) == [False]
+
+
+def test_unknown_ids_and_bad_kwargs_are_refused():
+    with pytest.raises(ValueError, match="unknown instruction id 'language:response_language'"):
+        check_instructions("x", ["language:response_language"], [{}])
+    with pytest.raises(ValueError, match="bad kwargs"):
+        check_instructions("x", ["keywords:existence"], [{"words": ["a"]}])
+    with pytest.raises(ValueError, match="expected relation"):
+        check_instructions(
+            "x", ["length_constraints:number_words"], [{"num_words": 1, "relation": "about"}]
+        )
+
+
+def test_scorer_gives_the_fraction_followed():
+    ref = json.dumps(
+        {
+            "instruction_id_list": [
+                "punctuation:no_comma",
+                "change_case:english_lowercase",
+                "startend:end_checker",
+            ],
+            "kwargs": [{}, {}, {"end_phrase": "bye"}],
+        }
+    )
+    assert IfEvalScorer().score("hello bye", ref) == (1.0, True)
+    reward, _ = IfEvalScorer().score("Hello, bye", ref)
+    assert abs(reward - 1 / 3) < 1e-12
+
+
+def test_env_with_a_local_dataset():
+    data = [
+        {
+            "key": 1,
+            "prompt": "Answer in lowercase.",
+            "instruction_id_list": ["change_case:english_lowercase"],
+            "kwargs": [{}],
+        },
+        {
+            "key": 2,
+            "prompt": "Write two bullets, no commas.",
+            "instruction_id_list": [
+                "detectable_format:number_bullet_lists",
+                "punctuation:no_comma",
+            ],
+            "kwargs": [{"num_bullets": 2}, {}],
+        },
+    ]
+    env = IFEvalEnv(data, batch_size=(2,))
+    td = env.reset()
+    td["history"].full = td["history"].prompt.append(
+        History.from_chats(
+            [
+                [{"role": "assistant", "content": "ok fine"}],
+                [{"role": "assistant", "content": "hi"}],
+            ]
+        )
+    )
+    out = env.step(td)
+    assert out["next", "reward"].squeeze(-1).tolist() == [1.0, 0.5]
+    assert out["next", "success"].squeeze(-1).tolist() == [True, False]
+    assert out["next", "done"].all()
+    with pytest.raises(ValueError, match="unknown instruction ids"):
+        IFEvalEnv([{"prompt": "x", "instruction_id_list": ["nope"], "kwargs": [{}]}])
