@@ -21,6 +21,7 @@ from rl_collectors.base import BaseCollector, DataCollectorBase
 from rl_collectors.distributed import RayCollector
 from rl_collectors.multi_async import MultiAsyncCollector, MultiaSyncDataCollector
 from rl_collectors.multi_sync import MultiSyncCollector, MultiSyncDataCollector
+from rl_collectors.postprocs import MultiStep
 from rl_collectors.sync import Collector, SyncDataCollector
 from rl_collectors.utils import split_trajectories
 
@@ -39,5 +40,6 @@ __all__ = [
     "MultiaSyncDataCollector",
     "aSyncDataCollector",
     "RayCollector",
+    "MultiStep",
     "split_trajectories",
 ]
