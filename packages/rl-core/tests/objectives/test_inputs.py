@@ -157,3 +157,52 @@ def test_keyword_call_rejects_unknown_names():
     loss, _, _ = make()
     with pytest.raises(TypeError, match=r"unexpected keyword argument\(s\) \['obs'\]"):
         loss(obs=torch.zeros(4, 3))
+
+
+class PlainLoss(ActorCriticLoss):
+    """The same loss with both networks kept as they are (``functional=False``)."""
+
+    def __init__(self, actor, critic):
+        LossModule.__init__(self)
+        self.convert_to_functional(actor, "actor_network", functional=False)
+        self.convert_to_functional(critic, "value_network", functional=False)
+        self.declare = True
+
+
+def test_functional_false_keeps_the_module_and_its_parameters():
+    _, actor, critic = make()
+    loss = PlainLoss(actor, critic)
+    assert loss.actor_network is actor
+    assert loss.value_network is critic
+    assert [id(p) for p in loss.parameters()] == [
+        id(p) for p in [*actor.parameters(), *critic.parameters()]
+    ]
+    assert sorted(loss.state_dict()) == [
+        "actor_network.module.bias",
+        "actor_network.module.weight",
+        "value_network.module.linear.bias",
+        "value_network.module.linear.weight",
+    ]
+    with loss.use_network("actor_network") as net:
+        assert net is actor
+    # the same values as the functional loss, and gradients reach the modules themselves
+    td = batch()
+    functional, _, _ = make()
+    expected = functional(td.clone())
+    out = loss(td.clone())
+    torch.testing.assert_close(out["loss_value"], expected["loss_value"])
+    out["loss_value"].backward()
+    assert critic.module.linear.weight.grad is not None
+    # other parameters can still be loaded for one call (a detached copy, no gradient)
+    with loss.use_network("value_network", params=loss.value_network_params.detach()) as net:
+        assert not net(td.copy())["q"].requires_grad
+
+
+def test_functional_false_has_no_target_copy():
+    _, actor, _ = make()
+    loss = ActorCriticLoss.__new__(ActorCriticLoss)
+    LossModule.__init__(loss)
+    with pytest.raises(ValueError, match="functional=False has no target copy"):
+        loss.convert_to_functional(
+            actor, "actor_network", create_target_params=True, functional=False
+        )

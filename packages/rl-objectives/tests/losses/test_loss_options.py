@@ -272,3 +272,24 @@ def test_dqn_called_with_keyword_tensors_returns_its_one_loss():
     target = td["next", "reward"] + 0.99 * (~td["next", "terminated"]).float() * next_q.values
     pred = (q * td["action"]).sum(-1, keepdim=True)
     assert math.isclose(got.item(), (pred - target).pow(2).mean().item(), rel_tol=1e-5)
+
+
+# explicit None meaning the default (TorchRL's signatures default these to None)
+
+
+@pytest.mark.parametrize("cls", [PPOLoss, ClipPPOLoss, KLPENPPOLoss, A2CLoss])
+def test_none_coefficients_mean_the_defaults(cls):
+    actor, _ = categorical_actor()
+    critic, _ = value_critic()
+    td = onpolicy_batch()
+    explicit = cls(actor, critic, entropy_coeff=None, critic_coeff=None)
+    assert (explicit.entropy_coeff, explicit.critic_coeff) == (0.01, 1.0)
+    a, b = explicit(td.clone()), cls(actor, critic)(td.clone())
+    for key in ("loss_entropy", "loss_critic"):
+        torch.testing.assert_close(a[key], b[key])
+    # loss_entropy = -0.01 * mean entropy, written out for the categorical policy
+    with torch.no_grad():
+        logits = actor.module[0].module(td["observation"])
+        p = torch.softmax(logits.double(), -1)
+        entropy = -(p * torch.log(p)).sum(-1).mean()
+    torch.testing.assert_close(a["loss_entropy"].double(), -0.01 * entropy)

@@ -42,8 +42,8 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
         *,
         entropy_bonus: bool = True,
         samples_mc_entropy: int = 1,
-        entropy_coeff: float = 0.01,
-        critic_coeff: float = 1.0,
+        entropy_coeff: float | None = 0.01,
+        critic_coeff: float | None = 1.0,
         loss_critic_type: str = "smooth_l1",
         normalize_advantage: bool = False,
         gamma: float | None = None,
@@ -69,8 +69,9 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
             self.convert_to_functional(critic_network, "critic_network", functional=self.functional)
         self.entropy_bonus = entropy_bonus
         self.samples_mc_entropy = samples_mc_entropy
-        self.entropy_coeff = entropy_coeff
-        self.critic_coeff = critic_coeff
+        # None means the default, as in TorchRL (whose signatures default to None)
+        self.entropy_coeff = 0.01 if entropy_coeff is None else entropy_coeff
+        self.critic_coeff = 1.0 if critic_coeff is None else critic_coeff
         self.loss_critic_type = C.check_loss_function(owner, loss_critic_type)
         self.normalize_advantage = normalize_advantage
         self.gamma = gamma

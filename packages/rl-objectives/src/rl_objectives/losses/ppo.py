@@ -25,8 +25,9 @@ class PPOLoss(_PolicyGradientLoss):
         entropy_bonus: add ``loss_entropy = -entropy_coeff * entropy``. Defaults to ``True``.
         samples_mc_entropy: samples of the Monte-Carlo entropy estimate for distributions
             without an analytic entropy. Defaults to 1.
-        entropy_coeff: weight of the entropy bonus. Defaults to 0.01.
-        critic_coeff: weight of the critic loss. Defaults to 1.0.
+        entropy_coeff: weight of the entropy bonus; ``None`` means the default. Defaults to
+            0.01.
+        critic_coeff: weight of the critic loss; ``None`` means the default. Defaults to 1.0.
         loss_critic_type: ``"l1"``, ``"l2"`` or ``"smooth_l1"``. Defaults to ``"smooth_l1"``.
         normalize_advantage: standardise the advantage over the batch. Defaults to ``False``.
         gamma: discount of the default value estimator. Defaults to 0.99.
