@@ -644,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.update_migrating:
         print("MIGRATING.md", "updated" if update_migrating(import_map) else "already up to date")
         return 0
-    would_change = 0
+    would_change = missing = for_a_person = 0
     for file in iter_python_files(args.paths):
         source = file.read_text()
         try:
@@ -658,6 +658,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for line in report.lines():
             print(line, file=sys.stderr)
+        missing += len(report.unknown)
+        for_a_person += len(report.unhandled) + sum(
+            "needs a person" in text for _, text in report.strings
+        )
         if new != source:
             would_change += 1
             if not args.check:
@@ -665,6 +669,13 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{'would rewrite' if args.check else 'rewrote'} {file}: {report.rewritten} import(s)"
             )
+    if args.paths:
+        fate = "left in `from torchrl` lines" if args.keep_missing else "bound to placeholders"
+        print(
+            f"migrate_torchrl: {would_change} file(s) {'to rewrite' if args.check else 'rewritten'}, "
+            f"{missing} TorchRL name(s) with no counterpart here ({fate}), "
+            f"{for_a_person} statement(s) that need a person"
+        )
     return 1 if args.check and would_change else 0
 
 

@@ -142,3 +142,9 @@ def test_codemod_cli_check_and_rewrite(migrate, tmp_path, capsys):
         "train.py:3: no rl-stack name for torchrl's torchrl.envs.SomethingElse; left as is" in err
     )
     assert "train.py:9: `import torchrl.envs` needs a person" in err
+    assert migrate.main([str(tmp_path)]) == 0  # already rewritten: the names now get placeholders
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1] == (
+        "migrate_torchrl: 1 file(s) rewritten, 1 TorchRL name(s) with no counterpart here "
+        "(bound to placeholders), 1 statement(s) that need a person"
+    )

@@ -4,10 +4,11 @@ written from the definitions in float64."""
 import pytest
 import torch
 from tensordict import TensorDict
+from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import nn
 from torchrl.data import OneHot
-from torchrl.modules import MLP, QValueActor, ValueOperator
-from torchrl.objectives import DQNLoss, SoftUpdate, ValueEstimators
+from torchrl.modules import MLP, ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
+from torchrl.objectives import ClipPPOLoss, DQNLoss, SoftUpdate, ValueEstimators
 from torchrl.objectives.value import GAE, functional
 from torchrl.objectives.value.functional import (
     generalized_advantage_estimate,
@@ -157,3 +158,35 @@ def test_dqn_loss_matches_definition():
     assert all(p.grad is not None for p in net.parameters())
     updater = SoftUpdate(loss, eps=0.5)
     updater.step()
+
+
+def test_clip_ppo_loss_at_the_behaviour_policy():
+    torch.manual_seed(0)
+    actor = ProbabilisticActor(
+        TensorDictModule(
+            nn.Sequential(
+                MLP(in_features=3, out_features=2, num_cells=[16]), NormalParamExtractor()
+            ),
+            in_keys=["observation"],
+            out_keys=["loc", "scale"],
+        ),
+        in_keys=["loc", "scale"],
+        distribution_class=TanhNormal,
+        return_log_prob=True,
+    )
+    critic = ValueOperator(
+        MLP(in_features=3, out_features=1, num_cells=[16]), in_keys=["observation"]
+    )
+    loss = ClipPPOLoss(actor, critic, clip_epsilon=0.2, entropy_coeff=0.0)
+    td = TensorDict({"observation": torch.randn(8, 3)}, batch_size=[8])
+    with torch.no_grad():
+        actor(td)  # the behaviour policy writes the action and its log-prob
+    td["advantage"] = torch.randn(8, 1)
+    td["value_target"] = torch.randn(8, 1)
+    out = loss(td)
+    # the data come from the current policy: the ratio is 1, no clipping applies, and the
+    # clipped surrogate is the mean advantage
+    torch.testing.assert_close(out["loss_objective"], -td["advantage"].mean())
+    assert out["loss_critic"] > 0
+    (out["loss_objective"] + out["loss_critic"]).backward()
+    assert all(p.grad is not None for p in actor.parameters())
