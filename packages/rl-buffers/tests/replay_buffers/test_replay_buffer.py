@@ -324,3 +324,65 @@ def test_loads_of_a_checkpoint_that_does_not_fit_restores_nothing(tmp_path):
     with pytest.raises(ValueError, match=r"does not fit this buffer \(restoring its storage"):
         target.loads(tmp_path / "ckpt")
     assert _same(_snapshot(target), before)
+
+
+def _generator_buffers():
+    from rl_buffers import SliceSampler
+
+    def trajectories(n):
+        return TensorDict({"x": torch.arange(float(n)), "episode": torch.arange(n) // 10}, [n])
+
+    return {
+        "random": lambda g: ReplayBuffer(storage=LazyTensorStorage(50), generator=g),
+        "without_replacement": lambda g: ReplayBuffer(
+            storage=LazyTensorStorage(50), sampler=SamplerWithoutReplacement(), generator=g
+        ),
+        "prioritized": lambda g: ReplayBuffer(
+            storage=LazyTensorStorage(50), sampler=PrioritizedSampler(50, 0.7, 0.5), generator=g
+        ),
+        "slice": lambda g: ReplayBuffer(
+            storage=LazyTensorStorage(50),
+            sampler=SliceSampler(slice_len=4, traj_key="episode"),
+            generator=g,
+        ),
+    }, trajectories
+
+
+@pytest.mark.parametrize("kind", ["random", "without_replacement", "prioritized", "slice"])
+def test_generator_makes_draws_reproducible_and_leaves_the_global_generator_alone(kind):
+    # TorchRL's ReplayBuffer(generator=): a seeded generator reproduces the draws whatever
+    # happens to torch's global generator in between; the global state is not consumed
+    makers, trajectories = _generator_buffers()
+    draws = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)
+        buffer = makers[kind](torch.Generator().manual_seed(7))
+        buffer.extend(trajectories(50))
+        global_state = torch.get_rng_state()
+        draws.append([buffer.sample(8)["x"] for _ in range(3)])
+        assert torch.equal(torch.get_rng_state(), global_state)
+    for first, second in zip(*draws):
+        assert torch.equal(first, second)
+    other = makers[kind](torch.Generator().manual_seed(8))
+    other.extend(trajectories(50))
+    assert not all(torch.equal(a, other.sample(8)["x"]) for a in draws[0])
+
+
+def test_set_rng_and_the_generator_state_in_state_dict_and_checkpoints(tmp_path):
+    buffer = ReplayBuffer(storage=LazyTensorStorage(50))
+    buffer.extend(td(50))
+    buffer.set_rng(torch.Generator().manual_seed(3))
+    buffer.sample(4)
+    state = buffer.state_dict()
+    buffer.dumps(tmp_path / "ckpt")
+    expected = [buffer.sample(4)["x"] for _ in range(3)]
+    for restore in ("state_dict", "loads"):
+        other = ReplayBuffer(storage=LazyTensorStorage(50))
+        if restore == "state_dict":
+            other.load_state_dict(state)
+        else:
+            other.loads(tmp_path / "ckpt")
+        for batch in expected:  # the saved generator state goes on where it was
+            assert torch.equal(other.sample(4)["x"], batch)
+    with pytest.raises(TypeError, match=r"expected generator to be a torch\.Generator, got int"):
+        ReplayBuffer(generator=3)

@@ -44,9 +44,14 @@ class ReplayBuffer:
         transform: an rl-core ``Transform`` run on every sampled batch (and its inverse on
             written batches, if it has one).
         pin_memory: pin sampled tensors (needs CUDA).
+        generator: a ``torch.Generator`` for the sampler's draws, as TorchRL's
+            ``generator=``: a buffer seeded on its own draws the same batches whatever else
+            uses torch's global generator. Defaults to None (the global generator). It does
+            not reach the transforms. See :meth:`set_rng`.
 
     Raises:
         ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA.
+        TypeError: ``generator`` is not a ``torch.Generator``.
 
     Examples:
         >>> import torch
@@ -68,6 +73,7 @@ class ReplayBuffer:
         prefetch: int | None = None,
         transform: Transform | None = None,
         pin_memory: bool = False,
+        generator: torch.Generator | None = None,
     ) -> None:
         name = type(self).__name__
         self._storage = storage if storage is not None else ListStorage(1000)
@@ -102,6 +108,9 @@ class ReplayBuffer:
         if transform is not None:
             self.append_transform(transform)
         self._lock = threading.RLock()
+        self._rng: torch.Generator | None = None
+        if generator is not None:
+            self.set_rng(generator)
         self._prefetch = Prefetcher(self._sample_batch, prefetch) if prefetch else None
         next_row = getattr(self._storage, "next_row", None)
         if len(self._storage) and isinstance(next_row, int):
@@ -145,6 +154,29 @@ class ReplayBuffer:
 
     def __len__(self) -> int:
         return len(self._storage)
+
+    def set_rng(self, generator: torch.Generator) -> None:
+        """Makes the sampler draw with ``generator`` (as TorchRL's ``set_rng``).
+
+        Examples:
+            >>> import torch
+            >>> from rl_buffers import LazyTensorStorage, ReplayBuffer
+            >>> buffer = ReplayBuffer(storage=LazyTensorStorage(100))
+            >>> _ = buffer.extend(torch.arange(100))
+            >>> buffer.set_rng(torch.Generator().manual_seed(0))
+            >>> first = buffer.sample(5)
+            >>> buffer.set_rng(torch.Generator().manual_seed(0))
+            >>> torch.equal(first, buffer.sample(5))
+            True
+        """
+        if not isinstance(generator, torch.Generator):
+            raise TypeError(
+                f"{type(self).__name__}: expected generator to be a torch.Generator, got "
+                f"{type(generator).__name__}. Build one with torch.Generator().manual_seed(seed)."
+            )
+        with self._lock:
+            self._rng = generator
+            self._sampler._rng = generator
 
     def __getitem__(self, index: Any) -> Any:
         """Stored items by position, with the buffer's transforms applied (as ``sample``).
@@ -327,6 +359,7 @@ class ReplayBuffer:
                 "sampler": self._sampler.state_dict(),
                 "writer": self._writer.state_dict(),
                 "transform": self._transform.state_dict(),
+                "rng": _rng_state(self._rng),
             }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -336,6 +369,8 @@ class ReplayBuffer:
             self._sampler.load_state_dict(state_dict["sampler"])
             self._writer.load_state_dict(state_dict["writer"])
             self._transform.load_state_dict(state_dict["transform"])
+            if state_dict.get("rng") is not None:
+                self.set_rng(_rng_from_state(state_dict["rng"]))
 
     def dumps(self, path: str | Path) -> None:
         """Saves storage, sampler, writer and transform state under the directory ``path``.
@@ -351,6 +386,9 @@ class ReplayBuffer:
             atomic_save(self._sampler.state_dict(), path / "sampler.pt")
             atomic_save(self._writer.state_dict(), path / "writer.pt")
             atomic_save(self._transform.state_dict(), path / "transform.pt")
+            (path / "rng.pt").unlink(missing_ok=True)
+            if self._rng is not None:
+                atomic_save(_rng_state(self._rng), path / "rng.pt")
             atomic_write_json({"type": type(self).__name__, "len": len(self)}, path / "buffer.json")
 
     def loads(self, path: str | Path) -> None:
@@ -385,6 +423,8 @@ class ReplayBuffer:
             name: load_file(where, path / f"{name}.pt")
             for name in ("sampler", "writer", "transform")
         }
+        rng_file = path / "rng.pt"  # (only when the saved buffer had its own generator)
+        rng = _rng_from_state(load_file(where, rng_file)) if rng_file.exists() else None
         storage_saved = self._storage._read_saved(path / "storage")
         self._drop_prefetched()
         with self._lock:
@@ -405,6 +445,8 @@ class ReplayBuffer:
                     owner.load_state_dict(parts[name])
                 touched.append("storage")
                 self._storage._load_saved(storage_saved)
+                if rng is not None:
+                    self.set_rng(rng)
             except Exception as error:
                 for name in touched:
                     if name != "storage":  # (the storage checks the saved data before writing)
@@ -439,6 +481,19 @@ class ReplayBuffer:
             f"{type(self).__name__}(storage={self._storage!r}, sampler={self._sampler!r}, "
             f"writer={self._writer!r}, batch_size={self._batch_size})"
         )
+
+
+def _rng_state(generator: torch.Generator | None) -> tuple[Tensor, str] | None:
+    """A generator's state and device (what TorchRL's buffers keep), or None."""
+    if generator is None:
+        return None
+    return generator.get_state().clone(), str(generator.device)
+
+
+def _rng_from_state(state: tuple[Tensor, str]) -> torch.Generator:
+    generator = torch.Generator(device=state[1])
+    generator.set_state(state[0])
+    return generator
 
 
 def _checked_transform(where: str, transform: Any) -> Transform:

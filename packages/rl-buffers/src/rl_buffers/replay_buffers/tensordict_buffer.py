@@ -32,7 +32,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
     Args:
         priority_key: the entry holding priorities. Defaults to ``"td_error"``.
         **kwargs: as :class:`ReplayBuffer` (``storage``, ``sampler``, ``writer``,
-            ``collate_fn``, ``batch_size``, ``prefetch``, ``transform``, ``pin_memory``).
+            ``collate_fn``, ``batch_size``, ``prefetch``, ``transform``, ``pin_memory``,
+            ``generator``).
 
     Examples:
         >>> import torch

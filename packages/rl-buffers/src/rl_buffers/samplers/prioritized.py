@@ -275,7 +275,12 @@ class PrioritizedSampler(Sampler):
                 f"is {self.max_capacity}. Build the sampler with max_capacity >= the storage's "
                 f"max_size."
             )
-        uniform = torch.rand(batch_size, dtype=self.dtype, device=self._device)
+        rng = self._rng
+        if rng is None or rng.device == self._device:
+            uniform = torch.rand(batch_size, dtype=self.dtype, device=self._device, generator=rng)
+        else:  # (a generator draws on its own device)
+            uniform = torch.rand(batch_size, dtype=self.dtype, device=rng.device, generator=rng)
+            uniform = uniform.to(self._device)
         index, weight = _SAMPLE(self._tree, self._min_tree, uniform, self.beta)
         return index, {"priority_weight": weight}
 

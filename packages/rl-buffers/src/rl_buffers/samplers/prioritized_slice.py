@@ -106,7 +106,7 @@ class PrioritizedSliceSampler(SliceSampler):
         todo = torch.arange(num_slices)
         tree = self.priorities._tree
         for _ in range(_MAX_REDRAWS):
-            query = torch.rand(todo.numel(), dtype=tree.dtype) * tree[1]
+            query = torch.rand(todo.numel(), dtype=tree.dtype, generator=self._rng) * tree[1]
             drawn = trajs.logical(torch.ops.rl_core.sum_tree_find_prefixsum(tree, query))
             traj = torch.searchsorted(trajs.start, drawn, right=True) - 1
             length = trajs.length[traj]

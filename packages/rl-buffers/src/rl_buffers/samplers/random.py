@@ -14,7 +14,8 @@ __all__ = ["RandomSampler"]
 
 
 class RandomSampler(Sampler):
-    """Draws items uniformly with replacement (``torch.randint``, torch's global generator).
+    """Draws items uniformly with replacement (``torch.randint``; torch's global generator
+    unless the buffer has its own, see ``ReplayBuffer(generator=)``).
 
     Examples:
         >>> import torch
@@ -28,4 +29,4 @@ class RandomSampler(Sampler):
 
     def sample(self, storage: Storage, batch_size: int) -> tuple[Tensor, dict[str, Any]]:
         n = check_not_empty("RandomSampler.sample", storage)
-        return torch.randint(n, (batch_size,)), {}
+        return torch.randint(n, (batch_size,), generator=self._rng), {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from rl_buffers.storages.storage import Storage
@@ -19,7 +20,12 @@ class Sampler:
     ``extend(index)``/``add(index)`` (flat item numbers); samplers that need nothing from
     writes inherit the defaults. Subclasses implement ``sample``; stateful ones also
     ``state_dict``, ``load_state_dict`` and ``_empty``.
+
+    Random draws go through ``self._rng``: None (torch's global generator) unless the
+    buffer was given a ``generator`` (:meth:`ReplayBuffer.set_rng`), as in TorchRL.
     """
+
+    _rng: torch.Generator | None = None
 
     def sample(self, storage: Storage, batch_size: int) -> tuple[Tensor, dict[str, Any]]:
         raise NotImplementedError

@@ -165,7 +165,7 @@ class SliceSampler(Sampler):
         num_slices, slice_len = self._shape(batch_size)
         trajs = self.trajectories(storage)
         eligible = self._eligible(trajs, slice_len)
-        chosen = eligible[torch.randint(eligible.numel(), (num_slices,))]
+        chosen = eligible[torch.randint(eligible.numel(), (num_slices,), generator=self._rng)]
         return self._slices(trajs, chosen, slice_len)
 
     def _slices(
@@ -176,7 +176,8 @@ class SliceSampler(Sampler):
         length = trajs.length[chosen]
         if start is None:
             room = (length - slice_len).clamp(min=0) + 1
-            start = traj_start + (torch.rand(chosen.shape) * room).long().clamp(max=room - 1)
+            uniform = torch.rand(chosen.shape, generator=self._rng)
+            start = traj_start + (uniform * room).long().clamp(max=room - 1)
         if self.strict_length or bool((length >= slice_len).all()):
             logical = slice_positions(start, slice_len)
             truncated = torch.zeros(chosen.numel(), slice_len, dtype=torch.bool)

@@ -100,7 +100,9 @@ class SliceSamplerWithoutReplacement(SliceSampler):
                     f"trajectories fit slice_len={slice_len}, fewer than num_slices={num_slices}."
                 )
             perm = (
-                torch.randperm(eligible.numel()) if self.shuffle else torch.arange(eligible.numel())
+                torch.randperm(eligible.numel(), generator=self._rng)
+                if self.shuffle
+                else torch.arange(eligible.numel())
             )
             self._order = eligible[perm]
             self._position = 0

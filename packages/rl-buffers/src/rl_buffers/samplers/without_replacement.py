@@ -45,7 +45,7 @@ class SamplerWithoutReplacement(Sampler):
         self._ran_out = False
 
     def _new_epoch(self, n: int) -> None:
-        self._order = torch.randperm(n) if self.shuffle else torch.arange(n)
+        self._order = torch.randperm(n, generator=self._rng) if self.shuffle else torch.arange(n)
         self._position = 0
         self._ran_out = False
 
