@@ -91,16 +91,20 @@ def _elf_module():
     return module
 
 
-def _record_binary(binary: Path) -> None:
-    """Adds the built binary's size and SHA-256 to the build record(s); reports a C++
-    runtime that is not torch's."""
+def _add_to_record(record: Path, fields: dict) -> None:
+    info = json.loads(record.read_text()) if record.is_file() else {}
+    info.update(fields)
+    record.write_text(json.dumps(info) + "\n")
+
+
+def _record_binary(binary: Path) -> dict:
+    """Adds the built binary's size and SHA-256 to the build record beside it and returns
+    them; reports a C++ runtime that is not torch's."""
     import torch
 
     data = binary.read_bytes()
-    for record in {INFO, binary.parent / INFO.name}:
-        info = json.loads(record.read_text()) if record.is_file() else {}
-        info.update(size=len(data), sha256=hashlib.sha256(data).hexdigest())
-        record.write_text(json.dumps(info) + "\n")
+    fields = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    _add_to_record(binary.parent / INFO.name, fields)
     elf = _elf_module()
     c10 = next(iter(sorted((Path(torch.__file__).parent / "lib").glob("libc10.so*"))), None)
     reason = elf.foreign_cxx_runtime(binary, c10) if c10 is not None else None
@@ -111,6 +115,7 @@ def _record_binary(binary: Path) -> None:
             f"CC=/usr/bin/gcc.",
             file=sys.stderr,
         )
+    return fields
 
 
 class _BuildExt(cpp_extension.BuildExtension):
@@ -136,9 +141,17 @@ class _BuildExt(cpp_extension.BuildExtension):
         binary = Path(self.get_ext_fullpath(ext.name))
         if binary.is_file():
             try:
-                _record_binary(binary)
+                self._recorded = _record_binary(binary)
             except Exception as exc:  # the record is a safeguard: never fail the install
                 print(f"rl-kernels: could not record the built binary ({exc}).", file=sys.stderr)
+
+    def copy_extensions_to_source(self):
+        # In-place and editable builds copy the binary into the source tree: its record there
+        # gets the same size and SHA-256.
+        super().copy_extensions_to_source()
+        fields = getattr(self, "_recorded", None)
+        if fields:
+            _add_to_record(INFO, fields)
 
 
 setup(
