@@ -41,16 +41,16 @@ class Transform(nn.Module):
       ``reset`` (``None`` or with ``"_reset"`` masks). Returns the new reset output.
     - :meth:`intercept_reset` ``(tensordict)``: lets a transform stand in for the base env's
       reset (envs that reset themselves, see ``AutoResetTransform`` in rl-envs).
-    - ``_lane_step(lane, tensordict, next_tensordict)`` / ``_lane_reset(lane, tensordict,
-      tensordict_reset)`` (optional, no default): ``_step`` / ``_reset`` on numpy rows, for
-      envs whose outputs are numpy rows; they return ``False``, having written nothing,
-      where they cannot give exactly what ``_step`` / ``_reset`` give
-      (``rl_core.transforms._lane``).
     - ``_inv_apply_transform(value)`` / ``_inv_call(td)``: the inverse path, from the keys the
       policy writes (``out_keys_inv``) to the keys the base env reads (``in_keys_inv``).
     - ``transform_observation_spec``, ``transform_reward_spec``, ``transform_done_spec``,
       ``transform_action_spec``, ``transform_state_spec``: map the spec the transform receives
       (as the env below it shows it) to the spec it shows. Defaults return it unchanged.
+
+    These methods are the reference: a transform needs nothing else to be correct. A faster
+    route (numpy rows) is an optional plan registered beside the plan machinery
+    (:func:`rl_core.transforms.register_lane_plan`); ``rl_core.testing.check_step_plan``
+    tells whether it still gives what these methods give.
 
     Args:
         in_keys: keys read on the forward path.
@@ -163,9 +163,9 @@ class Transform(nn.Module):
     #: Whether the transform keeps an env's step-then-reset sequence as it is: its ``_step``
     #: maps the step output (it does not step or reset the env, and leaves the done flags
     #: as they are) and its ``_reset`` maps the reset output. A TransformedEnv whose
-    #: transforms all say so steps its base env through the base env's one-call step and
-    #: reset of finished sub-envs (``step_and_maybe_reset``), where the base env has one;
-    #: the result is the same. False by default; a subclass sets it only when it holds.
+    #: transforms all say so may step its base env through the base env's one-call step and
+    #: reset of finished sub-envs (its step plan, ``rl_core.envs.StepPlan``); the result is
+    #: the same. False by default; a subclass sets it only when it holds.
     #: It holds for the class that sets it: a subclass of that class that overrides
     #: ``_call``, ``_step`` or ``_reset`` is not fused unless it sets ``fusable`` itself.
     fusable: bool = False
