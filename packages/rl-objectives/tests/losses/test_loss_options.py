@@ -26,11 +26,14 @@ from rl_core.modules import (
 from rl_objectives import (
     A2CLoss,
     ClipPPOLoss,
+    CrossQLoss,
     DDPGLoss,
+    DiscreteSACLoss,
     DQNLoss,
     IQLLoss,
     KLPENPPOLoss,
     PPOLoss,
+    REDQLoss,
     ReinforceLoss,
     SACLoss,
     TD3Loss,
@@ -55,6 +58,12 @@ class TrunkQ(nn.Module):
 def shared(kind):
     torch.manual_seed(0)
     trunk = nn.Linear(OBS, 8)
+    if kind == "discrete_q":
+        net = nn.Sequential(trunk, nn.Tanh(), nn.Linear(8, N_ACT))
+        module = TensorDictModule(net, ["observation"], ["logits"])
+        actor = ProbabilisticActor(module, ["logits"], distribution_class=OneHotCategorical)
+        q_net = nn.Sequential(trunk, nn.Tanh(), nn.Linear(8, N_ACT))
+        return trunk, actor, TensorDictModule(q_net, ["observation"], ["action_value"])
     if kind == "discrete":
         net = nn.Sequential(trunk, nn.Tanh(), nn.Linear(8, N_ACT))
         module = TensorDictModule(net, ["observation"], ["logits"])
@@ -83,6 +92,10 @@ def _cont_batch():
     return offpolicy_batch(action=torch.rand(8, ACT) * 2 - 1)
 
 
+def _discrete_batch():
+    return offpolicy_batch(action=torch.eye(N_ACT)[torch.arange(8) % N_ACT])
+
+
 CASES = {
     # name: (build(separate_losses) -> (loss, trunk, critic head params), batch, critic, actor)
     "PPOLoss": ("discrete", lambda a, c, s: PPOLoss(a, c, separate_losses=s), onpolicy_batch,
@@ -99,6 +112,14 @@ CASES = {
                 "loss_qvalue", "loss_actor"),
     "DDPGLoss": ("deterministic", lambda a, c, s: DDPGLoss(a, c, separate_losses=s),
                  _cont_batch, "loss_value", "loss_actor"),
+    "REDQLoss": ("stochastic",
+                 lambda a, c, s: REDQLoss(a, c, num_qvalue_nets=2, separate_losses=s),
+                 _cont_batch, "loss_qvalue", "loss_actor"),
+    "CrossQLoss": ("stochastic", lambda a, c, s: CrossQLoss(a, c, separate_losses=s),
+                   _cont_batch, "loss_qvalue", "loss_actor"),
+    "DiscreteSACLoss": ("discrete_q",
+                        lambda a, c, s: DiscreteSACLoss(a, c, num_actions=N_ACT, separate_losses=s),
+                        _discrete_batch, "loss_qvalue", "loss_actor"),
 }  # fmt: skip
 
 

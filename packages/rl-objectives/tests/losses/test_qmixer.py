@@ -1,3 +1,4 @@
+import re
 import sys
 from pathlib import Path
 
@@ -87,3 +88,29 @@ def test_qmixer_loss_matches_reference(kind):
     params = list(mlp.parameters()) + list(mixer_net.parameters())
     assert_same_grads(grads(out["loss"], params), grads(ref, params))
     assert td["td_error"].shape == (B,)
+
+
+@pytest.mark.parametrize(
+    "key", [("agents", "observation"), ("agents", "action"), "state", ("next", "state")]
+)
+def test_qmixer_missing_entry_names_it(key):
+    torch.manual_seed(0)
+    mlp = MultiAgentMLP(OBS, ACT, n_agents=N, centralized=False, share_params=False, depth=1)
+    local = QValueActor(
+        mlp,
+        in_keys=[("agents", "observation")],
+        action_space="categorical",
+        action_value_key=("agents", "action_value"),
+    )
+    mixer = TensorDictModule(
+        QMixer((STATE,), 8, N),
+        [("agents", "chosen_action_value"), "state"],
+        ["chosen_action_value"],
+    )
+    loss = QMixerLoss(local, mixer)
+    assert ("agents", "chosen_action_value") not in loss.in_keys  # computed by the loss
+    td = batch()
+    del td[key]
+    pattern = rf"QMixerLoss: the batch has no entry {re.escape(repr(key))}"
+    with pytest.raises(KeyError, match=pattern):
+        loss(td)

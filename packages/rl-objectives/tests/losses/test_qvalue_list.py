@@ -105,3 +105,15 @@ def test_list_length_must_match_num_qvalue_nets(name):
 def test_list_of_non_modules_is_refused():
     with pytest.raises(TypeError, match="non-empty list of them, got a list holding"):
         make("SACLoss", [q_critic(), "q2"])
+
+
+def test_the_same_module_listed_twice_shares_its_parameters():
+    # TorchRL expands (shares) the parameters of a module given twice instead of stacking
+    q = q_critic(seed=3)
+    loss = make("SACLoss", [q, q])
+    held = loss.qvalue_network_params
+    for key, param in q.named_parameters():
+        parts = tuple(key.split("."))
+        assert held["nets", "0", *parts] is param
+        assert held["nets", "1", *parts] is param
+    assert sum(p is q_param for p in loss.parameters() for q_param in q.parameters()) == 4

@@ -44,6 +44,9 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         target_entropy: a float or ``"auto"``. Defaults to ``"auto"``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -98,9 +101,11 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         target_entropy: float | str = "auto",
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
@@ -167,7 +172,8 @@ class CrossQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         in_keys = [keys.action, *[k for k in self.qvalue_network.in_keys if k != keys.action]]
         now = tensordict.select(*in_keys)
         later = next_td.copy().set(keys.action, next_action).select(*in_keys)
-        both = self._q(torch.cat([now, later], 0), self.qvalue_network_params, train=True)
+        params = self._critic_params("qvalue_network")
+        both = self._q(torch.cat([now, later], 0), params, train=True)
         size = tensordict.batch_size[0]
         pred, next_q = both[:, :size], both[:, size:].detach()
         with torch.no_grad():

@@ -49,6 +49,9 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: target copies of the critics. Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -100,9 +103,11 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
@@ -155,7 +160,7 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             self.target_entropy = self.target_entropy_weight * math.log(log_p.shape[-1])
         q = self._q(tensordict, self._detached("qvalue_network")).min(0).values
         loss_actor = (p * (alpha * log_p - q)).sum(-1)
-        all_q = self._q(tensordict, self.qvalue_network_params)
+        all_q = self._q(tensordict, self._critic_params("qvalue_network"))
         try:
             pred = C.gather_action_value(
                 all_q,

@@ -114,6 +114,14 @@ class QMixerLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         with self.use_network("local_value_network", target=target) as net:
             return net(td.copy()).get(self.tensor_keys.action_value)
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        local = self.tensor_keys.local_value
+        local = local if isinstance(local, str) else tuple(local)
+        mixer = [k for k in self._network_in_keys("mixer_network") if k != local]
+        networks = ("local_value_network",)
+        out = C.bootstrap_in_keys(self, tensordict, root=networks, following=networks)
+        return [*out, *mixer, *[C.under_next(k) for k in mixer]]
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss``; writes ``td_error`` (``[*B]``) into ``tensordict``."""
         keys = self.tensor_keys

@@ -46,6 +46,9 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: target copies of the critics. Defaults to ``True``.
         gamma: discount (TD(0) estimator by default). Defaults to 0.99.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        separate_losses: parameters a critic shares with the actor (a common trunk) are
+            trained by the actor loss only: the critic terms see them detached. Defaults to
+            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -100,9 +103,11 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
+        separate_losses: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        self.separate_losses = bool(separate_losses)
         if not hasattr(actor_network, "get_dist"):
             raise TypeError(
                 f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
@@ -179,7 +184,7 @@ class REDQLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             next_q = self._q(next_td.copy().set(keys.action, next_action), q_params)
             next_value = next_q[subset].min(0).values - alpha * next_log_prob.unsqueeze(-1)
             target = C.bootstrap_target(self, tensordict, next_value)
-        pred = self._q(tensordict, self.qvalue_network_params)
+        pred = self._q(tensordict, self._critic_params("qvalue_network"))
         error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         with torch.no_grad():
             td_error = (pred - target).abs().max(0).values
