@@ -8,11 +8,15 @@ from rl_llm.envs.data_loading_primer import DataLoadingPrimer
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 from rl_llm.envs.gsm8k import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
 from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
+from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
 from rl_llm.envs.kl_reward import KLRewardTransform
 from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.python_interpreter import PythonInterpreter
+from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
+from rl_llm.envs.template import TemplateTransform
+from rl_llm.envs.tokenizer import Tokenizer
 
 __all__ = [
     "ChatEnv",
@@ -35,4 +39,10 @@ __all__ = [
     "IfEvalScorer",
     "RewardParserBase",
     "DataLoadingPrimer",
+    "TemplateTransform",
+    "Tokenizer",
+    "AddThinkingPrompt",
+    "RetrieveLogProb",
+    "RetrieveKL",
+    "KLComputation",
 ]

@@ -61,6 +61,8 @@ class LLMEnv(EnvBase):
         self.no_stack = no_stack
         self.observation_spec = Composite({data_key: NonTensor(shape=batch_size)}, shape=batch_size)
         self.action_spec = Composite({action_key: NonTensor(shape=batch_size)}, shape=batch_size)
+        # The text is also a state: a reset reads it (through TransformedEnv too).
+        self.state_spec = Composite({data_key: NonTensor(shape=batch_size)}, shape=batch_size)
 
     def _strings(self, tensordict: TensorDictBase | None, key: str, where: str) -> list[str]:
         value = None if tensordict is None else tensordict.get(key, None)
