@@ -3,7 +3,16 @@
 import pytest
 import torch
 from tensordict import TensorDict
-from torchrl.data import Binary, Bounded, Categorical, Composite, OneHot, Unbounded
+from torchrl.data import (
+    Binary,
+    Bounded,
+    BoundedContinuous,
+    Categorical,
+    Composite,
+    OneHot,
+    Unbounded,
+    UnboundedContinuous,
+)
 from torchrl.data.tensor_specs import MultiOneHot
 
 
@@ -87,3 +96,13 @@ def test_torch_stack_of_specs():
     assert stacked.shape == (2, 3)
     assert stacked.is_in(torch.zeros(2, 3))
     assert not stacked.is_in(torch.full((2, 3), 2.0))
+
+
+def test_continuous_spec_names():
+    bounded = BoundedContinuous(low=-1.0, high=1.0, shape=(2,))
+    assert bounded.dtype == torch.float32
+    assert bounded.is_in(bounded.rand())
+    assert bounded == Bounded(low=-1.0, high=1.0, shape=(2,))
+    unbounded = UnboundedContinuous(shape=(3,))
+    assert unbounded.dtype == torch.float32
+    assert unbounded.rand().shape == (3,)
