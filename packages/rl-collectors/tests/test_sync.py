@@ -447,3 +447,34 @@ def test_a_wrong_action_shape_is_named():
 
     with pytest.raises(ValueError, match=r"'action' .* differ from step to step"):
         SyncDataCollector(env, changing, frames_per_batch=8).next()
+
+
+def reference_traj_ids(done: torch.Tensor) -> torch.Tensor:
+    """Ids handed out step by step: sub-envs start with 0..N-1; after each step, every
+    sub-env done there (in order) takes the next free id. ``done``: [N, T]."""
+    rows, steps = done.shape
+    current, next_id = list(range(rows)), rows
+    ids = torch.zeros(rows, steps, dtype=torch.int64)
+    for t in range(steps):
+        for b in range(rows):
+            ids[b, t] = current[b]
+        for b in range(rows):
+            if done[b, t]:
+                current[b], next_id = next_id, next_id + 1
+    return ids
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 2)])
+def test_trajectory_ids_match_the_step_by_step_definition(batch):
+    env = CountingEnv(max_count=5, start_high=4, batch_size=list(batch))
+    env.set_seed(1)
+    torch.manual_seed(1)
+    frames = 7 * max(1, torch.Size(batch).numel())
+    collector = SyncDataCollector(env, RandomBit(), frames_per_batch=frames, track_traj_ids=True)
+    batches = [collector.next() for _ in range(4)]
+    data = torch.cat(batches, -1)
+    steps = data.batch_size[-1]
+    done = data["next", "done"].reshape(-1, steps)
+    assert done.any()
+    expected = reference_traj_ids(done)
+    assert torch.equal(data["collector", "traj_ids"].reshape(-1, steps), expected)

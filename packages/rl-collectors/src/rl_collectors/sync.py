@@ -71,7 +71,8 @@ class SyncDataCollector(BaseCollector):
         set_truncated: mark the last step of each batch ``truncated`` (and ``done``) for the
             sub-envs not done there, in the batch only: the env's own flags are untouched.
         track_traj_ids: write ``("collector", "traj_ids")``, a trajectory id per frame that
-            runs on across batches (on anyway with ``split_trajs``).
+            runs on across batches (on anyway with ``split_trajs``). Computed once per batch
+            from its done flags (no per-step cost).
         return_same_td: yield the reused buffer instead of a copy.
 
     Raises:
@@ -252,23 +253,18 @@ class SyncDataCollector(BaseCollector):
             self._plan = PolicyCallPlan(self._call)
             policy = self._policy if self._cast or not self._checked else self._plan
         step = env.step_and_maybe_reset if self.reset_when_done else self._step_no_reset
-        track = self.track_traj_ids
-        ids = []
         td = self._carrier
         writer.start()
         with torch.no_grad(), set_exploration_type(self.exploration_type):
             for _ in range(self.steps):
                 td, next_root = step(policy(td))
                 writer.append(td)
-                if track:
-                    ids.append(self._traj_ids)
-                    self._update_traj_ids(td)
                 td = next_root
         self._carrier = td
         batch = writer.result()
         self._check_action_shapes(batch)
-        if track:
-            batch.set(TRAJ_IDS, torch.stack(ids, -1).to(batch.device))
+        if self.track_traj_ids:
+            batch.set(TRAJ_IDS, self._batch_traj_ids(batch).to(batch.device))
         return batch
 
     def _check_action_shapes(self, batch: TensorDictBase) -> None:
@@ -327,14 +323,28 @@ class SyncDataCollector(BaseCollector):
         # The env's precomputed step_mdp (the same result as step_mdp with its keys).
         return td, self.env.step_mdp_plan()(td)
 
-    def _update_traj_ids(self, td: TensorDictBase) -> None:
-        done = finished(td, self._done_paths, len(self.env.batch_size))
-        n = int(done.sum())
-        if n:
-            ids = self._traj_ids.clone()
-            ids[done] = torch.arange(self._next_traj_id, self._next_traj_id + n)
-            self._next_traj_id += n
-            self._traj_ids = ids
+    def _batch_traj_ids(self, batch: TensorDictBase) -> torch.Tensor:
+        """The ``[*env.batch_size, T]`` trajectory ids of a batch, from its done flags, in a
+        few tensor ops per batch (nothing per step).
+
+        The ids are those of handing out new ids step by step: after each step, every
+        sub-env done there gets the next free id (sub-envs in order); until then a sub-env
+        keeps the id it carried into the batch.
+        """
+        shape = self.env.batch_size
+        done = finished(batch, self._done_paths, len(shape) + 1).cpu()
+        steps = done.shape[-1]
+        events = done.reshape(-1, steps).t()  # [T, N], time-major: the order ids are given in
+        given = self._next_traj_id - 1 + events.reshape(-1).cumsum(0).reshape(events.shape)
+        # Row 0: the ids carried in; row s + 1: the ids given after step s.
+        table = torch.cat([self._traj_ids.reshape(1, -1).cpu(), given], 0)
+        marks = events * torch.arange(1, steps + 1).unsqueeze(-1)
+        # Step t reads the row of the last done step before t (row 0 if none).
+        before = torch.cat([torch.zeros_like(marks[:1]), marks[:-1]], 0).cummax(0).values
+        ids = table.gather(0, before)
+        self._traj_ids = table.gather(0, marks.cummax(0).values[-1:]).reshape(shape)
+        self._next_traj_id += int(events.sum())
+        return ids.t().reshape(*shape, steps)
 
     # ------------------------------------------------------------------ control
     def reset(self) -> None:
