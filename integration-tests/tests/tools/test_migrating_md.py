@@ -178,3 +178,47 @@ def test_torch_stack_works_on_specs_as_the_named_differently_table_says():
     assert stacked == stack_specs([a, a], 0)
     assert stacked.shape == (2, 3)
     assert isinstance(torch.stack([a, b], 0), Stacked)
+
+
+def test_bounded_stays_bounded_and_equals_its_continuous_name():
+    from rl_core import Bounded, Unbounded
+    from rl_core.specs import BoundedContinuous, UnboundedContinuous
+
+    plain = Bounded(-1.0, 1.0, shape=(2,))
+    assert type(plain) is Bounded, f"Bounded(...) now returns {type(plain).__name__}: {UPDATE}"
+    assert type(Unbounded(shape=(2,))) is Unbounded
+    named = BoundedContinuous(-1.0, 1.0, shape=(2,))
+    assert isinstance(named, Bounded)
+    assert named == plain
+    assert isinstance(UnboundedContinuous(shape=(2,)), Unbounded)
+
+
+def test_multicategorical_per_element_counts():
+    from rl_core import MultiCategorical
+
+    same = MultiCategorical(nvec=torch.tensor([[2, 3], [2, 3]]), shape=(2, 2))
+    assert same.nvec.tolist() == [2, 3], f"nvec is no longer stored 1-d: {UPDATE}"
+    different = MultiCategorical(nvec=torch.tensor([[2, 3], [4, 5]]), shape=(2, 2))
+    assert different.is_in(different.rand())
+    with pytest.raises(ValueError, match="same nvec for every batch element"):
+        different.cardinality()
+
+
+def test_non_functional_losses_and_float_coefficients():
+    from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+    from rl_objectives import ClipPPOLoss
+
+    net = TensorDictModule(
+        torch.nn.Sequential(MLP(3, 2, num_cells=[8]), NormalParamExtractor()),
+        ["observation"],
+        ["loc", "scale"],
+    )
+    actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=TanhNormal)
+    critic = ValueOperator(MLP(3, 1, num_cells=[8]), ["observation"])
+    loss = ClipPPOLoss(actor, critic, functional=False)
+    assert not loss.functional
+    assert isinstance(loss.actor_network_params, TensorDict), (
+        f"actor_network_params is {type(loss.actor_network_params).__name__}: {UPDATE}"
+    )
+    for name in ("clip_epsilon", "entropy_coeff", "critic_coeff"):
+        assert isinstance(getattr(loss, name), float), f"{name} is no longer a float: {UPDATE}"
