@@ -12,6 +12,7 @@ from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
 from rl_llm.envs.kl_reward import KLRewardTransform
 from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
+from rl_llm.envs.mcp_tool import MCPToolTransform
 from rl_llm.envs.python_interpreter import PythonInterpreter
 from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
@@ -45,4 +46,5 @@ __all__ = [
     "RetrieveLogProb",
     "RetrieveKL",
     "KLComputation",
+    "MCPToolTransform",
 ]

@@ -23,15 +23,18 @@ def last_replies(next_tensordict: TensorDictBase, where: str) -> tuple[History, 
 
 
 def append_tool_messages(
-    next_tensordict: TensorDictBase, history: History, results: list[str | None]
+    next_tensordict: TensorDictBase,
+    history: History,
+    results: list[str | None],
+    role: str = "tool",
 ) -> None:
-    """Appends a ``tool`` message with each result; dialogs without a call get :data:`NO_CALL`.
+    """Appends a ``role`` message with each result; dialogs without a call get :data:`NO_CALL`.
 
     Nothing is appended when no dialog made a call (histories in a batch keep one length).
     """
     if all(r is None for r in results):
         return
     reply = History.from_chats(
-        [[{"role": "tool", "content": NO_CALL if r is None else r}] for r in results]
+        [[{"role": role, "content": NO_CALL if r is None else r}] for r in results]
     )
     next_tensordict.get(HISTORY).prompt = history.append(reply)
