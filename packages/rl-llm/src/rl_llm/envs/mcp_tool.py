@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -44,12 +45,14 @@ class _Server:
         )
         with open(os.devnull, "w") as errlog:
             try:
-                async with stdio_client(params, errlog=errlog) as streams:
-                    async with ClientSession(streams[0], streams[1]) as session:
-                        await session.initialize()
-                        self.session = session
-                        ready.set_result(None)
-                        await self._stop.wait()
+                async with (
+                    stdio_client(params, errlog=errlog) as streams,
+                    ClientSession(streams[0], streams[1]) as session,
+                ):
+                    await session.initialize()
+                    self.session = session
+                    ready.set_result(None)
+                    await self._stop.wait()
             except BaseException as err:
                 if not ready.done():
                     ready.set_exception(err if isinstance(err, Exception) else RuntimeError(err))
@@ -77,10 +80,8 @@ class _Server:
             await asyncio.wait_for(asyncio.shield(task), 3.0)
         except BaseException:
             task.cancel()
-            try:
+            with contextlib.suppress(BaseException):
                 await asyncio.wait_for(task, 3.0)
-            except BaseException:
-                pass
 
 
 class MCPToolTransform(Transform):
@@ -248,10 +249,8 @@ class MCPToolTransform(Transform):
             await asyncio.gather(*(s.stop() for s in self._live.values()))
             self._live.clear()
 
-        try:
+        with contextlib.suppress(TimeoutError):
             self._run(stop_all(), 15.0)
-        except TimeoutError:
-            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5.0)
         self._loop.close()
