@@ -49,6 +49,7 @@ def _run_step_by_step(module, td):
     return torch.stack(outputs, -2), {k: torch.stack(v, -3) for k, v in next_states.items()}
 
 
+@pytest.mark.parametrize("python_based", [False, True], ids=["torch", "python"])
 @pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
 @pytest.mark.parametrize(
     ("batch", "is_init_at"),
@@ -59,8 +60,8 @@ def _run_step_by_step(module, td):
     ],
     ids=["no-reset", "resets-inside", "two-batch-dims"],
 )
-def test_step_mode_equals_sequence_mode(cls, batch, is_init_at):
-    module = _make(cls)
+def test_step_mode_equals_sequence_mode(cls, batch, is_init_at, python_based):
+    module = _make(cls, python_based=python_based)
     td = _data(module, batch, is_init_at)
     expected_out, expected_next = _run_step_by_step(module, td)
 
@@ -78,9 +79,10 @@ def test_step_mode_equals_sequence_mode(cls, batch, is_init_at):
         assert (got[~ends] == 0).all()
 
 
+@pytest.mark.parametrize("python_based", [False, True], ids=["torch", "python"])
 @pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
-def test_sequence_mode_gradients_match_step_mode(cls):
-    module = _make(cls)
+def test_sequence_mode_gradients_match_step_mode(cls, python_based):
+    module = _make(cls, python_based=python_based)
     td = _data(module, is_init_at=[(1, 3)])
     out, _ = _run_step_by_step(module, td)
     out.square().sum().backward()
@@ -203,3 +205,18 @@ def test_step_mode_equals_sequence_mode_on_cuda(cls):
         expected, _ = _run_step_by_step(module, td)
         out = module.set_recurrent_mode(True)(td.clone())
     torch.testing.assert_close(out["features"], expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
+def test_python_based_shares_torch_parameters_and_outputs(cls):
+    from rl_core.modules import GRU, LSTM
+
+    fused, python = _make(cls), _make(cls, python_based=True)
+    assert isinstance(python.rnn, LSTM if cls is LSTMModule else GRU)
+    python.load_state_dict(fused.state_dict())
+    td = _data(fused, is_init_at=[(0, 2), (2, 5)])
+    a = fused.set_recurrent_mode(True)(td.clone())
+    b = python.set_recurrent_mode(True)(td.clone())
+    torch.testing.assert_close(b["features"], a["features"])
+    for key in _state_keys(fused):
+        torch.testing.assert_close(b["next", key], a["next", key])

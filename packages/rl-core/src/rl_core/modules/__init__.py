@@ -20,6 +20,7 @@ from rl_core.modules.distributions import (
     TanhNormal,
     TruncatedNormal,
 )
+from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
 from rl_core.modules.exploration import (
     AdditiveGaussianModule,
     EGreedyModule,
@@ -27,8 +28,10 @@ from rl_core.modules.exploration import (
 )
 from rl_core.modules.mlp import MLP
 from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule
+from rl_core.modules.rnn import GRU, LSTM, GRUCell, LSTMCell
 from rl_core.modules.safe import SafeModule, SafeSequential
 
 __all__ = [
@@ -59,6 +62,18 @@ __all__ = [
     # recurrent
     "LSTMModule",
     "GRUModule",
+    "LSTM",
+    "GRU",
+    "LSTMCell",
+    "GRUCell",
+    # model-based: planners and DreamerV3's scalar transforms
+    "MPCPlannerBase",
+    "CEMPlanner",
+    "MPPIPlanner",
+    "symlog",
+    "symexp",
+    "two_hot_encode",
+    "two_hot_decode",
     # distributions
     "Delta",
     "IndependentNormal",

@@ -12,6 +12,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from rl_core.keys import NEXT, NestedKey
+from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
 
 
@@ -238,6 +239,14 @@ class RecurrentModuleBase(TensorDictModuleBase):
             is_init = torch.zeros(n, t, dtype=torch.bool, device=x.device)
         else:
             is_init = is_init.reshape(n, t)
+        if isinstance(self.rnn, _PythonRNNMixin):
+            # the Python loop restarts the state at each is_init step: no segmenting needed
+            y, every = self.rnn._run(x, [s.transpose(0, 1) for s in first], is_init)
+            ends = torch.ones_like(is_init)
+            ends[:, :-1] = is_init[:, 1:]
+            keep_end = ends.reshape(n, t, 1, 1).to(x.dtype)
+            next_states = [(s * keep_end).reshape(*batch, *self.state_shape) for s in every]
+            return y.reshape(*batch, y.shape[-1]), next_states
         keep = (~is_init[:, 0]).reshape(n, 1, 1).to(x.dtype)
         first = [s * keep for s in first]
         if not is_init[:, 1:].any():

@@ -9,6 +9,7 @@ from torch import nn
 
 from rl_core.keys import IS_INIT, NestedKey
 from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
+from rl_core.modules.rnn import GRU, LSTM
 
 LSTM_STATE_KEYS = ("recurrent_state_h", "recurrent_state_c")
 GRU_STATE_KEYS = ("recurrent_state",)
@@ -26,6 +27,7 @@ def _build_rnn(
     device: torch.device | str | None,
     where: str,
     arg: str,
+    python_based: bool,
 ) -> nn.Module:
     if given is None:
         if input_size is None or hidden_size is None:
@@ -33,6 +35,8 @@ def _build_rnn(
                 f"{where}: expected input_size and hidden_size, got input_size={input_size}, "
                 f"hidden_size={hidden_size}. Pass both, or an existing module as {arg}=."
             )
+        if python_based:
+            cls = LSTM if cls is nn.LSTM else GRU
         return cls(
             input_size,
             hidden_size,
@@ -86,6 +90,10 @@ class LSTMModule(RecurrentModuleBase):
         device: device of the parameters.
         lstm: an existing batch-first ``nn.LSTM`` to wrap instead of building one.
         recurrent_mode: start in sequence mode. Defaults to ``False``.
+        python_based: build the plain-PyTorch :class:`~rl_core.modules.LSTM` instead of
+            ``nn.LSTM``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
+            mode it restarts the state at each ``is_init`` inside its time loop instead of
+            splitting the slice into packed segments. Defaults to ``False``.
 
     Raises:
         ValueError: sizes or keys are missing or contradictory, or ``lstm`` is not
@@ -123,6 +131,7 @@ class LSTMModule(RecurrentModuleBase):
         device: torch.device | str | None = None,
         lstm: nn.LSTM | None = None,
         recurrent_mode: bool = False,
+        python_based: bool = False,
     ) -> None:
         rnn = _build_rnn(
             nn.LSTM,
@@ -135,6 +144,7 @@ class LSTMModule(RecurrentModuleBase):
             device=device,
             where="LSTMModule",
             arg="lstm",
+            python_based=python_based,
         )
         keys_in, keys_out = _default_keys(
             in_key, in_keys, out_key, out_keys, self._state_names, "LSTMModule"
@@ -180,6 +190,10 @@ class GRUModule(RecurrentModuleBase):
         device: device of the parameters.
         gru: an existing batch-first ``nn.GRU`` to wrap instead of building one.
         recurrent_mode: start in sequence mode. Defaults to ``False``.
+        python_based: build the plain-PyTorch :class:`~rl_core.modules.GRU` instead of
+            ``nn.GRU``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
+            mode it restarts the state at each ``is_init`` inside its time loop instead of
+            splitting the slice into packed segments. Defaults to ``False``.
 
     Raises:
         ValueError: sizes or keys are missing or contradictory, or ``gru`` is not
@@ -214,6 +228,7 @@ class GRUModule(RecurrentModuleBase):
         device: torch.device | str | None = None,
         gru: nn.GRU | None = None,
         recurrent_mode: bool = False,
+        python_based: bool = False,
     ) -> None:
         rnn = _build_rnn(
             nn.GRU,
@@ -226,6 +241,7 @@ class GRUModule(RecurrentModuleBase):
             device=device,
             where="GRUModule",
             arg="gru",
+            python_based=python_based,
         )
         keys_in, keys_out = _default_keys(
             in_key, in_keys, out_key, out_keys, self._state_names, "GRUModule"
