@@ -30,7 +30,7 @@ def carried_root_tensors(previous: TensorDict) -> dict[str, torch.Tensor] | None
 
 
 def _entries(td: TensorDictBase) -> dict | set:
-    return entries(td) if is_plain(td) else set(td.keys())
+    return entries(td) if type(td) is TensorDict else set(td.keys())
 
 
 def complete_done_flags(td: TensorDictBase, levels: list[tuple[str, ...]], env_name: str) -> None:
