@@ -14,6 +14,7 @@ from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.mcp_tool import MCPToolTransform
 from rl_llm.envs.python_interpreter import PythonInterpreter
+from rl_llm.envs.ray_data_loading_primer import RayDataLoadingPrimer
 from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
 from rl_llm.envs.template import TemplateTransform
@@ -47,4 +48,5 @@ __all__ = [
     "RetrieveKL",
     "KLComputation",
     "MCPToolTransform",
+    "RayDataLoadingPrimer",
 ]

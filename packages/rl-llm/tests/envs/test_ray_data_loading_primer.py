@@ -1,0 +1,70 @@
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from rl_core import TransformedEnv
+from rl_llm.envs import LLMEnv, RayDataLoadingPrimer
+
+pytestmark = pytest.mark.ray
+
+RAY_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One real local Ray instance on loopback for the module, in a fresh temp dir."""
+    saved = {name: os.environ.get(name) for name in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    temp_dir = None
+    try:
+        ray = pytest.importorskip("ray")
+        temp_dir = tempfile.mkdtemp(prefix="rl-llm-ray-")
+        ray.init(
+            address="local",
+            num_cpus=2,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=temp_dir,
+            include_dashboard=False,
+            object_store_memory=100 * 1024**2,
+            log_to_driver=False,
+        )
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+    finally:
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def test_envs_share_one_data_loader_served_by_an_actor(ray_cluster):
+    rows = [{"query": f"q{i}", "answer": str(i)} for i in range(6)]
+    first = TransformedEnv(
+        LLMEnv(batch_size=(2,)), RayDataLoadingPrimer(rows, actor_name="shared-data")
+    )
+    # The second primer connects to the running actor (no data of its own).
+    second = TransformedEnv(
+        LLMEnv(batch_size=(4,)), RayDataLoadingPrimer(actor_name="shared-data", repeats=2)
+    )
+    a = list(first.reset()["query"])
+    b = list(second.reset()["query"])
+    c = list(first.reset()["query"])
+    assert a == ["q0", "q1"]
+    assert b == ["q2", "q2", "q3", "q3"]
+    assert c == ["q4", "q5"]
+    assert list(first.reset()["answer"]) == ["0", "1"]  # the next epoch
+    first.transform.reset_dataloader()
+    assert list(second.reset()["query"]) == ["q0", "q0", "q1", "q1"]
+    with pytest.raises(ValueError, match="no actor named 'absent'"):
+        RayDataLoadingPrimer(actor_name="absent")
