@@ -65,6 +65,7 @@ def test_batches_match_the_generic_loop(steps, batches):
     )
     got = torch.cat(list(collector), -1)
     assert got.batch_size == torch.Size([3, steps * batches])
+    got = got.exclude("collector")  # the trajectory ids (on by default) are tested apart
     assert set(got.keys(True, True)) == set(expected.keys(True, True))
     for key in expected.keys(True, True):
         torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))
@@ -124,7 +125,12 @@ def test_trajectory_ids_run_across_batches():
     assert ids[1].tolist() == [1, 1, 1, 1, 3, 3]
     assert first["collector", "traj_ids"][:, -1].tolist() == [0, 1]
     assert second["collector", "traj_ids"][:, 0].tolist() == [0, 1]
-    assert "collector" not in SyncDataCollector(make_env(), None, frames_per_batch=3).next().keys()
+    # On by default, as in TorchRL; off on request.
+    assert ("collector", "traj_ids") in SyncDataCollector(
+        make_env(), None, frames_per_batch=3
+    ).next().keys(True)
+    off = SyncDataCollector(make_env(), None, frames_per_batch=3, track_traj_ids=False)
+    assert "collector" not in off.next().keys()
 
 
 def test_split_trajs_cuts_at_batch_ends():
@@ -382,6 +388,7 @@ def test_the_call_plan_gives_the_batches_of_the_generic_call(policy_factory):
     torch.manual_seed(0)
     collector = SyncDataCollector(env, policy, frames_per_batch=3 * 20, total_frames=3 * 40)
     got = torch.cat(list(collector), -1)
+    got = got.exclude("collector")  # the trajectory ids (on by default) are tested apart
     assert set(got.keys(True, True)) == set(expected.keys(True, True))
     for key in expected.keys(True, True):
         torch.testing.assert_close(got.get(key), expected.get(key), msg=str(key))

@@ -73,7 +73,7 @@ class MultiCollectorBase(BaseCollector):
         trust_policy: bool = False,
         compile_policy: bool | dict[str, Any] = False,
         set_truncated: bool = False,
-        track_traj_ids: bool = False,
+        track_traj_ids: bool = True,
         mp_start_method: str | None = None,
     ) -> None:
         where = type(self).__name__

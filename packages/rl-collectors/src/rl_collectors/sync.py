@@ -71,8 +71,8 @@ class SyncDataCollector(BaseCollector):
         set_truncated: mark the last step of each batch ``truncated`` (and ``done``) for the
             sub-envs not done there, in the batch only: the env's own flags are untouched.
         track_traj_ids: write ``("collector", "traj_ids")``, a trajectory id per frame that
-            runs on across batches (on anyway with ``split_trajs``). Computed once per batch
-            from its done flags (no per-step cost).
+            runs on across batches (on anyway with ``split_trajs``); on by default, as in
+            TorchRL. Computed once per batch from its done flags (no per-step cost).
         return_same_td: yield the reused buffer instead of a copy.
 
     Raises:
@@ -116,7 +116,7 @@ class SyncDataCollector(BaseCollector):
         trust_policy: bool = False,
         compile_policy: bool | dict[str, Any] = False,
         set_truncated: bool = False,
-        track_traj_ids: bool = False,
+        track_traj_ids: bool = True,
         return_same_td: bool = False,
     ) -> None:
         where = type(self).__name__
