@@ -22,8 +22,10 @@ from rl_objectives.losses import (
     DQNLoss,
     DTLoss,
     GAILLoss,
+    IPPOLoss,
     IQLLoss,
     KLPENPPOLoss,
+    MAPPOLoss,
     PPOLoss,
     QMixerLoss,
     REDQLoss,
@@ -37,10 +39,14 @@ from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
     GAE,
     MultiAgentGAE,
+    PercentileValueNorm,
+    PopArtValueNorm,
+    RunningValueNorm,
     TD0Estimator,
     TD1Estimator,
     TDLambdaEstimator,
     ValueEstimatorBase,
+    ValueNorm,
     VTrace,
 )
 
@@ -60,6 +66,10 @@ __all__ += [
     "GAE",
     "VTrace",
     "MultiAgentGAE",
+    "ValueNorm",
+    "PopArtValueNorm",
+    "RunningValueNorm",
+    "PercentileValueNorm",
 ]
 
 # losses
@@ -87,6 +97,8 @@ __all__ += [
     "REDQLoss",
     "CrossQLoss",
     "DistributionalDQNLoss",
+    "MAPPOLoss",
+    "IPPOLoss",
     "mixers",
     "QMixer",
     "VDNMixer",

@@ -15,6 +15,7 @@ from rl_objectives.losses.dt import DTLoss
 from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
+from rl_objectives.losses.mappo import IPPOLoss, MAPPOLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.qmixer import QMixerLoss
 from rl_objectives.losses.redq import REDQLoss
@@ -46,4 +47,6 @@ __all__ = [
     "REDQLoss",
     "CrossQLoss",
     "DistributionalDQNLoss",
+    "MAPPOLoss",
+    "IPPOLoss",
 ]

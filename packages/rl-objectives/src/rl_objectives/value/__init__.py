@@ -8,6 +8,12 @@ from rl_objectives.value.multiagent_gae import MultiAgentGAE
 from rl_objectives.value.td0 import TD0Estimator
 from rl_objectives.value.td1 import TD1Estimator
 from rl_objectives.value.td_lambda import TDLambdaEstimator
+from rl_objectives.value.value_norm import (
+    PercentileValueNorm,
+    PopArtValueNorm,
+    RunningValueNorm,
+    ValueNorm,
+)
 from rl_objectives.value.vtrace import VTrace
 
 __all__ = [
@@ -19,4 +25,8 @@ __all__ = [
     "GAE",
     "VTrace",
     "MultiAgentGAE",
+    "ValueNorm",
+    "PopArtValueNorm",
+    "RunningValueNorm",
+    "PercentileValueNorm",
 ]
