@@ -25,6 +25,7 @@ from rl_envs.libs import (
     gym_space_to_spec,
     spec_to_gym_space,
 )
+from rl_envs.model_based import ModelBasedEnvBase
 from rl_envs.native import CartPoleEnv, PendulumEnv
 from rl_envs.transforms import (
     ActionDiscretizer,
@@ -80,6 +81,8 @@ __all__ = [
     # torch-native
     "CartPoleEnv",
     "PendulumEnv",
+    # model-based
+    "ModelBasedEnvBase",
     # batched
     "BatchedEnvBase",
     "EnvCreator",

@@ -20,6 +20,7 @@ from rl_core.modules.distributions import (
     TanhNormal,
     TruncatedNormal,
 )
+from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
 from rl_core.modules.exploration import (
     AdditiveGaussianModule,
     EGreedyModule,
@@ -27,6 +28,7 @@ from rl_core.modules.exploration import (
 )
 from rl_core.modules.mlp import MLP
 from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule
 from rl_core.modules.rnn import GRU, LSTM, GRUCell, LSTMCell
@@ -64,6 +66,14 @@ __all__ = [
     "GRU",
     "LSTMCell",
     "GRUCell",
+    # model-based: planners and DreamerV3's scalar transforms
+    "MPCPlannerBase",
+    "CEMPlanner",
+    "MPPIPlanner",
+    "symlog",
+    "symexp",
+    "two_hot_encode",
+    "two_hot_decode",
     # distributions
     "Delta",
     "IndependentNormal",

@@ -1,0 +1,145 @@
+"""CEMPlanner and MPPIPlanner: one refit against float64 references of the definitions, plus
+planning quality, batching and the errors."""
+
+import math
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_core import RewardSum, TransformedEnv
+from rl_core.envs import EnvBase
+from rl_core.modules import CEMPlanner, MPCPlannerBase, MPPIPlanner
+from rl_core.specs import Bounded, Composite, Unbounded
+
+
+class Drift(EnvBase):
+    """x' = x + a, reward -sum(x'^2); steps any batch (like a model-based env)."""
+
+    def __init__(self, dim: int = 2, low: float = -1.0, high: float = 1.0) -> None:
+        super().__init__()
+        self.observation_spec = Composite(observation=Unbounded(shape=(dim,)))
+        self.action_spec = Bounded(low, high, shape=(dim,))
+        self.dim = dim
+
+    def _reset(self, tensordict):
+        return TensorDict(observation=torch.ones(self.dim))
+
+    def _step(self, tensordict):
+        x = tensordict["observation"] + tensordict["action"]
+        return TensorDict(
+            observation=x,
+            reward=-x.square().sum(-1, keepdim=True),
+            terminated=torch.zeros(*x.shape[:-1], 1, dtype=torch.bool),
+            batch_size=tensordict.batch_size,
+        )
+
+    def _set_seed(self, seed):
+        torch.manual_seed(seed)
+
+
+def reward_to_go(traj):
+    r = traj["next", "reward"]
+    return traj.set("advantage", r.flip(-2).cumsum(-2).flip(-2))
+
+
+def ref_scores(x0, actions, low, high):
+    """Float64 returns of each candidate: a list over candidates of the summed rewards (each
+    action clamped to [low, high] first)."""
+    out = []
+    for seq in actions:
+        x, total = list(x0), 0.0
+        for a in seq:
+            x = [xi + min(max(ai, low), high) for xi, ai in zip(x, a, strict=True)]
+            total += -sum(v * v for v in x)
+        out.append(total)
+    return out
+
+
+def test_cem_one_refit_matches_reference():
+    env = Drift()
+    planner = CEMPlanner(env, planning_horizon=3, optim_steps=1, num_candidates=10, top_k=3)
+    x0 = [0.8, -0.4]
+    torch.manual_seed(5)
+    action = planner(TensorDict(observation=torch.tensor(x0)))["action"]
+    torch.manual_seed(5)
+    samples = torch.randn(10, 3, 2).double().tolist()  # mean 0, std 1 at first
+    scores = ref_scores(x0, samples, -1.0, 1.0)
+    elite = sorted(range(10), key=lambda i: scores[i], reverse=True)[:3]
+    expected = [sum(min(max(samples[i][0][d], -1.0), 1.0) for i in elite) / 3 for d in range(2)]
+    torch.testing.assert_close(action.double(), torch.tensor(expected, dtype=torch.float64),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+def test_mppi_one_refit_matches_reference():
+    env = Drift()
+    temperature = 0.7
+    planner = MPPIPlanner(env, reward_to_go, temperature, planning_horizon=3, optim_steps=1,
+                          num_candidates=10, top_k=4)  # fmt: skip
+    x0 = [0.3, 0.9]
+    torch.manual_seed(11)
+    action = planner(TensorDict(observation=torch.tensor(x0)))["action"]
+    torch.manual_seed(11)
+    samples = torch.randn(10, 3, 2).double().tolist()
+    scores = ref_scores(x0, samples, -1.0, 1.0)  # the advantage at the first step
+    elite = sorted(range(10), key=lambda i: scores[i], reverse=True)[:4]
+    weights = [math.exp(temperature * scores[i]) for i in elite]
+    expected = [
+        sum(w * min(max(samples[i][0][d], -1.0), 1.0) for w, i in zip(weights, elite, strict=True))
+        / sum(weights)
+        for d in range(2)
+    ]
+    torch.testing.assert_close(action.double(), torch.tensor(expected, dtype=torch.float64),
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["cem", "mppi"])
+def test_planners_are_batched_and_find_the_best_first_action(kind):
+    env = Drift()
+    torch.manual_seed(0)
+    if kind == "cem":
+        planner = CEMPlanner(env, 3, 5, 128, 12)
+    else:
+        planner = MPPIPlanner(env, reward_to_go, 5.0, 3, 5, 128, 12)
+    x = torch.tensor([[0.5, -0.5], [0.2, 0.7], [-0.9, 0.1]])
+    td = planner(TensorDict(observation=x, batch_size=[3]))
+    assert td["action"].shape == (3, 2)
+    assert td["action"].dtype == torch.float32
+    torch.testing.assert_close(td["action"], -x, atol=0.15, rtol=0)  # back to 0 in one step
+
+
+def test_action_is_clamped_into_the_spec():
+    env = Drift(dim=1, low=-0.2, high=0.2)
+    torch.manual_seed(0)
+    planner = CEMPlanner(env, 2, 3, 64, 8)
+    action = planner(TensorDict(observation=torch.tensor([[3.0], [-3.0]]), batch_size=[2]))
+    assert torch.equal(action["action"], torch.tensor([[-0.2], [0.2]]))
+
+
+def test_planner_drives_a_rollout_of_a_transformed_env():
+    env = TransformedEnv(Drift(), RewardSum())
+    torch.manual_seed(0)
+    planner = CEMPlanner(env, 2, 3, 64, 8)
+    traj = env.rollout(5, planner)
+    assert traj.batch_size == (5,)
+    assert traj["next", "episode_reward"][-1].item() > -0.5  # random actions: about -5
+
+
+def test_constructor_errors():
+    env = Drift()
+    with pytest.raises(ValueError, match=r"expected top_k <= num_candidates \(4\), got top_k=5"):
+        CEMPlanner(env, 3, 2, 4, 5)
+    with pytest.raises(ValueError, match="expected planning_horizon as a positive int, got 0"):
+        CEMPlanner(env, 0, 2, 4, 2)
+    with pytest.raises(ValueError, match=r"expected a positive temperature, got 0\.0"):
+        MPPIPlanner(env, reward_to_go, 0.0, 3, 2, 4, 2)
+    with pytest.raises(KeyError, match="expected action_key to be one of the env's action keys"):
+        CEMPlanner(env, 3, 2, 4, 2, action_key="torque")
+    with pytest.raises(TypeError, match="abstract"):
+        MPCPlannerBase(env)
+
+
+def test_mppi_refuses_an_advantage_module_that_writes_no_advantage():
+    planner = MPPIPlanner(Drift(), lambda td: td, 1.0, 2, 1, 4, 2)
+    with pytest.raises(KeyError, match="expected advantage_module to write 'advantage'"):
+        planner(TensorDict(observation=torch.zeros(2)))

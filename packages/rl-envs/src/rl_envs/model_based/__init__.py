@@ -1,0 +1,5 @@
+"""Model-based environments: envs whose step is a learned or given model of the dynamics."""
+
+from rl_envs.model_based.common import ModelBasedEnvBase
+
+__all__ = ["ModelBasedEnvBase"]
