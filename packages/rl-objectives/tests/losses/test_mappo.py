@@ -206,3 +206,22 @@ def test_bad_inputs_raise():
     td["agents", "mask"] = torch.ones(B, T, N, 2, dtype=torch.bool)
     with pytest.raises(ValueError, match=r"agent mask .* with shape \(2, 4, 3\)"):
         MAPPOLoss(actor, critic).set_keys(**KEYS)(td)
+
+
+def test_the_default_estimator_reads_the_same_mask():
+    actor, critic, *_ = make()
+    mask = torch.ones(B, T, N, dtype=torch.bool)
+    mask[0, 2:, 1] = False
+    td = data(actor, mask)
+    td["next", "agents", "mask"] = torch.cat([mask[:, 1:], mask[:, -1:]], 1)
+    del td["agents", "advantage"]
+    del td["agents", "value_target"]
+    loss = MAPPOLoss(actor, critic).set_keys(**KEYS)
+    out = loss(td)
+    given = td.clone()
+    with torch.no_grad():
+        MultiAgentGAE(0.99, 0.95, critic)(given)
+    assert (given["agents", "advantage"][0, 2:, 1] == 0).all()
+    ref = loss(given)
+    for key in ("loss_objective", "loss_entropy", "loss_critic"):
+        torch.testing.assert_close(out[key], ref[key])
