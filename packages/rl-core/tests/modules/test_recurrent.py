@@ -220,3 +220,27 @@ def test_python_based_shares_torch_parameters_and_outputs(cls):
     torch.testing.assert_close(b["features"], a["features"])
     for key in _state_keys(fused):
         torch.testing.assert_close(b["next", key], a["next", key])
+
+
+@pytest.mark.parametrize("cls", [LSTMModule, GRUModule])
+def test_packed_segments_and_time_chunks_agree(cls):
+    """CPU runs time chunks, CUDA packed segments: both give the same outputs and end states."""
+    module = _make(cls).set_recurrent_mode(True)
+    td = _data(module, is_init_at=[(0, 2), (1, 2), (1, 5), (2, 6)])
+    x = td["embed"]
+    first = [td[key][:, 0] for key in _state_keys(module)]
+    is_init = td["is_init"].squeeze(-1)
+
+    def scattered(states, ends):
+        out = []
+        for s in states:
+            full = s.new_zeros(B * T, L, H)
+            full[ends] = s
+            out.append(full)
+        return out
+
+    y_seg, last_seg, ends_seg = module._segmented(x, first, is_init)
+    y_chunk, last_chunk, ends_chunk = module._chunked(x, first, is_init)
+    torch.testing.assert_close(y_chunk, y_seg)
+    for a, b in zip(scattered(last_chunk, ends_chunk), scattered(last_seg, ends_seg)):
+        torch.testing.assert_close(a, b)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import torch
@@ -253,6 +254,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
             y, last = self.rnn(x, self._to_torch(first))
             ends = torch.arange(t - 1, n * t, t, device=x.device)
             last = self._from_torch(last)
+        elif x.device.type == "cpu":
+            y, last, ends = self._chunked(x, first, is_init)
         else:
             y, last, ends = self._segmented(x, first, is_init)
         next_states = []
@@ -261,6 +264,36 @@ class RecurrentModuleBase(TensorDictModuleBase):
             full[ends] = s
             next_states.append(full.reshape(*batch, *self.state_shape))
         return y.reshape(*batch, y.shape[-1]), next_states
+
+    def _chunked(
+        self, x: torch.Tensor, first: list[torch.Tensor], is_init: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor], torch.Tensor]:
+        """Cuts the time axis where any row restarts and runs the fused module on each chunk.
+
+        On CPU this beats packed segments (whose many short sequences the CPU kernel runs
+        slowly): one fused call per distinct reset time, at most ``T`` calls of one step each.
+        The rows restarting at a cut get zero states; the others carry theirs on.
+        """
+        n, t, _ = x.shape
+        cuts = (is_init[:, 1:].any(0).nonzero().squeeze(-1) + 1).tolist()
+        bounds = [0, *cuts, t]
+        rows = torch.arange(n, device=x.device)
+        states, outputs, end_states, end_index = first, [], [], []
+        for a, b in pairwise(bounds):
+            if a > 0:
+                restart = is_init[:, a]
+                # the segments of the restarting rows end at a - 1
+                end_index.append(rows[restart] * t + a - 1)
+                end_states.append([s[restart] for s in states])
+                keep = (~restart).reshape(n, 1, 1).to(x.dtype)
+                states = [s * keep for s in states]
+            y, new = self.rnn(x[:, a:b], self._to_torch(states))
+            states = self._from_torch(new)
+            outputs.append(y)
+        end_index.append(rows * t + t - 1)
+        end_states.append(states)
+        last = [torch.cat([e[i] for e in end_states]) for i in range(len(first))]
+        return torch.cat(outputs, 1), last, torch.cat(end_index)
 
     def _segmented(
         self, x: torch.Tensor, first: list[torch.Tensor], is_init: torch.Tensor

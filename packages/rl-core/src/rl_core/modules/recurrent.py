@@ -70,7 +70,9 @@ class LSTMModule(RecurrentModuleBase):
     - Step mode (default, for collection): input ``[*B, F]`` -> output ``[*B, H]``.
     - Sequence mode (:meth:`set_recurrent_mode`, for training on ``[B, T]`` slices): input
       ``[*B, T, F]`` -> output ``[*B, T, H]`` in one call of the fused LSTM; the states are
-      read at ``t = 0`` and every ``is_init`` inside the slice cuts it into a fresh segment.
+      read at ``t = 0`` and every ``is_init`` inside the slice cuts it into a fresh segment
+      (on CPU, one fused call per stretch of time between distinct reset times; on CUDA, one
+      call on the packed segments).
       The outputs equal those of step mode run step by step on the same data.
 
     Args:
@@ -93,7 +95,7 @@ class LSTMModule(RecurrentModuleBase):
         python_based: build the plain-PyTorch :class:`~rl_core.modules.LSTM` instead of
             ``nn.LSTM``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
             mode it restarts the state at each ``is_init`` inside its time loop instead of
-            splitting the slice into packed segments. Defaults to ``False``.
+            cutting the slice at the resets. Defaults to ``False``.
 
     Raises:
         ValueError: sizes or keys are missing or contradictory, or ``lstm`` is not
@@ -193,7 +195,7 @@ class GRUModule(RecurrentModuleBase):
         python_based: build the plain-PyTorch :class:`~rl_core.modules.GRU` instead of
             ``nn.GRU``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
             mode it restarts the state at each ``is_init`` inside its time loop instead of
-            splitting the slice into packed segments. Defaults to ``False``.
+            cutting the slice at the resets. Defaults to ``False``.
 
     Raises:
         ValueError: sizes or keys are missing or contradictory, or ``gru`` is not
