@@ -146,3 +146,34 @@ def test_statistics_are_buffers_in_the_state_dict():
         "running_mean_sq",
         "debiasing_term",
     }
+
+
+def test_popart_update_preserves_the_outputs_of_a_normalised_head():
+    """van Hasselt et al. 2016, Algorithm 1: after W <- W s/s', b <- (s b + m - m') / s',
+    the real-scale output s' (W' h + b') + m' equals s (W h + b) + m for every h."""
+    torch.manual_seed(0)
+    head = torch.nn.Linear(5, 1).double()
+    vn = PopArtValueNorm(beta=0.8).double()
+    vn.update(torch.randn(16, 1, dtype=torch.float64) * 2 + 1)
+    h = torch.randn(9, 5, dtype=torch.float64)
+    # the old statistics, from the definition
+    d = vn.debiasing_term.item()
+    m = vn.running_mean.item() / d
+    s = math.sqrt(max(vn.running_mean_sq.item() / d - m * m, 1e-5))
+    w, b = head.weight.detach().clone(), head.bias.detach().clone()
+    before = [s * (h[i] @ w[0] + b[0]).item() + m for i in range(9)]
+    target = torch.randn(16, 1, dtype=torch.float64) * 30 - 50  # a far larger scale
+    vn.update(target, layer=head)
+    d2 = vn.debiasing_term.item()
+    m2 = vn.running_mean.item() / d2
+    s2 = math.sqrt(max(vn.running_mean_sq.item() / d2 - m2 * m2, 1e-5))
+    assert s2 > 3 * s  # the statistics did move
+    assert head.weight[0, 0].item() == pytest.approx(w[0, 0].item() * s / s2, rel=1e-12)
+    assert head.bias.item() == pytest.approx((s * b.item() + m - m2) / s2, rel=1e-12)
+    after = vn.denormalize(head(h).detach()).squeeze(-1).tolist()
+    assert after == pytest.approx(before, rel=1e-10)
+
+
+def test_popart_layer_of_the_wrong_width_raises():
+    with pytest.raises(ValueError, match="expected a layer with out_features=1"):
+        PopArtValueNorm().update(torch.zeros(3, 1), layer=torch.nn.Linear(2, 2))

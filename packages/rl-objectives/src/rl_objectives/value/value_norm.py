@@ -87,7 +87,9 @@ class PopArtValueNorm(ValueNorm):
     ``mu <- beta mu + (1 - beta) m``, ``nu <- beta nu + (1 - beta) q``,
     ``d <- beta d + (1 - beta)`` (all three start at 0). The statistics used are
     ``mean = mu / max(d, epsilon)``, ``var = max(nu / max(d, epsilon) - mean^2, epsilon)``;
-    ``normalize(x) = (x - mean) / sqrt(var)``.
+    ``normalize(x) = (x - mean) / sqrt(var)``. ``update(target, layer=head)`` also rescales
+    the output layer of a critic that predicts normalised values so that its real-scale
+    outputs are preserved (van Hasselt et al. 2016).
 
     Keyword Args:
         shape: see :class:`ValueNorm`. Defaults to 1.
@@ -127,14 +129,43 @@ class PopArtValueNorm(ValueNorm):
         return mean, var
 
     @torch.no_grad()
-    def update(self, value_target: Tensor) -> None:
+    def update(self, value_target: Tensor, *, layer: nn.Linear | None = None) -> None:
+        """Folds a batch into the averages.
+
+        Args:
+            value_target: real-scale targets whose trailing shape is :attr:`shape`.
+
+        Keyword Args:
+            layer: the last linear layer of a critic that predicts *normalised* values
+                (``out_features`` equal to the number of elements of :attr:`shape`). Its
+                weight and bias are rescaled so that ``denormalize(layer(h))`` is unchanged
+                by this update, PopArt's "preserving outputs precisely" step:
+                ``W <- W sigma_old / sigma_new``,
+                ``b <- (sigma_old b + mu_old - mu_new) / sigma_new``. Defaults to ``None``.
+        """
         dims = self._reduce_dims(value_target)
+        if layer is not None and layer.out_features != math.prod(self.shape):
+            raise ValueError(
+                f"PopArtValueNorm.update: expected a layer with out_features="
+                f"{math.prod(self.shape)} (the elements of shape={self.shape}), got "
+                f"{layer.out_features}."
+            )
+        old_mean, old_var = self._stats()
         x = value_target.detach().to(self.running_mean.dtype)
         batch_mean = x.mean(dims) if dims else x
         batch_mean_sq = x.pow(2).mean(dims) if dims else x.pow(2)
         self.running_mean.mul_(self.beta).add_((1.0 - self.beta) * batch_mean)
         self.running_mean_sq.mul_(self.beta).add_((1.0 - self.beta) * batch_mean_sq)
         self.debiasing_term.mul_(self.beta).add_(1.0 - self.beta)
+        if layer is not None:
+            new_mean, new_var = self._stats()
+            old_std, new_std = old_var.sqrt().reshape(-1), new_var.sqrt().reshape(-1)
+            old_mean, new_mean = old_mean.reshape(-1), new_mean.reshape(-1)
+            ratio = (old_std / new_std).to(layer.weight.dtype)
+            layer.weight.mul_(ratio.unsqueeze(-1))
+            if layer.bias is not None:
+                shift = ((old_mean - new_mean) / new_std).to(layer.bias.dtype)
+                layer.bias.mul_(ratio).add_(shift)
 
     def normalize(self, value_target: Tensor) -> Tensor:
         mean, var = self._stats()
