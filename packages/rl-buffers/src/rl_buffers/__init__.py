@@ -16,6 +16,8 @@ check_rl_core("rl-buffers")  # first: an rl-core outside the declared range fail
 from importlib.metadata import version as _version
 
 from rl_buffers.replay_buffers import (
+    HERReplayBuffer,
+    HindsightStrategy,
     PrioritizedReplayBuffer,
     ReplayBuffer,
     TensorDictPrioritizedReplayBuffer,
@@ -53,6 +55,8 @@ __all__ = [
     "TensorDictReplayBuffer",
     "PrioritizedReplayBuffer",
     "TensorDictPrioritizedReplayBuffer",
+    "HERReplayBuffer",
+    "HindsightStrategy",
     # storages
     "Storage",
     "ListStorage",

@@ -1,11 +1,14 @@
 """Replay buffers: a storage, a sampler and a writer behind one object."""
 
+from rl_buffers.replay_buffers.her import HERReplayBuffer, HindsightStrategy
 from rl_buffers.replay_buffers.prioritized import PrioritizedReplayBuffer
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
 from rl_buffers.replay_buffers.tensordict_prioritized import TensorDictPrioritizedReplayBuffer
 
 __all__ = [
+    "HERReplayBuffer",
+    "HindsightStrategy",
     "PrioritizedReplayBuffer",
     "ReplayBuffer",
     "TensorDictPrioritizedReplayBuffer",
