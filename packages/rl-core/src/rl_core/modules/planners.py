@@ -140,7 +140,8 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
         self, tensordict: TensorDictBase, horizon: int, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
         shape = (*tensordict.batch_size, 1, horizon, *self.action_shape)
-        mean = torch.zeros(shape, device=tensordict.device, dtype=dtype)
+        device = tensordict.device or self.env.device  # the model's device for a model env
+        mean = torch.zeros(shape, device=device, dtype=dtype)
         return mean, torch.ones_like(mean)
 
 
