@@ -33,6 +33,7 @@ from rl_buffers.samplers import (
     SliceSamplerWithoutReplacement,
 )
 from rl_buffers.storages import (
+    CompressedListStorage,
     LazyMemmapStorage,
     LazyTensorStorage,
     ListStorage,
@@ -60,6 +61,7 @@ __all__ = [
     # storages
     "Storage",
     "ListStorage",
+    "CompressedListStorage",
     "TensorStorage",
     "LazyTensorStorage",
     "LazyMemmapStorage",

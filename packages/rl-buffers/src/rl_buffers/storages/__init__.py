@@ -1,9 +1,17 @@
 """Storages: where a replay buffer keeps its items."""
 
+from rl_buffers.storages.compressed_list import CompressedListStorage
 from rl_buffers.storages.lazy_memmap import LazyMemmapStorage
 from rl_buffers.storages.lazy_tensor import LazyTensorStorage
 from rl_buffers.storages.list_storage import ListStorage
 from rl_buffers.storages.storage import Storage
 from rl_buffers.storages.tensor_storage import TensorStorage
 
-__all__ = ["LazyMemmapStorage", "LazyTensorStorage", "ListStorage", "Storage", "TensorStorage"]
+__all__ = [
+    "CompressedListStorage",
+    "LazyMemmapStorage",
+    "LazyTensorStorage",
+    "ListStorage",
+    "Storage",
+    "TensorStorage",
+]
