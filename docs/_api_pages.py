@@ -69,7 +69,5 @@ def page(import_name: str) -> str:
 
 def on_files(files, config):
     for import_name in PACKAGES:
-        files.append(
-            File.generated(config, f"api/{import_name}.md", content=page(import_name))
-        )
+        files.append(File.generated(config, f"api/{import_name}.md", content=page(import_name)))
     return files
