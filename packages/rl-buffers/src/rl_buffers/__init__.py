@@ -35,6 +35,7 @@ from rl_buffers.samplers import (
 from rl_buffers.storages import (
     CompressedListStorage,
     LazyMemmapStorage,
+    LazyStackStorage,
     LazyTensorStorage,
     ListStorage,
     Storage,
@@ -62,6 +63,7 @@ __all__ = [
     "Storage",
     "ListStorage",
     "CompressedListStorage",
+    "LazyStackStorage",
     "TensorStorage",
     "LazyTensorStorage",
     "LazyMemmapStorage",

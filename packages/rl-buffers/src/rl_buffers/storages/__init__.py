@@ -2,6 +2,7 @@
 
 from rl_buffers.storages.compressed_list import CompressedListStorage
 from rl_buffers.storages.lazy_memmap import LazyMemmapStorage
+from rl_buffers.storages.lazy_stack import LazyStackStorage
 from rl_buffers.storages.lazy_tensor import LazyTensorStorage
 from rl_buffers.storages.list_storage import ListStorage
 from rl_buffers.storages.storage import Storage
@@ -10,6 +11,7 @@ from rl_buffers.storages.tensor_storage import TensorStorage
 __all__ = [
     "CompressedListStorage",
     "LazyMemmapStorage",
+    "LazyStackStorage",
     "LazyTensorStorage",
     "ListStorage",
     "Storage",

@@ -94,7 +94,13 @@ class ListStorage(Storage):
 
 
 def stack_items(items: list[Any]) -> Any:
-    """The default collate of a ListStorage batch: stacks tensors and TensorDicts."""
+    """The default collate of a ListStorage batch: stacks tensors and TensorDicts.
+
+    A batch a storage already assembled (a :class:`LazyStackStorage`'s lazy stack) is
+    returned as it is.
+    """
+    if not isinstance(items, list):
+        return items
     if items and all(isinstance(item, Tensor) for item in items):
         return torch.stack(items)
     from tensordict import TensorDictBase
