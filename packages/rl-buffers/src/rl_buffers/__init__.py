@@ -22,6 +22,7 @@ from rl_buffers.replay_buffers import (
     ReplayBuffer,
     TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
+    prefill_replay_buffer,
 )
 from rl_buffers.samplers import (
     PrioritizedSampler,
@@ -59,6 +60,7 @@ __all__ = [
     "TensorDictPrioritizedReplayBuffer",
     "HERReplayBuffer",
     "HindsightStrategy",
+    "prefill_replay_buffer",
     # storages
     "Storage",
     "ListStorage",

@@ -1,6 +1,7 @@
 """Replay buffers: a storage, a sampler and a writer behind one object."""
 
 from rl_buffers.replay_buffers.her import HERReplayBuffer, HindsightStrategy
+from rl_buffers.replay_buffers.prefill import prefill_replay_buffer
 from rl_buffers.replay_buffers.prioritized import PrioritizedReplayBuffer
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
@@ -13,4 +14,5 @@ __all__ = [
     "ReplayBuffer",
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
+    "prefill_replay_buffer",
 ]
