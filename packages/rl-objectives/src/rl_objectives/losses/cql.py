@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -14,13 +13,13 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses._ensemble import QValueEnsemble
-from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.losses._soft_q import SoftQLossBase
+from rl_objectives.utils import distance_loss
 
 __all__ = ["CQLLoss"]
 
 
-class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
+class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """CQL(H) (Kumar et al., 2020) on top of SAC, for offline data.
 
     The SAC terms (``loss_actor``, ``loss_alpha``, ``loss_qvalue``; the backup is
@@ -104,19 +103,13 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_alpha', 'loss_cql', 'loss_qvalue']
     """
 
-    log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
     log_alpha_prime: torch.Tensor  # log of the penalty weight (with_lagrange only): a parameter
 
-    @dataclass
-    class _AcceptedKeys:
-        action: NestedKey = K.ACTION
-        state_action_value: NestedKey = K.STATE_ACTION_VALUE
-        priority: NestedKey = "td_error"
-        reward: NestedKey = K.REWARD
-        done: NestedKey = K.DONE
-        terminated: NestedKey = K.TERMINATED
-
-    default_value_estimator = ValueEstimators.TD0
+    # set up by the shared base (_init_temperature, _init_estimator)
+    target_entropy: float | None
+    loss_function: str
+    gamma: float | None
+    reduction: str
 
     def __init__(
         self,
@@ -143,30 +136,26 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     ) -> None:
         super().__init__()
         owner = type(self).__name__
-        if not hasattr(actor_network, "get_dist"):
-            raise TypeError(
-                f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
-                f"{type(actor_network).__name__}."
-            )
-        if alpha_init <= 0:
-            raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
         if isinstance(num_random, bool) or not isinstance(num_random, int) or num_random < 1:
             raise ValueError(
                 f"{owner}: expected num_random to be a positive int, got {num_random!r}."
             )
-        self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(
-            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        self._init_actor_and_critics(
+            actor_network,
+            qvalue_network,
+            num_qvalue_nets=num_qvalue_nets,
+            delay_qvalue=delay_qvalue,
         )
-        self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.delay_qvalue = delay_qvalue
         low, high = C.action_bounds(owner, action_spec, bounds) or (-1.0, 1.0)
         self.register_buffer("low", torch.as_tensor(low).float())
         self.register_buffer("high", torch.as_tensor(high).float())
-        self.loss_function = C.check_loss_function(owner, loss_function)
-        C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
-        auto = C.continuous_entropy_target(action_spec)
-        self.target_entropy = C.resolve_target_entropy(owner, target_entropy, auto)
+        self._init_temperature(
+            alpha_init,
+            fixed_alpha=fixed_alpha,
+            target_entropy=target_entropy,
+            auto_target_entropy=C.continuous_entropy_target(action_spec),
+        )
         self.temperature = float(temperature)
         self.min_q_weight = float(min_q_weight)
         self.num_random = num_random
@@ -176,18 +165,7 @@ class CQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         self.target_action_gap = float(lagrange_thresh)  # TorchRL's attribute name
         if self.with_lagrange:
             self.log_alpha_prime = nn.Parameter(torch.zeros(()))
-        self.gamma = gamma
-        self.reduction = C.check_reduction(owner, reduction)
-        self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
-        if "state_action_value" in kwargs:
-            self.qvalue_network.out_key = kwargs["state_action_value"]
-
-    def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with self.use_network("qvalue_network", params=params) as net:
-            return net(td)
+        self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 
     def _dist(self, td: TensorDictBase) -> Any:
         return C.get_dist(self, "actor_network", td)

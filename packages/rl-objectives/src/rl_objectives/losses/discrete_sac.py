@@ -13,13 +13,13 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses._ensemble import QValueEnsemble
-from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.losses._soft_q import SoftQLossBase
+from rl_objectives.utils import distance_loss
 
 __all__ = ["DiscreteSACLoss"]
 
 
-class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
+class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """SAC over ``n`` discrete actions, with expectations taken exactly over the actions.
 
     With ``p = softmax(logits(s))``, ``Q = min_i Q_i(s, .)`` and ``alpha = exp(log_alpha)``:
@@ -75,7 +75,11 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_alpha', 'loss_qvalue']
     """
 
-    log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
+    # set up by the shared base (_init_temperature, _init_estimator)
+    target_entropy: float | None
+    loss_function: str
+    gamma: float | None
+    reduction: str
 
     @dataclass
     class _AcceptedKeys:
@@ -86,7 +90,7 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
 
-    default_value_estimator = ValueEstimators.TD0
+    _q_value_field = "action_value"
 
     def __init__(
         self,
@@ -106,36 +110,25 @@ class DiscreteSACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         separate_losses: bool = False,
     ) -> None:
         super().__init__()
-        owner = type(self).__name__
-        self.separate_losses = bool(separate_losses)
-        if not hasattr(actor_network, "get_dist"):
-            raise TypeError(
-                f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
-                f"{type(actor_network).__name__}."
-            )
-        if alpha_init <= 0:
-            raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
-        self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(qvalue_network, num_qvalue_nets, K.ACTION_VALUE, owner=owner)
-        self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
+        self._init_actor_and_critics(
+            actor_network,
+            qvalue_network,
+            num_qvalue_nets=num_qvalue_nets,
+            q_out_key=K.ACTION_VALUE,
+            delay_qvalue=delay_qvalue,
+            separate_losses=separate_losses,
+        )
         self.delay_qvalue = delay_qvalue
-        self.loss_function = C.check_loss_function(owner, loss_function)
-        C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
         self.target_entropy_weight = float(target_entropy_weight)
-        auto = None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
-        self.target_entropy = C.resolve_target_entropy(owner, target_entropy, auto)
-        self.gamma = gamma
-        self.reduction = C.check_reduction(owner, reduction)
-        self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
-        if "action_value" in kwargs:
-            self.qvalue_network.out_key = kwargs["action_value"]
-
-    def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with self.use_network("qvalue_network", params=params) as net:
-            return net(td)
+        self._init_temperature(
+            alpha_init,
+            fixed_alpha=fixed_alpha,
+            target_entropy=target_entropy,
+            auto_target_entropy=(
+                None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
+            ),
+        )
+        self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 
     def _log_probs(self, td: TensorDictBase) -> torch.Tensor:
         dist = C.get_dist(self, "actor_network", td)

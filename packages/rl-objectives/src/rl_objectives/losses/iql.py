@@ -12,13 +12,13 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses._ensemble import QValueEnsemble
-from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.losses._soft_q import QEnsembleLossBase
+from rl_objectives.utils import distance_loss
 
 __all__ = ["IQLLoss"]
 
 
-class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
+class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """IQL (Kostrikov et al., 2021), for offline data; ``q(s, a) = min_i Q_target_i(s, a)``:
 
     - ``loss_value = mean(|tau - 1(q - V(s) < 0)| * (q - V(s)) ** 2)`` (expectile ``tau``);
@@ -71,6 +71,11 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_qvalue', 'loss_value']
     """
 
+    # set up by the shared base (_init_estimator)
+    loss_function: str
+    gamma: float | None
+    reduction: str
+
     @dataclass
     class _AcceptedKeys:
         action: NestedKey = K.ACTION
@@ -80,8 +85,6 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         reward: NestedKey = K.REWARD
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
-
-    default_value_estimator = ValueEstimators.TD0
 
     def __init__(
         self,
@@ -100,36 +103,20 @@ class IQLLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     ) -> None:
         super().__init__()
         owner = type(self).__name__
-        self.separate_losses = bool(separate_losses)
-        if not hasattr(actor_network, "get_dist"):
-            raise TypeError(
-                f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
-                f"{type(actor_network).__name__}."
-            )
         if not 0.0 < expectile < 1.0:
             raise ValueError(f"{owner}: expected expectile in (0, 1), got {expectile}.")
-        self.convert_to_functional(actor_network, "actor_network")
-        ensemble = QValueEnsemble(
-            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        self._init_actor_and_critics(
+            actor_network,
+            qvalue_network,
+            num_qvalue_nets=num_qvalue_nets,
+            delay_qvalue=delay_qvalue,
+            separate_losses=separate_losses,
         )
-        self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.convert_to_functional(value_network, "value_network")
         self.delay_qvalue = delay_qvalue
-        self.loss_function = C.check_loss_function(owner, loss_function)
         self.temperature = float(temperature)
         self.expectile = float(expectile)
-        self.gamma = gamma
-        self.reduction = C.check_reduction(owner, reduction)
-        self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
-        if "state_action_value" in kwargs:
-            self.qvalue_network.out_key = kwargs["state_action_value"]
-
-    def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with self.use_network("qvalue_network", params=params) as net:
-            return net(td)
+        self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 
     def _q_data(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         """``Q_i(s, a_data)`` for every critic: ``[K, *B, 1]``."""

@@ -14,13 +14,13 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses._ensemble import QValueEnsemble
-from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.losses._soft_q import SoftQLossBase
+from rl_objectives.utils import distance_loss
 
 __all__ = ["SACLoss"]
 
 
-class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
+class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
     """SAC. With ``alpha = exp(log_alpha)`` and ``a ~ pi(s)`` reparameterised:
 
     - ``loss_actor = mean(alpha * log_pi(a | s) - min_i Q_i(s, a))`` (critics frozen);
@@ -83,7 +83,12 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         ['loss_actor', 'loss_alpha', 'loss_qvalue']
     """
 
-    log_alpha: torch.Tensor  # log of the entropy temperature: a parameter, a buffer when fixed
+    # set up by the shared base (_init_temperature, _init_estimator)
+    fixed_alpha: bool
+    target_entropy: float | None
+    loss_function: str
+    gamma: float | None
+    reduction: str
 
     @dataclass
     class _AcceptedKeys:
@@ -95,8 +100,6 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         reward: NestedKey = K.REWARD
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
-
-    default_value_estimator = ValueEstimators.TD0
 
     def __init__(
         self,
@@ -120,18 +123,14 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         separate_losses: bool = False,
     ) -> None:
         super().__init__()
-        owner = type(self).__name__
-        self.separate_losses = bool(separate_losses)
-        if not hasattr(actor_network, "get_dist"):
-            raise TypeError(
-                f"{owner}: actor_network must be a probabilistic actor with get_dist(), got "
-                f"{type(actor_network).__name__}."
-            )
-        self.convert_to_functional(actor_network, "actor_network", create_target_params=delay_actor)
-        ensemble = QValueEnsemble(
-            qvalue_network, num_qvalue_nets, K.STATE_ACTION_VALUE, owner=owner
+        self._init_actor_and_critics(
+            actor_network,
+            qvalue_network,
+            num_qvalue_nets=num_qvalue_nets,
+            delay_actor=delay_actor,
+            delay_qvalue=delay_qvalue,
+            separate_losses=separate_losses,
         )
-        self.convert_to_functional(ensemble, "qvalue_network", create_target_params=delay_qvalue)
         self.version = 1 if value_network is not None else 2
         if value_network is not None:
             self.convert_to_functional(
@@ -143,38 +142,15 @@ class SACLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
             delay_value,
         )
         self.num_qvalue_nets = num_qvalue_nets
-        self.loss_function = C.check_loss_function(owner, loss_function)
-        if alpha_init <= 0:
-            raise ValueError(f"{owner}: expected alpha_init > 0, got {alpha_init}.")
-        C.register_log_alpha(self, alpha_init, fixed=fixed_alpha)
-        self.fixed_alpha = fixed_alpha
-        self.min_log_alpha = -math.inf if min_alpha is None else math.log(min_alpha)
-        self.max_log_alpha = math.inf if max_alpha is None else math.log(max_alpha)
-        auto = C.continuous_entropy_target(action_spec)
-        self.target_entropy = C.resolve_target_entropy(owner, target_entropy, auto)
-        self.gamma = gamma
-        self.reduction = C.check_reduction(owner, reduction)
-        self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
-
-    def _forward_value_estimator_keys(self, **kwargs: NestedKey) -> None:
-        C.forward_estimator_keys(self, kwargs)
-        if "state_action_value" in kwargs:
-            self.qvalue_network.out_key = kwargs["state_action_value"]
-
-    @property
-    def alpha(self) -> torch.Tensor:
-        """The current temperature ``exp(log_alpha)`` (clamped), detached."""
-        return self._log_alpha().detach().exp()
-
-    def _log_alpha(self) -> torch.Tensor:
-        """``log_alpha`` clamped to the bounds (no clamp op when there are none)."""
-        if self.min_log_alpha == -math.inf and self.max_log_alpha == math.inf:
-            return self.log_alpha
-        return self.log_alpha.clamp(self.min_log_alpha, self.max_log_alpha)
-
-    def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
-        with self.use_network("qvalue_network", params=params) as net:
-            return net(td)
+        self._init_temperature(
+            alpha_init,
+            fixed_alpha=fixed_alpha,
+            target_entropy=target_entropy,
+            auto_target_entropy=C.continuous_entropy_target(action_spec),
+            min_alpha=min_alpha,
+            max_alpha=max_alpha,
+        )
+        self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 
     def _sample(
         self, td: TensorDictBase, params: TensorDictBase
