@@ -73,7 +73,10 @@ def test_dqn_example_rejects_an_unknown_target_update(load_example, capsys):
     dqn = load_example("dqn")
     with pytest.raises(SystemExit):
         dqn.parse_config(["--target-update", "polyak"])
-    assert "--target-update: expected 'soft' or 'hard', got 'polyak'" in capsys.readouterr().err
+    assert (
+        "argument --target-update: target_update: expected one of ['hard', 'soft'], got 'polyak'"
+        in capsys.readouterr().err
+    )
 
 
 def test_sac_example_runs_to_completion(load_example, tmp_path):
@@ -140,7 +143,10 @@ def test_grpo_example_rejects_an_unknown_model(load_example, capsys):
     grpo = load_example("grpo")
     with pytest.raises(SystemExit):
         grpo.parse_config(["--model", "gpt2"])
-    assert "--model: expected 'tiny' or 'smollm2', got 'gpt2'" in capsys.readouterr().err
+    assert (
+        "argument --model: model: expected one of ['tiny', 'smollm2'], got 'gpt2'"
+        in capsys.readouterr().err
+    )
 
 
 @pytest.mark.slow

@@ -141,3 +141,23 @@ def test_other_failures_propagate_unchanged():
     batch["observation"] = torch.randn(8, OBS + 1)  # a network input of the wrong width
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         loss(batch)
+
+
+@pytest.mark.parametrize("name", ["ClipPPOLoss", "A2CLoss"])
+def test_action_of_wrong_width_is_caught_without_distribution_checks(name):
+    # torch.compile turns torch.distributions' argument checks off for the whole process; a
+    # log-prob of a wrong-width action may then broadcast instead of failing.
+    make_loss, make_batch, _ = CASES[name]
+    loss, batch = make_loss(), make_batch()
+    previous = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        loss(batch.clone())  # a good batch first: its action shape is remembered
+        state = torch.random.get_rng_state()
+        action = batch["action"]
+        batch["action"] = torch.cat([action, action[..., :1]], -1)
+        with pytest.raises(ValueError, match=rf"{name}: the action \(entry 'action'\)"):
+            loss(batch)
+        assert torch.equal(torch.random.get_rng_state(), state)  # the check drew nothing
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(previous)

@@ -40,6 +40,14 @@ def _unique_keys(keys: list[NestedKey]) -> list[NestedKey]:
     return out
 
 
+def _cuda_devices(batch: TensorDictBase) -> list[int]:
+    """The CUDA devices whose RNG a forward on ``batch`` may draw from (none on CPU)."""
+    device = batch.device
+    if device is not None and device.type == "cuda":
+        return [device.index if device.index is not None else torch.cuda.current_device()]
+    return []
+
+
 def _feature_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
     """``shape`` without trailing singleton dims: ``(2, 1)`` and ``(2,)`` hold the same action."""
     shape = tuple(shape)
@@ -177,13 +185,58 @@ class LossModule(nn.Module, abc.ABC):
         """
         if kwargs and not args and "tensordict" not in kwargs:
             return self._call_with_tensors(kwargs)
+        batch = args[0] if args else kwargs.get("tensordict")
+        # Not traced by torch.compile: a compiled loss checks nothing here (eager calls do).
+        if (
+            self._scores_actions
+            and isinstance(batch, TensorDictBase)
+            and not torch.compiler.is_compiling()
+        ):
+            self._check_action_shape(batch)
         try:
             return super().__call__(*args, **kwargs)
         except Exception as error:
-            batch = args[0] if args else kwargs.get("tensordict")
             if isinstance(batch, TensorDictBase):
                 self._explain_failure(batch, error)
             raise
+
+    #: Whether the loss scores the batch's actions under the actor's distribution (a
+    #: log-prob). A wrong-width action need not make such a loss fail: with distribution
+    #: checks off (as ``torch.compile`` leaves them for the whole process) a log-prob may
+    #: broadcast. Such losses have their action's shape checked before each call.
+    _scores_actions: bool = False
+
+    def _check_action_shape(self, batch: TensorDictBase) -> None:
+        """Raises a ``ValueError`` when the batch's action is not shaped as the actor's.
+
+        The per-sample shape is compared with the shapes already found good (one set lookup
+        a call); only a new shape runs the actor once (under a forked RNG, so the training's
+        random stream is untouched) to tell a bad action from a good one.
+        """
+        key = getattr(getattr(self, "tensor_keys", None), "action", None)
+        action = batch.get(key, None) if key is not None else None
+        if not isinstance(action, torch.Tensor):
+            return
+        got = _feature_shape(tuple(action.shape[batch.batch_dims :]))
+        if got in self.__dict__.setdefault("_good_action_shapes", set()):
+            return
+        try:
+            with torch.random.fork_rng(devices=_cuda_devices(batch)):
+                found = self._action_shapes(batch)
+        except Exception:  # the diagnosis must not fail a call the loss itself may handle
+            found = None
+        if found is not None:
+            raise self._action_shape_error(*found)
+        self.__dict__["_good_action_shapes"].add(got)
+
+    def _action_shape_error(
+        self, key: NestedKey, network: str, expected: tuple[int, ...], got: tuple[int, ...]
+    ) -> ValueError:
+        return ValueError(
+            f"{type(self).__name__}: the action (entry {key!r}) has shape {got} per sample, "
+            f"expected {expected} (what {network} writes). Give the action of the environment's "
+            f"action spec, or build the actor for this action shape."
+        )
 
     def _call_with_tensors(self, kwargs: dict[str, Any]) -> Any:
         names = {"_".join(key) if isinstance(key, tuple) else key: key for key in self.in_keys}
@@ -224,12 +277,7 @@ class LossModule(nn.Module, abc.ABC):
         except Exception:
             return
         if found is not None:
-            key, network, expected, got = found
-            raise ValueError(
-                f"{name}: the action (entry {key!r}) has shape {got} per sample, expected "
-                f"{expected} (what {network} writes). Give the action of the environment's "
-                f"action spec, or build the actor for this action shape."
-            ) from error
+            raise self._action_shape_error(*found) from error
 
     def _rename_hint(self, key: NestedKey) -> str:
         for field in dataclasses.fields(self.tensor_keys):

@@ -22,6 +22,8 @@ __all__: list[str] = []
 class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
     """Shared machinery of the on-policy losses (PPO family, A2C); see :class:`PPOLoss`."""
 
+    _scores_actions = True  # log-probs of the batch's actions: see LossModule
+
     @dataclass
     class _AcceptedKeys:
         advantage: NestedKey = K.ADVANTAGE

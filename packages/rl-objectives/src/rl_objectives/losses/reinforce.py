@@ -56,6 +56,8 @@ class ReinforceLoss(C.DetachedParamsCache, LossModule):
         ['loss_actor']
     """
 
+    _scores_actions = True  # log-probs of the batch's actions: see LossModule
+
     @dataclass
     class _AcceptedKeys:
         advantage: NestedKey = K.ADVANTAGE
