@@ -125,3 +125,24 @@ def test_multiagent_gae_rejects_a_mask_of_the_wrong_shape():
     td["agents", "mask"] = torch.ones(2, 8, 3, 2, dtype=torch.bool)
     with pytest.raises(ValueError, match=r"agent mask .* shape \(2, 8, 3, 1\)"):
         MultiAgentGAE(0.9, 0.8, None, skip_existing=True)(td)
+
+
+def test_agents_leaving_with_the_episode_keep_the_envs_flags():
+    # PettingZoo removes every agent when an episode ends, truncation included: a next-step
+    # mask that is False exactly where the env marked the step done must not turn a time limit
+    # into a termination (which would drop the bootstrap from the next value).
+    torch.manual_seed(0)
+    critic = ValueOperator(
+        MultiAgentMLP(4, 1, n_agents=3, centralized=True, share_params=True, depth=1, num_cells=8),
+        in_keys=[("agents", "observation")],
+        out_keys=[("agents", "state_value")],
+    )
+    plain, masked = data(False), data(False)
+    done = masked["next", "agents", "done"]
+    masked["next", "agents", "mask"] = ~done.squeeze(-1)
+    masked["agents", "mask"] = torch.ones(2, 8, 3, dtype=torch.bool)
+    assert (done & ~masked["next", "agents", "terminated"]).any()  # some truncations
+    MultiAgentGAE(0.9, 0.8, critic)(plain)
+    MultiAgentGAE(0.9, 0.8, critic)(masked)
+    torch.testing.assert_close(masked["agents", "advantage"], plain["agents", "advantage"])
+    torch.testing.assert_close(masked["agents", "value_target"], plain["agents", "value_target"])

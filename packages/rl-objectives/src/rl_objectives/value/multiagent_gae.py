@@ -26,9 +26,10 @@ class MultiAgentGAE(GAE):
 
     Agent masks: where the data has ``(group, "mask")`` (``tensor_keys.mask``; ``True`` where
     the agent is present, ``[*B, T, n_agents]`` with or without a trailing 1, PettingZoo's
-    key), an agent absent at the next step ends its trajectory there (done and terminated:
-    no bootstrap from its next value, no trace across), and the advantage and value target
-    of an absent agent are 0. Without the entry nothing changes.
+    key), an agent absent at the next step of a running episode ends its trajectory there
+    (done and terminated: no bootstrap from its next value, no trace across; at a step the env
+    already marked done its own flags stand, so a time limit still bootstraps), and the
+    advantage and value target of an absent agent are 0. Without the entry nothing changes.
 
     Args:
         gamma: discount factor in ``[0, 1]``.
@@ -118,7 +119,11 @@ class MultiAgentGAE(GAE):
         finally:
             self.tensor_keys.reward, self.tensor_keys.done, self.tensor_keys.terminated = saved
         next_mask = self._mask(next_td, like)
-        if next_mask is not None:  # an agent gone at t + 1 ends its trajectory at t
-            done = done | ~next_mask
-            terminated = terminated | ~next_mask
+        if next_mask is not None:
+            # An agent gone at t + 1 of a running episode ended its trajectory at t. At a step
+            # the env already ended (a time limit: agents leave with the episode) its flags
+            # stand, so a truncated trajectory still bootstraps from its next value.
+            gone = ~next_mask & ~done
+            done = done | gone
+            terminated = terminated | gone
         return reward, done, terminated
