@@ -137,10 +137,12 @@ linux_only = pytest.mark.skipif(
 @pytest.mark.parametrize("cls", [MultiSyncDataCollector, MultiaSyncDataCollector])
 def test_parallel_env_inside_multi_collector_workers(cls):
     # TorchRL's usual set-up: each collector worker steps a ParallelEnv of its own.
+    # Processes earlier tests of this session left running (Ray, pools) are not the collector's.
+    earlier = set(_descendants(os.getpid()))
     collector = cls([make_parallel_cartpole, make_parallel_cartpole], None, frames_per_batch=40)
     try:
         batches = [collector.next(), collector.next()]
-        tree = _descendants(os.getpid())
+        tree = [pid for pid in _descendants(os.getpid()) if pid not in earlier]
         # Two workers, each with two ParallelEnv processes of its own.
         assert len(_alive(tree)) >= 6
     finally:
