@@ -3,12 +3,14 @@
 Two fresh virtual environments, each given the locked torch, tensordict and numpy first (from
 uv's cache, so CI downloads no CUDA wheels again), then:
 
-1. from a clone: ``pip install ./packages/rl-core ./packages/rl-buffers``;
+1. from a clone: ``pip install ./packages/rl-core ./packages/rl-buffers ...``;
 2. from a git URL: ``pip install "rl-core @ git+file://<repo>#subdirectory=packages/rl-core"
-   "rl-buffers @ git+...#subdirectory=packages/rl-buffers"`` (the committed HEAD);
+   "rl-buffers @ git+...#subdirectory=packages/rl-buffers" ...`` (the committed HEAD);
 
-and imports ``rl_buffers`` and fills and samples a buffer in each. The wheel route of the same
-page is run by ``tools/check_wheels.py``.
+each with every package that builds without a compiler (all but rl-kernels, whose build needs
+torch in the build environment: its wheel route is the one documented), then imports each and
+fills and samples a buffer. The wheel route of the same page is run by
+``tools/check_wheels.py`` for every package.
 
 Usage::
 
@@ -30,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _workspace import ROOT
 
 PINNED = ("torch", "tensordict", "numpy")
+PACKAGES = ("rl-core", "rl-envs", "rl-buffers", "rl-collectors", "rl-objectives", "rl-llm")
 SMOKE = """
-import torch, rl_buffers
+import torch, rl_core, rl_envs, rl_collectors, rl_objectives, rl_llm, rl_buffers
 from tensordict import TensorDict
 buffer = rl_buffers.TensorDictReplayBuffer(storage=rl_buffers.LazyTensorStorage(8), batch_size=4)
 buffer.extend(TensorDict({"x": torch.arange(8.0)}, [8]))
@@ -42,11 +45,8 @@ print("rl_buffers", rl_buffers.__version__, tuple(buffer.sample()["x"].shape))
 def routes(root: Path) -> dict[str, list[str]]:
     url = f"git+{root.as_uri()}"
     return {
-        "from a clone": [str(root / "packages" / "rl-core"), str(root / "packages" / "rl-buffers")],
-        "from a git URL": [
-            f"rl-core @ {url}#subdirectory=packages/rl-core",
-            f"rl-buffers @ {url}#subdirectory=packages/rl-buffers",
-        ],
+        "from a clone": [str(root / "packages" / name) for name in PACKAGES],
+        "from a git URL": [f"{name} @ {url}#subdirectory=packages/{name}" for name in PACKAGES],
     }
 
 
