@@ -161,6 +161,12 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
     def _critic_terms(self, td: TensorDictBase, out: dict[str, Tensor]) -> None:
         if not self.has_critic:
             return
+        target, value, old_value = self._critic_values(td)
+        error = self._critic_error(target, value, old_value, out)
+        out["loss_critic"] = self.critic_coeff * C.reduce(error, self.reduction)
+
+    def _critic_values(self, td: TensorDictBase) -> tuple[Tensor, Tensor, Tensor | None]:
+        """The value target, the critic's value now, and the old value (``None`` if absent)."""
         keys = self.tensor_keys
         target = td.get(keys.value_target, None)
         if target is None:
@@ -172,17 +178,24 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
             "critic_network", params=self._critic_params("critic_network")
         ) as net:
             value = net(td.copy()).get(keys.value)
+        return target, value, old_value
+
+    def _critic_error(
+        self, target: Tensor, value: Tensor, old_value: Tensor | None, out: dict[str, Tensor]
+    ) -> Tensor:
+        """The critic's error per element, clipped around the old value with ``clip_value``."""
         error = distance_loss(target, value, self.loss_critic_type)
         if self.clip_value is not None:
             if old_value is None:
                 raise KeyError(
-                    f"{type(self).__name__}: clip_value needs the old values at {keys.value!r}."
+                    f"{type(self).__name__}: clip_value needs the old values at "
+                    f"{self.tensor_keys.value!r}."
                 )
             clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
             clipped_error = distance_loss(target, clipped, self.loss_critic_type)
             out["value_clip_fraction"] = (clipped_error > error).float().mean()
             error = torch.maximum(error, clipped_error)
-        out["loss_critic"] = self.critic_coeff * C.reduce(error, self.reduction)
+        return error
 
     def _objective(self, log_weight: Tensor, advantage: Tensor, out: dict[str, Tensor]) -> Tensor:
         return -(log_weight.exp() * advantage)

@@ -29,7 +29,7 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_objectives.losses import _common as C
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
-from rl_objectives.utils import ValueEstimators, distance_loss
+from rl_objectives.utils import ValueEstimators
 from rl_objectives.value.value_norm import ValueNorm
 
 __all__ = ["MAPPOLoss", "IPPOLoss"]
@@ -121,17 +121,7 @@ class _MultiAgentPPOLoss(ClipPPOLoss):
     ) -> None:
         if not self.has_critic:
             return
-        keys = self.tensor_keys
-        target = td.get(keys.value_target, None)
-        if target is None:
-            raise KeyError(
-                f"{type(self).__name__}: expected the value target at {keys.value_target!r}."
-            )
-        old_value = td.get(keys.value, None)
-        with self.use_network(
-            "critic_network", params=self._critic_params("critic_network")
-        ) as net:
-            value = net(td.copy()).get(keys.value)
+        target, value, old_value = self._critic_values(td)
         target = target.detach()
         if self.value_norm is not None:
             self.value_norm.update(target if mask is None else target[mask])
@@ -139,17 +129,7 @@ class _MultiAgentPPOLoss(ClipPPOLoss):
             value = self.value_norm.normalize(value)
             if old_value is not None:
                 old_value = self.value_norm.normalize(old_value)
-        error = distance_loss(target, value, self.loss_critic_type)
-        if self.clip_value is not None:
-            if old_value is None:
-                raise KeyError(
-                    f"{type(self).__name__}: clip_value needs the old values at {keys.value!r}."
-                )
-            clipped = old_value + (value - old_value).clamp(-self.clip_value, self.clip_value)
-            clipped_error = distance_loss(target, clipped, self.loss_critic_type)
-            out["value_clip_fraction"] = (clipped_error > error).float().mean()
-            error = torch.maximum(error, clipped_error)
-        error = C.squeeze_feature(error)
+        error = C.squeeze_feature(self._critic_error(target, value, old_value, out))
         out["loss_critic"] = self.critic_coeff * _masked_reduce(error, mask, self.reduction)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
