@@ -12,7 +12,7 @@ from torch import nn
 from rl_core.fast_td import set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import expand_to
-from rl_core.modules.qvalue import QValueModule
+from rl_core.modules.qvalue import QValueModule, _action_value_network
 from rl_core.specs import TensorSpec
 
 
@@ -218,18 +218,9 @@ class DistributionalQValueActor(TensorDictSequential):
         make_log_softmax: bool = True,
     ) -> None:
         action_value_key = ACTION_VALUE if action_value_key is None else action_value_key
-        in_keys = (OBSERVATION,) if in_keys is None else in_keys
-        if isinstance(module, TensorDictModuleBase):
-            if action_value_key not in module.out_keys:
-                raise ValueError(
-                    f"DistributionalQValueActor: the TensorDict module writes "
-                    f"{module.out_keys}, expected it to write the action values at "
-                    f"{action_value_key!r}. Set action_value_key or the module's out_keys."
-                )
-            value_net = module
-        else:
-            keys = [in_keys] if isinstance(in_keys, str | tuple) else list(in_keys)
-            value_net = TensorDictModule(module, in_keys=keys, out_keys=[action_value_key])
+        value_net = _action_value_network(
+            "DistributionalQValueActor", module, in_keys, action_value_key
+        )
         qvalue = DistributionalQValueModule(
             action_space,
             support,

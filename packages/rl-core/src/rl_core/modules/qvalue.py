@@ -309,18 +309,7 @@ class QValueActor(TensorDictSequential):
     ) -> None:
         # An explicit None asks for the default, as in TorchRL.
         action_value_key = ACTION_VALUE if action_value_key is None else action_value_key
-        in_keys = (OBSERVATION,) if in_keys is None else in_keys
-        if isinstance(module, TensorDictModuleBase):
-            if action_value_key not in module.out_keys:
-                raise ValueError(
-                    f"QValueActor: the TensorDict module writes {module.out_keys}, expected it "
-                    f"to write the action values at {action_value_key!r}. Set "
-                    f"action_value_key or the module's out_keys."
-                )
-            value_net = module
-        else:
-            keys = [in_keys] if isinstance(in_keys, str | tuple) else list(in_keys)
-            value_net = TensorDictModule(module, in_keys=keys, out_keys=[action_value_key])
+        value_net = _action_value_network("QValueActor", module, in_keys, action_value_key)
         qvalue = QValueModule(
             action_space,
             spec=spec,
@@ -338,3 +327,25 @@ class QValueActor(TensorDictSequential):
 
 
 __all__ = ["QValueModule", "QValueActor", "greedy_action"]
+
+
+def _action_value_network(
+    owner: str,
+    module: nn.Module,
+    in_keys: NestedKey | Sequence[NestedKey] | None,
+    action_value_key: NestedKey,
+) -> TensorDictModuleBase:
+    """The network of a Q-value actor: ``module`` itself when it is a TensorDict module
+    writing ``action_value_key``, else ``module`` wrapped to read ``in_keys`` (the observation
+    when ``None``) and write ``action_value_key``."""
+    in_keys = (OBSERVATION,) if in_keys is None else in_keys
+    if isinstance(module, TensorDictModuleBase):
+        if action_value_key not in module.out_keys:
+            raise ValueError(
+                f"{owner}: the TensorDict module writes {module.out_keys}, expected it to "
+                f"write the action values at {action_value_key!r}. Set action_value_key or the "
+                f"module's out_keys."
+            )
+        return module
+    keys = [in_keys] if isinstance(in_keys, str | tuple) else list(in_keys)
+    return TensorDictModule(module, in_keys=keys, out_keys=[action_value_key])
