@@ -14,6 +14,8 @@ from importlib.metadata import version as _version
 
 from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv, SerialEnv
 from rl_envs.libs import (
+    DMControlEnv,
+    DMControlWrapper,
     GymEnv,
     GymWrapper,
     InfoDictReader,
@@ -73,6 +75,9 @@ __all__ = [
     "default_info_dict_reader",
     "gym_space_to_spec",
     "spec_to_gym_space",
+    # DeepMind Control
+    "DMControlEnv",
+    "DMControlWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",

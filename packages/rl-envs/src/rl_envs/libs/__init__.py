@@ -1,4 +1,4 @@
-"""Wrappers of third-party environment libraries (gymnasium, PettingZoo).
+"""Wrappers of third-party environment libraries (gymnasium, PettingZoo, DeepMind Control, ...).
 
 The libraries themselves are optional: they are imported when a wrapper is built, never when
 this package is imported.
@@ -6,12 +6,15 @@ this package is imported.
 
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
+from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
 from rl_envs.libs.pettingzoo import PettingZooWrapper
 from rl_envs.libs.pettingzoo_env import PettingZooEnv
 
 __all__ = [
+    "DMControlEnv",
+    "DMControlWrapper",
     "GymEnv",
     "GymWrapper",
     "InfoDictReader",
