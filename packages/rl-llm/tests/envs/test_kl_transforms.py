@@ -96,5 +96,43 @@ def test_kl_computation_pads_and_a_controller_sets_its_coefficient():
     assert kl.coeff == 0.25
     with pytest.raises(KeyError, match="expected log-probs at"):
         KLComputation()(TensorDict(batch_size=[1]))
-    with pytest.raises(ValueError, match="gen_model='from_collector' is not supported"):
+    with pytest.raises(ValueError, match="expected a ref_model"):
         RetrieveKL()
+
+
+def test_retrieve_kl_from_collector_uses_the_sampling_log_probs(two_models, tiny_tokenizer):
+    gen_model, ref_model = two_models
+    ref = TransformersWrapper(ref_model, tiny_tokenizer, generate=False)
+    env = TransformedEnv(ChatEnv(batch_size=(2,)), RetrieveKL("from_collector", ref, coeff=0.5))
+    td = env.reset(TensorDict(query=["hi", "what is 2+2"], batch_size=[2]))
+    policy = TransformersWrapper(
+        gen_model, tiny_tokenizer, generate_kwargs={"max_new_tokens": 5, "do_sample": True}
+    )
+    torch.manual_seed(1)
+    out = env.step(policy(td))
+    full, attn = out["tokens"].full, out["masks"].all_attention_mask
+    assistant = out["masks"].all_assistant_mask
+    log_ratio = _reference_log_probs(gen_model, full, attn) - _reference_log_probs(
+        ref_model, full, attn
+    )
+    expected_kl = log_ratio.masked_fill(~assistant, 0.0).sum(-1, keepdim=True)
+    torch.testing.assert_close(
+        out["next", "kl_penalty"].double(), expected_kl, atol=1e-4, rtol=1e-4
+    )
+    assert expected_kl.abs().sum() > 1e-3
+    # The generating model was not run again: the full layout is the sampling log-probs.
+    width = out["tokens"].response.shape[1]
+    torch.testing.assert_close(out["log_probs", "full"][:, -width:], out["log_probs"].response)
+    assert (out["log_probs", "full"][:, :-width] == 0).all()
+
+
+def test_retrieve_kl_from_collector_reports_what_is_missing(tiny_model, tiny_tokenizer):
+    ref = TransformersWrapper(tiny_model, tiny_tokenizer, generate=False)
+    with pytest.raises(ValueError, match="needs assistant_only=True"):
+        RetrieveKL("from_collector", ref, assistant_only=False)
+    with pytest.raises(ValueError, match="got the string 'collector'"):
+        RetrieveKL("collector", ref)
+    transform = RetrieveKL("from_collector", ref)
+    td = TensorDict({("next", "reward"): torch.zeros(1, 1)}, batch_size=[1])
+    with pytest.raises(KeyError, match=r"log_probs\.response=missing"):
+        transform(td)

@@ -60,6 +60,10 @@ def test_primer_errors():
         split_items("text")
     with pytest.raises(ValueError, match="fields of different lengths"):
         split_items({"a": [1, 2], "b": [1]})
+    with pytest.raises(ValueError, match="expected service_backend None or 'ray'"):
+        DataLoadingPrimer([{"query": "a"}], service_backend="http")
+    with pytest.raises(ValueError, match="apply with use_ray_service=True"):
+        DataLoadingPrimer([{"query": "a"}], service_backend_options={"actor_name": "x"})
 
 
 def test_make_gsm8k_env_rewards_and_ends_after_one_step():

@@ -1,11 +1,12 @@
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
 from rl_core import TransformedEnv
-from rl_llm.envs import LLMEnv, RayDataLoadingPrimer
+from rl_llm.envs import DataLoadingPrimer, LLMEnv, RayDataLoadingPrimer
 
 pytestmark = pytest.mark.ray
 
@@ -68,3 +69,28 @@ def test_envs_share_one_data_loader_served_by_an_actor(ray_cluster):
     assert list(second.reset()["query"]) == ["q0", "q0", "q1", "q1"]
     with pytest.raises(ValueError, match="no actor named 'absent'"):
         RayDataLoadingPrimer(actor_name="absent")
+
+
+def test_use_ray_service_builds_the_ray_primer_with_its_options(ray_cluster):
+    rows = [{"query": f"p{i}"} for i in range(4)]
+    free_before = ray_cluster.available_resources().get("CPU", 0.0)
+    primer = DataLoadingPrimer(
+        rows,
+        use_ray_service=True,
+        service_backend_options={"actor_name": "service-data", "num_cpus": 0.5},
+    )
+    assert type(primer) is RayDataLoadingPrimer
+    env = TransformedEnv(LLMEnv(batch_size=(2,)), primer)
+    other = TransformedEnv(
+        LLMEnv(batch_size=(2,)), DataLoadingPrimer(service_backend="ray", actor_name="service-data")
+    )
+    assert list(env.reset()["query"]) == ["p0", "p1"]
+    assert list(other.reset()["query"]) == ["p2", "p3"]
+    # The actor holds the half CPU it asked for.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        free = ray_cluster.available_resources().get("CPU", 0.0)
+        if abs(free_before - free - 0.5) < 1e-6:
+            break
+        time.sleep(0.1)
+    assert free_before - free == pytest.approx(0.5)

@@ -23,7 +23,44 @@ def _maybe_dense_stack(values: list[torch.Tensor]) -> torch.Tensor:
     return as_padded_tensor(values)
 
 
-class DataLoadingPrimer(Transform):
+class _ServiceChoice(type(Transform)):
+    """Builds a :class:`~rl_llm.envs.RayDataLoadingPrimer` for ``DataLoadingPrimer(...,
+    use_ray_service=True)``: the choice is made before ``__init__``, so each class keeps a
+    plain constructor."""
+
+    def __call__(
+        cls,
+        *args: Any,
+        use_ray_service: bool = False,
+        service_backend: str | None = None,
+        service_backend_options: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        if service_backend not in (None, "ray"):
+            raise ValueError(
+                f"{cls.__name__}: expected service_backend None or 'ray' (the one backend "
+                f"built), got {service_backend!r}."
+            )
+        if (use_ray_service or service_backend == "ray") and cls is DataLoadingPrimer:
+            from rl_llm.envs.ray_data_loading_primer import RayDataLoadingPrimer
+
+            options = dict(service_backend_options or {})
+            clash = sorted(set(options) & set(kwargs))
+            if clash:
+                raise ValueError(
+                    f"DataLoadingPrimer: {clash} given both as arguments and in "
+                    f"service_backend_options; give each once."
+                )
+            return RayDataLoadingPrimer(*args, **options, **kwargs)
+        if service_backend_options is not None:
+            raise ValueError(
+                f"{cls.__name__}: service_backend_options apply with use_ray_service=True; got "
+                f"{dict(service_backend_options)!r} without it."
+            )
+        return super().__call__(*args, **kwargs)
+
+
+class DataLoadingPrimer(Transform, metaclass=_ServiceChoice):
     """Draws the rows of each reset from a data loader and hands them to the base env.
 
     The data loader yields mappings: one item (``{"query": "...", "answer": "..."}``; any
@@ -45,6 +82,11 @@ class DataLoadingPrimer(Transform):
         batch_size: the number of items per reset (default: the env's batch size / repeats).
         group_repeats: accepted for TorchRL compatibility; repeats are always grouped.
         dataloader_factory: a callable returning a fresh data loader.
+        use_ray_service: build a :class:`~rl_llm.envs.RayDataLoadingPrimer` instead (the data
+            loader served by a Ray actor and shared by every env that names it).
+        service_backend: ``None`` or ``"ray"`` (the same as ``use_ray_service=True``).
+        service_backend_options: the Ray primer's own options (``actor_name``, ``num_cpus``,
+            ``num_gpus``, ``ray_init_config``).
 
     Examples:
         >>> from rl_core import TransformedEnv

@@ -201,6 +201,47 @@ class KLComputation(Transform):
         return tensordict_reset
 
 
+class _CollectorLogProb(Transform):
+    """The generating policy's own log-probs, laid out like ``("tokens", "full")``.
+
+    A generating wrapper writes ``("log_probs", "response")`` (``[B, Lr]``, aligned with
+    ``("tokens", "response")``). This transform writes them at ``log_probs_full_key`` with
+    ``Lp = ("tokens", "prompt").shape[-1]`` zeros in front, the layout
+    :class:`RetrieveLogProb` writes, so :class:`KLComputation` compares them token by token
+    with a reference model's. The prompt positions hold no generation log-prob, so only the
+    assistant's (response) tokens enter the KL. An entry already present at
+    ``log_probs_full_key`` is kept as it is.
+    """
+
+    def __init__(self, log_probs_full_key: NestedKey) -> None:
+        super().__init__()
+        self.log_probs_full_key = log_probs_full_key
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        if tensordict.get(self.log_probs_full_key, None) is not None:
+            return tensordict
+        response = tensordict.get((LOG_PROBS, "response"), None)
+        prompt = tensordict.get((TOKENS, "prompt"), None)
+        if response is None or prompt is None:
+            raise KeyError(
+                "RetrieveKL(gen_model='from_collector'): expected the generating policy's "
+                "('log_probs', 'response') and ('tokens', 'prompt') in the step's input (a "
+                "wrapper built with return_log_probs=True), got "
+                f"log_probs.response={'missing' if response is None else 'present'}, "
+                f"tokens.prompt={'missing' if prompt is None else 'present'}."
+            )
+        zeros = response.new_zeros(*response.shape[:-1], prompt.shape[-1])
+        tensordict.set(self.log_probs_full_key, torch.cat([zeros, response], -1))
+        return tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        self._call(tensordict)
+        return next_tensordict
+
+    def _reset(self, tensordict: Any, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return tensordict_reset
+
+
 class RetrieveKL(Compose):
     """The KL of a generating model to a reference one, in one transform.
 
@@ -209,9 +250,15 @@ class RetrieveKL(Compose):
     ``("ref_log_probs", "full")``) and :class:`KLComputation`. Both models must score with
     the same tokenizer (they score the same tokens).
 
+    With ``gen_model="from_collector"`` (the default, as in TorchRL) the generating model is
+    not run again: the log-probs the policy wrote while sampling (``("log_probs",
+    "response")``, from a wrapper built with ``return_log_probs=True``) are used, laid out
+    over the full sequence with zeros at the prompt. Only the assistant's tokens then carry a
+    generation log-prob, so ``assistant_only`` must stay True.
+
     Args:
-        gen_model: the policy's model wrapped with ``generate=False`` (TorchRL's
-            ``"from_collector"`` is not supported: pass the wrapper).
+        gen_model: ``"from_collector"`` (default), or the policy's model wrapped with
+            ``generate=False`` to score the dialog again.
         ref_model: the frozen reference model wrapped with ``generate=False``.
         assistant_only: keep only the assistant tokens (default True).
         gen_log_probs_full_key: defaults to ``("log_probs", "full")``.
@@ -220,6 +267,10 @@ class RetrieveKL(Compose):
         add_to_reward: subtract ``coeff * kl`` from the reward (default True).
         coeff: the KL coefficient (default 1.0).
         padding_side: see :class:`KLComputation`.
+
+    Raises:
+        ValueError: no ``ref_model``; ``gen_model`` is a string other than
+            ``"from_collector"``; ``"from_collector"`` with ``assistant_only=False``.
     """
 
     def __init__(
@@ -235,16 +286,31 @@ class RetrieveKL(Compose):
         coeff: float = 1.0,
         padding_side: str = "left",
     ) -> None:
-        if isinstance(gen_model, str) or gen_model is None or ref_model is None:
+        if ref_model is None or gen_model is None:
             raise ValueError(
-                "RetrieveKL: expected gen_model and ref_model as wrappers built with "
-                f"generate=False, got gen_model={gen_model!r}, ref_model={ref_model!r} "
-                "(gen_model='from_collector' is not supported: pass the policy's wrapper)."
+                "RetrieveKL: expected a ref_model (a wrapper built with generate=False) and "
+                f"gen_model='from_collector' or a scoring wrapper, got gen_model={gen_model!r}, "
+                f"ref_model={ref_model!r}."
+            )
+        if isinstance(gen_model, str):
+            if gen_model != "from_collector":
+                raise ValueError(
+                    "RetrieveKL: expected gen_model='from_collector' or a wrapper built with "
+                    f"generate=False, got the string {gen_model!r}."
+                )
+            if not assistant_only:
+                raise ValueError(
+                    "RetrieveKL: gen_model='from_collector' has log-probs for the response "
+                    "tokens only, so it needs assistant_only=True; got assistant_only=False "
+                    "(pass a scoring wrapper as gen_model to score the prompt too)."
+                )
+            gen: Transform = _CollectorLogProb(gen_log_probs_full_key)
+        else:
+            gen = RetrieveLogProb(
+                gen_model, log_probs_full_key=gen_log_probs_full_key, assistant_only=assistant_only
             )
         super().__init__(
-            RetrieveLogProb(
-                gen_model, log_probs_full_key=gen_log_probs_full_key, assistant_only=assistant_only
-            ),
+            gen,
             RetrieveLogProb(
                 ref_model, log_probs_full_key=ref_log_probs_full_key, assistant_only=assistant_only
             ),

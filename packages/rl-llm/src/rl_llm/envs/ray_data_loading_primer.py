@@ -11,7 +11,7 @@ from rl_llm.envs.data_loading_primer import DataLoadingPrimer
 def _data_server_class() -> Any:
     import ray
 
-    @ray.remote(num_cpus=0)
+    @ray.remote
     class _DataServer:
         """Holds the data loader; hands out the next items to every primer that asks."""
 
@@ -40,6 +40,9 @@ class RayDataLoadingPrimer(DataLoadingPrimer):
         dataloader: an iterable of mappings (see :class:`DataLoadingPrimer`), sent to the actor.
         dataloader_factory: a callable building the loader inside the actor instead.
         actor_name: the Ray actor's name (default ``"rl_llm_data_loader"``).
+        num_cpus: CPUs reserved for the actor; default the loader's ``num_workers`` when it
+            has one (a ``torch.utils.data.DataLoader``), else 1.
+        num_gpus: GPUs reserved for the actor (default 0).
         ray_init_config: ``ray.init`` keyword arguments when Ray is not running.
         **kwargs: ``repeats``, ``stack_method``, ``batch_size`` as for :class:`DataLoadingPrimer`.
 
@@ -53,6 +56,8 @@ class RayDataLoadingPrimer(DataLoadingPrimer):
         *,
         dataloader_factory: Callable[[], Iterable[Mapping[str, Any]]] | None = None,
         actor_name: str = "rl_llm_data_loader",
+        num_cpus: float | None = None,
+        num_gpus: float = 0,
         ray_init_config: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
@@ -76,9 +81,16 @@ class RayDataLoadingPrimer(DataLoadingPrimer):
                     f"RayDataLoadingPrimer: no actor named {actor_name!r} is running; pass a "
                     f"dataloader or a dataloader_factory to create it."
                 ) from None
+            if num_cpus is None:
+                num_cpus = getattr(dataloader, "num_workers", 0) or 1
+            if num_cpus < 0 or num_gpus < 0:
+                raise ValueError(
+                    f"RayDataLoadingPrimer: expected num_cpus >= 0 and num_gpus >= 0, got "
+                    f"num_cpus={num_cpus}, num_gpus={num_gpus}."
+                ) from None
             self.server = (
                 _data_server_class()
-                .options(name=actor_name, get_if_exists=True)
+                .options(name=actor_name, get_if_exists=True, num_cpus=num_cpus, num_gpus=num_gpus)
                 .remote(dataloader, dataloader_factory)
             )
 
