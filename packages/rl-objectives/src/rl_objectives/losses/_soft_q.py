@@ -91,6 +91,13 @@ class QEnsembleLossBase(C.BootstrappedTargets, C.DetachedParamsCache, LossModule
         if self._q_value_field in kwargs:
             self.qvalue_network.out_key = kwargs[self._q_value_field]
 
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        """The actor's and the critics' inputs, at the root and under ``"next"`` (the target
+        samples ``a'`` from the actor and scores it with the critics); IQL and SAC v1 read
+        the next state through their value network instead and override this."""
+        networks = ("actor_network", "qvalue_network")
+        return C.bootstrap_in_keys(self, tensordict, root=networks, following=networks)
+
     def _q(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         """Every critic's output on ``td`` with ``params`` (stacked on a leading dim)."""
         with self.use_network("qvalue_network", params=params) as net:

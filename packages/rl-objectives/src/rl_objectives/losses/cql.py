@@ -10,7 +10,6 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core import keys as K
-from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
 from rl_objectives.losses._soft_q import SoftQLossBase
@@ -194,14 +193,6 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         if not self.deterministic_backup:
             next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
         return next_value
-
-    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
-        return C.bootstrap_in_keys(
-            self,
-            tensordict,
-            root=("actor_network", "qvalue_network"),
-            following=("actor_network", "qvalue_network"),
-        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_cql``, ``loss_alpha`` (and

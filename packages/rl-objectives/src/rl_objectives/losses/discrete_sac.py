@@ -134,14 +134,6 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         dist = C.get_dist(self, "actor_network", td)
         return torch.log_softmax(dist.logits, -1)
 
-    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
-        return C.bootstrap_in_keys(
-            self,
-            tensordict,
-            root=("actor_network", "qvalue_network"),
-            following=("actor_network", "qvalue_network"),
-        )
-
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha`` and ``entropy``;
         writes ``td_error``."""

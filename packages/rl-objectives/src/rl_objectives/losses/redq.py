@@ -10,7 +10,6 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core import keys as K
-from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
 from rl_objectives.losses._soft_q import SoftQLossBase
@@ -121,14 +120,6 @@ class REDQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Loss
             auto_target_entropy=C.continuous_entropy_target(action_spec),
         )
         self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
-
-    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
-        return C.bootstrap_in_keys(
-            self,
-            tensordict,
-            root=("actor_network", "qvalue_network"),
-            following=("actor_network", "qvalue_network"),
-        )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha``, ``entropy``;
