@@ -16,6 +16,8 @@ from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv
 from rl_envs.libs import (
     DMControlEnv,
     DMControlWrapper,
+    MujocoEnv,
+    PointMassEnv,
     GymEnv,
     GymWrapper,
     InfoDictReader,
@@ -78,6 +80,9 @@ __all__ = [
     # DeepMind Control
     "DMControlEnv",
     "DMControlWrapper",
+    # MuJoCo
+    "MujocoEnv",
+    "PointMassEnv",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",
