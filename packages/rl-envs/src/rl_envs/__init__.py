@@ -29,7 +29,7 @@ from rl_envs.libs import (
     gym_space_to_spec,
     spec_to_gym_space,
 )
-from rl_envs.model_based import ModelBasedEnvBase
+from rl_envs.model_based import DreamerEnv, ModelBasedEnvBase
 from rl_envs.native import CartPoleEnv, PendulumEnv
 from rl_envs.transforms import (
     ActionDiscretizer,
@@ -93,6 +93,7 @@ __all__ = [
     "PendulumEnv",
     # model-based
     "ModelBasedEnvBase",
+    "DreamerEnv",
     # batched
     "BatchedEnvBase",
     "EnvCreator",

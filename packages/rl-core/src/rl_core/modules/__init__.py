@@ -20,6 +20,7 @@ from rl_core.modules.distributions import (
     TanhNormal,
     TruncatedNormal,
 )
+from rl_core.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
 from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
 from rl_core.modules.exploration import (
     AdditiveGaussianModule,
@@ -33,6 +34,12 @@ from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule
 from rl_core.modules.rnn import GRU, LSTM, GRUCell, LSTMCell
 from rl_core.modules.safe import SafeModule, SafeSequential
+from rl_core.modules.world_models import (
+    RSSMPosterior,
+    RSSMPrior,
+    RSSMRollout,
+    WorldModelWrapper,
+)
 
 __all__ = [
     # networks
@@ -74,6 +81,14 @@ __all__ = [
     "symexp",
     "two_hot_encode",
     "two_hot_decode",
+    # model-based: Dreamer's world model and actor
+    "RSSMPrior",
+    "RSSMPosterior",
+    "RSSMRollout",
+    "WorldModelWrapper",
+    "ObsEncoder",
+    "ObsDecoder",
+    "DreamerActor",
     # distributions
     "Delta",
     "IndependentNormal",

@@ -11,6 +11,7 @@ from rl_objectives.losses.discrete_iql import DiscreteIQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.distributional_dqn import DistributionalDQNLoss
 from rl_objectives.losses.dqn import DQNLoss
+from rl_objectives.losses.dreamer import DreamerActorLoss, DreamerModelLoss, DreamerValueLoss
 from rl_objectives.losses.dt import DTLoss
 from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
@@ -49,4 +50,7 @@ __all__ = [
     "DistributionalDQNLoss",
     "MAPPOLoss",
     "IPPOLoss",
+    "DreamerModelLoss",
+    "DreamerActorLoss",
+    "DreamerValueLoss",
 ]

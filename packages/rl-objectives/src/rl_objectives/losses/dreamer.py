@@ -1,0 +1,425 @@
+"""Dreamer's losses: :class:`DreamerModelLoss`, :class:`DreamerActorLoss`, :class:`DreamerValueLoss`.
+
+Hafner et al., "Dream to Control: Learning Behaviors by Latent Imagination" (2019),
+https://arxiv.org/abs/1912.01603. As TorchRL's, each ``forward`` returns a pair: the TensorDict
+of loss terms and a TensorDict for the next loss (the world model's output, then the imagined
+trajectory with its ``"lambda_target"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import Tensor, nn
+
+from rl_core.exploration import ExplorationType, set_exploration_type
+from rl_core.keys import NEXT, NestedKey
+from rl_core.objectives import LossModule
+from rl_objectives.losses import _common as C
+from rl_objectives.utils import ValueEstimators, distance_loss
+
+__all__ = ["DreamerModelLoss", "DreamerActorLoss", "DreamerValueLoss"]
+
+
+@contextmanager
+def _held_out(module: nn.Module) -> Iterator[None]:
+    """Runs the block with ``module``'s parameters not requiring grad (restored after), so a
+    loss's gradient flows through the module into its inputs but not into its parameters."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def _feature_dims(value: Tensor, batch_dims: int) -> tuple[int, ...]:
+    return tuple(range(batch_dims, value.ndim))
+
+
+def _gaussian_kl(
+    prior_mean: Tensor, prior_std: Tensor, posterior_mean: Tensor, posterior_std: Tensor
+) -> Tensor:
+    """``KL(N(posterior) || N(prior))`` per dimension."""
+    return (
+        torch.log(prior_std / posterior_std)
+        + (posterior_std.pow(2) + (prior_mean - posterior_mean).pow(2)) / (2 * prior_std.pow(2))
+        - 0.5
+    )
+
+
+def _discounts(gamma: float | Tensor, like: Tensor) -> Tensor:
+    """``gamma ** t`` along the time dim (``-2``) of ``like``."""
+    steps = torch.arange(like.shape[-2], device=like.device, dtype=like.dtype)
+    gamma = torch.as_tensor(gamma, device=like.device, dtype=like.dtype)
+    return gamma.pow(steps).unsqueeze(-1).expand_as(like)
+
+
+class DreamerModelLoss(LossModule):
+    """The world-model loss: KL(posterior || prior), observation reconstruction and reward.
+
+    ``world_model`` runs on a shallow copy of the batch in which ``("next", reward)`` is
+    renamed ``("next", true_reward)``; it must write (under ``"next"``) the prior and posterior
+    parameters, the reconstructed observation and the predicted reward. With ``B`` the batch
+    dims of the input (``[batch, time]``):
+
+    - ``loss_model_kl = lambda_kl * mean(max(sum_d KL_d, free_nats))`` (the clamp after the
+      mean with ``delayed_clamp``; no sum over ``d`` with ``global_average``);
+    - ``loss_model_reco = lambda_reco * mean(sum_features d(obs, reco))``;
+    - ``loss_model_reward = lambda_reward * mean(d(true_reward, reward))``,
+
+    ``d`` the ``reco_loss``/``reward_loss`` distance, means over ``B`` (over everything with
+    ``global_average``). Each term is a scalar (TorchRL's have shape ``[1]``).
+
+    Args:
+        world_model: a TensorDict module, e.g. a :class:`~rl_core.modules.WorldModelWrapper`
+            of (encoder, :class:`~rl_core.modules.RSSMRollout`, decoder) and a reward model.
+
+    Keyword Args:
+        lambda_kl: weight of the KL term. Defaults to 1.0.
+        lambda_reco: weight of the reconstruction term. Defaults to 1.0.
+        lambda_reward: weight of the reward term. Defaults to 1.0.
+        reco_loss: ``"l2"``, ``"l1"`` or ``"smooth_l1"``. Defaults to ``"l2"``.
+        reward_loss: the same for the reward. Defaults to ``"l2"``.
+        free_nats: the KL's lower clamp. Defaults to 3.
+        delayed_clamp: clamp the mean KL instead of each one. Defaults to False.
+        global_average: average over every dim instead of summing the feature dims.
+            Defaults to False.
+
+    Returns (``forward``):
+        ``(losses, tensordict)``: the three terms, and the world model's output (detached).
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> from rl_objectives import DreamerModelLoss
+        >>> class Toy(torch.nn.Module):  # stands in for the encoder/RSSM/decoder pipeline
+        ...     def forward(self, obs):
+        ...         ones = torch.ones(*obs.shape[:-1], 2)
+        ...         return ones, ones, ones, 2 * ones, obs + 1, obs[..., :1]
+        >>> model = TensorDictModule(Toy(), [("next", "pixels")], [
+        ...     ("next", k) for k in ("prior_mean", "prior_std", "posterior_mean",
+        ...                           "posterior_std", "reco_pixels", "reward")])
+        >>> td = TensorDict(next=TensorDict(pixels=torch.zeros(4, 5, 3),
+        ...                                 reward=torch.zeros(4, 5, 1)), batch_size=[4, 5])
+        >>> losses, _ = DreamerModelLoss(model, free_nats=0)(td)
+        >>> [round(losses[k].item(), 4) for k in ("loss_model_kl", "loss_model_reco")]
+        [1.6137, 3.0]
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        """Keys read under ``"next"``: ``reward`` (renamed ``true_reward`` before the model
+        runs, which writes its prediction at ``reward``), the prior's and posterior's
+        ``*_mean``/``*_std``, the observation ``pixels`` and its reconstruction
+        ``reco_pixels``."""
+
+        reward: NestedKey = "reward"
+        true_reward: NestedKey = "true_reward"
+        prior_mean: NestedKey = "prior_mean"
+        prior_std: NestedKey = "prior_std"
+        posterior_mean: NestedKey = "posterior_mean"
+        posterior_std: NestedKey = "posterior_std"
+        pixels: NestedKey = "pixels"
+        reco_pixels: NestedKey = "reco_pixels"
+
+    def __init__(
+        self,
+        world_model: nn.Module,
+        *,
+        lambda_kl: float = 1.0,
+        lambda_reco: float = 1.0,
+        lambda_reward: float = 1.0,
+        reco_loss: str | None = None,
+        reward_loss: str | None = None,
+        free_nats: int = 3,
+        delayed_clamp: bool = False,
+        global_average: bool = False,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        self.convert_to_functional(world_model, "world_model", functional=False)
+        self.reco_loss = C.check_loss_function(owner, reco_loss or "l2")
+        self.reward_loss = C.check_loss_function(owner, reward_loss or "l2")
+        self.lambda_kl = lambda_kl
+        self.lambda_reco = lambda_reco
+        self.lambda_reward = lambda_reward
+        self.free_nats = free_nats
+        self.delayed_clamp = delayed_clamp
+        self.global_average = global_average
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return [(NEXT, self.tensor_keys.reward), (NEXT, self.tensor_keys.pixels)]
+
+    def kl_loss(
+        self, prior_mean: Tensor, prior_std: Tensor, posterior_mean: Tensor, posterior_std: Tensor
+    ) -> Tensor:
+        """The clamped KL term (before ``lambda_kl``), a scalar."""
+        kl = _gaussian_kl(prior_mean, prior_std, posterior_mean, posterior_std)
+        if not self.global_average:
+            kl = kl.sum(-1)
+        if self.delayed_clamp:
+            return kl.mean().clamp_min(self.free_nats)
+        return kl.clamp_min(self.free_nats).mean()
+
+    def forward(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        keys = self.tensor_keys
+        batch_dims = tensordict.batch_dims
+        tensordict = tensordict.copy()
+        nxt = tensordict.get(NEXT).copy()
+        nxt.rename_key_(keys.reward, keys.true_reward)
+        tensordict.set(NEXT, nxt)
+        tensordict = self.world_model(tensordict)
+        nxt = tensordict.get(NEXT)
+        kl = self.kl_loss(
+            nxt.get(keys.prior_mean),
+            nxt.get(keys.prior_std),
+            nxt.get(keys.posterior_mean),
+            nxt.get(keys.posterior_std),
+        )
+        reco = distance_loss(nxt.get(keys.reco_pixels), nxt.get(keys.pixels), self.reco_loss)
+        reward = distance_loss(nxt.get(keys.reward), nxt.get(keys.true_reward), self.reward_loss)
+        if not self.global_average:
+            reco = reco.sum(_feature_dims(reco, batch_dims))
+            reward = reward.sum(_feature_dims(reward, batch_dims))
+        losses = TensorDict(
+            loss_model_kl=self.lambda_kl * kl,
+            loss_model_reco=self.lambda_reco * reco.mean(),
+            loss_model_reward=self.lambda_reward * reward.mean(),
+        )
+        return losses, tensordict.detach()
+
+
+class DreamerActorLoss(LossModule):
+    """The actor loss: minus the (discounted) lambda-returns of imagined trajectories.
+
+    From the latents ``"state"`` and ``belief`` of the batch (detached, flattened to one batch
+    dim), ``model_based_env`` (a ``DreamerEnv``) imagines ``imagination_horizon`` steps under
+    ``actor_model`` (exploration type RANDOM). ``value_model`` values the imagined next states;
+    the lambda-return ``G`` of the imagined rewards (``value_estimator``, TD(lambda) with
+    ``gamma=0.99``, ``lmbda=0.95`` by default; no episode ends) is backpropagated through the
+    world model and the values into the actions: ``loss_actor = -mean_batch(sum_t w_t G_t)``
+    with ``w_t = gamma**t`` when ``discount_loss``, else 1. The world model and the value
+    network are held out: they get no gradient from this loss (``loss.parameters()`` are the
+    actor's).
+
+    Args:
+        actor_model: the policy, writing the action from ``"state"`` and ``"belief"``.
+        value_model: writes ``value`` from the latents.
+        model_based_env: the imagination env (a ``DreamerEnv``).
+
+    Keyword Args:
+        imagination_horizon: imagined steps. Defaults to 15.
+        discount_loss: weight step ``t`` by ``gamma**t``. Defaults to True (as TorchRL's
+            code; its docstring says False).
+
+    Returns (``forward``):
+        ``(losses, fake_data)``: ``loss_actor``, and the imagined trajectory (detached,
+        ``[N, imagination_horizon]``) with its ``"lambda_target"`` for
+        :class:`DreamerValueLoss`.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> from rl_core.envs import EnvBase
+        >>> from rl_core.specs import Bounded, Composite, Unbounded
+        >>> from rl_objectives import DreamerActorLoss
+        >>> class Imagination(EnvBase):  # stands in for a DreamerEnv: state' = state + action
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.observation_spec = Composite(state=Unbounded(shape=(1,)),
+        ...                                           belief=Unbounded(shape=(1,)))
+        ...         self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        ...     def reset(self, tensordict=None, **kwargs):  # any batch, as DreamerEnv's
+        ...         return tensordict
+        ...     def _reset(self, tensordict, **kwargs):
+        ...         return tensordict
+        ...     def _step(self, td):
+        ...         state = td["state"] + td["action"]
+        ...         return TensorDict(state=state, belief=td["belief"], reward=-state.pow(2),
+        ...                           terminated=torch.zeros_like(state, dtype=torch.bool),
+        ...                           batch_size=td.batch_size)
+        ...     def _set_seed(self, seed):
+        ...         pass
+        >>> actor = TensorDictModule(torch.nn.Sequential(torch.nn.Linear(1, 1), torch.nn.Tanh()),
+        ...                          ["state"], ["action"])
+        >>> value = TensorDictModule(torch.nn.Linear(1, 1), ["state"], ["state_value"])
+        >>> loss = DreamerActorLoss(actor, value, Imagination(), imagination_horizon=3)
+        >>> td = TensorDict(state=torch.randn(2, 5, 1), belief=torch.randn(2, 5, 1), batch_size=[2, 5])
+        >>> losses, fake_data = loss(td)
+        >>> losses["loss_actor"].backward()  # into the actor, through the imagined steps
+        >>> actor.module[0].weight.grad is not None, value.module.weight.grad is None
+        (True, True)
+        >>> losses["loss_actor"].shape, fake_data["lambda_target"].shape
+        (torch.Size([]), torch.Size([10, 3, 1]))
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        """``belief`` (the latent read beside ``"state"``), ``reward``, ``value``, ``done`` and
+        ``terminated`` (the keys of the imagined trajectory)."""
+
+        belief: NestedKey = "belief"
+        reward: NestedKey = "reward"
+        value: NestedKey = "state_value"
+        done: NestedKey = "done"
+        terminated: NestedKey = "terminated"
+
+    default_value_estimator = ValueEstimators.TDLambda
+
+    def __init__(
+        self,
+        actor_model: nn.Module,
+        value_model: nn.Module,
+        model_based_env: Any,
+        *,
+        imagination_horizon: int = 15,
+        discount_loss: bool = True,
+        gamma: float | None = None,
+        lmbda: float | None = None,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        for name, value in (("gamma", gamma), ("lmbda", lmbda)):
+            if value is not None:
+                raise TypeError(
+                    f"{owner}: {name} is not a constructor argument (as in TorchRL); set it "
+                    f"with loss.make_value_estimator({name}={value})."
+                )
+        if not isinstance(imagination_horizon, int) or imagination_horizon < 1:
+            raise ValueError(
+                f"{owner}: expected imagination_horizon as a positive int, got "
+                f"{imagination_horizon!r}."
+            )
+        if not hasattr(model_based_env, "rollout"):
+            raise TypeError(
+                f"{owner}: expected model_based_env as an env (a DreamerEnv), got "
+                f"{type(model_based_env).__name__}."
+            )
+        self.convert_to_functional(actor_model, "actor_model", functional=False)
+        # neither registered: their parameters are not this loss's (they are held out)
+        self.__dict__["value_model"] = value_model
+        self.__dict__["model_based_env"] = model_based_env
+        self.imagination_horizon = imagination_horizon
+        self.discount_loss = discount_loss
+        self.make_value_estimator()
+
+    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
+        hyperparams.setdefault("skip_existing", True)
+        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
+        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
+
+    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
+        C.forward_estimator_keys(self, kwargs)
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return ["state", self.tensor_keys.belief]
+
+    def lambda_target(self, reward: Tensor, value: Tensor) -> Tensor:
+        """The value estimator's return of ``reward`` and the next ``value`` (``[N, T, 1]``),
+        with no episode end."""
+        keys = self.tensor_keys
+        done = torch.zeros(reward.shape, dtype=torch.bool, device=reward.device)
+        data = TensorDict(
+            {
+                (NEXT, keys.reward): reward,
+                (NEXT, keys.value): value,
+                (NEXT, keys.done): done,
+                (NEXT, keys.terminated): done.clone(),
+            },
+            batch_size=reward.shape[:-1],
+        )
+        return self.value_estimator.value_estimate(data)
+
+    def forward(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        keys = self.tensor_keys
+        start = tensordict.select("state", keys.belief).detach().reshape(-1)
+        env = self.model_based_env
+        with _held_out(env), set_exploration_type(ExplorationType.RANDOM):
+            start = env.reset(start.copy())
+            fake_data = env.rollout(
+                self.imagination_horizon,
+                self.actor_model,
+                auto_reset=False,
+                tensordict=start,
+            )
+            with _held_out(self.value_model):
+                next_td = self.value_model(fake_data.get(NEXT).copy())
+        reward = fake_data.get((NEXT, keys.reward))
+        lambda_target = self.lambda_target(reward, next_td.get(keys.value))
+        fake_data.set("lambda_target", lambda_target)
+        if self.discount_loss:
+            lambda_target = lambda_target * _discounts(self.value_estimator.gamma, lambda_target)
+        actor_loss = -lambda_target.sum((-2, -1)).mean()
+        return TensorDict(loss_actor=actor_loss), fake_data.detach()
+
+
+class DreamerValueLoss(LossModule):
+    """The value loss: the value of imagined states regressed on their lambda-returns.
+
+    ``loss_value = mean_batch(sum_t w_t d(V(s_t), G_t))`` over the imagined trajectory of
+    :class:`DreamerActorLoss` (its ``"lambda_target"`` ``G``, detached), ``w_t = gamma**t``
+    when ``discount_loss``, else 1; ``d`` the ``value_loss`` distance.
+
+    Args:
+        value_model: writes ``value`` from the latents.
+        value_loss: ``"l2"``, ``"l1"`` or ``"smooth_l1"``. Defaults to ``"l2"``.
+        discount_loss: weight step ``t`` by ``gamma**t``. Defaults to True (as TorchRL's
+            code; its docstring says False).
+        gamma: the discount of the weights. Defaults to 0.99.
+
+    Returns (``forward``):
+        ``(losses, fake_data)``: ``loss_value`` and the input.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> from rl_objectives import DreamerValueLoss
+        >>> value = TensorDictModule(torch.nn.Linear(4, 1), ["state"], ["state_value"])
+        >>> fake = TensorDict(state=torch.randn(8, 3, 4), lambda_target=torch.randn(8, 3, 1),
+        ...                   batch_size=[8, 3])
+        >>> DreamerValueLoss(value)(fake)[0]["loss_value"].shape
+        torch.Size([])
+    """
+
+    @dataclass
+    class _AcceptedKeys:
+        """``value``: where ``value_model`` writes the state value."""
+
+        value: NestedKey = "state_value"
+
+    def __init__(
+        self,
+        value_model: nn.Module,
+        value_loss: str | None = None,
+        discount_loss: bool = True,
+        gamma: float = 0.99,
+    ) -> None:
+        super().__init__()
+        self.convert_to_functional(value_model, "value_model", functional=False)
+        self.value_loss = C.check_loss_function(type(self).__name__, value_loss or "l2")
+        self.discount_loss = discount_loss
+        self.gamma = gamma
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return [*self._network_in_keys("value_model"), "lambda_target"]
+
+    def forward(self, fake_data: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        lambda_target = fake_data.get("lambda_target").detach()
+        in_keys = getattr(self.value_model, "in_keys", None)
+        inputs = fake_data.select(*in_keys, strict=False) if in_keys else fake_data.copy()
+        value = self.value_model(inputs).get(self.tensor_keys.value)
+        error = distance_loss(value, lambda_target, self.value_loss)
+        if self.discount_loss:
+            error = error * _discounts(self.gamma, error)
+        return TensorDict(loss_value=error.sum((-2, -1)).mean()), fake_data
