@@ -19,7 +19,9 @@ from rl_buffers.replay_buffers import (
     HERReplayBuffer,
     HindsightStrategy,
     PrioritizedReplayBuffer,
+    RayReplayBuffer,
     ReplayBuffer,
+    ReplayBufferEnsemble,
     TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
     prefill_replay_buffer,
@@ -29,6 +31,7 @@ from rl_buffers.samplers import (
     PrioritizedSliceSampler,
     RandomSampler,
     Sampler,
+    SamplerEnsemble,
     SamplerWithoutReplacement,
     SliceSampler,
     SliceSamplerWithoutReplacement,
@@ -40,6 +43,7 @@ from rl_buffers.storages import (
     LazyTensorStorage,
     ListStorage,
     Storage,
+    StorageEnsemble,
     TensorStorage,
 )
 from rl_buffers.writers import (
@@ -47,6 +51,7 @@ from rl_buffers.writers import (
     TensorDictMaxValueWriter,
     TensorDictRoundRobinWriter,
     Writer,
+    WriterEnsemble,
 )
 
 __version__ = _version("rl-buffers")
@@ -58,6 +63,8 @@ __all__ = [
     "TensorDictReplayBuffer",
     "PrioritizedReplayBuffer",
     "TensorDictPrioritizedReplayBuffer",
+    "RayReplayBuffer",
+    "ReplayBufferEnsemble",
     "HERReplayBuffer",
     "HindsightStrategy",
     "prefill_replay_buffer",
@@ -69,6 +76,7 @@ __all__ = [
     "TensorStorage",
     "LazyTensorStorage",
     "LazyMemmapStorage",
+    "StorageEnsemble",
     # samplers
     "Sampler",
     "RandomSampler",
@@ -77,9 +85,11 @@ __all__ = [
     "SliceSampler",
     "SliceSamplerWithoutReplacement",
     "PrioritizedSliceSampler",
+    "SamplerEnsemble",
     # writers
     "Writer",
     "RoundRobinWriter",
     "TensorDictRoundRobinWriter",
     "TensorDictMaxValueWriter",
+    "WriterEnsemble",
 ]

@@ -1,5 +1,6 @@
 """Samplers: which stored items a batch holds."""
 
+from rl_buffers.samplers.ensemble import SamplerEnsemble
 from rl_buffers.samplers.prioritized import PrioritizedSampler
 from rl_buffers.samplers.prioritized_slice import PrioritizedSliceSampler
 from rl_buffers.samplers.random import RandomSampler
@@ -9,6 +10,7 @@ from rl_buffers.samplers.slice_without_replacement import SliceSamplerWithoutRep
 from rl_buffers.samplers.without_replacement import SamplerWithoutReplacement
 
 __all__ = [
+    "SamplerEnsemble",
     "PrioritizedSampler",
     "PrioritizedSliceSampler",
     "RandomSampler",

@@ -1,6 +1,7 @@
 """Storages: where a replay buffer keeps its items."""
 
 from rl_buffers.storages.compressed_list import CompressedListStorage
+from rl_buffers.storages.ensemble import StorageEnsemble
 from rl_buffers.storages.lazy_memmap import LazyMemmapStorage
 from rl_buffers.storages.lazy_stack import LazyStackStorage
 from rl_buffers.storages.lazy_tensor import LazyTensorStorage
@@ -9,6 +10,7 @@ from rl_buffers.storages.storage import Storage
 from rl_buffers.storages.tensor_storage import TensorStorage
 
 __all__ = [
+    "StorageEnsemble",
     "CompressedListStorage",
     "LazyMemmapStorage",
     "LazyStackStorage",

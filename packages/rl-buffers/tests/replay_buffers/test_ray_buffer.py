@@ -1,0 +1,145 @@
+import itertools
+import os
+import shutil
+import sys
+import tempfile
+from functools import partial
+
+import pytest
+import torch
+from tensordict import TensorDict
+
+from rl_buffers import (
+    LazyTensorStorage,
+    RayReplayBuffer,
+    TensorDictPrioritizedReplayBuffer,
+)
+
+# RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: under `uv run pytest` Ray would start each worker through
+# `uv run` in an uploaded copy of the working tree (tens of seconds); the workers then run
+# the driver's interpreter. Ray reads these when it is imported, so the fixture sets them
+# before importing Ray (as rl-collectors' Ray tests do).
+RAY_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """One real local Ray instance on loopback for the module, in a fresh temp dir."""
+    saved = {name: os.environ.get(name) for name in RAY_ENV}
+    os.environ.update(RAY_ENV)
+    temp_dir = None
+    try:
+        ray = pytest.importorskip("ray", reason='pip install "rl-buffers[ray]"')
+        temp_dir = tempfile.mkdtemp(prefix="rlb-ray-")
+        ray.init(
+            address="local",
+            num_cpus=2,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=temp_dir,
+            include_dashboard=False,
+            object_store_memory=100 * 1024**2,
+            log_to_driver=False,
+        )
+        # this module is imported by pytest's importlib mode, which Ray's workers cannot
+        # repeat: its classes travel by value
+        ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+        try:
+            yield ray
+        finally:
+            ray.shutdown()
+    finally:
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def remote_write(buffer, writer_id, batches, size):
+    """A stand-in for a remote collector: writes batches of ids into the shared buffer."""
+    for batch in range(batches):
+        ids = writer_id * 1000 + batch * size + torch.arange(size)
+        data = TensorDict({"id": ids, "obs": ids.float().unsqueeze(-1)}, batch_size=[size])
+        if batch % 2:
+            buffer.extend_async(data)  # (ordered after this writer's earlier writes)
+        else:
+            buffer.extend(data)
+    return os.getpid()
+
+
+@pytest.mark.ray
+def test_remote_writers_and_learner_share_one_buffer(ray_cluster, tmp_path):
+    ray = ray_cluster
+    buffer = RayReplayBuffer(
+        replay_buffer_cls=TensorDictPrioritizedReplayBuffer,
+        alpha=1.0,
+        beta=1.0,
+        storage=partial(LazyTensorStorage, 200),  # a constructor, called in the actor
+        batch_size=64,
+        remote_config={"num_cpus": 0},
+        delayed_init=True,
+    )
+    assert buffer._actor is None  # delayed_init: nothing started yet
+    with pytest.raises(RuntimeError, match="cannot sample from an empty buffer"):
+        buffer.sample()  # the remote error, raised here with its type
+    actor_pid = ray.get(buffer.actor.pid.remote())
+    assert actor_pid != os.getpid()
+
+    writer = ray.remote(num_cpus=1)(remote_write)
+    pids = ray.get([writer.remote(buffer, writer_id, 5, 10) for writer_id in (1, 2)])
+    assert not {os.getpid(), actor_pid} & set(pids)  # writers in other processes
+    ray.get(buffer.actor.length.remote())  # (the last async writes are applied before this)
+    assert len(buffer) == 100
+    expected = {w * 1000 + i for w in (1, 2) for i in range(50)}
+    assert set(buffer[:]["id"].tolist()) == expected
+    # each writer's batches are in the order it sent them, sync and async mixed
+    stored = buffer[:]["id"].tolist()
+    for w in (1, 2):
+        mine = [value for value in stored if value // 1000 == w]
+        assert mine == sorted(mine)
+
+    # the learner: sample, update priorities remotely, sample again through them
+    batch = buffer.sample()
+    assert batch.batch_size == torch.Size([64])
+    assert set(batch["id"].tolist()) <= expected
+    assert torch.equal(batch["obs"].squeeze(-1), batch["id"].float())
+    everything = buffer[:]
+    favourite = int(everything["id"][17])
+    everything["index"] = torch.arange(100)
+    everything["td_error"] = (everything["id"] == favourite).double()
+    buffer.update_tensordict_priority(everything)
+    batch = buffer.sample()
+    # p = (priority + 1e-8) ** alpha: 1 for the favourite, 1e-8 for the 99 others
+    assert (batch["id"] == favourite).all()
+    with pytest.raises(IndexError, match=r"\[0, 100\)"):
+        buffer.update_priority(torch.tensor([150]), 1.0)  # a slot no write has filled
+
+    # checkpoints are written by the actor and read back after emptying it
+    buffer.dumps(tmp_path / "ckpt")
+    state = buffer.state_dict()
+    buffer.empty()
+    assert len(buffer) == 0
+    buffer.loads(tmp_path / "ckpt")
+    assert torch.equal(buffer[:]["id"], everything["id"])
+    assert (buffer.sample()["id"] == favourite).all()  # the priorities came back too
+    buffer.empty()
+    buffer.load_state_dict(state)
+    assert len(buffer) == 100
+    batches = list(itertools.islice(buffer, 3))  # no epochs: iteration goes on
+    assert [batch.batch_size for batch in batches] == [torch.Size([64])] * 3
+    buffer.shutdown()
+    assert buffer._actor is None
+    assert ray.is_initialized()  # the buffers did not own Ray
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="a ReplayBuffer subclass, got <class 'dict'>"):
+        RayReplayBuffer(replay_buffer_cls=dict)
+    with pytest.raises(TypeError, match="transform_factory to be callable, got int"):
+        RayReplayBuffer(transform_factory=3)
