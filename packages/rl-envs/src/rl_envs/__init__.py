@@ -16,14 +16,16 @@ from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv
 from rl_envs.libs import (
     DMControlEnv,
     DMControlWrapper,
-    MujocoEnv,
-    PointMassEnv,
     GymEnv,
     GymWrapper,
     InfoDictReader,
     MarlGroupMapType,
+    MujocoEnv,
+    OpenSpielEnv,
+    OpenSpielWrapper,
     PettingZooEnv,
     PettingZooWrapper,
+    PointMassEnv,
     check_marl_grouping,
     default_info_dict_reader,
     gym_space_to_spec,
@@ -83,6 +85,9 @@ __all__ = [
     # MuJoCo
     "MujocoEnv",
     "PointMassEnv",
+    # OpenSpiel
+    "OpenSpielEnv",
+    "OpenSpielWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",

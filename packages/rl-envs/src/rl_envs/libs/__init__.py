@@ -7,10 +7,12 @@ this package is imported.
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
 from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
-from rl_envs.libs.mujoco import MujocoEnv
-from rl_envs.libs.mujoco_point_mass import PointMassEnv
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
+from rl_envs.libs.mujoco import MujocoEnv
+from rl_envs.libs.mujoco_point_mass import PointMassEnv
+from rl_envs.libs.openspiel import OpenSpielWrapper
+from rl_envs.libs.openspiel_env import OpenSpielEnv
 from rl_envs.libs.pettingzoo import PettingZooWrapper
 from rl_envs.libs.pettingzoo_env import PettingZooEnv
 
@@ -22,6 +24,8 @@ __all__ = [
     "InfoDictReader",
     "MarlGroupMapType",
     "MujocoEnv",
+    "OpenSpielEnv",
+    "OpenSpielWrapper",
     "PointMassEnv",
     "PettingZooEnv",
     "PettingZooWrapper",
