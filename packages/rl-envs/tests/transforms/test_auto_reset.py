@@ -6,7 +6,7 @@ from tensordict import TensorDict
 
 from rl_core import Compose, EnvBase, StepCounter, TransformedEnv, check_env_specs
 from rl_core.specs import Composite, Unbounded
-from rl_envs.transforms import AutoResetTransform
+from rl_envs.transforms import AutoResetEnv, AutoResetTransform
 
 
 class SelfResettingCounter(EnvBase):
@@ -115,3 +115,24 @@ def test_errors():
     inner = TransformedEnv(SelfResettingCounter(2.0), StepCounter())
     with pytest.raises(ValueError, match="AutoResetTransform: expected to be the first"):
         TransformedEnv(inner, AutoResetTransform()).reset()
+
+
+def test_auto_reset_env_puts_the_transform_first_and_keeps_it_there():
+    env = AutoResetEnv(SelfResettingCounter([2.0, 3.0]), StepCounter())
+    assert [type(t).__name__ for t in env.transform] == ["AutoResetTransform", "StepCounter"]
+    check_env_specs(env)
+    traj = env.rollout(6, ones, break_when_any_done=False)
+    assert env.base_env.resets == 2  # check_env_specs' reset and the rollout's first
+    assert traj["next", "step_count"][1].squeeze(-1).tolist() == [1, 2, 3] * 2
+    kept = AutoResetTransform(fill_float=-1.0)
+    env = AutoResetEnv(SelfResettingCounter(2.0), kept)
+    assert env.transform[0] is kept
+    with pytest.raises(ValueError, match=r"AutoResetEnv\.insert_transform: the AutoResetTransform"):
+        env.insert_transform(0, StepCounter())
+    env.insert_transform(1, StepCounter())
+    assert env.rollout(2, ones, break_when_any_done=False)["next", "count"].squeeze(
+        -1
+    ).tolist() == [
+        1,
+        -1,
+    ]

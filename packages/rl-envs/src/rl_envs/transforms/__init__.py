@@ -10,20 +10,32 @@ live in rl-core.
 from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
-from rl_envs.transforms.auto_reset import AutoResetTransform
+from rl_envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
 from rl_envs.transforms.device_cast import DeviceCastTransform
 from rl_envs.transforms.dtype_cast import DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
+from rl_envs.transforms.finite_check import FiniteTensorDictCheck
 from rl_envs.transforms.frame_skip import FrameSkipTransform
-from rl_envs.transforms.image import CenterCrop, GrayScale, Resize, ToTensorImage
+from rl_envs.transforms.hash import Hash
+from rl_envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
+from rl_envs.transforms.multi_action import MultiAction
+from rl_envs.transforms.multi_step import MultiStepTransform
+from rl_envs.transforms.next_obs_delta import NextObservationDelta
 from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.primer import TensorDictPrimer
+from rl_envs.transforms.random_crop import RandomCropTensorDict
 from rl_envs.transforms.recording import PixelRenderTransform, VideoRecorder
-from rl_envs.transforms.reward import RewardClipping, RewardScaling
+from rl_envs.transforms.remove_empty_specs import RemoveEmptySpecs
+from rl_envs.transforms.reward import (
+    BinarizeReward,
+    LineariseRewards,
+    RewardClipping,
+    RewardScaling,
+)
 from rl_envs.transforms.reward2go import Reward2GoTransform
 from rl_envs.transforms.shape import (
     FlattenObservation,
@@ -31,6 +43,8 @@ from rl_envs.transforms.shape import (
     SqueezeTransform,
     UnsqueezeTransform,
 )
+from rl_envs.transforms.stack import Stack
+from rl_envs.transforms.target_return import TargetReturn
 from rl_envs.transforms.time_max_pool import TimeMaxPool
 from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.vecnorm import VecNorm
@@ -50,27 +64,41 @@ __all__ = [
     "DTypeCastTransform",
     "DeviceCastTransform",
     "TensorDictPrimer",
+    "Stack",
+    "Hash",
+    "NextObservationDelta",
+    "RemoveEmptySpecs",
+    "FiniteTensorDictCheck",
     # pixels
     "ToTensorImage",
     "Resize",
     "CenterCrop",
+    "Crop",
     "GrayScale",
     # rewards
     "RewardScaling",
     "RewardClipping",
     "Reward2GoTransform",
     "TrajCounter",
+    "BinarizeReward",
+    "LineariseRewards",
+    "TargetReturn",
     # actions
     "ActionScaling",
     "ActionMask",
     "ActionDiscretizer",
     "FlattenAction",
     "FrameSkipTransform",
+    "MultiAction",
     # episodes
     "NoopResetEnv",
     "AutoResetTransform",
+    "AutoResetEnv",
     "EndOfLifeTransform",
     "TimeMaxPool",
+    # trajectories (replay buffers)
+    "MultiStepTransform",
+    "RandomCropTensorDict",
     # recording
     "VideoRecorder",
     "PixelRenderTransform",

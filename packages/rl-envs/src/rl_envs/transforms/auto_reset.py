@@ -1,4 +1,4 @@
-"""AutoResetTransform: for envs that reset themselves when an episode ends."""
+"""AutoResetTransform and AutoResetEnv: for envs that reset themselves when an episode ends."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core import Composite, Transform, TransformedEnv
+from rl_core import Compose, Composite, EnvBase, Transform, TransformedEnv
 from rl_core.keys import DONE, RESET, NestedKey
 from rl_envs.transforms._common import leaf_keys
 
@@ -156,4 +156,47 @@ class AutoResetTransform(Transform):
         return f"replace={self.replace}"
 
 
-__all__ = ["AutoResetTransform"]
+class AutoResetEnv(TransformedEnv):
+    """A TransformedEnv over an env that resets itself, whose first transform is always an
+    :class:`AutoResetTransform`.
+
+    Args:
+        env: the env that resets itself at the end of each episode.
+        transform: the transforms to apply after the AutoResetTransform (a Transform or a
+            Compose), or ``None``. A Compose whose first transform is an AutoResetTransform
+            (or an AutoResetTransform alone) is used as it is, so that its fill values are
+            kept; otherwise ``AutoResetTransform()`` is put first.
+
+    Raises:
+        ValueError: ``insert_transform`` at index 0 (before the AutoResetTransform).
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> env = AutoResetEnv(CountingEnv(max_count=3))
+        >>> type(env.transform[0]).__name__
+        'AutoResetTransform'
+    """
+
+    def __init__(self, env: EnvBase, transform: Transform | None = None) -> None:
+        if transform is None:
+            transform = Compose(AutoResetTransform())
+        elif isinstance(transform, AutoResetTransform):
+            transform = Compose(transform)
+        elif not (
+            isinstance(transform, Compose)
+            and len(transform)
+            and isinstance(transform[0], AutoResetTransform)
+        ):
+            transform = Compose(AutoResetTransform(), transform)
+        super().__init__(env, transform)
+
+    def insert_transform(self, index: int, transform: Transform) -> TransformedEnv:
+        if index == 0 or index < -len(self._as_compose()):
+            raise ValueError(
+                "AutoResetEnv.insert_transform: the AutoResetTransform must stay first; "
+                f"expected an index >= 1, got {index}."
+            )
+        return super().insert_transform(index, transform)
+
+
+__all__ = ["AutoResetEnv", "AutoResetTransform"]

@@ -1,4 +1,5 @@
-"""Pixel transforms in torch ops on the env's device: ToTensorImage, Resize, CenterCrop, GrayScale."""
+"""Pixel transforms in torch ops on the env's device: ToTensorImage, Resize, CenterCrop, Crop,
+GrayScale."""
 
 from __future__ import annotations
 
@@ -218,6 +219,65 @@ class CenterCrop(_ImageTransform):
         return f"w={self.w}, h={self.h}, {super().extra_repr()}"
 
 
+class Crop(_ImageTransform):
+    """Crops the ``h x w`` window of ``[..., C, H, W]`` images whose top-left corner is at
+    row ``top`` and column ``left``.
+
+    Args:
+        w: the output width.
+        h: the output height; default ``w``.
+        top: the first row kept. Defaults to 0.
+        left: the first column kept. Defaults to 0.
+        in_keys: the images. Defaults to ``["pixels"]``.
+        out_keys: where to write them; default ``in_keys``.
+
+    Raises:
+        ValueError: a negative corner or a non-positive size; (on the specs) a window that
+            does not fit in the images.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> t = Crop(2, 3, top=1, left=4)
+        >>> t(TensorDict(pixels=torch.rand(3, 10, 8)))["pixels"].shape
+        torch.Size([3, 3, 2])
+    """
+
+    def __init__(
+        self,
+        w: int,
+        h: int | None = None,
+        top: int = 0,
+        left: int = 0,
+        in_keys: _Keys = None,
+        out_keys: _Keys = None,
+    ) -> None:
+        super().__init__(in_keys, out_keys)
+        self.w = int(w)
+        self.h = int(w if h is None else h)
+        self.top, self.left = int(top), int(left)
+        if self.w < 1 or self.h < 1 or self.top < 0 or self.left < 0:
+            raise ValueError(
+                f"Crop: expected w, h >= 1 and top, left >= 0, got w={self.w}, h={self.h}, "
+                f"top={self.top}, left={self.left}."
+            )
+
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value[..., self.top : self.top + self.h, self.left : self.left + self.w]
+
+    def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
+        _check_image("Crop", key, spec, None)
+        if spec.shape[-2] < self.top + self.h or spec.shape[-1] < self.left + self.w:
+            raise ValueError(
+                f"Crop: the window of {self.h}x{self.w} at (top={self.top}, left={self.left}) "
+                f"does not fit in images of shape {tuple(spec.shape)} under {key!r}."
+            )
+        return _image_spec(spec, (*spec.shape[:-2], self.h, self.w), spec.dtype)
+
+    def extra_repr(self) -> str:
+        return f"w={self.w}, h={self.h}, top={self.top}, left={self.left}, {super().extra_repr()}"
+
+
 class GrayScale(_ImageTransform):
     """RGB ``[..., 3, H, W]`` float images to luminance ``[..., 1, H, W]``.
 
@@ -255,4 +315,4 @@ class GrayScale(_ImageTransform):
         return _image_spec(spec, (*spec.shape[:-3], 1, *spec.shape[-2:]), spec.dtype)
 
 
-__all__ = ["CenterCrop", "GrayScale", "Resize", "ToTensorImage"]
+__all__ = ["CenterCrop", "Crop", "GrayScale", "Resize", "ToTensorImage"]
