@@ -41,6 +41,7 @@ from rl_core.specs import (
 )
 from rl_core.ted import step_mdp, terminated_or_truncated
 from rl_core.transforms import (
+    BurnInTransform,
     Compose,
     DoubleToFloat,
     ExcludeTransform,
@@ -49,6 +50,7 @@ from rl_core.transforms import (
     RewardSum,
     SelectTransform,
     StepCounter,
+    TensorDictPrimer,
     Transform,
     TransformedEnv,
 )
@@ -101,4 +103,6 @@ __all__ = [
     "RenameTransform",
     "ExcludeTransform",
     "SelectTransform",
+    "TensorDictPrimer",
+    "BurnInTransform",
 ]

@@ -31,7 +31,7 @@ from rl_core.modules.mlp import MLP
 from rl_core.modules.multiagent import MultiAgentMLP
 from rl_core.modules.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.modules.qvalue import QValueActor, QValueModule
-from rl_core.modules.recurrent import GRUModule, LSTMModule
+from rl_core.modules.recurrent import GRUModule, LSTMModule, get_primers_from_module
 from rl_core.modules.rnn import GRU, LSTM, GRUCell, LSTMCell
 from rl_core.modules.safe import SafeModule, SafeSequential
 from rl_core.modules.world_models import (
@@ -69,6 +69,7 @@ __all__ = [
     # recurrent
     "LSTMModule",
     "GRUModule",
+    "get_primers_from_module",
     "LSTM",
     "GRU",
     "LSTMCell",

@@ -15,6 +15,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from rl_core.keys import NEXT, NestedKey
 from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
+from rl_core.transforms.primer import TensorDictPrimer
 
 
 class _Segments(NamedTuple):
@@ -121,6 +122,34 @@ class RecurrentModuleBase(TensorDictModuleBase):
                 for key in self.in_keys[1:]
             }
         )
+
+    def make_tensordict_primer(self) -> TensorDictPrimer:
+        """Returns the env transform that writes zero hidden states at reset and carries them.
+
+        ``env.append_transform(module.make_tensordict_primer())`` (with an ``InitTracker``
+        for the resets) lets ``env.rollout(n, policy)`` and the collectors keep the hidden
+        state in the TensorDict: the primer writes zeros at reset, and each step copies the
+        policy's ``("next", state)`` to the next step's root.
+
+        Returns:
+            A :class:`~rl_core.TensorDictPrimer` over :meth:`recurrent_state_spec`: one
+            ``Unbounded(shape=(num_layers, hidden_size))`` entry per hidden state key.
+
+        Raises:
+            RuntimeError: an output state key is not its input key under ``"next"`` (the
+                primer could not carry the state from one step to the next).
+        """
+        for in_key, out_key in zip(self.in_keys[1:], self.out_keys[1:]):
+            path = (in_key,) if isinstance(in_key, str) else tuple(in_key)
+            got = (out_key,) if isinstance(out_key, str) else tuple(out_key)
+            if got != (NEXT, *path):
+                raise RuntimeError(
+                    f"{type(self).__name__}.make_tensordict_primer: expected each output state "
+                    f"key to be its input key under 'next' ({(NEXT, *path)!r} for {in_key!r}), "
+                    f"got {out_key!r}. Build the module with out_keys=[output, "
+                    f"('next', {in_key!r}), ...]."
+                )
+        return TensorDictPrimer(self.recurrent_state_spec())
 
     def set_recurrent_mode(self, mode: bool = True) -> RecurrentModuleBase:
         """Returns a copy in sequence mode (``True``) or step mode; parameters are shared.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import torch
@@ -10,6 +11,8 @@ from torch import nn
 from rl_core.keys import IS_INIT, NestedKey
 from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
 from rl_core.modules.rnn import GRU, LSTM
+from rl_core.specs import Composite
+from rl_core.transforms.primer import TensorDictPrimer
 
 LSTM_STATE_KEYS = ("recurrent_state_h", "recurrent_state_c")
 GRU_STATE_KEYS = ("recurrent_state",)
@@ -265,4 +268,55 @@ class GRUModule(RecurrentModuleBase):
         return [states.transpose(0, 1)]
 
 
-__all__ = ["LSTMModule", "GRUModule"]
+def get_primers_from_module(module: nn.Module) -> TensorDictPrimer | None:
+    """Returns one primer for every recurrent module inside ``module`` (a whole policy).
+
+    ``env.append_transform(get_primers_from_module(policy))`` adds the hidden states of all
+    the policy's recurrent modules at once.
+
+    Args:
+        module: any module; its submodules with a ``make_tensordict_primer`` method (such as
+            :class:`LSTMModule` and :class:`GRUModule`) are collected.
+
+    Returns:
+        A :class:`~rl_core.TensorDictPrimer` holding the entries of all their primers, or
+        ``None`` (with a warning) when ``module`` holds no recurrent module.
+
+    Raises:
+        ValueError: two recurrent modules declare the same state key with different specs.
+
+    Examples:
+        >>> from tensordict.nn import TensorDictSequential
+        >>> from rl_core.modules import GRUModule, LSTMModule
+        >>> policy = TensorDictSequential(
+        ...     LSTMModule(3, 8, in_key="obs", out_key="a"),
+        ...     GRUModule(8, 4, in_key="a", out_key="b"),
+        ... )
+        >>> sorted(get_primers_from_module(policy).out_keys)
+        ['recurrent_state', 'recurrent_state_c', 'recurrent_state_h']
+    """
+    merged = Composite()
+    for sub in module.modules():
+        if not hasattr(sub, "make_tensordict_primer"):
+            continue
+        primers = sub.make_tensordict_primer().primers
+        for key in primers.keys(include_nested=True, leaves_only=True):
+            spec = primers[key]
+            known = merged.get(key, None)
+            if known is not None and known != spec:
+                raise ValueError(
+                    f"get_primers_from_module: two recurrent modules write the state {key!r} "
+                    f"with different specs ({known} and {spec}). Give them distinct in_keys."
+                )
+            merged[key] = spec
+    if not merged.keys():
+        warnings.warn(
+            f"get_primers_from_module: no recurrent module in {type(module).__name__}; no "
+            f"primer to make.",
+            stacklevel=2,
+        )
+        return None
+    return TensorDictPrimer(merged)
+
+
+__all__ = ["LSTMModule", "GRUModule", "get_primers_from_module"]

@@ -1,9 +1,11 @@
 """Transforms: the machinery (Transform, TransformedEnv, Compose) and the foundation set."""
 
 from rl_core.transforms._lane import register_lane_plan
+from rl_core.transforms.burn_in import BurnInTransform
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.double_to_float import DoubleToFloat
 from rl_core.transforms.init_tracker import InitTracker
+from rl_core.transforms.primer import TensorDictPrimer
 from rl_core.transforms.rename import RenameTransform
 from rl_core.transforms.reward_sum import RewardSum
 from rl_core.transforms.select import ExcludeTransform, SelectTransform
@@ -12,6 +14,7 @@ from rl_core.transforms.transform import Transform
 from rl_core.transforms.transformed_env import TransformedEnv
 
 __all__ = [
+    "BurnInTransform",
     "Compose",
     "DoubleToFloat",
     "ExcludeTransform",
@@ -20,6 +23,7 @@ __all__ = [
     "RewardSum",
     "SelectTransform",
     "StepCounter",
+    "TensorDictPrimer",
     "Transform",
     "TransformedEnv",
     "register_lane_plan",
