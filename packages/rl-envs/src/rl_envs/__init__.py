@@ -21,6 +21,8 @@ from rl_envs.libs import (
     InfoDictReader,
     MarlGroupMapType,
     MujocoEnv,
+    MultiThreadedEnv,
+    MultiThreadedEnvWrapper,
     OpenSpielEnv,
     OpenSpielWrapper,
     PettingZooEnv,
@@ -101,6 +103,9 @@ __all__ = [
     # OpenSpiel
     "OpenSpielEnv",
     "OpenSpielWrapper",
+    # EnvPool
+    "MultiThreadedEnv",
+    "MultiThreadedEnvWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",

@@ -7,6 +7,7 @@ this package is imported.
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
 from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
+from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
@@ -24,6 +25,8 @@ __all__ = [
     "InfoDictReader",
     "MarlGroupMapType",
     "MujocoEnv",
+    "MultiThreadedEnv",
+    "MultiThreadedEnvWrapper",
     "OpenSpielEnv",
     "OpenSpielWrapper",
     "PointMassEnv",
