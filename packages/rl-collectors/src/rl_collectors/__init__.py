@@ -16,14 +16,24 @@ check_rl_core("rl-collectors")  # first: an rl-core outside the declared range f
 
 from importlib.metadata import version as _version
 
+from rl_collectors.async_batched import AsyncBatchedCollector
 from rl_collectors.async_collector import AsyncCollector, aSyncDataCollector
 from rl_collectors.base import BaseCollector, DataCollectorBase
 from rl_collectors.distributed import RayCollector
+from rl_collectors.evaluator import Evaluator
 from rl_collectors.multi_async import MultiAsyncCollector, MultiaSyncDataCollector
 from rl_collectors.multi_sync import MultiSyncCollector, MultiSyncDataCollector
 from rl_collectors.postprocs import MultiStep
+from rl_collectors.profiling import ProfileConfig
 from rl_collectors.sync import Collector, SyncDataCollector
 from rl_collectors.utils import split_trajectories
+from rl_collectors.weight_update import (
+    MultiProcessedWeightUpdater,
+    RayWeightUpdater,
+    RemoteModuleWeightUpdater,
+    VanillaWeightUpdater,
+    WeightUpdaterBase,
+)
 
 __version__ = _version("rl-collectors")
 
@@ -42,4 +52,12 @@ __all__ = [
     "RayCollector",
     "MultiStep",
     "split_trajectories",
+    "WeightUpdaterBase",
+    "VanillaWeightUpdater",
+    "MultiProcessedWeightUpdater",
+    "RayWeightUpdater",
+    "RemoteModuleWeightUpdater",
+    "Evaluator",
+    "ProfileConfig",
+    "AsyncBatchedCollector",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 import torch.multiprocessing as torch_mp
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_collectors._common import (
@@ -26,7 +26,9 @@ from rl_collectors._common import (
 )
 from rl_collectors._worker import SharedWeights, worker_main
 from rl_collectors.base import BaseCollector
+from rl_collectors.profiling import ProfileConfig
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
+from rl_collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType
 
 POLICY_VERSION = ("collector", "policy_version")
@@ -75,6 +77,7 @@ class MultiCollectorBase(BaseCollector):
         set_truncated: bool = False,
         track_traj_ids: bool = True,
         mp_start_method: str | None = None,
+        weight_updater: WeightUpdaterBase | None = None,
     ) -> None:
         where = type(self).__name__
         self._closed = True  # until the workers are up (shutdown is safe on a failed init)
@@ -112,6 +115,9 @@ class MultiCollectorBase(BaseCollector):
             True for _ in (*policy.parameters(), *policy.buffers())
         )
         self._weights = SharedWeights(policy, context) if has_weights else None
+        self.weight_updater = weight_updater or self._default_weight_updater()
+        if self.weight_updater is not None:
+            self.weight_updater.register_collector(self)
         kwargs = {
             "frames_per_batch": self.worker_frames,
             "init_random_frames": -(-init_random_frames // n),
@@ -296,8 +302,20 @@ class MultiCollectorBase(BaseCollector):
         """How many times ``update_policy_weights_`` published weights."""
         return 0 if self._weights is None else self._weights.version
 
-    def update_policy_weights_(self, weights: Any = None) -> None:
-        """Publishes the policy's weights to every worker through shared memory.
+    def _default_weight_updater(self) -> MultiProcessedWeightUpdater | None:
+        """Publishes the construction-time policy's weights through the seqlocked shared copy."""
+        if self._weights is None:
+            return None
+        policy = self.policy
+        device = next(iter(self._weights.weights.values(True, True))).device
+        return MultiProcessedWeightUpdater(
+            get_server_weights=lambda: TensorDict.from_module(policy).data,
+            policy_weights={device: self._weights},
+        )
+
+    def update_policy_weights_(self, weights: Any = None, *, worker_ids: Any = None) -> None:
+        """Publishes the policy's weights to every worker through its ``weight_updater``
+        (by default a ``MultiProcessedWeightUpdater`` over shared memory).
 
         Each worker loads them before its next batch; the batch's ``("collector",
         "policy_version")`` tells which weights produced it. Publishing takes no lock a
@@ -308,16 +326,29 @@ class MultiCollectorBase(BaseCollector):
             weights: ``None`` publishes the weights of the policy passed at construction
                 (after your optimizer changed them); a TensorDict or state dict is loaded
                 into that policy first.
+            worker_ids: passed on to the weight updater.
         """
         self._check_workers("update_policy_weights_")
-        if self._weights is None:
+        if self.weight_updater is None:
             raise RuntimeError(
                 f"{type(self).__name__}.update_policy_weights_: the policy has no weights to "
                 f"share (policy {type(self.policy).__name__})."
             )
-        if weights is not None:
+        if weights is not None and isinstance(self.policy, nn.Module):
             load_weights(f"{type(self).__name__}.update_policy_weights_", self.policy, weights)
-        self._weights.publish(self.policy)
+        self.weight_updater.push_weights(weights, worker_ids=worker_ids)
+
+    def _apply_profile(self, config: ProfileConfig) -> None:
+        """Asks the workers of ``config.workers`` to profile their next rollouts."""
+        bad = [i for i in config.workers if i >= self.num_workers]
+        if bad:
+            raise ValueError(
+                f"{type(self).__name__}.enable_profile: expected worker indices below "
+                f"{self.num_workers}, got {bad}."
+            )
+        self._idle_workers("enable_profile")
+        for i in config.workers:
+            self._request(i, "profile", config)
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seeds worker ``i``'s env and torch RNG with the seed the previous one returned."""

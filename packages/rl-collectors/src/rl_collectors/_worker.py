@@ -54,12 +54,15 @@ class SharedWeights:
         """How many times the weights were published."""
         return self.counter.value // 2
 
-    def publish(self, policy: torch.nn.Module) -> int:
-        """Writes the policy's weights (parent side); returns the new version."""
+    def publish(self, weights: torch.nn.Module | TensorDictBase) -> int:
+        """Writes a policy's weights (a module, or a TensorDict of all or some of them;
+        parent side); returns the new version."""
+        if isinstance(weights, torch.nn.Module):
+            weights = TensorDict.from_module(weights).data
         start = self.counter.value
         self.counter.value = start + 1  # odd: a copy is being written
         try:
-            self.weights.update_(TensorDict.from_module(policy).data)
+            self.weights.update_(weights)
         finally:
             self.counter.value = start + 2
         return (start + 2) // 2
@@ -137,6 +140,9 @@ def worker_main(
             elif command == "seed":
                 torch.manual_seed(argument)
                 conn.send(("seed", collector.set_seed(argument)))
+            elif command == "profile":
+                collector._apply_profile(argument, index)
+                conn.send(("profile", None))
             elif command == "reset":
                 collector.reset()
                 conn.send(("reset", None))

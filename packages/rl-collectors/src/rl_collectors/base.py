@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from tensordict import TensorDictBase
+
+from rl_collectors.profiling import ProfileConfig
 
 
 class BaseCollector:
@@ -63,6 +66,40 @@ class BaseCollector:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restores what ``state_dict`` returned."""
         raise NotImplementedError(f"{type(self).__name__} does not implement load_state_dict.")
+
+    def enable_profile(
+        self,
+        *,
+        workers: list[int] | None = None,
+        num_rollouts: int = 3,
+        warmup_rollouts: int = 1,
+        save_path: str | Path | None = None,
+        activities: list[str] | None = None,
+        record_shapes: bool = True,
+        profile_memory: bool = False,
+        with_stack: bool = False,
+        with_flops: bool = False,
+        on_trace_ready: Callable[[Any], None] | None = None,
+    ) -> ProfileConfig:
+        """Profiles the next rollouts of the chosen workers with ``torch.profiler`` (see
+        ``ProfileConfig`` for the arguments); returns the config."""
+        config = ProfileConfig(
+            workers=[0] if workers is None else workers,
+            num_rollouts=num_rollouts,
+            warmup_rollouts=warmup_rollouts,
+            save_path=save_path,
+            activities=activities,
+            record_shapes=record_shapes,
+            profile_memory=profile_memory,
+            with_stack=with_stack,
+            with_flops=with_flops,
+            on_trace_ready=on_trace_ready,
+        )
+        self._apply_profile(config)
+        return config
+
+    def _apply_profile(self, config: ProfileConfig) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement enable_profile.")
 
     def shutdown(self) -> None:
         """Releases the envs and processes; idempotent."""

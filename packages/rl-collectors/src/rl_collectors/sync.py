@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_collectors._common import (
     EnvFactory,
@@ -22,7 +23,9 @@ from rl_collectors._common import (
     policy_on_device,
 )
 from rl_collectors.base import BaseCollector
+from rl_collectors.profiling import ProfileConfig, RolloutProfiler
 from rl_collectors.utils import TRAJ_IDS, split_trajectories
+from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType, set_exploration_type
 from rl_core.envs import TrajectoryWriter
 from rl_core.modules import PolicyCallPlan
@@ -74,6 +77,9 @@ class SyncDataCollector(BaseCollector):
             runs on across batches (on anyway with ``split_trajs``); on by default, as in
             TorchRL. Computed once per batch from its done flags (no per-step cost).
         return_same_td: yield the reused buffer instead of a copy.
+        weight_updater: the ``WeightUpdaterBase`` that ``update_policy_weights_`` calls;
+            defaults to a ``VanillaWeightUpdater`` of the collector's policy (``None`` when
+            the policy has no weights).
 
     Raises:
         ValueError: a frame count is not a positive int, or ``frames_per_batch`` is not a
@@ -118,6 +124,7 @@ class SyncDataCollector(BaseCollector):
         set_truncated: bool = False,
         track_traj_ids: bool = True,
         return_same_td: bool = False,
+        weight_updater: WeightUpdaterBase | None = None,
     ) -> None:
         where = type(self).__name__
         check_positive_int(where, "frames_per_batch", frames_per_batch)
@@ -174,6 +181,9 @@ class SyncDataCollector(BaseCollector):
             options = compile_policy if isinstance(compile_policy, dict) else {}
             self._call = torch.compile(self.policy, **options)
         self._checked = trust_policy or policy is None
+        self.weight_updater = weight_updater or self._default_weight_updater()
+        if self.weight_updater is not None:
+            self.weight_updater.register_collector(self)
         self._done_paths = done_paths(self.env)
         # (key, shape) of each action entry whose spec has one shape (not a lazy stack of
         # specs of different shapes, marked -1): checked in the first output and per batch.
@@ -190,6 +200,7 @@ class SyncDataCollector(BaseCollector):
         self._iter = 0
         self._iterator: Iterator | None = None
         self.policy_version = 0
+        self._profiler: RolloutProfiler | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ iteration
@@ -217,7 +228,8 @@ class SyncDataCollector(BaseCollector):
             self._start()
         random = self._frames < self.init_random_frames
         try:
-            batch = self._collect(random)
+            with self._profiler.rollout() if self._profiler else contextlib.nullcontext():
+                batch = self._collect(random)
         except BaseException:
             # The env stepped on past the carried TensorDict: continuing from it would pair a
             # stale observation with a newer next observation. Start the next batch from a
@@ -355,19 +367,35 @@ class SyncDataCollector(BaseCollector):
         """Seeds the env; returns the seed for the next one (see ``EnvBase.set_seed``)."""
         return self.env.set_seed(seed, static_seed=static_seed)
 
-    def update_policy_weights_(self, weights: Any = None) -> None:
-        """Updates the collector's policy and bumps ``policy_version``.
+    def _default_weight_updater(self) -> VanillaWeightUpdater | None:
+        updater = VanillaWeightUpdater.from_policy(self.policy)
+        source = self._source_policy
+        if updater is not None and self.policy is not source:
+            # The collector runs a copy (on policy_device): a push without weights copies the
+            # source policy's current ones.
+            updater.weight_getter = lambda: TensorDict.from_module(source).data
+        return updater
+
+    def _apply_profile(self, config: ProfileConfig, worker_idx: int = 0) -> None:
+        """Profiles the next rollouts (the worker processes call it with their index)."""
+        self._profiler = RolloutProfiler(config, worker_idx)
+
+    def update_policy_weights_(self, weights: Any = None, *, worker_ids: Any = None) -> None:
+        """Updates the collector's policy through its ``weight_updater`` and bumps
+        ``policy_version``.
 
         Args:
             weights: ``None`` copies the weights of the policy passed at construction into
                 the collector's copy (when it made one for ``policy_device``); a TensorDict
-                (``TensorDict.from_module(policy)``) or a state dict is loaded in place.
+                (``TensorDict.from_module(policy)``), a state dict or a module is loaded in
+                place.
+            worker_ids: passed on to the weight updater (a single-process collector has one
+                worker).
         """
-        where = f"{type(self).__name__}.update_policy_weights_"
-        if weights is not None:
-            load_weights(where, self.policy, weights)
-        elif self.policy is not self._source_policy:
-            load_weights(where, self.policy, self._source_policy.state_dict())
+        if self.weight_updater is not None:
+            self.weight_updater.push_weights(weights, worker_ids=worker_ids)
+        elif weights is not None:
+            load_weights(f"{type(self).__name__}.update_policy_weights_", self.policy, weights)
         self.policy_version += 1
 
     def state_dict(self) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from functools import partial
 
 import pytest
 import torch
+from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch import nn
 
@@ -112,3 +113,68 @@ def test_bad_arguments():
         RayCollector([make, make], None, frames_per_batch=7)
     with pytest.raises(ValueError, match="a list of 2 dicts"):
         RayCollector(make, None, frames_per_batch=8, num_collectors=2, remote_configs=[{}])
+
+
+def ray_hosted_buffer(ray):
+    """A test-local buffer hosted in a Ray actor (what RayReplayBuffer is): its handle pickles,
+    so every collector actor extending it writes into the same list."""
+
+    class Store:
+        def __init__(self):
+            self.items = []
+
+        def extend(self, td):
+            self.items.append(td)
+
+        def get(self):
+            return self.items
+
+    class Handle:
+        def __init__(self, actor):
+            self.actor = actor
+
+        def extend(self, td):
+            ray.get(self.actor.extend.remote(td))
+
+    return Handle(ray.remote(Store).options(num_cpus=0).remote())
+
+
+def test_actors_extend_a_ray_hosted_buffer_directly(ray_cluster):
+    from rl_collectors import RayWeightUpdater
+
+    buffer = ray_hosted_buffer(ray_cluster)
+    policy = linear_policy()
+    collector = RayCollector(
+        [make, make],
+        policy,
+        frames_per_batch=8,
+        total_frames=32,
+        sync=True,
+        replay_buffer=buffer,
+        collector_kwargs={"track_traj_ids": True},
+    )
+    assert isinstance(collector.weight_updater, RayWeightUpdater)
+    assert collector.next() is None
+    # An updater that skips every other push for each actor (max_interval=1).
+    collector.weight_updater = RayWeightUpdater(
+        TensorDict.from_module(policy), collector.remote_collectors, max_interval=1
+    )
+    with torch.no_grad():
+        policy.module.bias.fill_(1.0)
+    collector.update_policy_weights_()  # skipped by both actors
+    assert collector.next() is None
+    collector.update_policy_weights_()  # delivered: version 2
+    assert collector.next() is None
+    assert collector.next() is None
+    with pytest.raises(StopIteration):
+        collector.next()
+    items = ray_cluster.get(buffer.actor.get.remote())
+    collector.shutdown()
+    assert len(items) == 8
+    assert all(td.batch_size == torch.Size([2, 2]) for td in items)
+    versions = [int(td["collector", "policy_version"].unique()) for td in items]
+    actions = [int(td["action"].unique()) for td in items]
+    assert versions == [0, 0, 0, 0, 2, 2, 2, 2]  # the skipped push never reached them
+    assert actions == [0, 0, 0, 0, 1, 1, 1, 1]
+    ids = {int(td["collector", "traj_ids"][0, 0]) % 2 for td in items}
+    assert ids == {0, 1}  # labelled in the actors: unique across them

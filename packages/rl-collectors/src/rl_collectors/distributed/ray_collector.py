@@ -13,6 +13,7 @@ from torch import nn
 from rl_collectors._common import check_positive_int, check_total_frames, load_weights
 from rl_collectors.sync import SyncDataCollector
 from rl_collectors.utils import TRAJ_IDS
+from rl_collectors.weight_update import RayWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase
 
 POLICY_VERSION = ("collector", "policy_version")
@@ -26,20 +27,45 @@ def _import_ray() -> Any:
     return ray
 
 
+def label(batch: TensorDictBase, version: int, index: int, num_collectors: int) -> TensorDictBase:
+    """Writes the policy version of every frame and makes trajectory ids unique across
+    actors (``id * num_collectors + index``)."""
+    batch.set(POLICY_VERSION, torch.full(batch.batch_size, version, dtype=torch.int64))
+    ids = batch.get(TRAJ_IDS, None)
+    if ids is not None:
+        batch.set(TRAJ_IDS, ids * num_collectors + index)
+    return batch
+
+
 class _CollectorActor:
-    """Runs in a Ray actor: one collector, its batches and its weight updates."""
+    """Runs in a Ray actor: one collector, its batches and its weight updates. With a
+    replay buffer, the actor labels each batch and extends the buffer itself (the batch never
+    travels through the driver) and answers ``None``."""
 
     def __init__(
-        self, collector_class: type, create_env_fn: Any, policy: Any, kwargs: dict
+        self,
+        collector_class: type,
+        create_env_fn: Any,
+        policy: Any,
+        kwargs: dict,
+        replay_buffer: Any = None,
+        index: int = 0,
+        num_collectors: int = 1,
     ) -> None:
         torch.set_num_threads(1)
         self.collector = collector_class(create_env_fn, policy, **kwargs)
         self.version = 0
+        self.replay_buffer = replay_buffer
+        self.index, self.num_collectors = index, num_collectors
 
-    def next_batch(self) -> tuple[TensorDictBase, int]:
-        return self.collector.next(), self.version
+    def next_batch(self) -> tuple[TensorDictBase | None, int]:
+        batch = self.collector.next()
+        if self.replay_buffer is None:
+            return batch, self.version
+        self.replay_buffer.extend(label(batch, self.version, self.index, self.num_collectors))
+        return None, self.version
 
-    def update_weights(self, weights: TensorDictBase, version: int) -> int:
+    def update_policy_weights_(self, weights: TensorDictBase, version: int) -> int:
         self.collector.update_policy_weights_(weights)
         self.version = version
         return version
@@ -77,6 +103,13 @@ class RayCollector:
             collector. Defaults to ``{"num_cpus": 1}``.
         sync: gather one batch from every actor per iteration, or yield as they come.
         ray_init_config: keyword arguments of ``ray.init`` when Ray is not running yet.
+        replay_buffer: anything with ``extend(td)`` that Ray can send to the actors and that
+            stays one buffer when it is (a ``RayReplayBuffer`` handle): each actor extends it
+            with its labelled batches itself, so batches never pass through the driver, and
+            the iterator yields ``None`` per batch. A plain local buffer would be copied into
+            each actor: use a buffer hosted in Ray.
+        weight_updater: what ``update_policy_weights_`` calls; defaults to a
+            ``RayWeightUpdater`` over the actors (one ``ray.put`` per update).
 
     Raises:
         ImportError: ray is not installed.
@@ -96,6 +129,8 @@ class RayCollector:
         remote_configs: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
         sync: bool = True,
         ray_init_config: dict[str, Any] | None = None,
+        replay_buffer: Any = None,
+        weight_updater: WeightUpdaterBase | None = None,
     ) -> None:
         where = type(self).__name__
         self._actors: list[Any] = []
@@ -111,6 +146,11 @@ class RayCollector:
                 f"{where}: expected {n} env factories (num_collectors), got {len(factories)}."
             )
         check_positive_int(where, "frames_per_batch", frames_per_batch)
+        if replay_buffer is not None and not callable(getattr(replay_buffer, "extend", None)):
+            raise TypeError(
+                f"{where}: expected replay_buffer to have an extend(td) method, got "
+                f"{type(replay_buffer).__name__}."
+            )
         self.total_frames = check_total_frames(where, total_frames)
         if sync and frames_per_batch % n:
             raise ValueError(
@@ -126,16 +166,33 @@ class RayCollector:
         self.frames_per_batch = frames_per_batch
         self.sync = sync
         self.policy = policy
-        self.policy_version = 0
+        self.replay_buffer = replay_buffer
         self._frames = 0
         self._iterator: Iterator | None = None
         worker_frames = frames_per_batch // n if sync else frames_per_batch
         remote = ray.remote(_CollectorActor)
-        for factory, kwargs, config in zip(factories, kwargs_list, configs):
+        for i, (factory, kwargs, config) in enumerate(zip(factories, kwargs_list, configs)):
             kwargs = {**kwargs, "frames_per_batch": worker_frames, "total_frames": -1}
-            actor = remote.options(**config).remote(collector_class, factory, policy, kwargs)
+            actor = remote.options(**config).remote(
+                collector_class, factory, policy, kwargs, replay_buffer, i, n
+            )
             self._actors.append(actor)
         self._closed = False
+        if weight_updater is None and isinstance(policy, nn.Module):
+            weight_updater = RayWeightUpdater(TensorDict.from_module(policy), self._actors)
+        self.weight_updater = weight_updater
+        if weight_updater is not None:
+            weight_updater.register_collector(self)
+
+    @property
+    def remote_collectors(self) -> list[Any]:
+        """The Ray actor handles, one per collector (for a custom ``weight_updater``)."""
+        return list(self._actors)
+
+    @property
+    def policy_version(self) -> int:
+        """How many times weights were pushed (the version the actors tag frames with)."""
+        return getattr(self.weight_updater, "version", 0)
 
     @staticmethod
     def _per_collector(where: str, name: str, value: Any, n: int, default: dict) -> list[dict]:
@@ -151,18 +208,16 @@ class RayCollector:
             )
         return values
 
-    def _label(self, batch: TensorDictBase, version: int, index: int) -> TensorDictBase:
-        batch.set(POLICY_VERSION, torch.full(batch.batch_size, version, dtype=torch.int64))
-        ids = batch.get(TRAJ_IDS, None)
-        if ids is not None:
-            batch.set(TRAJ_IDS, ids * self.num_collectors + index)
-        return batch
+    def _label(self, batch: TensorDictBase | None, version: int, index: int) -> Any:
+        if batch is None:  # the actor wrote it into the replay buffer
+            return None
+        return label(batch, version, index, self.num_collectors)
 
     def _wanted(self, in_flight: int) -> bool:
         frames = self._frames + in_flight * self.frames_per_batch
         return self.total_frames < 0 or frames < self.total_frames
 
-    def __iter__(self) -> Iterator[TensorDictBase]:
+    def __iter__(self) -> Iterator[TensorDictBase | None]:
         ray = self._ray
         if self.sync:
             while self._wanted(0):
@@ -170,7 +225,7 @@ class RayCollector:
                 results = ray.get([actor.next_batch.remote() for actor in self._actors])
                 parts = [self._label(b, v, i) for i, (b, v) in enumerate(results)]
                 self._frames += self.frames_per_batch
-                yield torch.stack(parts, 0)
+                yield None if self.replay_buffer is not None else torch.stack(parts, 0)
             return
         pending = {}
         for i, actor in enumerate(self._actors):
@@ -186,7 +241,7 @@ class RayCollector:
                 pending[self._actors[i].next_batch.remote()] = i
             yield self._label(batch, version, i)
 
-    def next(self) -> TensorDictBase:
+    def next(self) -> TensorDictBase | None:
         """The next batch of the collector's own iterator (``StopIteration`` at the end)."""
         self._check_open("next")
         if self._iterator is None:
@@ -197,24 +252,22 @@ class RayCollector:
         if self._closed:
             raise RuntimeError(f"{type(self).__name__}.{what}: the collector was shut down.")
 
-    def update_policy_weights_(self, weights: Any = None) -> None:
-        """Broadcasts the policy's weights to every actor through the object store (one
-        ``ray.put``) and waits until each has loaded them.
+    def update_policy_weights_(self, weights: Any = None, *, worker_ids: Any = None) -> None:
+        """Pushes the policy's weights to the actors through ``weight_updater`` (by default
+        one ``ray.put``, then every actor loads them; this waits until each has).
 
         Args:
             weights: ``None`` sends the weights of the policy passed at construction; a
                 TensorDict or state dict is loaded into that policy first.
+            worker_ids: actor indices (default: all).
         """
         self._check_open("update_policy_weights_")
         where = f"{type(self).__name__}.update_policy_weights_"
-        if not isinstance(self.policy, nn.Module):
+        if self.weight_updater is None:
             raise RuntimeError(f"{where}: the policy has no weights to send.")
-        if weights is not None:
+        if weights is not None and isinstance(self.policy, nn.Module):
             load_weights(where, self.policy, weights)
-        self.policy_version += 1
-        ref = self._ray.put(TensorDict.from_module(self.policy).data.cpu())
-        calls = [actor.update_weights.remote(ref, self.policy_version) for actor in self._actors]
-        self._ray.get(calls)
+        self.weight_updater.push_weights(weights, worker_ids=worker_ids)
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seeds actor ``i``'s collector with the seed the previous one returned."""

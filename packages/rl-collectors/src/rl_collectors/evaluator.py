@@ -1,0 +1,475 @@
+"""Evaluator: runs evaluation episodes of a policy, blocking or in the background (a thread,
+or a process of its own), and logs the results."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.connection
+import queue
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from torch import nn
+
+from rl_collectors._common import make_env
+from rl_collectors._multi import default_start_method
+from rl_collectors.weight_update import as_weights
+from rl_core import EnvBase, ExplorationType, set_exploration_type
+from rl_core.keys import as_key_list
+
+__all__ = ["Evaluator"]
+
+BACKENDS = ("thread", "process")
+BUSY_POLICIES = ("skip", "error")
+
+
+def run_episodes(
+    env: EnvBase,
+    policy: Callable[[TensorDictBase], TensorDictBase] | None,
+    num_trajectories: int,
+    reward_key: Any,
+    done_key: Any,
+    exploration_type: ExplorationType,
+) -> TensorDict:
+    """Steps ``env`` with ``policy`` until ``num_trajectories`` episodes ended; returns
+    ``[num_trajectories]`` entries ``"reward"`` (each episode's summed reward) and
+    ``"episode_length"``, episodes in the order they ended (sub-envs in order within a step).
+
+    The reward and done entries are reduced over the dims after the env's batch dims (sum
+    and any), so multi-agent rewards add up."""
+    batch_dims = len(env.batch_size)
+    flat = max(env.batch_size.numel(), 1)
+    returns = torch.zeros(flat, dtype=torch.float64)
+    lengths = torch.zeros(flat, dtype=torch.int64)
+    ended_returns: list[torch.Tensor] = []
+    ended_lengths: list[torch.Tensor] = []
+    count = 0
+    td = env.reset()
+    with torch.no_grad(), set_exploration_type(exploration_type, thread_local=True):
+        while count < num_trajectories:
+            td = env.rand_action(td) if policy is None else policy(td)
+            td, next_td = env.step_and_maybe_reset(td)
+            reward = td.get(reward_key)
+            reward = reward.reshape(*reward.shape[:batch_dims], -1).sum(-1).reshape(flat)
+            done = td.get(done_key)
+            done = done.reshape(*done.shape[:batch_dims], -1).any(-1).reshape(flat)
+            returns += reward.to(torch.float64).cpu()
+            lengths += 1
+            ended = done.cpu().nonzero().squeeze(-1)
+            if ended.numel():
+                ended_returns.append(returns[ended].clone())
+                ended_lengths.append(lengths[ended].clone())
+                returns[ended] = 0.0
+                lengths[ended] = 0
+                count += ended.numel()
+            td = next_td
+    return TensorDict(
+        {
+            "reward": torch.cat(ended_returns)[:num_trajectories],
+            "episode_length": torch.cat(ended_lengths)[:num_trajectories],
+        },
+        batch_size=[num_trajectories],
+    )
+
+
+class _ProcessRunner:
+    """The ``"process"`` backend: one child process holds the env and a policy copy; each
+    evaluation sends it the weights and gets the episodes back."""
+
+    def __init__(self, env_fn: Any, policy: Any, policy_factory: Any, settings: dict) -> None:
+        context = multiprocessing.get_context(default_start_method())
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_process_main,
+            args=(child, env_fn, policy, policy_factory, settings),
+            name="Evaluator-process",
+            daemon=True,
+        )
+        self.process.start()
+        child.close()
+
+    def run(self, weights: TensorDictBase | None) -> TensorDict:
+        try:
+            self.conn.send(("eval", weights))
+            ready = multiprocessing.connection.wait([self.conn, self.process.sentinel])
+            if self.conn not in ready and not self.conn.poll():
+                raise EOFError
+            status, payload = self.conn.recv()
+        except (EOFError, OSError):
+            self.process.join(1.0)
+            raise RuntimeError(
+                f"Evaluator: the evaluation process (pid {self.process.pid}) died with exit "
+                f"code {self.process.exitcode} (killed, or out of memory?)."
+            ) from None
+        if status == "error":
+            raise RuntimeError(f"Evaluator: the evaluation process failed:\n{payload}")
+        return payload
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, EOFError, ValueError, BrokenPipeError):
+            self.conn.send(("close", None))
+        self.process.join(5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.conn.close()
+
+
+def _process_main(conn: Any, env_fn: Any, policy: Any, policy_factory: Any, settings: dict) -> None:
+    torch.set_num_threads(1)
+    env = None
+    try:
+        if settings["init_fn"] is not None:
+            settings["init_fn"]()
+        env = make_env("Evaluator", env_fn, settings["max_steps"])
+        if policy_factory is not None:
+            policy = policy_factory()
+        while True:
+            command, weights = conn.recv()
+            if command == "close":
+                return
+            try:
+                if weights is not None:
+                    with torch.no_grad():
+                        TensorDict.from_module(policy).update_(weights)
+                result = run_episodes(
+                    env,
+                    policy,
+                    settings["num_trajectories"],
+                    settings["reward_key"],
+                    settings["done_key"],
+                    settings["exploration_type"],
+                )
+                conn.send(("result", result))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+    except Exception:
+        with contextlib.suppress(OSError, ValueError):
+            conn.recv()  # the evaluation that waits for an answer
+            conn.send(("error", traceback.format_exc()))
+    finally:
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+
+
+class Evaluator:
+    """Runs evaluation episodes of a policy, blocking (``evaluate``) or in the background
+    (``trigger_eval``, then ``poll``/``wait``), and logs the results.
+
+    Each evaluation steps the env (batched envs step all their sub-envs) until
+    ``num_trajectories`` episodes have ended and returns a TensorDict of scalars:
+    ``"{log_prefix}/reward"`` (the mean episode return), ``"{log_prefix}/reward_min"``,
+    ``"{log_prefix}/reward_max"``, ``"{log_prefix}/episode_length"`` (mean),
+    ``"{log_prefix}/num_episodes"``, ``"{log_prefix}/time"`` (seconds) and
+    ``"{log_prefix}/step"`` (the ``step`` given to the call, ``-1`` if none), plus what
+    ``metrics_fn`` returns. Episodes longer than ``max_steps`` are truncated there.
+
+    The evaluator owns its ``policy`` (or builds it with ``policy_factory``); ``weights``
+    given to ``evaluate``/``trigger_eval`` (a module such as the training policy, a
+    TensorDict or a state dict) are copied into it when the call is made, so training may
+    go on changing the source while the evaluation runs.
+
+    Backends: ``"thread"`` runs evaluations in a background thread of this process (the env
+    is built there at the first evaluation); ``"process"`` runs them in a child process of
+    its own (the env factory, and the policy or ``policy_factory``, must be picklable under
+    the ``"spawn"`` start method, which is used where CUDA is initialised), weights sent
+    with each evaluation. One evaluation runs at a time: ``busy_policy="skip"`` ignores a
+    ``trigger_eval`` made while one is pending (returns ``False``), ``"error"`` raises.
+
+    Results are passed to ``on_result(result)`` and, when ``logger`` is given (any object
+    with ``log_scalar(name, value, step=None)``, such as rl-objectives' loggers), each
+    scalar but the step is logged with ``step``; both are called from the background thread
+    when it finishes.
+
+    Args:
+        env: an ``EnvBase`` (``"thread"`` backend only) or a callable returning one.
+        policy: the evaluation policy (``None``: random actions, or ``policy_factory``).
+
+    Keyword Args:
+        policy_factory: a callable building the policy where the evaluation runs.
+        num_trajectories: episodes per evaluation. Defaults to 10.
+        max_steps: truncate episodes after this many steps (a ``StepCounter``).
+        log_prefix: the prefix of the result keys. Defaults to ``"eval"``.
+        reward_keys: the reward entry, summed over its non-batch dims.
+        done_keys: the done entry, reduced with ``any`` over its non-batch dims.
+        exploration_type: the exploration type of the policy calls. Defaults to
+            ``ExplorationType.DETERMINISTIC``.
+        metrics_fn: ``metrics_fn(episodes) -> dict`` of extra scalars, where ``episodes``
+            holds ``"reward"`` and ``"episode_length"`` per episode; its keys get the prefix.
+        on_result: called with each result.
+        busy_policy: ``"skip"`` (the default) or ``"error"``.
+        backend: ``"thread"`` (the default) or ``"process"``.
+        init_fn: called once where the evaluations run, before the first one.
+        logger: an object with ``log_scalar(name, value, step=None)``.
+
+    Raises:
+        ValueError: an unknown backend or busy policy, or a bad count.
+        TypeError: both ``policy`` and ``policy_factory``, or an env instance for the
+            ``"process"`` backend.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core.testing import CountingEnv
+        >>> from rl_collectors import Evaluator
+        >>> count_up = lambda td: td.set("action", torch.ones(1, dtype=torch.int64))
+        >>> evaluator = Evaluator(lambda: CountingEnv(max_count=3), count_up, num_trajectories=2)
+        >>> result = evaluator.evaluate(step=100)
+        >>> float(result["eval/reward"]), int(result["eval/step"])
+        (3.0, 100)
+        >>> evaluator.shutdown()
+    """
+
+    def __init__(
+        self,
+        env: EnvBase | Callable[[], EnvBase],
+        policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
+        *,
+        policy_factory: Callable[[], Any] | None = None,
+        num_trajectories: int = 10,
+        max_steps: int | None = None,
+        log_prefix: str = "eval",
+        reward_keys: str | tuple[str, ...] = ("next", "reward"),
+        done_keys: str | tuple[str, ...] = ("next", "done"),
+        exploration_type: ExplorationType = ExplorationType.DETERMINISTIC,
+        metrics_fn: Callable[[TensorDictBase], dict[str, float]] | None = None,
+        on_result: Callable[[TensorDictBase], None] | None = None,
+        busy_policy: str = "skip",
+        backend: str = "thread",
+        init_fn: Callable[[], None] | None = None,
+        logger: Any = None,
+    ) -> None:
+        where = "Evaluator"
+        if backend not in BACKENDS:
+            raise ValueError(f"{where}: expected backend in {BACKENDS}, got {backend!r}.")
+        if busy_policy not in BUSY_POLICIES:
+            raise ValueError(
+                f"{where}: expected busy_policy in {BUSY_POLICIES}, got {busy_policy!r}."
+            )
+        if (
+            not isinstance(num_trajectories, int)
+            or isinstance(num_trajectories, bool)
+            or num_trajectories < 1
+        ):
+            raise ValueError(
+                f"{where}: expected num_trajectories as an int >= 1, got {num_trajectories!r}."
+            )
+        if policy is not None and policy_factory is not None:
+            raise TypeError(f"{where}: pass policy or policy_factory, not both.")
+        if backend == "process" and isinstance(env, EnvBase):
+            raise TypeError(
+                f"{where}: the 'process' backend builds its env in the child process; expected "
+                f"an env factory (a callable returning an EnvBase), got an "
+                f"{type(env).__name__} instance."
+            )
+        if logger is not None and not callable(getattr(logger, "log_scalar", None)):
+            raise TypeError(
+                f"{where}: expected logger to have a log_scalar(name, value, step) method, got "
+                f"{type(logger).__name__}."
+            )
+        self.num_trajectories = num_trajectories
+        self.max_steps = max_steps
+        self.log_prefix = log_prefix
+        self.reward_key = as_key_list(reward_keys, "Evaluator: reward_keys")[0]
+        self.done_key = as_key_list(done_keys, "Evaluator: done_keys")[0]
+        self.exploration_type = exploration_type
+        self.metrics_fn = metrics_fn
+        self.on_result = on_result
+        self.busy_policy = busy_policy
+        self.backend = backend
+        self.logger = logger
+        self._env_fn = env
+        self._init_fn = init_fn
+        self.policy = policy
+        self._policy_factory = policy_factory
+        self._env: EnvBase | None = None
+        self._runner: _ProcessRunner | None = None
+        if backend == "process":
+            settings = {
+                "num_trajectories": num_trajectories,
+                "max_steps": max_steps,
+                "reward_key": self.reward_key,
+                "done_key": self.done_key,
+                "exploration_type": exploration_type,
+                "init_fn": init_fn,
+            }
+            self._runner = _ProcessRunner(env, policy, policy_factory, settings)
+        self._jobs: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending = False
+        self._done = threading.Event()
+        self._result: TensorDict | None = None
+        self._error: str | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._serve, name="Evaluator", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def pending(self) -> bool:
+        """Whether an evaluation is running (or its result has not been collected)."""
+        return self._pending and not self._done.is_set()
+
+    def trigger_eval(self, weights: Any = None, step: int | None = None) -> bool:
+        """Starts an evaluation in the background with ``weights`` (copied now); returns
+        ``False`` when one is pending and ``busy_policy="skip"``."""
+        self._check_open("trigger_eval")
+        with self._lock:
+            if self.pending:
+                if self.busy_policy == "error":
+                    raise RuntimeError(
+                        "Evaluator.trigger_eval: an evaluation is still running; wait() for "
+                        "it, or build the evaluator with busy_policy='skip'."
+                    )
+                return False
+            snapshot = self._snapshot(weights)
+            self._done.clear()
+            self._result, self._error = None, None
+            self._pending = True
+            self._jobs.put((snapshot, -1 if step is None else int(step)))
+        return True
+
+    def poll(self) -> TensorDict | None:
+        """The result of the last evaluation if it finished (once), else ``None``."""
+        if not self._pending or not self._done.is_set():
+            return None
+        return self._collect()
+
+    def wait(self, timeout: float | None = None) -> TensorDict | None:
+        """Blocks until the pending evaluation ends and returns its result (``None`` if none
+        is pending); raises ``TimeoutError`` after ``timeout`` seconds, or the evaluation's
+        error."""
+        if not self._pending:
+            return None
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"Evaluator.wait: no result within {timeout} s.")
+        return self._collect()
+
+    def evaluate(self, weights: Any = None, step: int | None = None) -> TensorDict:
+        """Runs one evaluation and returns its result (blocking)."""
+        self._check_open("evaluate")
+        if self.pending:
+            raise RuntimeError(
+                "Evaluator.evaluate: a background evaluation is still running; wait() for it first."
+            )
+        self.poll()  # a finished, uncollected result is dropped
+        self.trigger_eval(weights, step)
+        return self.wait()
+
+    def shutdown(self) -> None:
+        """Stops the background thread (after the running evaluation) and the process
+        backend's process, and closes the env; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._jobs.put(None)
+        self._thread.join()
+        if self._runner is not None:
+            self._runner.close()
+        if self._env is not None and not isinstance(self._env_fn, EnvBase):
+            self._env.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.shutdown()
+
+    # ------------------------------------------------------------------ internals
+    def _check_open(self, what: str) -> None:
+        if self._closed:
+            raise RuntimeError(f"Evaluator.{what}: the evaluator was shut down.")
+
+    def _snapshot(self, weights: Any) -> TensorDictBase | None:
+        """The weights to evaluate, copied now (the source may change while it runs)."""
+        if weights is None:
+            if self.backend == "process" and isinstance(self.policy, nn.Module):
+                return TensorDict.from_module(self.policy).data.clone()
+            return None
+        return as_weights("Evaluator", weights).clone()
+
+    def _collect(self) -> TensorDict:
+        self._pending = False
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"Evaluator: the evaluation failed:\n{error}")
+        result, self._result = self._result, None
+        return result
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            weights, step = job
+            try:
+                result = self._run(weights, step)
+                self._result = result
+                self._publish(result)
+            except Exception:
+                self._error = traceback.format_exc()
+            finally:
+                self._done.set()
+
+    def _run(self, weights: TensorDictBase | None, step: int) -> TensorDict:
+        start = time.perf_counter()
+        if self._runner is not None:
+            episodes = self._runner.run(weights)
+        else:
+            if self._env is None:
+                if self._init_fn is not None:
+                    self._init_fn()
+                self._env = make_env("Evaluator", self._env_fn, self.max_steps)
+                if self._policy_factory is not None:
+                    self.policy = self._policy_factory()
+            if weights is not None:
+                if not isinstance(self.policy, nn.Module):
+                    raise TypeError(
+                        f"Evaluator: weights were given but the policy is a "
+                        f"{type(self.policy).__name__}, not an nn.Module."
+                    )
+                with torch.no_grad():
+                    TensorDict.from_module(self.policy).update_(weights)
+            episodes = run_episodes(
+                self._env,
+                self.policy,
+                self.num_trajectories,
+                self.reward_key,
+                self.done_key,
+                self.exploration_type,
+            )
+        elapsed = time.perf_counter() - start
+        return self._metrics(episodes, step, elapsed)
+
+    def _metrics(self, episodes: TensorDict, step: int, elapsed: float) -> TensorDict:
+        p = self.log_prefix
+        rewards = episodes["reward"]
+        values = {
+            f"{p}/reward": rewards.mean(),
+            f"{p}/reward_min": rewards.min(),
+            f"{p}/reward_max": rewards.max(),
+            f"{p}/episode_length": episodes["episode_length"].to(torch.float64).mean(),
+            f"{p}/num_episodes": torch.tensor(len(rewards)),
+            f"{p}/time": torch.tensor(elapsed, dtype=torch.float64),
+            f"{p}/step": torch.tensor(step),
+        }
+        if self.metrics_fn is not None:
+            for key, value in self.metrics_fn(episodes).items():
+                values[f"{p}/{key}"] = torch.as_tensor(value)
+        return TensorDict(values, batch_size=[])
+
+    def _publish(self, result: TensorDict) -> None:
+        step_key = f"{self.log_prefix}/step"
+        if self.logger is not None:
+            step = int(result[step_key])
+            for key, value in result.items():
+                if key != step_key:
+                    self.logger.log_scalar(key, float(value), step=None if step < 0 else step)
+        if self.on_result is not None:
+            self.on_result(result)
