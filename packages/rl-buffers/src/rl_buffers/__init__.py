@@ -38,13 +38,17 @@ from rl_buffers.samplers import (
 )
 from rl_buffers.storages import (
     CompressedListStorage,
+    FlatStorageCheckpointer,
+    H5StorageCheckpointer,
     LazyMemmapStorage,
     LazyStackStorage,
     LazyTensorStorage,
     ListStorage,
     Storage,
+    StorageCheckpointerBase,
     StorageEnsemble,
     TensorStorage,
+    TensorStorageCheckpointer,
 )
 from rl_buffers.writers import (
     RoundRobinWriter,
@@ -77,6 +81,10 @@ __all__ = [
     "LazyTensorStorage",
     "LazyMemmapStorage",
     "StorageEnsemble",
+    "StorageCheckpointerBase",
+    "TensorStorageCheckpointer",
+    "FlatStorageCheckpointer",
+    "H5StorageCheckpointer",
     # samplers
     "Sampler",
     "RandomSampler",

@@ -1,5 +1,11 @@
 """Storages: where a replay buffer keeps its items."""
 
+from rl_buffers.storages.checkpointers import (
+    FlatStorageCheckpointer,
+    H5StorageCheckpointer,
+    StorageCheckpointerBase,
+    TensorStorageCheckpointer,
+)
 from rl_buffers.storages.compressed_list import CompressedListStorage
 from rl_buffers.storages.ensemble import StorageEnsemble
 from rl_buffers.storages.lazy_memmap import LazyMemmapStorage
@@ -10,6 +16,10 @@ from rl_buffers.storages.storage import Storage
 from rl_buffers.storages.tensor_storage import TensorStorage
 
 __all__ = [
+    "FlatStorageCheckpointer",
+    "H5StorageCheckpointer",
+    "StorageCheckpointerBase",
+    "TensorStorageCheckpointer",
     "StorageEnsemble",
     "CompressedListStorage",
     "LazyMemmapStorage",

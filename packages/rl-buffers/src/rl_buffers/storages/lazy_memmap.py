@@ -148,6 +148,9 @@ class LazyMemmapStorage(TensorStorage):
     # ---------------------------------------------------------------- disk
     def dumps(self, path: str | Path) -> None:
         """Writes the storage to ``path`` in the layout :meth:`load` reads."""
+        if self._checkpointer is not None:
+            self._checkpointer.dumps(self, path)
+            return
         path = Path(path)
         if self._data is None:
             raise RuntimeError("LazyMemmapStorage.dumps: the storage is empty; nothing to save.")
@@ -181,7 +184,9 @@ class LazyMemmapStorage(TensorStorage):
         """
         self._load_saved(self._read_saved(path))
 
-    def _read_saved(self, path: str | Path) -> tuple[TensorDictBase, dict[str, Any], Path]:
+    def _read_saved(self, path: str | Path) -> Any:
+        if self._checkpointer is not None:
+            return super()._read_saved(path)
         data, meta = _read(path)
         if self._data is not None:
             try:
@@ -193,7 +198,10 @@ class LazyMemmapStorage(TensorStorage):
                 ) from error
         return data, meta, Path(path)
 
-    def _load_saved(self, saved: tuple[TensorDictBase, dict[str, Any], Path]) -> None:
+    def _load_saved(self, saved: Any) -> None:
+        if self._checkpointer is not None:
+            super()._load_saved(saved)
+            return
         data, meta, path = saved
         if (
             self._data is None
@@ -216,6 +224,19 @@ class LazyMemmapStorage(TensorStorage):
         self._len_rows = meta["len_rows"]
         self._next_row = meta["next_row"]
         self._written(self._len_rows)
+
+    def _restore(
+        self, data: Tensor | TensorDictBase, len_rows: int, next_row: int, rows: int
+    ) -> None:
+        # A checkpointer's rows replace every item: until the new length record, the
+        # scratch directory holds no storage (as in loads).
+        if self._data is None:
+            self._adopt(self._allocate(data, rows), len_rows=0)
+        (self.scratch_dir / _META).unlink(missing_ok=True)
+        _undo.discard(self.scratch_dir)
+        self._journal = None
+        super()._restore(data, len_rows, next_row, rows)
+        self._written(len_rows)
 
     @classmethod
     def load(cls, path: str | Path) -> LazyMemmapStorage:

@@ -34,6 +34,7 @@ class Storage:
     """
 
     ndim: int = 1
+    _checkpointer: Any = None
 
     def __init__(self, max_size: int) -> None:
         if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
@@ -62,6 +63,35 @@ class Storage:
 
     def _empty(self) -> None:
         raise NotImplementedError
+
+    # ---------------------------------------------------------------- checkpointer
+    @property
+    def checkpointer(self) -> Any:
+        """How :meth:`dumps`/:meth:`loads` lay the storage out on disk (TorchRL's
+        ``storage.checkpointer = ...``); None: the storage's own layout.
+
+        Raises:
+            TypeError: (on assignment) not a ``StorageCheckpointerBase``, or this storage
+                is not a tensor storage.
+        """
+        return self._checkpointer
+
+    @checkpointer.setter
+    def checkpointer(self, value: Any) -> None:
+        from rl_buffers.storages.checkpointers import StorageCheckpointerBase
+
+        name = type(self).__name__
+        if value is not None and not isinstance(value, StorageCheckpointerBase):
+            raise TypeError(
+                f"{name}.checkpointer: expected a StorageCheckpointerBase (e.g. "
+                f"TensorStorageCheckpointer()) or None, got {type(value).__name__}."
+            )
+        if value is not None and not hasattr(self, "_restore"):
+            raise TypeError(
+                f"{name}.checkpointer: checkpointers save tensor storages (TensorStorage, "
+                f"LazyTensorStorage, LazyMemmapStorage); {name} keeps its own layout."
+            )
+        self._checkpointer = value
 
     # ---------------------------------------------------------------- derived
     def __getitem__(self, index: int | slice | Sequence[int] | Tensor) -> Any:
@@ -149,6 +179,9 @@ class Storage:
 
     def dumps(self, path: str | Path) -> None:
         """Saves the storage under the directory ``path`` (created if missing)."""
+        if self._checkpointer is not None:
+            self._checkpointer.dumps(self, path)
+            return
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         atomic_save(self.state_dict(), path / "storage.pt")
@@ -165,6 +198,8 @@ class Storage:
     def _read_saved(self, path: str | Path) -> Any:
         """Reads and parses what :meth:`dumps` saved under ``path``, changing nothing; the
         first half of :meth:`loads` (a buffer reads every part before it restores any)."""
+        if self._checkpointer is not None:
+            return _Checkpoint(self._checkpointer.read(self, path))
         file = Path(path) / "storage.pt"
         if not file.exists():
             raise FileNotFoundError(
@@ -175,7 +210,17 @@ class Storage:
 
     def _load_saved(self, saved: Any) -> None:
         """Restores what :meth:`_read_saved` returned; the second half of :meth:`loads`."""
+        if isinstance(saved, _Checkpoint):
+            self._checkpointer.restore(self, saved.content)
+            return
         self.load_state_dict(saved)
+
+
+class _Checkpoint:
+    """What a checkpointer read (tells ``_load_saved`` apart from a state dict)."""
+
+    def __init__(self, content: Any) -> None:
+        self.content = content
 
 
 def load_file(where: str, file: Path) -> Any:

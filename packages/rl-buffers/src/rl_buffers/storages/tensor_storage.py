@@ -304,6 +304,31 @@ class TensorStorage(Storage):
         self._len_rows = state_dict["len_rows"]
         self._next_row = state_dict.get("next_row", self._len_rows % self._rows)
 
+    def _check_restorable(self, where: str, data: Tensor | TensorDictBase, rows: int) -> None:
+        """Raises ValueError unless checkpointed rows ``data`` (of a storage of ``rows``
+        rows) fit this storage; changes nothing."""
+        if self._data is None:
+            return
+        if rows != self._rows:
+            raise ValueError(
+                f"{where}: the checkpoint holds a storage of {rows} rows, this one has "
+                f"{self._rows}. Nothing was restored."
+            )
+        try:
+            check_match(where, self._tree.leaf_shapes, data, self.ndim, self._tree.shape[1:])
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(f"{error} Nothing was restored.") from error
+
+    def _restore(
+        self, data: Tensor | TensorDictBase, len_rows: int, next_row: int, rows: int
+    ) -> None:
+        """Writes checkpointed rows ``[0, len_rows)`` back (see the checkpointers)."""
+        if self._data is None:
+            self._adopt(self._allocate(data, rows), len_rows=0)
+        self._data[:len_rows] = data.to(self._data.device)
+        self._len_rows = len_rows
+        self._next_row = next_row
+
     def _copy_in(self, data: Tensor | TensorDictBase) -> None:
         self._check_saved(data)
         self._data.copy_(data) if isinstance(data, Tensor) else self._data.update_(data)
