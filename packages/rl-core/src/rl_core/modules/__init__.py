@@ -28,7 +28,8 @@ from rl_core.modules.exploration import (
     OrnsteinUhlenbeckProcessModule,
 )
 from rl_core.modules.mlp import MLP
-from rl_core.modules.multiagent import MultiAgentMLP
+from rl_core.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
+from rl_core.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
 from rl_core.modules.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.modules.qvalue import QValueActor, QValueModule
 from rl_core.modules.recurrent import GRUModule, LSTMModule, get_primers_from_module
@@ -46,6 +47,9 @@ __all__ = [
     "MLP",
     "ConvNet",
     "MultiAgentMLP",
+    "MultiAgentConvNet",
+    "CrossGroupCritic",
+    "CrossCriticGroupSpec",
     # actors and critics
     "Actor",
     "ProbabilisticActor",

@@ -1,4 +1,5 @@
-"""An MLP over a group of agents, shared or independent, centralised or not."""
+"""Networks over a group of agents (an MLP, a ConvNet), shared or independent, centralised or
+not."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictParams
 from torch import nn
 
+from rl_core.modules.convnet import ConvNet
 from rl_core.modules.mlp import MLP
 
 
@@ -148,4 +150,146 @@ class MultiAgentMLP(nn.Module):
         )(self.params, x)
 
 
-__all__ = ["MultiAgentMLP"]
+class MultiAgentConvNet(nn.Module):
+    """Maps images ``[*B, n_agents, C, H, W]`` to features ``[*B, n_agents, F]``.
+
+    The multi-agent counterpart of :class:`ConvNet`, with :class:`MultiAgentMLP`'s two flags:
+
+    - ``centralized=False``: each agent's network sees its own image (``C`` channels).
+    - ``centralized=True``: each agent's network sees every agent's image, stacked along the
+      channels (``n_agents * C`` channels, agent 0's first).
+    - ``share_params=True``: one network for all agents; centralised, it runs once and every
+      agent gets the same features.
+    - ``share_params=False``: one network per agent, their parameters stacked along a leading
+      agent dimension in :attr:`params` and evaluated for all agents at once with
+      ``torch.vmap``.
+
+    Args:
+        n_agents: number of agents.
+        centralized: whether each agent's network sees all agents' images.
+        share_params: whether all agents use the same parameters.
+
+    Keyword Args:
+        in_features: channels of one agent's image; ``None`` (a lazy first layer) only with
+            ``share_params=True``.
+        device: device of the parameters.
+        num_cells: output channels per layer (see :class:`ConvNet`). Defaults to
+            ``[32, 32, 32]``.
+        kernel_sizes: kernel size(s). Defaults to 5.
+        strides: stride(s). Defaults to 2.
+        paddings: padding(s). Defaults to 0.
+        activation_class: activation class. Defaults to ``nn.ELU``.
+        **kwargs: further keyword arguments for :class:`ConvNet` (``norm_class``,
+            ``aggregator_class``...).
+
+    Raises:
+        ValueError: ``n_agents`` is not positive; ``in_features`` is missing with independent
+            parameters; the input does not end in ``[n_agents, C, H, W]``.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core.modules import MultiAgentConvNet
+        >>> net = MultiAgentConvNet(
+        ...     3, centralized=False, share_params=False, in_features=2, num_cells=[4],
+        ...     kernel_sizes=3, strides=1,
+        ... )
+        >>> net(torch.zeros(5, 3, 2, 6, 6)).shape
+        torch.Size([5, 3, 64])
+    """
+
+    def __init__(
+        self,
+        n_agents: int,
+        centralized: bool,
+        share_params: bool,
+        *,
+        in_features: int | None = None,
+        device: torch.device | str | None = None,
+        num_cells: Sequence[int] | None = None,
+        kernel_sizes: int | Sequence[int] = 5,
+        strides: int | Sequence[int] = 2,
+        paddings: int | Sequence[int] = 0,
+        activation_class: type[nn.Module] = nn.ELU,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if not isinstance(n_agents, int) or n_agents <= 0:
+            raise ValueError(
+                f"MultiAgentConvNet: expected a positive int n_agents, got {n_agents!r}."
+            )
+        if in_features is None and not share_params:
+            raise ValueError(
+                "MultiAgentConvNet: independent parameters (share_params=False) need "
+                "in_features (the channels of one agent's image); got None."
+            )
+        self.n_agents = n_agents
+        self.centralized = centralized
+        self.share_params = share_params
+        self.in_features = in_features
+        channels = None
+        if in_features is not None:
+            channels = in_features * n_agents if centralized else in_features
+
+        def build() -> ConvNet:
+            return ConvNet(
+                channels,
+                num_cells=[32, 32, 32] if num_cells is None else num_cells,
+                kernel_sizes=kernel_sizes,
+                strides=strides,
+                paddings=paddings,
+                activation_class=activation_class,
+                device=device,
+                **kwargs,
+            )
+
+        if share_params:
+            self.net: ConvNet | None = build()
+            self.params: TensorDictParams | None = None
+        else:
+            nets = [build() for _ in range(n_agents)]
+            self.net = None
+            self.params = TensorDict.from_modules(*nets, as_module=True)
+            # A parameter-less copy run with one agent's slice of `params` inside vmap.
+            self.__dict__["_template"] = copy.deepcopy(nets[0]).to("meta")
+
+    def _call_template(self, params: TensorDictParams, x: torch.Tensor) -> torch.Tensor:
+        template: ConvNet = self.__dict__["_template"]
+        with params.to_module(template):
+            return template(x)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Runs the agents' networks.
+
+        Args:
+            x: images of shape ``[*B, n_agents, C, H, W]``.
+
+        Returns:
+            Features of shape ``[*B, n_agents, F]``.
+        """
+        if x.ndim < 4 or x.shape[-4] != self.n_agents:
+            raise ValueError(
+                f"MultiAgentConvNet.forward: expected images [*B, n_agents={self.n_agents}, C, "
+                f"H, W], got shape {list(x.shape)}. Put the agent dimension fourth from last."
+            )
+        if self.in_features is not None and x.shape[-3] != self.in_features:
+            raise ValueError(
+                f"MultiAgentConvNet.forward: expected {self.in_features} channels per agent "
+                f"(in_features), got {x.shape[-3]} (shape {list(x.shape)})."
+            )
+        if self.centralized:
+            x = x.flatten(-4, -3)  # [*B, n_agents * C, H, W]
+        if self.net is not None:
+            if self.centralized:
+                out = self.net(x)
+                return out.unsqueeze(-2).expand(*out.shape[:-1], self.n_agents, out.shape[-1])
+            return self.net(x)
+        if self.centralized:
+            return torch.vmap(
+                self._call_template, in_dims=(0, None), out_dims=-2, randomness="different"
+            )(self.params, x)
+        return torch.vmap(
+            self._call_template, in_dims=(0, -4), out_dims=-2, randomness="different"
+        )(self.params, x)
+
+
+__all__ = ["MultiAgentMLP", "MultiAgentConvNet"]
