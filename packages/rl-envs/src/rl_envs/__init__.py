@@ -20,6 +20,8 @@ from rl_envs.libs import (
     GymWrapper,
     InfoDictReader,
     MarlGroupMapType,
+    MOGymEnv,
+    MOGymWrapper,
     MujocoEnv,
     MultiThreadedEnv,
     MultiThreadedEnvWrapper,
@@ -106,6 +108,9 @@ __all__ = [
     # EnvPool
     "MultiThreadedEnv",
     "MultiThreadedEnvWrapper",
+    # mo-gymnasium
+    "MOGymEnv",
+    "MOGymWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",

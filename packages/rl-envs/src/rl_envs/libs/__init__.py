@@ -10,6 +10,7 @@ from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
+from rl_envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
 from rl_envs.libs.mujoco_point_mass import PointMassEnv
 from rl_envs.libs.openspiel import OpenSpielWrapper
@@ -20,6 +21,8 @@ from rl_envs.libs.pettingzoo_env import PettingZooEnv
 __all__ = [
     "DMControlEnv",
     "DMControlWrapper",
+    "MOGymEnv",
+    "MOGymWrapper",
     "GymEnv",
     "GymWrapper",
     "InfoDictReader",
