@@ -43,7 +43,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core import Compose, EnvBase, RewardSum, StepCounter, Transform, TransformedEnv
-from rl_core.fast_td import batch_size_of, device_of, entries, set_leaf
+from rl_core.tensordict_access import entries_view, set_leaf
 from rl_core.transforms._rows import Rows
 from rl_envs import GymEnv, ObservationNorm
 
@@ -75,14 +75,14 @@ class _ThreeOps(Transform):
         set_leaf(
             tensordict_reset,
             "observation",
-            torch.addcmul(self.bias, entries(tensordict_reset)["observation"], self.weight),
+            torch.addcmul(self.bias, entries_view(tensordict_reset)["observation"], self.weight),
         )
         set_leaf(tensordict_reset, "episode_reward", torch.zeros(1))
         set_leaf(tensordict_reset, "step_count", torch.zeros(1, dtype=torch.int64))
         return tensordict_reset
 
     def _step(self, tensordict, next_tensordict):
-        root, nxt = entries(tensordict), entries(next_tensordict)
+        root, nxt = entries_view(tensordict), entries_view(next_tensordict)
         set_leaf(
             next_tensordict,
             "observation",
@@ -111,26 +111,25 @@ class _HandWritten(TransformedEnv):
         loc, scale, take_obs, take_sum, take_count, total, count, fused, merge = state
         base = self.base_env
         next_td, pending = fused(tensordict)
-        out = entries(next_td)
         if pending is not None:
-            kept = (dict(out), batch_size_of(next_td), device_of(next_td))
+            kept = (dict(entries_view(next_td)), next_td.batch_size, next_td.device)
             pending = (pending, kept)
-        root, blocks, i = entries(tensordict), base._rows, base._rows.last
+        root, blocks, i = entries_view(tensordict), base._rows, base._rows.last
         # (x - loc) / scale into a fresh row, as ObservationNorm computes it.
         obs, dst = take_obs()
         np.divide(np.subtract(blocks.blocks[0][i], loc, dst), scale, dst)
-        out["observation"] = obs
+        set_leaf(next_td, "observation", obs)
         # The running sum and the count: the rows written last, or the reset's zeros.
         if total is None or total[0] is not root["episode_reward"]:
             total = (root["episode_reward"], root["episode_reward"].numpy())
         tensor, row = state[5] = take_sum()
         row[0] = float(total[1][0]) + float(blocks.reward_block[i][0])
-        out["episode_reward"] = tensor
+        set_leaf(next_td, "episode_reward", tensor)
         if count is None or count[0] is not root["step_count"]:
             count = (root["step_count"], root["step_count"].numpy())
         tensor, row = state[6] = take_count()
         row[0] = int(count[1][0]) + 1
-        out["step_count"] = tensor
+        set_leaf(next_td, "step_count", tensor)
         self._write_step(tensordict, next_td)
         plan = self._cache.get("step_mdp_plan")  # as EnvBase.step_and_maybe_reset reads it
         if plan is None:

@@ -1,11 +1,10 @@
-"""rl_core.fast_td: each fast call gives what the public tensordict call gives."""
+"""rl_core._fast_td (private): each fast call gives what the public tensordict call gives."""
 
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from rl_core.fast_td import (
-    StepMdpPlan,
+from rl_core._fast_td import (
     TreeBuilder,
     batch_size_of,
     build_tensordict,
@@ -16,7 +15,7 @@ from rl_core.fast_td import (
     leaf_paths,
     set_leaf,
 )
-from rl_core.ted import step_mdp
+from rl_core.ted import StepMdpPlan, step_mdp
 from rl_core.testing import CountingEnv
 
 
@@ -43,7 +42,7 @@ def test_is_plain_and_entries():
     assert not is_plain(LazyStackedTensorDict(td[0], td[1]))
     assert list(entries(td)) == list(td.keys())
     assert entries(td)["obs"] is td.get("obs")
-    with pytest.raises(TypeError, match=r"fast_td.entries: expected a plain TensorDict, got dict"):
+    with pytest.raises(TypeError, match=r"_fast_td.entries: expected a plain TensorDict, got dict"):
         entries({})
     assert batch_size_of(td) == td.batch_size
     assert device_of(td) == td.device
@@ -207,24 +206,11 @@ def test_env_hands_out_its_plan(batch_size):
     assert (plan(td) == expected).all()
 
 
-def test_readme_section_example_runs(tmp_path):
-    from pathlib import Path
-
-    from rl_core.testing.readme import run_readme_example
-
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text.split("## Fast TensorDict access", 1)[1].split("\n## ", 1)[0]
-    block = section.split("```python\n", 1)[1].split("```", 1)[0]
-    readme = tmp_path / "README.md"
-    readme.write_text(f"## Example\n\n```python\n{block}```\n")
-    assert run_readme_example(readme) == ["torch.Size([1])"]
-
-
 def test_module_io_keys_accepts_only_plain_calls():
     from tensordict.nn import TensorDictModule
     from torch import nn
 
-    from rl_core.fast_td import module_io_keys
+    from rl_core._fast_td import module_io_keys
 
     plain = TensorDictModule(nn.Identity(), in_keys=["a", ("b", "c")], out_keys=["d", ("e", "f")])
     assert module_io_keys(plain) == ([("a",), ("b", "c")], ["d", ("e", "f")])
@@ -245,7 +231,7 @@ def test_sequence_children_accepts_only_plain_sequences():
     from tensordict.nn import TensorDictModule, TensorDictSequential
     from torch import nn
 
-    from rl_core.fast_td import sequence_children
+    from rl_core._fast_td import sequence_children
 
     first = TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["b"])
     second = TensorDictModule(nn.Identity(), in_keys=["b"], out_keys=["c"])

@@ -171,9 +171,8 @@ def check_rl_core(dist: str) -> None:
     Examples:
         >>> check_rl_core("rl-envs")
     """
-    from rl_core import __version__
-
-    check_dependency(dist, "rl-core", __version__)
+    # rl_core.__version__, read without importing the package that imports this module
+    check_dependency(dist, "rl-core", importlib.metadata.version("rl-core"))
 
 
 def _lower_bound(spec: SpecifierSet) -> Version | None:

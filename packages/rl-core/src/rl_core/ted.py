@@ -14,7 +14,14 @@ from typing import Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries
+from rl_core._fast_td import (
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    get_leaf,
+    merge_flat_next,
+)
 from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
 
 # An exclusion tree: name -> True (drop this entry) or a nested tree (recurse into it).
@@ -317,13 +324,70 @@ def _mdp_plan(
     action_keys: NestedKey | Sequence[NestedKey] = ACTION,
 ) -> tuple[_Tree, _Tree]:
     """The exclusion rules of ``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)``
-    with the other arguments at their defaults, for :class:`rl_core.fast_td.StepMdpPlan`.
+    with the other arguments at their defaults, for :class:`StepMdpPlan`.
 
     An env computes them once and reuses them every step, skipping the argument handling.
     """
     return _exclusion_trees(
         _hashable(reward_keys), _hashable(done_keys), _hashable(action_keys), True, False, True
     )
+
+
+class StepMdpPlan:
+    """``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)`` with the keys resolved
+    once: the same result every step, without the argument handling.
+
+    Envs hand out theirs through :meth:`rl_core.envs.EnvBase.step_mdp_plan`.
+
+    Args:
+        reward_keys: the env's reward keys.
+        done_keys: the env's done keys.
+        action_keys: the env's action keys.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> plan = StepMdpPlan(["reward"], ["done"], ["action"])
+        >>> td = TensorDict(
+        ...     {"obs": torch.zeros(2), "action": torch.ones(2),
+        ...      "next": {"obs": torch.ones(2), "reward": torch.ones(2), "done": torch.zeros(2)}},
+        ...     batch_size=[2],
+        ... )
+        >>> sorted(plan(td).keys())
+        ['done', 'obs']
+    """
+
+    def __init__(
+        self,
+        reward_keys: Sequence[Any],
+        done_keys: Sequence[Any],
+        action_keys: Sequence[Any],
+    ) -> None:
+        self.reward_keys, self.done_keys = list(reward_keys), list(done_keys)
+        self.action_keys = list(action_keys)
+        self._rules = _mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
+        root_drop, next_drop = self._rules
+        # Rules that drop root-level entries only (no group to merge level by level): a
+        # transition whose "next" holds tensors only is merged by two dict comprehensions.
+        self._flat = all(rule is True for rule in (*root_drop.values(), *next_drop.values()))
+        self._root_skip = frozenset((NEXT, RESET, *root_drop))
+        self._next_skip = frozenset((RESET, *next_drop))
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The next root of the transition ``tensordict`` (see :func:`step_mdp`).
+
+        Raises:
+            KeyError: ``tensordict`` has no ``"next"`` entry.
+        """
+        if self._flat:
+            out = merge_flat_next(tensordict, self._root_skip, self._next_skip)
+            if out is not None:
+                return out
+        nxt = get_leaf(tensordict, (NEXT,), None)
+        if nxt is None:
+            return step_mdp(tensordict)  # raises step_mdp's KeyError
+        root_drop, next_drop = self._rules
+        return _merge_level(tensordict, nxt, root_drop, next_drop)
 
 
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:
@@ -414,4 +478,4 @@ def terminated_or_truncated(
     return any_done
 
 
-__all__ = ["step_mdp", "terminated_or_truncated"]
+__all__ = ["StepMdpPlan", "step_mdp", "terminated_or_truncated"]

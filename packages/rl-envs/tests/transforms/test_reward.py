@@ -14,7 +14,7 @@ from rl_core import (
     check_env_specs,
 )
 from rl_core.envs import StepPlan
-from rl_core.envs.step_plan import built_plan
+from rl_core.envs.step_plan import built_plan, fusable_as_declared
 from rl_envs.transforms import RewardClipping, RewardScaling
 
 
@@ -181,4 +181,4 @@ class _Float64Reward(EnvBase):
     ids=["scaling", "clipping", "scaling-into-a-flag", "clipping-into-a-flag"],
 )
 def test_reward_maps_are_fusable_unless_they_write_a_done_flag(transform, fusable):
-    assert transform._fusable_as_declared() is fusable
+    assert fusable_as_declared(transform) is fusable

@@ -13,7 +13,7 @@ from rl_buffers.samplers.sampler import Sampler, check_not_empty
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
-from rl_core import fast_td
+from rl_core import tensordict_access
 
 __all__ = ["TensorDictReplayBuffer"]
 
@@ -154,8 +154,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
         key = self.priority_key
         # Both entries read straight from a plain TensorDict's entry dicts when they are
         # tensors there; anything else (a missing entry, a lazy stack) takes the generic path.
-        index = fast_td.get_leaf(data, ("index",), None)
-        priority = fast_td.get_leaf(data, key if isinstance(key, tuple) else (key,), None)
+        index = tensordict_access.get_leaf(data, ("index",), None)
+        priority = tensordict_access.get_leaf(data, key if isinstance(key, tuple) else (key,), None)
         if not (isinstance(index, Tensor) and isinstance(priority, Tensor)):
             keys = data.keys(True, True)
             for name in ("index", key):

@@ -19,7 +19,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
-from rl_core import fast_td, ops
+from rl_core import ops, tensordict_access
 
 NestedKey = str | tuple[str, ...]
 INDEX_KEY = "index"
@@ -246,7 +246,11 @@ def _collect(
 ) -> bool:
     # shapes: the tree of per-leaf shapes after the first dim (see _shapes).
     # A plain TensorDict's entry dict is read in place (no copy); other types list theirs.
-    entries = fast_td.entries(data) if fast_td.is_plain(data) else dict(data.items())
+    entries = (
+        tensordict_access.entries_view(data)
+        if tensordict_access.is_plain(data)
+        else dict(data.items())
+    )
     skip_index = loose_index and INDEX_KEY in entries
     if len(entries) - skip_index != len(shapes):
         return False
@@ -290,7 +294,7 @@ class _Level:
         if extra:
             out.update(extra)
         # As in gather: every value has leading dims ``batch`` under a string key.
-        return fast_td.build_tensordict(out, batch)
+        return tensordict_access.build_tensordict(out, batch)
 
     def gather(self, index: Tensor, batch: torch.Size, extra: dict | None = None) -> TensorDict:
         out = {key: tensor.index_select(0, index) for key, tensor in zip(self.keys, self.tensors)}
@@ -301,7 +305,7 @@ class _Level:
         # Every value is a tensor or TensorDict with leading dims ``batch`` (an index_select
         # along dim 0, a sub-level, or an extra entry checked by the caller) under a string
         # key: what the TensorDict constructor would check holds, so it is built unchecked.
-        return fast_td.build_tensordict(out, batch)
+        return tensordict_access.build_tensordict(out, batch)
 
 
 def _gather_multi(tree: list[tuple[str, Any]], multi: tuple[Tensor, ...], batch: torch.Size):

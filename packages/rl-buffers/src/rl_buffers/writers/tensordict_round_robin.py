@@ -10,7 +10,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.writers.round_robin import RoundRobinWriter
-from rl_core import fast_td
+from rl_core import tensordict_access
 
 __all__ = ["TensorDictRoundRobinWriter"]
 
@@ -51,7 +51,7 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
         storage = self._storage if self._storage is not None else self.storage
         rows = super().extend(_without_index(data, storage))
         if storage.ndim == 1 and rows.shape[0] == data.batch_size[0]:
-            fast_td.set_leaf(data, INDEX_KEY, rows)  # data.set, unchecked where rows fit
+            tensordict_access.set_leaf(data, INDEX_KEY, rows)  # data.set, unchecked where rows fit
         elif rows.numel() == data.shape[0]:
             data.set(INDEX_KEY, _item_index(self.storage, data, rows))
         else:  # a batch larger than the storage: only its last items were kept

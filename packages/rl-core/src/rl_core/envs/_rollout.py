@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._fast_td import get_leaf
 from rl_core.envs._flags import any_set
 from rl_core.envs.step_plan import active_plan
 from rl_core.envs.trajectory_writer import TrajectoryWriter
-from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE, NEXT, TRUNCATED
+from rl_core.modules.call_plan import PolicyCallPlan
 
 if TYPE_CHECKING:
     from rl_core.envs.base import EnvBase
@@ -114,8 +115,6 @@ def rollout(
     mdp_plan = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
     ever_done: torch.Tensor | None = None
-    from rl_core.modules.call_plan import PolicyCallPlan  # lazy: envs import no modules
-
     call = PolicyCallPlan(policy)  # policy(td), with the plain TensorDict-module calls resolved
     for _ in range(max_steps):
         if policy_device is not None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_core._fast_td import batch_size_of, entries, get_leaf, set_leaf
 from rl_core.envs import _specs
 from rl_core.envs._flags import (
     any_set,
@@ -20,7 +21,6 @@ from rl_core.envs._flags import (
 )
 from rl_core.envs._spec_checks import SWITCH
 from rl_core.envs.step_plan import StepPlan, active_plan
-from rl_core.fast_td import StepMdpPlan, batch_size_of, entries, get_leaf, set_leaf
 from rl_core.keys import (
     ACTION,
     DONE,
@@ -34,9 +34,18 @@ from rl_core.keys import (
     NestedKey,
 )
 from rl_core.specs import Composite, TensorSpec
+from rl_core.ted import StepMdpPlan
 
-if TYPE_CHECKING:
-    from rl_core.transforms import Transform, TransformedEnv
+# ``TransformedEnv`` lives in ``rl_core.transforms``, the layer above this one, which
+# ``import rl_core`` loads; it registers itself here (``_register_transformed_env``) so that
+# ``append_transform`` builds one without ``envs`` importing ``transforms``.
+_transformed_env: Callable[[EnvBase, Callable], EnvBase] | None = None
+
+
+def _register_transformed_env(factory: Callable[[EnvBase, Callable], EnvBase]) -> None:
+    """Called once by ``rl_core.transforms``: ``factory(env, transform)`` is a TransformedEnv."""
+    global _transformed_env
+    _transformed_env = factory
 
 
 _NOT_CACHED = object()
@@ -528,7 +537,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         call it every step. Cached until the specs change.
 
         Returns:
-            A :class:`rl_core.fast_td.StepMdpPlan`.
+            A :class:`rl_core.ted.StepMdpPlan`.
 
         Examples:
             >>> from rl_core.testing import CountingEnv
@@ -620,11 +629,15 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         root.set(NEXT, nxt)
         return root
 
-    def append_transform(self, transform: Transform | Callable) -> TransformedEnv:
-        """Returns ``TransformedEnv(self, transform)``."""
-        from rl_core.transforms import TransformedEnv
-
-        return TransformedEnv(self, transform)
+    def append_transform(self, transform: Callable[[TensorDictBase], TensorDictBase]) -> EnvBase:
+        """Returns ``TransformedEnv(self, transform)`` (``transform``: a ``Transform``, or a
+        callable on TensorDicts)."""
+        if _transformed_env is None:  # pragma: no cover (import rl_core registers it)
+            raise RuntimeError(
+                f"{type(self).__name__}.append_transform: rl_core.transforms is not imported; "
+                f"import rl_core first."
+            )
+        return _transformed_env(self, transform)
 
     def close(self) -> None:
         """Releases the env's resources; calling it twice is harmless."""

@@ -165,6 +165,32 @@ def plan_applies(env: EnvBase) -> bool:
     return all(getattr(cls, name) is getattr(anchor, name) for name in REFERENCE_METHODS)
 
 
+#: The transform methods a ``fusable`` declaration covers: overridden below the class that
+#: declared it, they turn it off.
+FUSED_METHODS = ("_call", "_step", "_reset")
+
+
+def fusable_as_declared(transform: Any) -> bool:
+    """A transform's ``fusable`` declaration, honoured only where no class below the one that
+    declared it overrides the step or reset methods (their new behaviour was never declared):
+    the rule of :func:`plan_applies`, for transforms. A transform plan (a TransformedEnv's
+    fused step-and-reset) applies only where this holds.
+
+    Examples:
+        >>> from rl_core.transforms import RewardSum, StepCounter
+        >>> class Custom(StepCounter):
+        ...     def _step(self, tensordict, next_tensordict):
+        ...         return next_tensordict
+        >>> fusable_as_declared(RewardSum()), fusable_as_declared(Custom())
+        (True, False)
+    """
+    if not transform.fusable:
+        return False
+    cls = type(transform)
+    declarer = next(k for k in cls.__mro__ if "fusable" in vars(k))
+    return all(getattr(cls, name) is getattr(declarer, name) for name in FUSED_METHODS)
+
+
 def built_plan(env: EnvBase) -> StepPlan | None:
     """``env``'s plan, built on first use and cached with its specs (no per-call checks)."""
     plan = env._cache.get("step_plan", _NO_PLAN)
@@ -204,4 +230,12 @@ def reference_only() -> Iterator[None]:
         PLANS.enabled = previous
 
 
-__all__ = ["REFERENCE_METHODS", "StepPlan", "active_plan", "plan_applies", "reference_only"]
+__all__ = [
+    "FUSED_METHODS",
+    "REFERENCE_METHODS",
+    "StepPlan",
+    "active_plan",
+    "fusable_as_declared",
+    "plan_applies",
+    "reference_only",
+]

@@ -9,7 +9,7 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 from torch import nn
 
-from rl_core.fast_td import set_leaf
+from rl_core._fast_td import set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import expand_to
 from rl_core.modules.qvalue import QValueModule, _action_value_network

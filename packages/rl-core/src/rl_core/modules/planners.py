@@ -12,15 +12,17 @@ must have ``batch_size == (*input_batch, num_candidates)``.
 from __future__ import annotations
 
 import abc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
-from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, NEXT, REWARD, NestedKey
+
+if TYPE_CHECKING:  # envs sit above modules (a rollout calls policies through modules)
+    from rl_core.envs import EnvBase
 
 
 class _ActionSequence:

@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core._fast_td import entries, writable_entries
 from rl_core.envs.step_plan import StepPlan
-from rl_core.fast_td import entries, writable_entries
 from rl_core.transforms._rows import Rows
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
@@ -72,8 +72,6 @@ def lane_plan_factory(transform: Transform) -> Callable | None:
     """The registered lane plan factory of ``transform``: that of the nearest registered class
     of its type, where no class below that one overrides a step or reset method; else
     ``None``."""
-    import rl_core.transforms._transform_plans  # noqa: F401  (registers rl-core's plans)
-
     cls = type(transform)
     registered = next((k for k in cls.__mro__ if k in _REGISTRY), None)
     if registered is None:

@@ -30,9 +30,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.envs._flags import complete_done_flags, reset_masks
-from rl_core.envs.step_plan import StepPlan, built_plan
-from rl_core.fast_td import (
+from rl_core._fast_td import (
     batch_size_of,
     build_tensordict,
     device_of,
@@ -41,7 +39,10 @@ from rl_core.fast_td import (
     only_tensors,
     set_leaf,
 )
+from rl_core.envs._flags import complete_done_flags, reset_masks
+from rl_core.envs.step_plan import StepPlan, built_plan, fusable_as_declared
 from rl_core.keys import DONE, NEXT, RESET
+from rl_core.transforms import _transform_plans  # noqa: F401  (registers rl-core's lane plans)
 from rl_core.transforms._lane import RowLane, build_lane
 from rl_core.transforms._replay import base_start, replay_random_rollout, replays
 from rl_core.transforms.compose import Compose
@@ -78,7 +79,7 @@ class TransformedEnvPlan(StepPlan):
         self.intercepts = intercepts_reset(self.transform)
         self.fuses = (
             type(base_plan).step_and_reset is not StepPlan.step_and_reset
-            and self.transform._fusable_as_declared()
+            and fusable_as_declared(self.transform)
             and not self.intercepts
         )
         self.lane: RowLane | None = build_lane(self.transform, base_plan)

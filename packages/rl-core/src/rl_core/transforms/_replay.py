@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain, set_leaf
 from rl_core.envs._flags import any_set
-from rl_core.envs.step_plan import StepPlan
+from rl_core.envs.step_plan import StepPlan, fusable_as_declared
 from rl_core.envs.trajectory_writer import TrajectoryWriter
-from rl_core.fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain, set_leaf
 from rl_core.keys import DONE, NEXT
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
         *base.reward_keys,
     ]
     return (
-        env.transform._fusable_as_declared()
+        fusable_as_declared(env.transform)
         and not intercepts
         and not env._has_inverse()
         and not base.state_keys

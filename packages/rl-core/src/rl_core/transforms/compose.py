@@ -8,6 +8,7 @@ from typing import Any
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_core.envs.step_plan import fusable_as_declared
 from rl_core.specs import Composite
 from rl_core.transforms.transform import Transform
 
@@ -123,7 +124,7 @@ class Compose(Transform):
 
     @property
     def fusable(self) -> bool:  # type: ignore[override]
-        return all(t._fusable_as_declared() for t in self.transforms)
+        return all(fusable_as_declared(t) for t in self.transforms)
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
+from rl_core._fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
 from rl_core.transforms._rows import zeros

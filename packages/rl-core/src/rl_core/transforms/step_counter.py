@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.fast_td import entries, get_leaf, is_plain, set_leaf
+from rl_core._fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
 from rl_core.transforms._rows import zeros

@@ -10,7 +10,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_core.fast_td import entries, is_plain, set_leaf
+from rl_core._fast_td import entries, is_plain, set_leaf
 from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
@@ -168,18 +168,8 @@ class Transform(nn.Module):
     #: the same. False by default; a subclass sets it only when it holds.
     #: It holds for the class that sets it: a subclass of that class that overrides
     #: ``_call``, ``_step`` or ``_reset`` is not fused unless it sets ``fusable`` itself.
+    #: (``rl_core.envs.step_plan.fusable_as_declared`` applies that rule.)
     fusable: bool = False
-
-    def _fusable_as_declared(self) -> bool:
-        """``fusable``, honoured only where no class below the one that declared it
-        overrides the step or reset methods (their new behaviour was never declared)."""
-        if not self.fusable:
-            return False
-        cls = type(self)
-        declarer = next(k for k in cls.__mro__ if "fusable" in vars(k))
-        return all(
-            getattr(cls, name) is getattr(declarer, name) for name in ("_call", "_step", "_reset")
-        )
 
     @property
     def has_inverse(self) -> bool:

@@ -9,8 +9,10 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.envs._flags import complete_done_flags
+from rl_core.envs.base import _register_transformed_env
 from rl_core.envs.step_plan import StepPlan
 from rl_core.specs import Composite
+from rl_core.transforms._plan import transformed_env_plan
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
@@ -167,8 +169,6 @@ class TransformedEnv(EnvBase):
     def _make_step_plan(self) -> StepPlan | None:
         """The accelerated routes of this stack (``rl_core.transforms._plan``), where the
         base env has a step plan; see :class:`~rl_core.envs.StepPlan`."""
-        from rl_core.transforms._plan import transformed_env_plan
-
         return transformed_env_plan(self)
 
     def _has_inverse(self) -> bool:
@@ -202,5 +202,7 @@ class TransformedEnv(EnvBase):
         transform = repr(self.transform).replace("\n", "\n    ")
         return f"TransformedEnv(\n    env={env},\n    transform={transform})"
 
+
+_register_transformed_env(TransformedEnv)  # EnvBase.append_transform builds one
 
 __all__ = ["TransformedEnv"]

@@ -16,8 +16,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.fast_td import TreeBuilder, entries, get_leaf, is_plain, leaf_paths
 from rl_core.keys import DONE
+from rl_core.tensordict_access import TreeBuilder, entries_view, get_leaf, is_plain, leaf_paths
 from rl_envs.batched._meta import Path, rows_to_reset
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class SubEnvSteps(SerialSteps):
         layout = self.layout
         first = outs[0]
         step_layout = self._step_layout
-        size = len(entries(first)) if is_plain(first) else -1
+        size = len(entries_view(first)) if is_plain(first) else -1
         if step_layout is None or step_layout[0] != size:
             paths = leaf_paths(first)
             if paths is None:
@@ -138,10 +138,13 @@ class SubEnvSteps(SerialSteps):
         _, paths, builder = step_layout
         try:
             values = []
+            views = None
             for path in paths:
                 if len(path) == 1:
                     name = path[0]
-                    column = [entries(out)[name] for out in outs]
+                    if views is None:
+                        views = [entries_view(out) for out in outs]
+                    column = [view[name] for view in views]
                 else:
                     column = [get_leaf(out, path, None) for out in outs]
                 values.append(torch.stack(column))

@@ -21,8 +21,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, spec_checks_enabled
-from rl_core.fast_td import TreeBuilder, get_leaf, set_leaf
 from rl_core.keys import DONE, NEXT
+from rl_core.tensordict_access import TreeBuilder, get_leaf, set_leaf
 from rl_envs.batched._meta import Path
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._wire import RESET_DONE

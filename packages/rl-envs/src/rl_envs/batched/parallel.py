@@ -12,8 +12,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, StepPlan
-from rl_core.fast_td import get_leaf
 from rl_core.keys import DONE
+from rl_core.tensordict_access import get_leaf
 from rl_envs.batched import _wire
 from rl_envs.batched._meta import Path, as_env_factories, rows_to_reset
 from rl_envs.batched._pool import WorkerPool, default_start_method

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
 from rl_core.envs import StepPlan
-from rl_core.fast_td import build_tensordict, entries, get_leaf, set_leaf
 from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.tensordict_access import build_tensordict, get_leaf, set_leaf
 from rl_envs.libs._gym_codecs import require
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
 from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply, runs_own_steps
@@ -59,7 +59,7 @@ class GymStepPlan(StepPlan):
             # ``_step`` where every output goes into the row blocks, with fewer calls (this
             # runs between two gymnasium steps, where each call is slow): one action entry,
             # outputs on the CPU (numpy_rows_apply holds).
-            action = entries(tensordict).get(ACTION) if type(tensordict) is TensorDict else None
+            action = get_leaf(tensordict, (ACTION,), None)
             if action is None:
                 action = require(tensordict, ACTION, env.name)
             next_td = build_tensordict(

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.fast_td import entries
 from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import TensorSpec
+from rl_core.tensordict_access import entries_view
 from rl_envs.libs._gym_codecs import Encoder, make_encoder
 from rl_envs.libs._gym_stepper import GymNumpyStepper
 
@@ -118,7 +118,7 @@ def _start_entries(
     """The start observation (numpy) and done flags, or None if ``start`` holds more."""
     if type(start) is not TensorDict or tuple(start.batch_size) != batch:
         return None
-    names = entries(start)
+    names = entries_view(start)
     if len(names) != 4:
         return None
     try:

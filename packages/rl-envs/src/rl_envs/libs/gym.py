@@ -10,9 +10,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.fast_td import build_tensordict, entries, is_plain
 from rl_core.keys import ACTION, DONE, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
+from rl_core.tensordict_access import build_tensordict, get_leaf, is_plain
 from rl_envs.libs._gym_codecs import make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader, with_info_entries
 from rl_envs.libs._gym_make import (
@@ -37,9 +37,9 @@ from rl_envs.libs._gym_vector import (
 
 
 def _get(td: TensorDictBase, key: str, who: str) -> Any:
-    # The action read of every step: the entry dict of a plain TensorDict is the fast path.
+    # The action read of every step: a plain TensorDict's entry, read without td.get's checks.
     if is_plain(td):
-        value = entries(td).get(key, None)
+        value = get_leaf(td, (key,), None)
         if value is not None:
             return value
     return require(td, key, who)

@@ -1,31 +1,34 @@
-"""Fast access to plain TensorDicts: the one module of the stack that uses tensordict's private API.
+"""Fast access to plain TensorDicts: the one module of rl-core that uses tensordict's private API.
 
-The per-step paths of envs, rollouts, batched envs (and later collectors and buffers) move the
-same few entries in and out of TensorDicts thousands of times a second. The public tensordict
-calls validate keys, batch sizes and devices each time; the functions here skip that work where
-it is known to hold, and give the same result as the public call they replace. Everything that
-reads tensordict internals (``_tensordict``, ``_new_unsafe``, ``_set_str``, ``_batch_size``)
-lives here, so a tensordict upgrade touches this file and its tests only.
+Private to rl-core: sibling packages use the public :mod:`rl_core.tensordict_access` (the
+read-only subset of this module that hands out no tensordict internals) or public tensordict.
+
+The per-step paths of envs, rollouts and transforms move the same few entries in and out of
+TensorDicts thousands of times a second. The public tensordict calls validate keys, batch sizes
+and devices each time; the functions here skip that work where it is known to hold, and give
+the same result as the public call they replace. Everything that reads tensordict internals
+(``_tensordict``, ``_new_unsafe``, ``_set_str``, ``_batch_size``) lives here, so a tensordict
+upgrade touches this file and its tests only.
 
 A *plain* TensorDict is an instance of ``TensorDict`` itself (not a lazy stack, a tensorclass
 or a subclass). Functions that need one say so; the others fall back to the public call for
 anything else.
 
-* :func:`is_plain`, :func:`entries`: the test, and the entry dict of one level.
+* :func:`is_plain`, :func:`entries`: the test, and the entry dict of one level (the
+  TensorDict's own dict: rl-core reads it, never writes it).
 * :func:`get_leaf`, :func:`set_leaf`: ``td.get(path)`` and ``td.set(key, value)``;
   :func:`writable_entries`: the entry dict ``set_leaf`` writes into directly.
 * :func:`leaf_paths`: the leaf paths of a plain nested TensorDict of tensors.
 * :func:`build_tensordict`, :class:`TreeBuilder`: a TensorDict (flat, or nested from leaf
   paths) built from values already known to fit, without checks.
-* :class:`StepMdpPlan`: ``step_mdp`` with an env's keys resolved once
-  (:meth:`rl_core.envs.EnvBase.step_mdp_plan` hands it out).
+* :func:`merge_flat_next`: the flat case of :class:`rl_core.ted.StepMdpPlan`.
 * :func:`module_io_keys`, :func:`sequence_children`: the call layout of a
   ``TensorDictModule`` / ``TensorDictSequential`` whose call is plain (read by
   :class:`rl_core.modules.PolicyCallPlan`).
 
 Examples:
     >>> import torch
-    >>> from rl_core.fast_td import TreeBuilder, get_leaf, leaf_paths
+    >>> from rl_core._fast_td import TreeBuilder, get_leaf, leaf_paths
     >>> builder = TreeBuilder([("obs",), ("next", "obs")])
     >>> td = builder.build([torch.zeros(4, 3), torch.ones(4, 3)], torch.Size([4]), None)
     >>> leaf_paths(td)
@@ -36,7 +39,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import tensordict._td as _td_module
@@ -83,7 +86,7 @@ def entries(td: TensorDict) -> dict[str, Any]:
     """
     if type(td) is not TensorDict:
         raise TypeError(
-            f"fast_td.entries: expected a plain TensorDict, got {type(td).__name__}. Check "
+            f"_fast_td.entries: expected a plain TensorDict, got {type(td).__name__}. Check "
             f"is_plain(td) first, or use td.keys()."
         )
     return td._tensordict
@@ -327,80 +330,41 @@ def _nested(
     return build_tensordict(source, batch_size, device)
 
 
-class StepMdpPlan:
-    """``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)`` with the keys resolved
-    once: the same result every step, without the argument handling.
+def merge_flat_next(
+    tensordict: Any, root_skip: frozenset[str], next_skip: frozenset[str]
+) -> TensorDict | None:
+    """The next root of a transition whose ``"next"`` holds plain tensors only, else ``None``.
 
-    Envs hand out theirs through :meth:`rl_core.envs.EnvBase.step_mdp_plan`.
-
-    Args:
-        reward_keys: the env's reward keys.
-        done_keys: the env's done keys.
-        action_keys: the env's action keys.
+    For :class:`rl_core.ted.StepMdpPlan` with flat rules (rules that drop root-level entries
+    only): the root entries that neither ``"next"`` holds nor ``root_skip`` names, then the
+    entries of ``"next"`` that ``next_skip`` does not name, in that order (what the level merge
+    of ``step_mdp`` gives). ``None`` when ``tensordict`` or its ``"next"`` is not a plain
+    TensorDict, or a kept entry of ``"next"`` is not a plain tensor (a group, non-tensor data):
+    the caller then merges level by level.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> plan = StepMdpPlan(["reward"], ["done"], ["action"])
-        >>> td = TensorDict(
-        ...     {"obs": torch.zeros(2), "action": torch.ones(2),
-        ...      "next": {"obs": torch.ones(2), "reward": torch.ones(2), "done": torch.zeros(2)}},
-        ...     batch_size=[2],
-        ... )
-        >>> sorted(plan(td).keys())
-        ['done', 'obs']
+        >>> td = TensorDict({"obs": torch.zeros(2), "action": torch.ones(2),
+        ...     "next": {"obs": torch.ones(2), "reward": torch.ones(2)}}, batch_size=[2])
+        >>> out = merge_flat_next(td, frozenset({"next", "action"}), frozenset({"reward"}))
+        >>> sorted(out.keys()), out["obs"][0].item()
+        (['obs'], 1.0)
     """
-
-    def __init__(
-        self,
-        reward_keys: Sequence[Any],
-        done_keys: Sequence[Any],
-        action_keys: Sequence[Any],
-    ) -> None:
-        from rl_core import ted
-
-        self.reward_keys, self.done_keys = list(reward_keys), list(done_keys)
-        self.action_keys = list(action_keys)
-        self._rules = ted._mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
-        self._merge: Callable[..., TensorDictBase] = ted._merge_level
-        self._generic: Callable[..., TensorDictBase] = ted.step_mdp
-        root_drop, next_drop = self._rules
-        # Rules that drop root-level entries only (no group to merge level by level): a
-        # transition whose "next" holds tensors only is merged by two dict comprehensions.
-        self._flat = all(rule is True for rule in (*root_drop.values(), *next_drop.values()))
-        self._root_skip = frozenset(("next", "_reset", *root_drop))
-        self._next_skip = frozenset(("_reset", *next_drop))
-
-    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """The next root of the transition ``tensordict`` (see :func:`rl_core.ted.step_mdp`).
-
-        Raises:
-            KeyError: ``tensordict`` has no ``"next"`` entry.
-        """
-        if type(tensordict) is TensorDict:
-            root = tensordict._tensordict
-            nxt = root.get("next", None)
-            if self._flat and type(nxt) is TensorDict:
-                # With flat rules, a "next" of plain tensors: the root entries that neither
-                # "next" holds nor a rule drops, then the entries of "next" no rule drops, in
-                # that order (what the level merge gives). Inline: this runs every env step.
-                found = nxt._tensordict
-                skip = self._next_skip
-                picked = {name: value for name, value in found.items() if name not in skip}
-                for value in picked.values():
-                    if type(value) is not torch.Tensor:
-                        break  # a group, or non-tensor data: merged level by level
-                else:
-                    skip = self._root_skip
-                    out = {n: v for n, v in root.items() if n not in found and n not in skip}
-                    out.update(picked)
-                    return build_tensordict(out, nxt._batch_size, nxt._device)
-        else:
-            nxt = tensordict.get("next", None)
-        if nxt is None:
-            return self._generic(tensordict)  # raises step_mdp's KeyError
-        root_drop, next_drop = self._rules
-        return self._merge(tensordict, nxt, root_drop, next_drop)
+    if type(tensordict) is not TensorDict:
+        return None
+    root = tensordict._tensordict
+    nxt = root.get("next", None)
+    if type(nxt) is not TensorDict:
+        return None
+    found = nxt._tensordict
+    picked = {name: value for name, value in found.items() if name not in next_skip}
+    for value in picked.values():
+        if type(value) is not torch.Tensor:
+            return None  # a group, or non-tensor data: merged level by level
+    out = {n: v for n, v in root.items() if n not in found and n not in root_skip}
+    out.update(picked)
+    return build_tensordict(out, nxt._batch_size, nxt._device)
 
 
 def module_io_keys(module: Any) -> tuple[list[Path], list[Any]] | None:
@@ -466,7 +430,6 @@ def sequence_children(sequence: Any) -> list[Any] | None:
 
 __all__ = [
     "Path",
-    "StepMdpPlan",
     "TreeBuilder",
     "batch_size_of",
     "build_tensordict",
@@ -475,6 +438,7 @@ __all__ = [
     "get_leaf",
     "is_plain",
     "leaf_paths",
+    "merge_flat_next",
     "module_io_keys",
     "only_tensors",
     "sequence_children",
