@@ -27,6 +27,7 @@ from rl_buffers.replay_buffers import (
     prefill_replay_buffer,
 )
 from rl_buffers.samplers import (
+    ConsumingSampler,
     PrioritizedSampler,
     PrioritizedSliceSampler,
     RandomSampler,
@@ -35,6 +36,7 @@ from rl_buffers.samplers import (
     SamplerWithoutReplacement,
     SliceSampler,
     SliceSamplerWithoutReplacement,
+    StalenessAwareSampler,
 )
 from rl_buffers.storages import (
     CompressedListStorage,
@@ -94,6 +96,8 @@ __all__ = [
     "SliceSamplerWithoutReplacement",
     "PrioritizedSliceSampler",
     "SamplerEnsemble",
+    "StalenessAwareSampler",
+    "ConsumingSampler",
     # writers
     "Writer",
     "RoundRobinWriter",
