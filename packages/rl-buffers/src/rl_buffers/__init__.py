@@ -18,6 +18,7 @@ from importlib.metadata import version as _version
 from rl_buffers.replay_buffers import (
     HERReplayBuffer,
     HindsightStrategy,
+    OfflineToOnlineReplayBuffer,
     PrioritizedReplayBuffer,
     RayReplayBuffer,
     ReplayBuffer,
@@ -74,6 +75,7 @@ __all__ = [
     "HERReplayBuffer",
     "HindsightStrategy",
     "prefill_replay_buffer",
+    "OfflineToOnlineReplayBuffer",
     # storages
     "Storage",
     "ListStorage",

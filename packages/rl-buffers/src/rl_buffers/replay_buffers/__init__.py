@@ -2,6 +2,7 @@
 
 from rl_buffers.replay_buffers.ensemble import ReplayBufferEnsemble
 from rl_buffers.replay_buffers.her import HERReplayBuffer, HindsightStrategy
+from rl_buffers.replay_buffers.offline_to_online import OfflineToOnlineReplayBuffer
 from rl_buffers.replay_buffers.prefill import prefill_replay_buffer
 from rl_buffers.replay_buffers.prioritized import PrioritizedReplayBuffer
 from rl_buffers.replay_buffers.ray_buffer import RayReplayBuffer
@@ -10,6 +11,7 @@ from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
 from rl_buffers.replay_buffers.tensordict_prioritized import TensorDictPrioritizedReplayBuffer
 
 __all__ = [
+    "OfflineToOnlineReplayBuffer",
     "ReplayBufferEnsemble",
     "HERReplayBuffer",
     "HindsightStrategy",
