@@ -354,3 +354,67 @@ def test_rollout_without_policy_replays_transforms_on_the_base_env_loop():
     base = CountingEnv(max_count=4, batch_size=(3,))
     plain = TransformedEnv(base, Compose(_Halve(), RewardSum()))
     assert active_plan(plain) is None
+
+
+class _SkipFirstRow(Transform):
+    """Skips sub-env 0's step while its count is below 100 (it stays where it is)."""
+
+    def skipped_steps(self, tensordict):
+        mask = torch.zeros(tensordict.batch_size, dtype=torch.bool)
+        mask[0] = tensordict["observation"][0, 0] < 100
+        return mask
+
+
+class _CallCounter(CountingEnv):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.calls = 0
+
+    def _step(self, tensordict):
+        self.calls += 1
+        return super()._step(tensordict)
+
+
+def test_skipped_steps_repeat_the_current_outputs_and_skip_the_base_step_when_all_are():
+    base = _CallCounter(max_count=100, batch_size=[2])
+    env = TransformedEnv(base, Compose(_SkipFirstRow(), StepCounter()))
+    assert active_plan(env) is None  # skipping stacks run the reference path only
+    traj = env.rollout(3, lambda td: td.set("action", torch.ones(2, 1, dtype=torch.int64)))
+    assert traj["next", "observation"][0].squeeze(-1).tolist() == [0.0, 0.0, 0.0]
+    assert traj["next", "observation"][1].squeeze(-1).tolist() == [1.0, 2.0, 3.0]
+    assert traj["next", "reward"][0].eq(0).all()
+    # The skipped row bypasses every transform of the env: its step count stays 0.
+    assert traj["next", "step_count"][0].squeeze(-1).tolist() == [0, 0, 0]
+    single = _CallCounter(max_count=100, batch_size=[1])
+    env = TransformedEnv(single, _SkipFirstRow())
+    env.rollout(3, lambda td: td.set("action", torch.ones(1, 1, dtype=torch.int64)))
+    assert single.calls == 0
+
+
+class _AddBatchDim(Transform):
+    def transform_env_batch_size(self, batch_size):
+        return torch.Size([*batch_size, 1])
+
+    def transform_output_spec(self, output_spec):
+        return output_spec.unsqueeze(-1)
+
+    def transform_input_spec(self, input_spec):
+        return input_spec.unsqueeze(-1)
+
+    def _call(self, tensordict):
+        return tensordict.unsqueeze(-1)
+
+    def _inv_call(self, tensordict):
+        return tensordict.squeeze(-1)
+
+
+def test_transform_env_batch_size_sets_the_env_batch_size():
+    env = TransformedEnv(CountingEnv(batch_size=[2]), _AddBatchDim())
+    assert env.batch_size == (2, 1)
+    assert Compose(_AddBatchDim(), _AddBatchDim()).transform_env_batch_size(torch.Size([3])) == (
+        3,
+        1,
+        1,
+    )
+    check_env_specs(env)
+    assert env.rollout(2).batch_size == (2, 1, 2)

@@ -60,6 +60,8 @@ def intercepts_reset(transform: Transform) -> bool:
 
 def transformed_env_plan(env: TransformedEnv) -> TransformedEnvPlan | None:
     """The plan of ``env``, where its base env has one; else ``None`` (the reference only)."""
+    if env._skips_steps() or env.batch_size != env.base_env.batch_size:
+        return None  # steps skipped or a batch size of its own: the reference path only
     base_plan = built_plan(env.base_env)
     return None if base_plan is None else TransformedEnvPlan(env, base_plan)
 

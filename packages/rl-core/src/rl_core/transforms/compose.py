@@ -113,6 +113,19 @@ class Compose(Transform):
                 return out
         return None
 
+    def skipped_steps(self, tensordict: TensorDictBase) -> Any:
+        mask = None
+        for t in self.transforms:
+            found = t.skipped_steps(tensordict)
+            if found is not None:
+                mask = found if mask is None else mask | found
+        return mask
+
+    def transform_env_batch_size(self, batch_size: Any) -> Any:
+        for t in self.transforms:
+            batch_size = t.transform_env_batch_size(batch_size)
+        return batch_size
+
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         for t in reversed(self.transforms):
             tensordict = t._inv_call(tensordict)

@@ -143,6 +143,32 @@ class Transform(nn.Module):
         """
         return None
 
+    def skipped_steps(self, tensordict: TensorDictBase) -> torch.Tensor | None:
+        """The sub-envs whose step the transform skips, or ``None`` (the default) to skip none.
+
+        :class:`~rl_core.transforms.TransformedEnv` calls it at each step, before the inverse
+        path, with the TensorDict the policy wrote into, where a transform of its list
+        overrides it (``ConditionalSkip`` in rl-envs does). A skipped sub-env stays where it
+        is: the step shows its current observations and done flags again and zero rewards,
+        and none of the env's transforms runs on those rows. When every sub-env is skipped
+        the base env is not stepped; otherwise it steps every sub-env (an env that keeps its
+        state outside the TensorDict then moves on in the skipped ones too) and the skipped
+        rows of its output are replaced. In a :class:`~rl_core.transforms.Compose` the
+        masks of its transforms are OR-ed.
+
+        Args:
+            tensordict: the step's input.
+
+        Returns:
+            ``None``, or a bool tensor of the env's batch shape (True: skipped).
+        """
+        return None
+
+    def transform_env_batch_size(self, batch_size: torch.Size) -> torch.Size:
+        """The batch size of the env this transform shows, given that of the env below it
+        (unchanged by default; ``BatchSizeTransform`` in rl-envs changes it)."""
+        return batch_size
+
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError(
             f"{type(self).__name__} has in_keys_inv but implements neither "

@@ -17,6 +17,14 @@ from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
 
+def _overrides(transform: Transform, name: str) -> bool:
+    """Whether ``transform`` (or a transform of a Compose, at any depth) overrides the
+    :class:`Transform` method ``name``."""
+    if isinstance(transform, Compose):
+        return any(_overrides(t, name) for t in transform.transforms)
+    return getattr(type(transform), name) is not getattr(Transform, name)
+
+
 class TransformedEnv(EnvBase):
     """Wraps an env and a transform (or a :class:`Compose` of them).
 
@@ -113,7 +121,16 @@ class TransformedEnv(EnvBase):
 
     @property
     def batch_size(self) -> torch.Size:
-        return self._modules["base_env"].batch_size  # without nn.Module's attribute lookup
+        """The base env's batch size as the transforms show it
+        (:meth:`Transform.transform_env_batch_size`; unchanged by most transforms)."""
+        size = self._cache.get("batch_size")
+        if size is None:
+            size = self._modules["base_env"].batch_size  # without nn.Module's attribute lookup
+            transform = self._modules.get("_transform")
+            if transform is not None:
+                size = torch.Size(transform.transform_env_batch_size(size))
+                self._cache["batch_size"] = size
+        return size
 
     @property
     def device(self) -> torch.device | None:
@@ -161,10 +178,53 @@ class TransformedEnv(EnvBase):
         # The inverse transforms (where a transform has one), the base env's step with its
         # done flags completed, then the forward transforms.
         base, transform = self._modules["base_env"], self.transform
+        skipped = self._skipped_steps(tensordict) if self._skips_steps() else None
+        if skipped is not None and bool(skipped.all()):
+            return self._skipped_output(tensordict)
         inner = transform.inv(tensordict) if self._has_inverse() else tensordict
         next_tensordict = base._step(inner)
         complete_done_flags(next_tensordict, base._done_levels(), type(base).__name__)
-        return transform._step(tensordict, next_tensordict)
+        next_tensordict = transform._step(tensordict, next_tensordict)
+        if skipped is not None and bool(skipped.any()):
+            kept = self._skipped_output(tensordict)
+            for key, value in kept.items(include_nested=True, leaves_only=True):
+                rows = skipped.reshape(*skipped.shape, *([1] * (value.ndim - skipped.ndim)))
+                next_tensordict.set(key, torch.where(rows, value, next_tensordict.get(key)))
+        return next_tensordict
+
+    def _skips_steps(self) -> bool:
+        return self._cached("skips_steps", lambda: _overrides(self.transform, "skipped_steps"))
+
+    def _skipped_steps(self, tensordict: TensorDictBase) -> torch.Tensor | None:
+        """The transforms' :meth:`Transform.skipped_steps` mask, checked against the batch."""
+        mask = self.transform.skipped_steps(tensordict)
+        if mask is None:
+            return None
+        mask = torch.as_tensor(mask, device=tensordict.device)
+        batch = self.batch_size
+        if mask.numel() == 1 and len(batch):
+            mask = mask.reshape(()).expand(batch)
+        if tuple(mask.shape) not in (tuple(batch), (*batch, 1)):
+            raise ValueError(
+                f"TransformedEnv: the transforms' skipped_steps gave a mask of shape "
+                f"{tuple(mask.shape)}; expected the env's batch shape {tuple(batch)}."
+            )
+        return mask.reshape(batch).bool()
+
+    def _skipped_output(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The step output of sub-envs whose step is skipped: their current observations and
+        done flags again (as this env shows them), zero rewards."""
+        out = tensordict.empty()
+        for key in (*self.observation_keys, *self.done_keys):
+            value = tensordict.get(key, None)
+            if value is None:
+                observed = key in self.observation_keys
+                spec = self.full_observation_spec if observed else self.full_done_spec
+                value = spec[key].zero()
+            out.set(key, value.clone())
+        for key in self.reward_keys:
+            out.set(key, self.full_reward_spec[key].zero())
+        return out
 
     def _make_step_plan(self) -> StepPlan | None:
         """The accelerated routes of this stack (``rl_core.transforms._plan``), where the
