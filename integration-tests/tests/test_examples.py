@@ -218,3 +218,16 @@ def test_dqn_atari_frames_round_trip_through_uint8(load_example):
     assert back["observation"].dtype == torch.float32
     assert (back["observation"] - x).abs().max() <= 0.5 / 255 + 1e-6
     assert torch.equal(back["next", "observation"], back["observation"])
+
+
+def test_dreamer_example_runs_to_completion(load_example, tmp_path):
+    dreamer = load_example("dreamer")
+    line = (
+        "--iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
+        "--max-steps 40 --seq-len 8 --batch-size 4 --imagination-horizon 3 --eval-episodes 2"
+    )
+    result = dreamer.train(dreamer.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 160
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_model_kl.csv").is_file()
+

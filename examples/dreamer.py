@@ -1,0 +1,367 @@
+"""Dreamer on Pendulum from state observations: a world model, and behaviour learned in it.
+
+One file, top to bottom: the config, the world model (an MLP encoder of the observation, the
+RSSM filtered by ``RSSMRollout``, an MLP decoder and a reward head, all in a
+``WorldModelWrapper``), the imagination env (``DreamerEnv`` around the RSSM prior and the
+reward head), the actor (``DreamerActor`` under a ``TanhNormal``) and the value network, the
+three losses (``DreamerModelLoss``, ``DreamerActorLoss``, ``DreamerValueLoss``), then the loop.
+Each iteration plays ``num_envs`` Pendulum episodes of 200 steps with the current policy
+(filtering the observations through the RSSM as it goes; the first ``prefill_episodes`` with
+random torques), stores them, then takes ``updates_per_iteration`` steps of each loss on
+``batch_size`` sequences of ``seq_len`` steps: the world model learns to reconstruct the
+observations and rewards, the actor maximises the lambda-returns of ``imagination_horizon``
+imagined steps started from ``imagination_starts`` posterior states of the batch, the value
+regresses on them.
+
+Run:  ``uv run python examples/dreamer.py`` (examples/README.md has the figures; about 5 minutes
+on a 2-core CPU). Every config field is a flag: ``--help`` lists them.
+
+Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
+``config.json``, ``checkpoint.pt`` (world model, actor, value, config) and ``learning_curve.png`` (the evaluation return after each iteration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import _recipe
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from tqdm import tqdm
+
+from rl_core.exploration import ExplorationType, set_exploration_type
+from rl_core.modules import (
+    MLP,
+    DreamerActor,
+    ObsDecoder,
+    ObsEncoder,
+    ProbabilisticActor,
+    RSSMPosterior,
+    RSSMPrior,
+    RSSMRollout,
+    TanhNormal,
+    WorldModelWrapper,
+)
+from rl_envs import DreamerEnv, PendulumEnv
+from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE
+from rl_objectives import DreamerActorLoss, DreamerModelLoss, DreamerValueLoss, ValueEstimators
+from rl_objectives.loggers import get_logger
+
+
+@dataclass
+class Config:
+    """Every knob of the run; each field is also a command-line flag (``--iterations 10``)."""
+
+    seed: int = 0
+    num_envs: int = 8  # Pendulum episodes played side by side per iteration
+    max_steps: int = 200  # Pendulum-v1's time limit
+    prefill_episodes: int = 8  # random-torque episodes before the first update
+    iterations: int = 20  # collect-then-train rounds after the prefill
+    updates_per_iteration: int = 100  # steps of each loss per round
+    batch_size: int = 32  # sequences per update
+    seq_len: int = 32  # steps per sequence
+    state_dim: int = 16  # the RSSM's stochastic state
+    belief_dim: int = 64  # the RSSM's deterministic belief (GRU state)
+    hidden: int = 64  # width of every hidden layer
+    imagination_horizon: int = 15
+    imagination_starts: int = 256  # posterior states of the batch imagination starts from
+    gamma: float = 0.99
+    lmbda: float = 0.95
+    free_nats: float = 3.0
+    reward_scale: float = 0.1  # rewards are learned and imagined in this scale
+    model_lr: float = 1e-3
+    actor_lr: float = 1e-3
+    value_lr: float = 1e-3
+    grad_clip: float = 100.0
+    exploration_noise: float = 0.3  # Gaussian noise added to the sampled torque (in [-1, 1] units)
+    eval_episodes: int = 8  # deterministic-policy episodes after each iteration
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
+    exp_name: str | None = None  # defaults to dreamer_Pendulum_<seed>_<unix time>
+    out_dir: str = "runs"
+    plot: bool = True
+
+
+def parse_config(argv: list[str] | None = None) -> Config:
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+
+
+OBS_SCALE = torch.tensor([1.0, 1.0, MAX_SPEED])  # observations are learned in [-1, 1]
+
+
+class Latent(torch.nn.Module):
+    """``net([state, belief])``: a head on the RSSM's latent."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, state: torch.Tensor, belief: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([state, belief], dim=-1))
+
+
+class Agent:
+    """The networks, their TensorDict wiring, the losses and the optimisers."""
+
+    def __init__(self, cfg: Config) -> None:
+        S, H, W = cfg.state_dim, cfg.belief_dim, cfg.hidden
+        self.cfg = cfg
+        self.prior = RSSMPrior(action_dim=1, hidden_dim=W, rnn_hidden_dim=H, state_dim=S)
+        self.posterior = RSSMPosterior(hidden_dim=W, state_dim=S, rnn_hidden_dim=H,
+                                       obs_embed_dim=W)  # fmt: skip
+        self.encoder = ObsEncoder(channels=W // 8, num_layers=2, in_features=3)
+        self.decoder = ObsDecoder(channels=W // 8, num_layers=2, latent_dim=S + H, out_features=3)
+        self.reward = Latent(MLP(S + H, 1, num_cells=[W, W], activation_class=torch.nn.ELU))
+        rollout = RSSMRollout(
+            TensorDictModule(
+                self.prior,
+                in_keys=["state", "belief", "action"],
+                out_keys=[("next", "prior_mean"), ("next", "prior_std"), "_", ("next", "belief")],
+            ),
+            TensorDictModule(
+                self.posterior,
+                in_keys=[("next", "belief"), ("next", "encoded_latents")],
+                out_keys=[("next", "posterior_mean"), ("next", "posterior_std"), ("next", "state")],
+            ),
+        )
+        latent = [("next", "state"), ("next", "belief")]
+        world_model = WorldModelWrapper(
+            TensorDictSequential(
+                TensorDictModule(
+                    self.encoder, [("next", "observation")], [("next", "encoded_latents")]
+                ),
+                rollout,
+                TensorDictModule(self.decoder, latent, [("next", "reco_observation")]),
+            ),
+            TensorDictModule(self.reward, latent, [("next", "reward")]),
+        )
+        imagination = DreamerEnv(
+            WorldModelWrapper(
+                TensorDictModule(
+                    self.prior, ["state", "belief", "action"], ["_", "_", "state", "belief"]
+                ),
+                TensorDictModule(self.reward, ["state", "belief"], ["reward"]),
+            ),
+            prior_shape=(S,),
+            belief_shape=(H,),
+        )
+        imagination.set_specs_from_env(PendulumEnv())
+        self.actor = ProbabilisticActor(
+            TensorDictModule(
+                DreamerActor(1, depth=2, num_cells=W, in_features=S + H),
+                ["state", "belief"],
+                ["loc", "scale"],
+            ),
+            in_keys=["loc", "scale"],
+            distribution_class=TanhNormal,
+            distribution_kwargs={"low": -1.0, "high": 1.0, "tanh_loc": True},
+        )
+        self.value = TensorDictModule(
+            Latent(MLP(S + H, 1, num_cells=[W, W], activation_class=torch.nn.ELU)),
+            ["state", "belief"],
+            ["state_value"],
+        )
+        self.model_loss = DreamerModelLoss(world_model, free_nats=cfg.free_nats)
+        self.model_loss.set_keys(pixels="observation", reco_pixels="reco_observation")
+        self.actor_loss = DreamerActorLoss(
+            self.actor, self.value, imagination, imagination_horizon=cfg.imagination_horizon
+        )
+        self.actor_loss.make_value_estimator(ValueEstimators.TDLambda, gamma=cfg.gamma,
+                                             lmbda=cfg.lmbda)  # fmt: skip
+        self.value_loss = DreamerValueLoss(self.value, gamma=cfg.gamma)
+        self.model_opt = torch.optim.Adam(world_model.parameters(), lr=cfg.model_lr)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
+        self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.value_lr)
+
+    @torch.no_grad()
+    def filter(self, obs, state, belief, action):
+        """One step of the RSSM on real data: the posterior latents given the last latents,
+        the action taken and the new observation."""
+        _, _, _, belief = self.prior(state, belief, action)
+        _, _, state = self.posterior(belief, self.encoder(obs / OBS_SCALE))
+        return state, belief
+
+    @torch.no_grad()
+    def act(self, state, belief, explore: bool) -> torch.Tensor:
+        """The torque (in Pendulum's units) for the latents: the actor's sample (``explore``,
+        plus Gaussian noise) or its deterministic action. The world model, the imagination
+        and the actor work with torques scaled to ``[-1, 1]``."""
+        td = TensorDict(state=state, belief=belief, batch_size=state.shape[:-1])
+        kind = ExplorationType.RANDOM if explore else ExplorationType.DETERMINISTIC
+        with set_exploration_type(kind):
+            action = self.actor(td)["action"]
+        if explore:
+            noise = self.cfg.exploration_noise * torch.randn_like(action)
+            action = (action + noise).clamp(-1.0, 1.0)
+        return action * MAX_TORQUE
+
+    def step(self, clip, opt, loss, params) -> None:
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, clip)
+        opt.step()
+
+    def update(self, batch: TensorDict) -> dict[str, float]:
+        cfg = self.cfg
+        model_losses, model_td = self.model_loss(batch)
+        self.step(cfg.grad_clip, self.model_opt, sum(model_losses.values()),
+                  self.model_opt.param_groups[0]["params"])  # fmt: skip
+        start = TensorDict(
+            state=model_td["next", "state"], belief=model_td["next", "belief"],
+            batch_size=model_td.batch_size,
+        ).reshape(-1)  # fmt: skip
+        start = start[torch.randperm(start.shape[0])[: cfg.imagination_starts]]
+        actor_losses, imagined = self.actor_loss(start)
+        self.step(cfg.grad_clip, self.actor_opt, actor_losses["loss_actor"],
+                  self.actor_opt.param_groups[0]["params"])  # fmt: skip
+        value_losses, _ = self.value_loss(imagined)
+        self.step(cfg.grad_clip, self.value_opt, value_losses["loss_value"],
+                  self.value_opt.param_groups[0]["params"])  # fmt: skip
+        out = {k: v.item() for k, v in model_losses.items()}
+        out["loss_actor"] = actor_losses["loss_actor"].item()
+        out["loss_value"] = value_losses["loss_value"].item()
+        out["imagined_reward"] = imagined["next", "reward"].mean().item() / cfg.reward_scale
+        return out
+
+
+def play(agent: Agent, env: PendulumEnv, cfg: Config, mode: str) -> dict[str, torch.Tensor]:
+    """One episode in each of ``env``'s sub-envs: ``mode`` is ``"random"``, ``"explore"`` or
+    ``"eval"``. Returns the ``[B, T(+1)]`` observations, actions, rewards and the posterior
+    latents the policy filtered (the RSSM's state before each action)."""
+    B, S, H = env.batch_size[0], cfg.state_dim, cfg.belief_dim
+    td = env.reset()
+    state, belief, action = torch.zeros(B, S), torch.zeros(B, H), torch.zeros(B, 1)
+    obs, actions, rewards, states, beliefs = [td["observation"]], [], [], [], []
+    for _ in range(cfg.max_steps):
+        state, belief = agent.filter(obs[-1], state, belief, action / MAX_TORQUE)
+        if mode == "random":
+            action = (torch.rand(B, 1) * 2 - 1) * MAX_TORQUE
+        else:
+            action = agent.act(state, belief, explore=mode == "explore")
+        td = env.step(td.set("action", action))
+        states.append(state)
+        beliefs.append(belief)
+        actions.append(action)
+        rewards.append(td["next", "reward"])
+        obs.append(td["next", "observation"])
+        td = env.step_mdp_plan()(td)
+    stack = lambda xs: torch.stack(xs, 1)  # noqa: E731
+    return {"observation": stack(obs), "action": stack(actions), "reward": stack(rewards),
+            "state": stack(states), "belief": stack(beliefs)}  # fmt: skip
+
+
+def sample_batch(episodes: dict[str, torch.Tensor], cfg: Config) -> TensorDict:
+    """``batch_size`` random windows of ``seq_len`` steps: the collected latents and actions at
+    the root, the next observations and the (scaled) rewards under ``"next"``."""
+    n, steps = episodes["action"].shape[:2]
+    ep = torch.randint(0, n, (cfg.batch_size, 1))
+    t = torch.randint(0, steps - cfg.seq_len + 1, (cfg.batch_size, 1)) + torch.arange(cfg.seq_len)
+    return TensorDict(
+        state=episodes["state"][ep, t],
+        belief=episodes["belief"][ep, t],
+        action=episodes["action"][ep, t] / MAX_TORQUE,
+        next=TensorDict(
+            observation=episodes["observation"][ep, t + 1] / OBS_SCALE,
+            reward=episodes["reward"][ep, t] * cfg.reward_scale,
+            batch_size=[cfg.batch_size, cfg.seq_len],
+        ),
+        batch_size=[cfg.batch_size, cfg.seq_len],
+    )
+
+
+def save_curve(frames: list[int], returns: list[float], random_return: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(frames, returns, marker="o", label="Dreamer (deterministic policy)")
+    ax.axhline(random_return, color="gray", linestyle="--", label="random torques")
+    ax.set_xlabel("env frames")
+    ax.set_ylabel("mean episode return")
+    ax.set_title("Dreamer on Pendulum (state observations)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def train(cfg: Config) -> dict[str, float]:
+    """Runs the recipe; returns the figures (``final_return``, ``best_return``,
+    ``random_return``, ``frames``, ``seconds``)."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)  # small batches: threads cost more than they give
+    exp_name = cfg.exp_name or f"dreamer_Pendulum_{cfg.seed}_{int(time.time())}"
+    run_dir = Path(cfg.out_dir) / exp_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    logger = get_logger(cfg.logger, str(run_dir), "logs")
+    logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
+
+    agent = Agent(cfg)
+    env = PendulumEnv(batch_size=[cfg.num_envs])
+    env.set_seed(cfg.seed)
+    eval_env = PendulumEnv(batch_size=[cfg.eval_episodes])
+    eval_env.set_seed(cfg.seed + 1000)
+    random_return = play(agent, eval_env, cfg, "random")["reward"].sum((1, 2)).mean().item()
+
+    start = time.perf_counter()
+    parts = [
+        play(agent, env, cfg, "random") for _ in range(-(-cfg.prefill_episodes // cfg.num_envs))
+    ]
+    episodes = {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+    frames, curve, curve_frames = episodes["action"].shape[0] * cfg.max_steps, [], []
+    bar = tqdm(range(cfg.iterations), unit="iterations", dynamic_ncols=True)
+    for _it in bar:
+        for _ in range(cfg.updates_per_iteration):
+            stats = agent.update(sample_batch(episodes, cfg))
+        for key, value in stats.items():
+            logger.log_scalar(f"train/{key}", value, step=frames)
+        new = play(agent, env, cfg, "explore")
+        episodes = {k: torch.cat([episodes[k], new[k]]) for k in episodes}
+        frames += cfg.num_envs * cfg.max_steps
+        eval_return = play(agent, eval_env, cfg, "eval")["reward"].sum((1, 2)).mean().item()
+        train_return = new["reward"].sum((1, 2)).mean().item()
+        logger.log_scalar("eval/episode_return", eval_return, step=frames)
+        logger.log_scalar("train/episode_return", train_return, step=frames)
+        curve.append(eval_return)
+        curve_frames.append(frames)
+        bar.set_postfix(eval=f"{eval_return:.0f}", explore=f"{train_return:.0f}")
+    seconds = time.perf_counter() - start
+    logger.log_scalar("eval/random_policy_return", random_return, step=0)
+    torch.save(
+        {
+            "world_model": agent.model_loss.world_model.state_dict(),
+            "actor": agent.actor.state_dict(),
+            "value": agent.value.state_dict(),
+            "config": dataclasses.asdict(cfg),
+        },
+        run_dir / "checkpoint.pt",
+    )
+    if cfg.plot:
+        save_curve(curve_frames, curve, random_return, run_dir / "learning_curve.png")
+    logger.close()
+    final = sum(curve[-3:]) / len(curve[-3:])
+    print(
+        f"done: {frames} frames in {seconds:.1f} s; evaluation return {curve[-1]:.1f} (mean of "
+        f"the last 3: {final:.1f}, best {max(curve):.1f}); random policy {random_return:.1f}; "
+        f"outputs in {run_dir}"
+    )
+    return {
+        "final_return": final,
+        "best_return": max(curve),
+        "random_return": random_return,
+        "frames": frames,
+        "seconds": seconds,
+    }
+
+
+if __name__ == "__main__":
+    train(parse_config())
