@@ -230,4 +230,3 @@ def test_dreamer_example_runs_to_completion(load_example, tmp_path):
     assert result["frames"] == 160
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_model_kl.csv").is_file()
-
