@@ -3,11 +3,13 @@ collected data."""
 
 import torch
 
-from rl_core import Compose, TransformedEnv, check_env_specs
+from rl_core import Compose, StepCounter, TransformedEnv, check_env_specs
 from rl_core.testing import CountingEnv
 from rl_envs import ParallelEnv
 from rl_envs.transforms import (
+    BatchSizeTransform,
     BinarizeReward,
+    ConditionalSkip,
     FiniteTensorDictCheck,
     MultiAction,
     MultiStepTransform,
@@ -62,3 +64,25 @@ def test_transforms_run_in_parallel_env_workers():
     out = MultiStepTransform(n_steps=2, gamma=0.5).inv(data)
     assert out["next", "reward"][0].squeeze(-1).tolist() == [3.0, 3.0]  # 2 + 0.5 * 2; 2 (end)
     assert RandomCropTensorDict(2)(traj).batch_size == (2, 2)
+
+
+def _make_skipping_env():
+    skipping = TransformedEnv(
+        CountingEnv(max_count=100), ConditionalSkip(lambda td: td["step_count"] % 2 == 1)
+    )
+    return TransformedEnv(skipping, StepCounter())
+
+
+def test_conditional_skip_in_workers_and_batch_size_on_the_parent():
+    env = TransformedEnv(
+        ParallelEnv(2, _make_skipping_env),
+        BatchSizeTransform(reshape_fn=lambda x: x.unsqueeze(-1)),
+    )
+    try:
+        check_env_specs(env)
+        assert env.batch_size == (2, 1)
+        traj = env.rollout(4, lambda td: td.set("action", torch.ones(2, 1, 1, dtype=torch.int64)))
+    finally:
+        env.close()
+    assert traj.batch_size == (2, 1, 4)
+    assert traj["next", "observation"][:, 0].squeeze(-1).tolist() == [[1.0, 1.0, 2.0, 2.0]] * 2

@@ -11,9 +11,11 @@ from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
 from rl_envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
+from rl_envs.transforms.batch_size import BatchSizeTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
+from rl_envs.transforms.conditional_skip import ConditionalSkip
 from rl_envs.transforms.device_cast import DeviceCastTransform
 from rl_envs.transforms.dtype_cast import DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
@@ -90,10 +92,12 @@ __all__ = [
     "FlattenAction",
     "FrameSkipTransform",
     "MultiAction",
+    "ConditionalSkip",
     # episodes
     "NoopResetEnv",
     "AutoResetTransform",
     "AutoResetEnv",
+    "BatchSizeTransform",
     "EndOfLifeTransform",
     "TimeMaxPool",
     # trajectories (replay buffers)
