@@ -230,3 +230,24 @@ def test_dreamer_example_runs_to_completion(load_example, tmp_path):
     assert result["frames"] == 160
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_model_kl.csv").is_file()
+
+
+def test_ppo_recurrent_example_runs_with_and_without_memory(load_example, tmp_path):
+    rec = load_example("ppo_recurrent")
+    result = rec.train(rec.parse_config(flags("--total-frames 256", tmp_path)))
+    assert result["frames"] == 256
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "learning_curve.png").is_file()
+    # the env shows positions only, and the acting policy carries both LSTMs' states
+    cfg = rec.parse_config(flags("--total-frames 256 --no-plot", tmp_path / "probe"))
+    env = rec.make_env(cfg)
+    assert env.observation_spec["observation"].shape[-1] == 2
+    nets = rec.make_modules(cfg, 2, env.action_spec)
+    env.append_transform(rec.get_primers_from_module(nets["policy"]))
+    with torch.no_grad():
+        data = env.rollout(5, nets["policy"])
+    env.close()
+    for key in ("recurrent_state_h", "critic_state_h"):
+        torch.testing.assert_close(data[key][:, 1:], data["next", key][:, :-1])
+    baseline = rec.parse_config(flags("--no-memory --total-frames 256 --no-plot", tmp_path))
+    assert rec.train(baseline)["frames"] == 256

@@ -13,8 +13,9 @@ import torch
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
+from rl_buffers import LazyTensorStorage, ReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import Compose, InitTracker, TransformedEnv
+from rl_core import BurnInTransform, Compose, InitTracker, TransformedEnv
 from rl_core.modules import GRUModule, LSTMModule
 from rl_envs import GymEnv
 from rl_envs.transforms import TensorDictPrimer
@@ -98,3 +99,41 @@ def test_collector_batches_replay_with_the_sequence_module():
         second["recurrent_state_h"][carried_on, 0],
         batches[0]["next", "recurrent_state_h"][carried_on, -1],
     )
+
+
+def test_make_tensordict_primer_and_burn_in_from_a_replay_buffer():
+    """TorchRL's line ``env.append_transform(lstm.make_tensordict_primer())`` primes the env;
+    the collected ``[env, time]`` sequences go to a replay buffer, and ``BurnInTransform``
+    burns in the first steps of each sampled sequence. With the parameters unchanged since collection,
+    the burnt-in state is exactly the state the policy held at that step while acting."""
+    torch.manual_seed(0)
+    rnn = LSTMModule(4, 16, in_key="observation", out_key="features")
+    env = TransformedEnv(GymEnv("CartPole-v1", num_envs=NUM_ENVS), InitTracker())
+    env.append_transform(rnn.make_tensordict_primer())
+    env.set_seed(0)
+    policy = TensorDictSequential(
+        rnn,
+        TensorDictModule(
+            lambda f: nn.functional.one_hot((f[..., 0] > 0).long(), 2),
+            in_keys=["features"],
+            out_keys=["action"],
+        ),
+    )
+    with torch.no_grad():
+        data = env.rollout(STEPS, policy, break_when_any_done=False)
+    env.close()
+    burn_in = 10
+    buffer = ReplayBuffer(storage=LazyTensorStorage(NUM_ENVS), batch_size=NUM_ENVS)
+    buffer.extend(data)  # one item per env: its whole [time] sequence
+    replayed = buffer.sample()
+    replayed.batch_size = [NUM_ENVS, STEPS]  # the stored items' time dim back in the batch
+    sample = BurnInTransform([rnn.set_recurrent_mode(True)], burn_in=burn_in)(replayed)
+    assert sample.batch_size == (NUM_ENVS, STEPS - burn_in)
+    # rows come back in any order: match them by their observations
+    order = [
+        int((data["observation"][:, burn_in:] == row).all(-1).all(-1).nonzero())
+        for row in sample["observation"]
+    ]
+    for key in ("recurrent_state_h", "recurrent_state_c"):
+        torch.testing.assert_close(sample[key][:, 0], data[key][order, burn_in])
+        torch.testing.assert_close(sample[key][:, 1:], data[key][order, burn_in + 1 :])
