@@ -16,10 +16,13 @@ The fast path covers, recursively:
 * ``TensorDictSequential`` and rl_core's ``QValueActor`` with ``inplace`` ``True`` or ``None``
   and without ``partial_tolerant`` or selected out keys: each module of the sequence gets its
   own plan (fast or not);
-* rl_core's ``QValueModule``.
+* rl_core's ``QValueModule``;
+* rl_core's ``ProbabilisticActor`` while the interaction type is ``RANDOM`` (the collectors'
+  default): its parameter module gets its own plan, then the head's distribution is built and
+  drawn from as ``policy(td)`` does (``_probabilistic_plan.py`` states the exact conditions).
 
-Anything else (a subclass, a probabilistic module, an exploration module, a plain callable)
-is called as it is. At every call the plan also takes the generic path for the whole policy
+Anything else (a subclass, another probabilistic module, an exploration module, a plain
+callable) is called as it is. At every call the plan also takes the generic path for the whole policy
 when the input is not a plain ``TensorDict``, a ``set_skip_existing`` block is active, a global
 module hook is registered or a JIT trace runs, and for one module when that module has a
 hook, a compiled call (``module.compile()``), a ``forward`` set on the instance, or an input
@@ -42,6 +45,7 @@ from torch import nn
 from torch.nn.modules import module as _torch_module
 
 from rl_core._fast_td import get_leaf, module_io_keys, sequence_children, set_leaf
+from rl_core.modules._probabilistic_plan import probabilistic_node
 from rl_core.modules._spec_utils import project_into
 from rl_core.modules.actors import Actor, ValueOperator
 from rl_core.modules.qvalue import QValueActor, QValueModule
@@ -220,6 +224,9 @@ def _plan(module: Any) -> _Node:
     kind = type(module)
     if kind is QValueModule:
         return _QValue(module)
+    probabilistic = probabilistic_node(module, _plan, _calls_forward)
+    if probabilistic is not None:
+        return probabilistic
     if kind in _MODULES:
         layout = module_io_keys(module)
         if layout is not None and layout[1]:
