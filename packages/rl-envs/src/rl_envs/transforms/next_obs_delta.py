@@ -34,7 +34,9 @@ class NextObservationDelta(Transform):
       ``k``, or ``restore_dtype``), the delta dropped with ``drop_delta``.
 
     The delta encodes the step itself, so the last step of an episode is rebuilt as well
-    as any other, within the precision of ``delta_dtype``.
+    as any other, within the precision of ``delta_dtype``. A transform sits in one container
+    at a time: give the buffer a copy of the env's (``transform.clone()``) or a second one
+    with the same ``in_keys``.
 
     Args:
         in_keys: the observations. Defaults to every observation of the env below whose
