@@ -93,8 +93,8 @@ class DreamerModelLoss(LossModule):
         global_average: average over every dim instead of summing the feature dims.
             Defaults to False.
 
-    Returns (``forward``):
-        ``(losses, tensordict)``: the three terms, and the world model's output (detached).
+    ``forward`` returns ``(losses, tensordict)``: the three terms, and the world model's
+    output (detached).
 
     Examples:
         >>> import torch
@@ -220,11 +220,16 @@ class DreamerActorLoss(LossModule):
         imagination_horizon: imagined steps. Defaults to 15.
         discount_loss: weight step ``t`` by ``gamma**t``. Defaults to True (as TorchRL's
             code; its docstring says False).
+        gamma: refused, as in TorchRL: set it with ``make_value_estimator(gamma=...)``.
+        lmbda: refused, as in TorchRL: set it with ``make_value_estimator(lmbda=...)``.
 
-    Returns (``forward``):
-        ``(losses, fake_data)``: ``loss_actor``, and the imagined trajectory (detached,
-        ``[N, imagination_horizon]``) with its ``"lambda_target"`` for
-        :class:`DreamerValueLoss`.
+    Raises:
+        TypeError: ``gamma`` or ``lmbda`` given, or ``model_based_env`` is not an env.
+        ValueError: ``imagination_horizon`` is not a positive int.
+
+    ``forward`` returns ``(losses, fake_data)``: ``loss_actor``, and the imagined trajectory
+    (detached, ``[N, imagination_horizon]``) with its ``"lambda_target"`` for
+    :class:`DreamerValueLoss`.
 
     Examples:
         >>> import torch
@@ -377,8 +382,7 @@ class DreamerValueLoss(LossModule):
             code; its docstring says False).
         gamma: the discount of the weights. Defaults to 0.99.
 
-    Returns (``forward``):
-        ``(losses, fake_data)``: ``loss_value`` and the input.
+    ``forward`` returns ``(losses, fake_data)``: ``loss_value`` and the input.
 
     Examples:
         >>> import torch
