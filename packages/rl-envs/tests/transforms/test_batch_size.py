@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rl_core import TransformedEnv, check_env_specs
+from rl_core import Compose, StepCounter, TransformedEnv, check_env_specs
 from rl_envs import PendulumEnv
 from rl_envs.transforms import BatchSizeTransform
 
@@ -63,6 +63,27 @@ def test_reshape_fn_and_reset_func():
         BatchSizeTransform(batch_size=[2], reset_func=zero_start, env_kwarg=True),
     )
     assert env.reset()["observation"].tolist() == [[1.0, 0.0, 0.0]] * 2
+
+
+def test_partial_resets_reset_only_the_masked_rows():
+    env = TransformedEnv(
+        PendulumEnv(), Compose(BatchSizeTransform(batch_size=[4]), StepCounter(max_steps=3))
+    )
+    env.set_seed(0)
+    traj = env.rollout(7, break_when_any_done=False)  # truncations every 3 steps
+    assert traj["next", "step_count"][0].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
+    env = TransformedEnv(
+        PendulumEnv(batch_size=[2, 3]),
+        Compose(BatchSizeTransform(reshape_fn=lambda x: x.reshape(6)), StepCounter()),
+    )
+    td = env.reset()
+    for _ in range(2):
+        td = env.step_mdp_plan()(env.step(td.set("action", torch.zeros(6, 1))))
+    before = td["th"].clone()
+    td["_reset"] = torch.tensor([True, False, False, False, False, True]).unsqueeze(-1)
+    out = env.reset(td)
+    assert out["step_count"].squeeze(-1).tolist() == [0, 2, 2, 2, 2, 0]
+    assert torch.equal(out["th"][1:5], before[1:5])  # rows not reset keep their state
 
 
 def test_errors():

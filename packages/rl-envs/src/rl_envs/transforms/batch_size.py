@@ -19,7 +19,8 @@ class BatchSizeTransform(Transform):
     (or built by ``reset_func``). With ``reshape_fn``: the env's batch is reshaped
     (``reshape``, ``flatten``, ``unflatten``, ``squeeze``, ``unsqueeze``): ``reshape_fn`` is
     applied to the outputs and to the specs, and actions are reshaped back to the env's
-    batch size.
+    batch size. It stands in for the reset of the env below (see ``intercept_reset``), so
+    put it first in the transform list.
 
     Args:
         batch_size: the new batch size; the env's must expand to it. Exclusive with
@@ -103,6 +104,21 @@ class BatchSizeTransform(Transform):
         elif self.batch_size is not None and tensordict_reset.batch_size != self.batch_size:
             tensordict_reset = tensordict_reset.expand(self.batch_size).clone()
         return self._call(tensordict_reset)
+
+    def intercept_reset(self, tensordict: TensorDictBase | None) -> TensorDictBase | None:
+        """Resets the env below with its own batch size: only its ``"_reset"`` masks are
+        passed on (reshaped back with ``reshape_fn``; dropped with ``batch_size``, where the
+        env below is reset whole). The rows not reset keep their entries: the reset of the
+        env holding this transform merges them back."""
+        if tensordict is None:
+            return None
+        parent = self.parent
+        if parent is None:
+            return None
+        masks = tensordict.select(*parent.reset_keys, strict=False)
+        if self.batch_size is not None or masks.is_empty():
+            return parent.reset()
+        return parent.reset(masks.reshape(parent.batch_size))
 
     def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
         if self.reshape_fn is None:
