@@ -30,6 +30,23 @@ def test_files_live_in_scratch_dir_and_reload(tmp_path):
     assert reopened.next_row == 4
 
 
+def test_the_length_word_follows_every_write_and_a_damaged_one_is_refused(tmp_path):
+    storage = LazyMemmapStorage(10, scratch_dir=tmp_path)
+    storage.set(slice(0, 4), batch(4))
+    storage.set(slice(4, 10), batch(6, start=4))
+    storage.set(slice(0, 3), batch(3, start=10))  # wraps: 10 items, cursor at 3
+    word = tmp_path / "rl_buffers_length.memmap"
+    # one little-endian int64: len_rows * 2**32 + next_row, written in place (no rename)
+    assert int.from_bytes(word.read_bytes(), "little") == 10 * 2**32 + 3
+    reopened = LazyMemmapStorage.load(tmp_path)
+    assert (len(reopened), reopened.next_row) == (10, 3)
+    word.write_bytes(word.read_bytes()[:5])  # truncated
+    with pytest.raises(
+        ValueError, match=r"rl_buffers_length\.memmap is damaged or missing \(5 bytes"
+    ):
+        LazyMemmapStorage.load(tmp_path)
+
+
 def test_existsok(tmp_path):
     LazyMemmapStorage(10, scratch_dir=tmp_path).set(torch.arange(2), batch(2))
     with pytest.raises(FileExistsError, match=r"already holds a storage\. Pass existsok=True"):

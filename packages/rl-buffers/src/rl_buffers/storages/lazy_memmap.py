@@ -19,14 +19,31 @@ from rl_buffers.storages.tensor_storage import TensorStorage
 __all__ = ["LazyMemmapStorage"]
 
 _META = "rl_buffers_storage.json"
+_LENGTH = "rl_buffers_length.memmap"
+_HALF = 2**32  # the length word packs len_rows * 2**32 + next_row
+
+
+def _write_length_file(folder: Path, len_rows: int, next_row: int) -> None:
+    with open(folder / _LENGTH, "wb") as handle:
+        handle.write((len_rows * _HALF + next_row).to_bytes(8, "little", signed=True))
+
+
+def _open_length(folder: Path) -> Tensor:
+    """The length word of ``folder``, mapped shared (writes reach the file)."""
+    return MemoryMappedTensor.from_filename(
+        str(folder / _LENGTH), dtype=torch.int64, shape=(1,)
+    ).as_subclass(Tensor)
 
 
 class LazyMemmapStorage(TensorStorage):
     """A lazy storage whose items live in memory-mapped files (tensordict's memmap layout).
 
     The files are created in ``scratch_dir`` when the first batch arrives. After every write
-    the storage records its length in ``scratch_dir/rl_buffers_storage.json`` (written to a
-    temporary file and renamed), after the data: if the process dies, the directory still
+    the storage records its length and cursor, after the data, in one 8-byte word of the
+    memory-mapped ``scratch_dir/rl_buffers_length.memmap`` (a single aligned store: a killed
+    process leaves the old or the new value); ``rl_buffers_storage.json`` (its layout, renamed
+    into place after the first write) marks the directory as holding a storage. If the
+    process dies, the directory still
     holds every item whose write had returned, and ``loads(scratch_dir)`` in a new process
     (or :func:`LazyMemmapStorage.load`) reopens them. Memory-mapped files are shared: a
     storage pickled to another process reads and writes the same memory.
@@ -80,6 +97,7 @@ class LazyMemmapStorage(TensorStorage):
         self.scratch_dir = Path(scratch_dir) if scratch_dir is not None else None
         self.existsok = existsok
         self._journal: _undo.UndoJournal | None = None
+        self._length: Tensor | None = None  # the mapped length word, once published
 
     def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
         if self.scratch_dir is None:
@@ -94,6 +112,12 @@ class LazyMemmapStorage(TensorStorage):
         (folder / _META).unlink(missing_ok=True)
         _undo.discard(folder)  # a journal of the storage replaced here must not be replayed
         self._journal = None
+        self._length = None
+        if rows >= 2**31:
+            raise ValueError(
+                f"LazyMemmapStorage: expected fewer than 2**31 rows, got {rows}; split the "
+                f"data over several storages."
+            )
         shape = (rows, *template.shape[1 : self.ndim])
         if isinstance(template, Tensor):
             return MemoryMappedTensor.empty(
@@ -131,7 +155,20 @@ class LazyMemmapStorage(TensorStorage):
 
     def _written(self, stop: int) -> None:
         # The data sits in shared file mappings (it survives the process); the length is
-        # published after it, atomically, and only then is the undo journal released.
+        # published after it, in one aligned 8-byte store, and only then is the undo journal
+        # released. The first write in a directory also publishes its layout record.
+        length = self._length
+        if length is None:
+            self._publish(self.scratch_dir)
+            self._length = _open_length(self.scratch_dir)
+        else:
+            length.fill_(self._len_rows * _HALF + self._next_row)
+        if self._journal is not None:
+            self._journal.clear()
+
+    def _publish(self, folder: Path) -> None:
+        """Writes the length word, then renames the layout record into ``folder``."""
+        _write_length_file(folder, self._len_rows, self._next_row)
         atomic_write_json(
             {
                 "max_size": self.max_size,
@@ -139,11 +176,10 @@ class LazyMemmapStorage(TensorStorage):
                 "len_rows": self._len_rows,
                 "next_row": self._next_row,
                 "is_tensor": isinstance(self._data, Tensor),
+                "length_file": _LENGTH,
             },
-            self.scratch_dir / _META,
+            folder / _META,
         )
-        if self._journal is not None:
-            self._journal.clear()
 
     # ---------------------------------------------------------------- disk
     def dumps(self, path: str | Path) -> None:
@@ -168,8 +204,7 @@ class LazyMemmapStorage(TensorStorage):
             )
         else:
             self._data.memmap(prefix=path, copy_existing=True, existsok=True)
-        meta = json.loads((self.scratch_dir / _META).read_text())
-        atomic_write_json(meta, path / _META)
+        self._publish(path)
 
     def loads(self, path: str | Path) -> None:
         """Reads a storage saved by :meth:`dumps` (or a scratch dir) into this one.
@@ -213,6 +248,7 @@ class LazyMemmapStorage(TensorStorage):
             self.max_size = meta["max_size"]
             self._adopt(data, len_rows=meta["len_rows"])
             self._next_row = meta["next_row"]
+            self._length = _open_length(path) if (Path(path) / _LENGTH).exists() else None
             return
         if self._data is None:
             self._adopt(self._allocate(data, data.shape[0]), len_rows=0)
@@ -220,6 +256,7 @@ class LazyMemmapStorage(TensorStorage):
         (self.scratch_dir / _META).unlink(missing_ok=True)
         _undo.discard(self.scratch_dir)
         self._journal = None
+        self._length = None
         self._copy_in(data)
         self._len_rows = meta["len_rows"]
         self._next_row = meta["next_row"]
@@ -235,6 +272,7 @@ class LazyMemmapStorage(TensorStorage):
         (self.scratch_dir / _META).unlink(missing_ok=True)
         _undo.discard(self.scratch_dir)
         self._journal = None
+        self._length = None
         super()._restore(data, len_rows, next_row, rows)
         self._written(len_rows)
 
@@ -252,7 +290,7 @@ class LazyMemmapStorage(TensorStorage):
     def __getstate__(self) -> dict[str, Any]:
         # The journal's views are this process's mappings; a copy in another process opens
         # its own on its first overwrite (one process writes a storage at a time).
-        return {**self.__dict__, "_journal": None}
+        return {**self.__dict__, "_journal": None, "_length": None}
 
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
@@ -270,12 +308,23 @@ def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
         )
     try:
         meta = json.loads(meta_file.read_text())
+        length_file = meta.get("length_file")
         meta = {key: meta[key] for key in ("max_size", "ndim", "len_rows", "next_row", "is_tensor")}
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(
             f"LazyMemmapStorage.load: {meta_file} is damaged ({type(error).__name__}: "
             f"{error}). Nothing was restored."
         ) from error
+    if length_file is not None:  # (directories written before the length word: the JSON's)
+        word = path / _LENGTH
+        raw = word.read_bytes() if word.exists() else b""
+        if len(raw) != 8:
+            raise ValueError(
+                f"LazyMemmapStorage.load: {word} is damaged or missing ({len(raw)} bytes where "
+                f"the length word needs 8). Nothing was restored."
+            )
+        packed = int.from_bytes(raw, "little", signed=True)
+        meta["len_rows"], meta["next_row"] = divmod(packed, _HALF)
     if meta["is_tensor"]:
         raise NotImplementedError(
             "LazyMemmapStorage.load: reopening a storage of plain tensors is not supported; "
