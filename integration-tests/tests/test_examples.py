@@ -220,10 +220,11 @@ def test_dqn_atari_frames_round_trip_through_uint8(load_example):
     assert torch.equal(back["next", "observation"], back["observation"])
 
 
-def test_dreamer_example_runs_to_completion(load_example, tmp_path):
+@pytest.mark.parametrize("variant", ["", "--pixels"])
+def test_dreamer_example_runs_to_completion(load_example, tmp_path, variant):
     dreamer = load_example("dreamer")
     line = (
-        "--iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
+        f"{variant} --iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
         "--max-steps 40 --seq-len 8 --batch-size 4 --imagination-horizon 3 --eval-episodes 2"
     )
     result = dreamer.train(dreamer.parse_config(flags(line, tmp_path)))
@@ -251,3 +252,23 @@ def test_ppo_recurrent_example_runs_with_and_without_memory(load_example, tmp_pa
         torch.testing.assert_close(data[key][:, 1:], data["next", key][:, :-1])
     baseline = rec.parse_config(flags("--no-memory --total-frames 256 --no-plot", tmp_path))
     assert rec.train(baseline)["frames"] == 256
+
+
+@pytest.mark.ray
+def test_distributed_sac_example_runs_on_a_local_ray(tmp_path):
+    # A subprocess: the script is __main__ there, so Ray ships its env factory by value.
+    line = (
+        "--num-collectors 2 --total-frames 512 --frames-per-batch 64 "
+        "--init-random-frames 128 --updates-per-batch 2 --eval-every 256 --no-plot"
+    )
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "distributed_sac.py"), *flags(line, tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "done: 2 collector(s), 512 frames (512 in the buffer)" in result.stdout
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "eval" / "reward.csv").is_file()
