@@ -220,11 +220,10 @@ def test_dqn_atari_frames_round_trip_through_uint8(load_example):
     assert torch.equal(back["next", "observation"], back["observation"])
 
 
-@pytest.mark.parametrize("variant", ["", "--pixels"])
-def test_dreamer_example_runs_to_completion(load_example, tmp_path, variant):
+def test_dreamer_example_runs_to_completion(load_example, tmp_path):
     dreamer = load_example("dreamer")
     line = (
-        f"{variant} --iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
+        "--iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
         "--max-steps 40 --seq-len 8 --batch-size 4 --imagination-horizon 3 --eval-episodes 2"
     )
     result = dreamer.train(dreamer.parse_config(flags(line, tmp_path)))
