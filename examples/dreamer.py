@@ -13,6 +13,9 @@ observations and rewards, the actor maximises the lambda-returns of ``imaginatio
 imagined steps started from ``imagination_starts`` posterior states of the batch, the value
 regresses on them.
 
+``--pixels`` replaces the observation by a 64x64 render of the pendulum (the angle only), seen
+through Dreamer's convolutional ``ObsEncoder``/``ObsDecoder``.
+
 Run:  ``uv run python examples/dreamer.py`` (examples/README.md has the figures; about 5 minutes
 on a 2-core CPU). Every config field is a flag: ``--help`` lists them.
 
@@ -58,6 +61,7 @@ class Config:
     """Every knob of the run; each field is also a command-line flag (``--iterations 10``)."""
 
     seed: int = 0
+    pixels: bool = False  # observe 64x64 renders of the pendulum instead of [cos, sin, thdot]
     num_envs: int = 8  # Pendulum episodes played side by side per iteration
     max_steps: int = 200  # Pendulum-v1's time limit
     prefill_episodes: int = 8  # random-torque episodes before the first update
@@ -69,6 +73,7 @@ class Config:
     belief_dim: int = 64  # the RSSM's deterministic belief (GRU state)
     hidden: int = 64  # width of every hidden layer
     imagination_horizon: int = 15
+    actor_std_bias: float = 5.0  # the actor's scale before learning (DreamerActor's std_bias)
     imagination_starts: int = 256  # posterior states of the batch imagination starts from
     gamma: float = 0.99
     lmbda: float = 0.95
@@ -95,6 +100,19 @@ def parse_config(argv: list[str] | None = None) -> Config:
 OBS_SCALE = torch.tensor([1.0, 1.0, MAX_SPEED])  # observations are learned in [-1, 1]
 
 
+def render(obs: torch.Tensor, size: int = 64) -> torch.Tensor:
+    """A ``[*B, 1, size, size]`` image of the pendulum (a blurred rod from the pivot to the
+    tip) for observations ``[*B, 3]`` (``cos th``, ``sin th``, ``thdot``; up is ``th = 0``).
+    The image shows the angle only: the velocity must be inferred over time."""
+    grid = torch.linspace(-1.2, 1.2, size)
+    gy, gx = torch.meshgrid(grid, grid, indexing="ij")
+    along = torch.linspace(0.0, 1.0, 8)  # points along the rod
+    tip_x, tip_y = obs[..., 1:2], -obs[..., 0:1]  # x = sin th, y (down) = -cos th
+    px, py = (tip_x * along)[..., None, None], (tip_y * along)[..., None, None]
+    dist2 = (gx - px).square() + (gy - py).square()  # [*B, 8, size, size]
+    return torch.exp(-dist2 / 0.02).amax(-3, keepdim=True)
+
+
 class Latent(torch.nn.Module):
     """``net([state, belief])``: a head on the RSSM's latent."""
 
@@ -113,10 +131,17 @@ class Agent:
         S, H, W = cfg.state_dim, cfg.belief_dim, cfg.hidden
         self.cfg = cfg
         self.prior = RSSMPrior(action_dim=1, hidden_dim=W, rnn_hidden_dim=H, state_dim=S)
+        if cfg.pixels:  # Dreamer's convolutions (channels 8, 16, 32, 64): 256 features
+            self.encoder = ObsEncoder(channels=8, in_channels=1)
+            self.decoder = ObsDecoder(channels=8, latent_dim=S + H, out_channels=1)
+            embed, self.obs_key = 256, "pixels"
+        else:
+            self.encoder = ObsEncoder(channels=W // 8, num_layers=2, in_features=3)
+            self.decoder = ObsDecoder(channels=W // 8, num_layers=2, latent_dim=S + H,
+                                      out_features=3)  # fmt: skip
+            embed, self.obs_key = W, "observation"
         self.posterior = RSSMPosterior(hidden_dim=W, state_dim=S, rnn_hidden_dim=H,
-                                       obs_embed_dim=W)  # fmt: skip
-        self.encoder = ObsEncoder(channels=W // 8, num_layers=2, in_features=3)
-        self.decoder = ObsDecoder(channels=W // 8, num_layers=2, latent_dim=S + H, out_features=3)
+                                       obs_embed_dim=embed)  # fmt: skip
         self.reward = Latent(MLP(S + H, 1, num_cells=[W, W], activation_class=torch.nn.ELU))
         rollout = RSSMRollout(
             TensorDictModule(
@@ -134,10 +159,10 @@ class Agent:
         world_model = WorldModelWrapper(
             TensorDictSequential(
                 TensorDictModule(
-                    self.encoder, [("next", "observation")], [("next", "encoded_latents")]
+                    self.encoder, [("next", self.obs_key)], [("next", "encoded_latents")]
                 ),
                 rollout,
-                TensorDictModule(self.decoder, latent, [("next", "reco_observation")]),
+                TensorDictModule(self.decoder, latent, [("next", f"reco_{self.obs_key}")]),
             ),
             TensorDictModule(self.reward, latent, [("next", "reward")]),
         )
@@ -154,7 +179,9 @@ class Agent:
         imagination.set_specs_from_env(PendulumEnv())
         self.actor = ProbabilisticActor(
             TensorDictModule(
-                DreamerActor(1, depth=2, num_cells=W, in_features=S + H),
+                DreamerActor(
+                    1, depth=2, num_cells=W, std_bias=cfg.actor_std_bias, in_features=S + H
+                ),
                 ["state", "belief"],
                 ["loc", "scale"],
             ),
@@ -168,7 +195,8 @@ class Agent:
             ["state_value"],
         )
         self.model_loss = DreamerModelLoss(world_model, free_nats=cfg.free_nats)
-        self.model_loss.set_keys(pixels="observation", reco_pixels="reco_observation")
+        # TorchRL's keys are "pixels"/"reco_pixels": state observations are renamed
+        self.model_loss.set_keys(pixels=self.obs_key, reco_pixels=f"reco_{self.obs_key}")
         self.actor_loss = DreamerActorLoss(
             self.actor, self.value, imagination, imagination_horizon=cfg.imagination_horizon
         )
@@ -179,12 +207,16 @@ class Agent:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.value_lr)
 
+    def observe(self, obs: torch.Tensor) -> torch.Tensor:
+        """What the agent sees of Pendulum's observation: scaled, or rendered (``pixels``)."""
+        return render(obs) if self.cfg.pixels else obs / OBS_SCALE
+
     @torch.no_grad()
     def filter(self, obs, state, belief, action):
         """One step of the RSSM on real data: the posterior latents given the last latents,
         the action taken and the new observation."""
         _, _, _, belief = self.prior(state, belief, action)
-        _, _, state = self.posterior(belief, self.encoder(obs / OBS_SCALE))
+        _, _, state = self.posterior(belief, self.encoder(self.observe(obs)))
         return state, belief
 
     @torch.no_grad()
@@ -256,7 +288,7 @@ def play(agent: Agent, env: PendulumEnv, cfg: Config, mode: str) -> dict[str, to
             "state": stack(states), "belief": stack(beliefs)}  # fmt: skip
 
 
-def sample_batch(episodes: dict[str, torch.Tensor], cfg: Config) -> TensorDict:
+def sample_batch(agent: Agent, episodes: dict[str, torch.Tensor], cfg: Config) -> TensorDict:
     """``batch_size`` random windows of ``seq_len`` steps: the collected latents and actions at
     the root, the next observations and the (scaled) rewards under ``"next"``."""
     n, steps = episodes["action"].shape[:2]
@@ -267,7 +299,7 @@ def sample_batch(episodes: dict[str, torch.Tensor], cfg: Config) -> TensorDict:
         belief=episodes["belief"][ep, t],
         action=episodes["action"][ep, t] / MAX_TORQUE,
         next=TensorDict(
-            observation=episodes["observation"][ep, t + 1] / OBS_SCALE,
+            **{agent.obs_key: agent.observe(episodes["observation"][ep, t + 1])},
             reward=episodes["reward"][ep, t] * cfg.reward_scale,
             batch_size=[cfg.batch_size, cfg.seq_len],
         ),
@@ -275,7 +307,9 @@ def sample_batch(episodes: dict[str, torch.Tensor], cfg: Config) -> TensorDict:
     )
 
 
-def save_curve(frames: list[int], returns: list[float], random_return: float, path: Path) -> None:
+def save_curve(
+    frames: list[int], returns: list[float], random_return: float, path: Path, pixels: bool
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -286,7 +320,7 @@ def save_curve(frames: list[int], returns: list[float], random_return: float, pa
     ax.axhline(random_return, color="gray", linestyle="--", label="random torques")
     ax.set_xlabel("env frames")
     ax.set_ylabel("mean episode return")
-    ax.set_title("Dreamer on Pendulum (state observations)")
+    ax.set_title(f"Dreamer on Pendulum ({'pixels' if pixels else 'state observations'})")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path)
@@ -321,7 +355,7 @@ def train(cfg: Config) -> dict[str, float]:
     bar = tqdm(range(cfg.iterations), unit="iterations", dynamic_ncols=True)
     for _it in bar:
         for _ in range(cfg.updates_per_iteration):
-            stats = agent.update(sample_batch(episodes, cfg))
+            stats = agent.update(sample_batch(agent, episodes, cfg))
         for key, value in stats.items():
             logger.log_scalar(f"train/{key}", value, step=frames)
         new = play(agent, env, cfg, "explore")
@@ -346,7 +380,7 @@ def train(cfg: Config) -> dict[str, float]:
         run_dir / "checkpoint.pt",
     )
     if cfg.plot:
-        save_curve(curve_frames, curve, random_return, run_dir / "learning_curve.png")
+        save_curve(curve_frames, curve, random_return, run_dir / "learning_curve.png", cfg.pixels)
     logger.close()
     final = sum(curve[-3:]) / len(curve[-3:])
     print(
