@@ -178,7 +178,10 @@ class TransformedEnv(EnvBase):
         # The inverse transforms (where a transform has one), the base env's step with its
         # done flags completed, then the forward transforms.
         base, transform = self._modules["base_env"], self.transform
-        skipped = self._skipped_steps(tensordict) if self._skips_steps() else None
+        skips = self._cache.get("skips_steps")
+        if skips is None:
+            skips = self._skips_steps()
+        skipped = self._skipped_steps(tensordict) if skips else None
         if skipped is not None and bool(skipped.all()):
             return self._skipped_output(tensordict)
         inner = transform.inv(tensordict) if self._has_inverse() else tensordict
