@@ -112,11 +112,15 @@ def test_remote_writers_and_learner_share_one_buffer(ray_cluster, tmp_path):
     everything = buffer[:]
     favourite = int(everything["id"][17])
     everything["index"] = torch.arange(100)
-    everything["td_error"] = (everything["id"] == favourite).double()
+    everything["td_error"] = torch.ones(100, dtype=torch.float64)
     buffer.update_tensordict_priority(everything)
+    everything["td_error"] = (everything["id"] == favourite).double()
+    # sent without waiting; the actor applies this handle's calls in order
+    ref = buffer.update_priority_async(everything["index"], everything["td_error"])
     batch = buffer.sample()
     # p = (priority + 1e-8) ** alpha: 1 for the favourite, 1e-8 for the 99 others
     assert (batch["id"] == favourite).all()
+    assert ray.get(ref) is None
     with pytest.raises(IndexError, match=r"\[0, 100\)"):
         buffer.update_priority(torch.tensor([150]), 1.0)  # a slot no write has filled
 

@@ -228,6 +228,17 @@ class RayReplayBuffer(ReplayBuffer):
     def update_priority(self, index: Any, priority: Tensor | float) -> None:
         self._call("update_priority", index, priority)
 
+    def update_priority_async(self, index: Any, priority: Any) -> Any:
+        """Sends a priority update to the actor without waiting; returns its Ray ref.
+
+        The actor applies the calls of one handle in the order they were sent, so a later
+        ``sample`` from this handle sees the update.
+        """
+        return self._start().call.remote("update_priority", index, priority)
+
+    def wait_priorities(self) -> None:
+        """Nothing to wait for here: see :meth:`update_priority_async`."""
+
     def update_tensordict_priority(self, data: Any) -> None:
         """As ``TensorDictReplayBuffer.update_tensordict_priority``, in the actor."""
         self._call("update_tensordict_priority", data)

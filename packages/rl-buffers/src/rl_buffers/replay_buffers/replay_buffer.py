@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class ReplayBuffer:
         if transform is not None:
             self.append_transform(transform)
         self._lock = threading.RLock()
+        self._priority_worker: ThreadPoolExecutor | None = None
         self._rng: torch.Generator | None = None
         if generator is not None:
             self.set_rng(generator)
@@ -262,11 +264,67 @@ class ReplayBuffer:
         """
         if self._prefetch is not None:
             self._prefetch.clear()
+        self.wait_priorities()
 
     def update_priority(self, index: Any, priority: Tensor | float) -> None:
         """Sets the priorities of items ``index`` (prioritized samplers only)."""
         with self._lock:
             self._sampler.update_priority(self._storage.ravel(index), priority)
+
+    def update_priority_async(self, index: Any, priority: Any) -> Future:
+        """Queues a priority update and returns at once (async prioritized writes).
+
+        One background thread applies the queued updates in the order they were queued,
+        each as :meth:`update_priority` does: the buffer's lock is held only while the
+        sampler's trees are written, so ``sample`` goes on meanwhile (and sees each update
+        whole or not at all). ``index`` and ``priority`` may be tensors (priority tensors
+        are copied now, so the caller may reuse them), numbers, or
+        ``concurrent.futures.Future`` objects giving them (priorities still being
+        computed elsewhere: the thread waits for them, the buffer does not).
+        ``empty``, ``load_state_dict`` and ``loads`` wait for the queued updates first.
+
+        Returns:
+            A future that is done once the update is applied; its ``result()`` raises the
+            error :meth:`update_priority` would have raised (a bad index or priority).
+
+        Examples:
+            >>> import torch
+            >>> from rl_buffers import LazyTensorStorage, PrioritizedReplayBuffer
+            >>> rb = PrioritizedReplayBuffer(alpha=1.0, beta=1.0, storage=LazyTensorStorage(4))
+            >>> _ = rb.extend(torch.arange(4))
+            >>> done = rb.update_priority_async(torch.arange(4), torch.tensor([0.0, 0, 9, 0]))
+            >>> done.result()
+            >>> rb.sample(3).tolist()
+            [2, 2, 2]
+        """
+        if isinstance(priority, Tensor):
+            priority = priority.detach().clone()
+        if isinstance(index, Tensor):
+            index = index.clone()
+        elif isinstance(index, tuple):
+            index = tuple(part.clone() if isinstance(part, Tensor) else part for part in index)
+        worker = self._priority_worker
+        if worker is None:
+            with self._lock:
+                if self._priority_worker is None:
+                    self._priority_worker = ThreadPoolExecutor(
+                        max_workers=1, thread_name_prefix="rl_buffers-priorities"
+                    )
+                worker = self._priority_worker
+        return worker.submit(self._apply_priority_update, index, priority)
+
+    def _apply_priority_update(self, index: Any, priority: Any) -> None:
+        if isinstance(index, Future):
+            index = index.result()
+        if isinstance(priority, Future):
+            priority = priority.result()
+        self.update_priority(index, priority)
+
+    def wait_priorities(self) -> None:
+        """Returns once every update queued by :meth:`update_priority_async` is applied."""
+        worker = self._priority_worker
+        if worker is not None:
+            worker.submit(lambda: None).result()
 
     # ---------------------------------------------------------------- reads
     def _sample_index(self, batch_size: int) -> tuple[Any, dict[str, Any]]:
@@ -463,18 +521,24 @@ class ReplayBuffer:
             )
 
     def __getstate__(self) -> dict[str, Any]:
+        self.wait_priorities()
         state = self.__dict__.copy()
         state.pop("_lock")
+        state["_priority_worker"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        self.__dict__.setdefault("_priority_worker", None)
 
     def __del__(self) -> None:
         prefetch = self.__dict__.get("_prefetch")
         if prefetch is not None:
             prefetch.shutdown()
+        worker = self.__dict__.get("_priority_worker")
+        if worker is not None:
+            worker.shutdown(wait=False)
 
     def __repr__(self) -> str:
         return (

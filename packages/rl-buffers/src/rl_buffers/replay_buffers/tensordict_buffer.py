@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any
 
 import torch
@@ -144,6 +145,28 @@ class TensorDictReplayBuffer(ReplayBuffer):
             if isinstance(value, Tensor) and value.shape[:1] == data.shape[:1]:
                 data.set(key, value)
         return data
+
+    def update_tensordict_priority_async(self, data: TensorDictBase) -> Future:
+        """Queues :meth:`update_tensordict_priority` (see
+        :meth:`ReplayBuffer.update_priority_async`): ``"index"`` and ``priority_key`` are
+        read now, the trees written by the buffer's priority thread.
+
+        Raises:
+            KeyError: the batch lacks one of the entries.
+        """
+        keys = data.keys(True, True)
+        for name in ("index", self.priority_key):
+            if name not in keys:
+                raise KeyError(
+                    f"{type(self).__name__}.update_tensordict_priority_async: the TensorDict "
+                    f"has no {name!r} entry (keys: {list(keys)}). Pass a sampled batch with "
+                    f"{self.priority_key!r} set."
+                )
+        index, priority = data.get("index"), data.get(self.priority_key)
+        if index.dim() == 2 and getattr(self._storage, "ndim", 1) > 1:
+            index = tuple(index.unbind(-1))
+            priority = priority.reshape(index[0].shape[0], -1)
+        return self.update_priority_async(index, priority)
 
     def update_tensordict_priority(self, data: TensorDictBase) -> None:
         """Updates priorities from a batch's ``"index"`` and ``priority_key`` entries.
