@@ -177,3 +177,30 @@ def test_bad_arguments():
         )
     with pytest.raises(ValueError, match="a list of 2 dicts"):
         AsyncBatchedCollector([CountingEnv] * 2, frames_per_batch=2, create_env_kwargs=[{}])
+
+
+def test_a_slow_env_does_not_hold_up_the_others():
+    class VerySlowEnv(CountingEnv):
+        def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+            time.sleep(0.1)
+            return super()._step(tensordict)
+
+    calls = []
+
+    def policy(td):
+        calls.append(td.batch_size[0])
+        return count_up(td)
+
+    collector = AsyncBatchedCollector(
+        [partial(CountingEnv, max_count=1000), partial(VerySlowEnv, max_count=1000)],
+        policy=policy,
+        frames_per_batch=40,
+        total_frames=40,
+        server_timeout=0.001,
+    )
+    (batch,) = list(collector)
+    collector.shutdown()
+    # The fast env's requests are served alone (a partial batch flushed after the timeout)
+    # while the slow one sleeps, so most transitions are the fast env's.
+    assert 1 in calls
+    assert (batch["env_index"] == 0).sum() > (batch["env_index"] == 1).sum()

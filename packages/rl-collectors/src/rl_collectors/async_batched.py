@@ -45,7 +45,8 @@ class _InferenceServer:
 
     After the first request of a batch arrives, it waits until ``min_batch_size`` requests
     are in, then until ``timeout`` seconds have passed since the first or ``max_batch_size``
-    are in, whichever comes first."""
+    are in, whichever comes first (the collector caps ``max_batch_size`` at the number of
+    envs: no more requests can come once every env waits)."""
 
     def __init__(
         self,
@@ -57,6 +58,7 @@ class _InferenceServer:
         lock: threading.Lock,
     ) -> None:
         self.policy = policy
+        # Each env has at most one request waiting: a batch of them all is full.
         self.max_batch_size = max_batch_size
         self.min_batch_size = min_batch_size
         self.timeout = timeout
@@ -292,7 +294,7 @@ class AsyncBatchedCollector(BaseCollector):
             if self.policy is None
             else _InferenceServer(
                 self.policy,
-                self.max_batch_size,
+                min(self.max_batch_size, n),
                 self.min_batch_size,
                 float(timeout),
                 exploration_type,
