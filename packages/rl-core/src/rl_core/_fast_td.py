@@ -21,7 +21,7 @@ anything else.
 * :func:`leaf_paths`: the leaf paths of a plain nested TensorDict of tensors.
 * :func:`build_tensordict`, :class:`TreeBuilder`: a TensorDict (flat, or nested from leaf
   paths) built from values already known to fit, without checks.
-* :func:`merge_flat_next`: the flat case of :class:`rl_core.ted.StepMdpPlan`.
+* :class:`StepMdpMerge`: the body of :class:`rl_core.ted.StepMdpPlan`.
 * :func:`module_io_keys`, :func:`sequence_children`: the call layout of a
   ``TensorDictModule`` / ``TensorDictSequential`` whose call is plain (read by
   :class:`rl_core.modules.PolicyCallPlan`).
@@ -39,7 +39,7 @@ Examples:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tensordict._td as _td_module
@@ -330,41 +330,63 @@ def _nested(
     return build_tensordict(source, batch_size, device)
 
 
-def merge_flat_next(
-    tensordict: Any, root_skip: frozenset[str], next_skip: frozenset[str]
-) -> TensorDict | None:
-    """The next root of a transition whose ``"next"`` holds plain tensors only, else ``None``.
+class StepMdpMerge:
+    """The body of :class:`rl_core.ted.StepMdpPlan` (its base class): ``step_mdp`` with the
+    exclusion rules resolved once, the flat case merged through the entry dicts.
 
-    For :class:`rl_core.ted.StepMdpPlan` with flat rules (rules that drop root-level entries
-    only): the root entries that neither ``"next"`` holds nor ``root_skip`` names, then the
-    entries of ``"next"`` that ``next_skip`` does not name, in that order (what the level merge
-    of ``step_mdp`` gives). ``None`` when ``tensordict`` or its ``"next"`` is not a plain
-    TensorDict, or a kept entry of ``"next"`` is not a plain tensor (a group, non-tensor data):
-    the caller then merges level by level.
+    Args:
+        rules: ``(root_drop, next_drop)``, the exclusion trees of ``step_mdp``.
+        merge: ``merge(tensordict, next, root_drop, next_drop)``, the level-by-level merge.
+        generic: ``generic(tensordict)``, the full ``step_mdp`` (raises for a missing
+            ``"next"``).
 
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"obs": torch.zeros(2), "action": torch.ones(2),
-        ...     "next": {"obs": torch.ones(2), "reward": torch.ones(2)}}, batch_size=[2])
-        >>> out = merge_flat_next(td, frozenset({"next", "action"}), frozenset({"reward"}))
-        >>> sorted(out.keys()), out["obs"][0].item()
-        (['obs'], 1.0)
+    ``rl_core.ted`` passes its own functions in, so this module imports no other of rl-core.
     """
-    if type(tensordict) is not TensorDict:
-        return None
-    root = tensordict._tensordict
-    nxt = root.get("next", None)
-    if type(nxt) is not TensorDict:
-        return None
-    found = nxt._tensordict
-    picked = {name: value for name, value in found.items() if name not in next_skip}
-    for value in picked.values():
-        if type(value) is not torch.Tensor:
-            return None  # a group, or non-tensor data: merged level by level
-    out = {n: v for n, v in root.items() if n not in found and n not in root_skip}
-    out.update(picked)
-    return build_tensordict(out, nxt._batch_size, nxt._device)
+
+    def __init__(
+        self,
+        rules: tuple[dict[str, Any], dict[str, Any]],
+        merge: Callable[..., TensorDictBase],
+        generic: Callable[[TensorDictBase], TensorDictBase],
+    ) -> None:
+        self._rules, self._merge, self._generic = rules, merge, generic
+        root_drop, next_drop = rules
+        # Rules that drop root-level entries only (no group to merge level by level): a
+        # transition whose "next" holds tensors only is merged by two dict comprehensions.
+        self._flat = all(rule is True for rule in (*root_drop.values(), *next_drop.values()))
+        self._root_skip = frozenset(("next", "_reset", *root_drop))
+        self._next_skip = frozenset(("_reset", *next_drop))
+
+    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """The next root of the transition ``tensordict`` (see :func:`rl_core.ted.step_mdp`).
+
+        Raises:
+            KeyError: ``tensordict`` has no ``"next"`` entry.
+        """
+        if type(tensordict) is TensorDict:
+            root = tensordict._tensordict
+            nxt = root.get("next", None)
+            if self._flat and type(nxt) is TensorDict:
+                # With flat rules, a "next" of plain tensors: the root entries that neither
+                # "next" holds nor a rule drops, then the entries of "next" no rule drops, in
+                # that order (what the level merge gives). Inline: this runs every env step.
+                found = nxt._tensordict
+                skip = self._next_skip
+                picked = {name: value for name, value in found.items() if name not in skip}
+                for value in picked.values():
+                    if type(value) is not torch.Tensor:
+                        break  # a group, or non-tensor data: merged level by level
+                else:
+                    skip = self._root_skip
+                    out = {n: v for n, v in root.items() if n not in found and n not in skip}
+                    out.update(picked)
+                    return build_tensordict(out, nxt._batch_size, nxt._device)
+        else:
+            nxt = tensordict.get("next", None)
+        if nxt is None:
+            return self._generic(tensordict)  # raises step_mdp's KeyError
+        root_drop, next_drop = self._rules
+        return self._merge(tensordict, nxt, root_drop, next_drop)
 
 
 def module_io_keys(module: Any) -> tuple[list[Path], list[Any]] | None:
@@ -430,6 +452,7 @@ def sequence_children(sequence: Any) -> list[Any] | None:
 
 __all__ = [
     "Path",
+    "StepMdpMerge",
     "TreeBuilder",
     "batch_size_of",
     "build_tensordict",
@@ -438,7 +461,6 @@ __all__ = [
     "get_leaf",
     "is_plain",
     "leaf_paths",
-    "merge_flat_next",
     "module_io_keys",
     "only_tensors",
     "sequence_children",

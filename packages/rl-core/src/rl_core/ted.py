@@ -15,12 +15,11 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
 from rl_core._fast_td import (
+    StepMdpMerge,
     batch_size_of,
     build_tensordict,
     device_of,
     entries,
-    get_leaf,
-    merge_flat_next,
 )
 from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
 
@@ -333,7 +332,7 @@ def _mdp_plan(
     )
 
 
-class StepMdpPlan:
+class StepMdpPlan(StepMdpMerge):
     """``step_mdp(td, reward_keys=..., done_keys=..., action_keys=...)`` with the keys resolved
     once: the same result every step, without the argument handling.
 
@@ -365,29 +364,10 @@ class StepMdpPlan:
     ) -> None:
         self.reward_keys, self.done_keys = list(reward_keys), list(done_keys)
         self.action_keys = list(action_keys)
-        self._rules = _mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
-        root_drop, next_drop = self._rules
-        # Rules that drop root-level entries only (no group to merge level by level): a
-        # transition whose "next" holds tensors only is merged by two dict comprehensions.
-        self._flat = all(rule is True for rule in (*root_drop.values(), *next_drop.values()))
-        self._root_skip = frozenset((NEXT, RESET, *root_drop))
-        self._next_skip = frozenset((RESET, *next_drop))
-
-    def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """The next root of the transition ``tensordict`` (see :func:`step_mdp`).
-
-        Raises:
-            KeyError: ``tensordict`` has no ``"next"`` entry.
-        """
-        if self._flat:
-            out = merge_flat_next(tensordict, self._root_skip, self._next_skip)
-            if out is not None:
-                return out
-        nxt = get_leaf(tensordict, (NEXT,), None)
-        if nxt is None:
-            return step_mdp(tensordict)  # raises step_mdp's KeyError
-        root_drop, next_drop = self._rules
-        return _merge_level(tensordict, nxt, root_drop, next_drop)
+        rules = _mdp_plan(self.reward_keys, self.done_keys, self.action_keys)
+        # The call (StepMdpMerge.__call__) merges through the entry dicts where the rules are
+        # flat and falls back to this module's level merge (and step_mdp) elsewhere.
+        super().__init__(rules, _merge_level, step_mdp)
 
 
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:
