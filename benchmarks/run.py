@@ -143,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
                         if summary["name"] in by_name:
                             summary["peer"] = by_name[summary["name"]]
             results += summaries
+            # Written after each group too: an interrupted run keeps what it measured.
+            machine["failures"] = failures
+            report.write_json(args.out / "results.json", machine, results)
     machine["load_average_end"] = report.load_average()
     machine["failures"] = failures
-    args.out.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out / "results.json", machine, results)
     header = (
         f"Run {machine['date']}, load average {machine['load_average_start']} at the start, "

@@ -103,7 +103,7 @@ def envs(suite: Suite) -> None:
         },
     )
     if not suite.quick:
-        parallel = ParallelEnv(2, SerialEnv(4, cartpole))
+        parallel = ParallelEnv(2, lambda: SerialEnv(4, cartpole))  # constructors, not envs
         reference = plain.vector_random(vsteps, asynchronous=True)
         suite.run(
             "envs",
