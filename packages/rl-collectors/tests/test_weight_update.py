@@ -79,8 +79,10 @@ def test_collector_is_a_weak_reference():
     policy = bias_policy()
     collector = SyncDataCollector(CountingEnv(), policy, frames_per_batch=2, weight_updater=updater)
     assert updater.collector is collector
+    assert updater.collectors == [collector]
     del collector
     assert updater.collector is None
+    assert updater.collectors is None
 
 
 def test_vanilla_copies_in_place_and_state_dicts_nest():

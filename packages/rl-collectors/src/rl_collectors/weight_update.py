@@ -58,7 +58,8 @@ class WeightUpdaterBase(abc.ABC):
        server_weights=...)`` unless ``_skip_update(worker_id)`` says to skip it;
     4. the post-hooks (``register_post_hook``) run.
 
-    Subclasses implement ``_sync_weights_with_worker``. A collector registers itself with
+    Subclasses implement ``_sync_weights_with_worker`` (or override ``_push_weights``, steps
+    1 to 3, to replace the scheme). A collector registers itself with
     ``register_collector`` (kept as a weak reference: ``collector`` is ``None`` once it is
     gone).
 
@@ -93,6 +94,12 @@ class WeightUpdaterBase(abc.ABC):
     def collector(self) -> Any:
         """The registered collector, or ``None`` (none registered, or it was collected)."""
         return None if self._collector_ref is None else self._collector_ref()
+
+    @property
+    def collectors(self) -> list[Any] | None:
+        """The registered collector in a list (``None`` when there is none)."""
+        collector = self.collector
+        return None if collector is None else [collector]
 
     def register_post_hook(self, hook: Callable[[], Any]) -> None:
         """Runs ``hook()`` after every ``push_weights``."""
@@ -150,6 +157,13 @@ class WeightUpdaterBase(abc.ABC):
                 with ``_get_server_weights``.
             worker_ids: one id or a list of them; ``None`` for ``all_worker_ids()``.
         """
+        self._push_weights(weights, worker_ids=worker_ids)
+        for hook in self._post_hooks:
+            hook()
+
+    def _push_weights(self, weights: Any = None, *, worker_ids: Any = None) -> None:
+        """Steps 1 to 3 of ``push_weights`` (everything but the post-hooks); override it to
+        replace the whole scheme."""
         server_weights = self._maybe_map_weights(self._resolve(weights))
         if worker_ids is None:
             ids = self.all_worker_ids()
@@ -161,8 +175,6 @@ class WeightUpdaterBase(abc.ABC):
         for worker_id in ids:
             if not self._skip_update(worker_id):
                 self._sync_weights_with_worker(worker_id=worker_id, server_weights=server_weights)
-        for hook in self._post_hooks:
-            hook()
 
     def __call__(self, weights: Any = None, worker_ids: Any = None) -> None:
         self.push_weights(weights, worker_ids=worker_ids)
