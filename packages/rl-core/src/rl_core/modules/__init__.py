@@ -5,6 +5,7 @@ from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.call_plan import PolicyCallPlan
 from rl_core.modules.convnet import ConvNet
+from rl_core.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
 from rl_core.modules.distributional_qvalue import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -20,6 +21,7 @@ from rl_core.modules.distributions import (
     TanhNormal,
     TruncatedNormal,
 )
+from rl_core.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_core.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
 from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
 from rl_core.modules.exploration import (
@@ -28,7 +30,6 @@ from rl_core.modules.exploration import (
     OrnsteinUhlenbeckProcessModule,
 )
 from rl_core.modules.mlp import MLP
-from rl_core.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
 from rl_core.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
 from rl_core.modules.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.modules.qvalue import QValueActor, QValueModule
@@ -50,6 +51,9 @@ __all__ = [
     "MultiAgentConvNet",
     "CrossGroupCritic",
     "CrossCriticGroupSpec",
+    "DuelingCnnDQNet",
+    "NoisyLinear",
+    "reset_noise",
     # actors and critics
     "Actor",
     "ProbabilisticActor",
