@@ -36,6 +36,7 @@ from rl_objectives.losses import (
     SACLoss,
     TD3BCLoss,
     TD3Loss,
+    TQCLoss,
 )
 from rl_objectives.mixers import QMixer, VDNMixer
 from rl_objectives.utils import ValueEstimators, distance_loss
@@ -98,6 +99,7 @@ __all__ += [
     "DTLoss",
     "DiscreteIQLLoss",
     "REDQLoss",
+    "TQCLoss",
     "CrossQLoss",
     "DistributionalDQNLoss",
     "MAPPOLoss",

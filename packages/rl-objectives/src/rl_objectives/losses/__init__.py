@@ -24,6 +24,7 @@ from rl_objectives.losses.reinforce import ReinforceLoss
 from rl_objectives.losses.sac import SACLoss
 from rl_objectives.losses.td3 import TD3Loss
 from rl_objectives.losses.td3_bc import TD3BCLoss
+from rl_objectives.losses.tqc import TQCLoss
 
 __all__ = [
     "PPOLoss",
@@ -53,4 +54,5 @@ __all__ = [
     "DreamerModelLoss",
     "DreamerActorLoss",
     "DreamerValueLoss",
+    "TQCLoss",
 ]
