@@ -47,6 +47,7 @@ from rl_buffers.storages import (
     LazyStackStorage,
     LazyTensorStorage,
     ListStorage,
+    NestedStorageCheckpointer,
     Storage,
     StorageCheckpointerBase,
     StorageEnsemble,
@@ -89,6 +90,7 @@ __all__ = [
     "TensorStorageCheckpointer",
     "FlatStorageCheckpointer",
     "H5StorageCheckpointer",
+    "NestedStorageCheckpointer",
     # samplers
     "Sampler",
     "RandomSampler",

@@ -13,6 +13,7 @@ from rl_buffers import (
     LazyMemmapStorage,
     LazyTensorStorage,
     ListStorage,
+    NestedStorageCheckpointer,
     TensorDictReplayBuffer,
     TensorStorageCheckpointer,
 )
@@ -47,6 +48,7 @@ def episodes(lengths, start=0):
 CHECKPOINTERS = [
     TensorStorageCheckpointer,
     FlatStorageCheckpointer,
+    NestedStorageCheckpointer,
     pytest.param(
         H5StorageCheckpointer,
         marks=pytest.mark.skipif(
@@ -214,7 +216,10 @@ def _dump_forever(folder, checkpointer_cls, running):
         generation += 1
 
 
-@pytest.mark.parametrize("checkpointer", [TensorStorageCheckpointer, FlatStorageCheckpointer])
+@pytest.mark.parametrize(
+    "checkpointer",
+    [TensorStorageCheckpointer, FlatStorageCheckpointer, NestedStorageCheckpointer],
+)
 def test_a_dump_killed_at_any_moment_is_read_whole_or_refused(tmp_path, checkpointer):
     """A child dumping into one folder in a loop is SIGKILLed at spread moments: loads then
     gives one generation in every entry of every row, or refuses the folder; never a mix."""
@@ -246,3 +251,15 @@ def test_a_dump_killed_at_any_moment_is_read_whole_or_refused(tmp_path, checkpoi
         assert bool((second == generation).all()), f"attempt {attempt}: a mixed item"
         outcomes["whole"] += 1
     assert sum(outcomes.values()) == 6
+
+
+def test_nested_checkpointer_saves_one_component_per_trajectory(tmp_path):
+    storage = LazyTensorStorage(30)
+    storage.checkpointer = NestedStorageCheckpointer()
+    storage.set(torch.arange(21), episodes([5, 9, 7]))
+    storage.dumps(tmp_path)
+    nested = TensorDict.load_memmap(tmp_path / "data")
+    observation = nested["observation"]
+    assert observation.is_nested
+    assert [piece.shape for piece in observation.unbind(0)] == [(5, 3), (9, 3), (7, 3)]
+    assert TensorDict.load_memmap(tmp_path / "next_kept").batch_size == torch.Size([3])

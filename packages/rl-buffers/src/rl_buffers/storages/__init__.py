@@ -3,6 +3,7 @@
 from rl_buffers.storages.checkpointers import (
     FlatStorageCheckpointer,
     H5StorageCheckpointer,
+    NestedStorageCheckpointer,
     StorageCheckpointerBase,
     TensorStorageCheckpointer,
 )
@@ -18,6 +19,7 @@ from rl_buffers.storages.tensor_storage import TensorStorage
 __all__ = [
     "FlatStorageCheckpointer",
     "H5StorageCheckpointer",
+    "NestedStorageCheckpointer",
     "StorageCheckpointerBase",
     "TensorStorageCheckpointer",
     "StorageEnsemble",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from rl_buffers.storages.storage import atomic_write_json
 __all__ = [
     "FlatStorageCheckpointer",
     "H5StorageCheckpointer",
+    "NestedStorageCheckpointer",
     "StorageCheckpointerBase",
     "TensorStorageCheckpointer",
 ]
@@ -230,6 +232,53 @@ class FlatStorageCheckpointer(StorageCheckpointerBase):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(done_keys={self.done_keys}, reward_keys={self.reward_keys})"
+
+
+class NestedStorageCheckpointer(FlatStorageCheckpointer):
+    """Saves a TED storage compacted as :class:`FlatStorageCheckpointer`, one nested tensor
+    per entry with one component per trajectory.
+
+    The compacted rows are split into trajectories after each row whose ``("next", key)``
+    entries were kept (an episode end, the newest item, a break in the data); every entry is
+    saved as a memory-mapped nested tensor ``[trajectories, (steps), ...]`` under
+    ``path/data/``, the kept ``"next"`` rows under ``path/next_kept/``. ``loads`` joins the
+    trajectories back and rebuilds the dropped rows: the round trip is exact.
+
+    Args:
+        done_keys, reward_keys: as :class:`FlatStorageCheckpointer`.
+    """
+
+    def _write(self, rows: TensorDictBase, path: Path) -> None:
+        parts = self._compact(rows)
+        kept = parts["kept"]["kept"]
+        lengths = torch.diff(kept.nonzero().squeeze(-1), prepend=torch.tensor([-1])).tolist()
+        compact = parts["data"]
+        nested = TensorDict(batch_size=[len(lengths)])
+        for key, value in compact.items(include_nested=True, leaves_only=True):
+            pieces = list(torch.split(value, lengths))
+            with warnings.catch_warnings():  # (torch calls strided nested tensors a prototype;
+                # tensordict memory-maps that layout)
+                warnings.filterwarnings("ignore", "The PyTorch API of nested tensors")
+                nested.set(key, torch.nested.nested_tensor(pieces, layout=torch.strided))
+        nested.memmap(prefix=path / "data", copy_existing=True, existsok=True)
+        parts["next_kept"].memmap(prefix=path / "next_kept", copy_existing=True, existsok=True)
+
+    def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
+        nested = TensorDict.load_memmap(path / "data")
+        lengths = None
+        flat = TensorDict(batch_size=[len_rows])
+        for key, value in nested.items(include_nested=True, leaves_only=True):
+            pieces = value.unbind(0)
+            lengths = [piece.shape[0] for piece in pieces]
+            flat.set(key, torch.cat([piece.clone() for piece in pieces]))
+        if lengths is None:  # (no root entry: the trajectories come from next_kept's rows)
+            raise ValueError("the nested data holds no entry")
+        kept = torch.zeros(len_rows, dtype=torch.bool)
+        kept[torch.tensor(lengths).cumsum(0) - 1] = True
+        next_kept = TensorDict.load_memmap(path / "next_kept").clone()
+        return expand_ted(
+            {"data": flat, "next_kept": next_kept, "kept": TensorDict({"kept": kept}, [len_rows])}
+        )
 
 
 class H5StorageCheckpointer(FlatStorageCheckpointer):
