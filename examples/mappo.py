@@ -9,8 +9,10 @@ entry carries an agent dimension (``("agents", "observation")`` is ``[num_envs, 
   only its own observation (decentralised execution).
 - The critic is a centralised ``MultiAgentMLP``: it reads the observations of all agents
   concatenated and writes one value per agent (MAPPO; ``--no-centralised-critic`` gives IPPO).
-- ``MultiAgentGAE`` computes per-agent advantages from the per-agent rewards and done flags,
-  and ``ClipPPOLoss`` runs on the ``("agents", ...)`` keys.
+- ``MAPPOLoss`` (``IPPOLoss`` without the centralised critic) runs on the ``("agents", ...)``
+  keys: ``MultiAgentGAE`` gives per-agent advantages from the per-agent rewards and done
+  flags, standardised per agent, and a value normaliser (``--value-norm``: running mean and
+  variance by default, PopArt's moving averages, or none) rescales the critic's regression.
 
 Before training, the script plays ``eval_episodes`` episodes with uniformly random actions;
 after training, as many with the trained policy. The learning test compares the
@@ -41,9 +43,9 @@ from rl_collectors import SyncDataCollector
 from rl_core import ExplorationType, RewardSum, TransformedEnv, set_exploration_type
 from rl_core.modules import MultiAgentMLP, ProbabilisticActor
 from rl_envs import PettingZooEnv, SerialEnv
-from rl_objectives import ClipPPOLoss
+from rl_objectives import IPPOLoss, MAPPOLoss
 from rl_objectives.loggers import get_logger
-from rl_objectives.value import MultiAgentGAE
+from rl_objectives.value import MultiAgentGAE, PopArtValueNorm, RunningValueNorm
 
 GROUP = "agents"
 
@@ -70,6 +72,7 @@ class Config:
     max_grad_norm: float = 1.0
     hidden: int = 64  # width of the two hidden layers of both networks
     centralised_critic: bool = True  # MAPPO; --no-centralised-critic: IPPO
+    value_norm: Literal["running", "popart", "none"] = "running"  # the critic's target scaler
     eval_episodes: int = 64  # episodes of the random baseline and of the final evaluation
     logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to mappo_<task>_<seed>_<unix time>
@@ -180,9 +183,12 @@ def train(cfg: Config) -> dict[str, float]:
         env, actor, frames_per_batch=cfg.frames_per_batch, total_frames=cfg.total_frames
     )
     advantage_module = MultiAgentGAE(cfg.gamma, cfg.gae_lambda, critic, group=GROUP)
-    loss_fn = ClipPPOLoss(
+    value_norm = {"running": RunningValueNorm, "popart": PopArtValueNorm}.get(cfg.value_norm)
+    loss_class = MAPPOLoss if cfg.centralised_critic else IPPOLoss
+    loss_fn = loss_class(
         actor,
         critic,
+        value_norm=None if value_norm is None else value_norm(),
         clip_epsilon=cfg.clip_epsilon,
         entropy_bonus=cfg.entropy_coeff > 0,
         entropy_coeff=cfg.entropy_coeff,

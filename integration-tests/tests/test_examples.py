@@ -187,6 +187,19 @@ def test_mappo_example_ippo_variant_runs(load_example, tmp_path):
     assert mappo.train(cfg)["frames"] == 400
 
 
+@pytest.mark.parametrize("mixer", ["qmix", "none"])
+def test_qmix_example_runs_each_mixer(load_example, tmp_path, mixer):
+    qmix = load_example("qmix")
+    line = (
+        "--total-frames 400 --frames-per-batch 200 --num-envs 2 --init-random-frames 200 "
+        f"--updates-per-batch 2 --batch-size 32 --eval-episodes 2 --mixer {mixer}"
+    )
+    result = qmix.train(qmix.parse_config(flags(line, tmp_path)))
+    assert result["frames"] == 400
+    assert -100 < result["random_return"] < 0
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+
+
 def test_dqn_atari_example_runs_to_completion(load_example, tmp_path):
     pytest.importorskip("ale_py")
     dqn_atari = load_example("dqn_atari")
@@ -220,10 +233,11 @@ def test_dqn_atari_frames_round_trip_through_uint8(load_example):
     assert torch.equal(back["next", "observation"], back["observation"])
 
 
-def test_dreamer_example_runs_to_completion(load_example, tmp_path):
+@pytest.mark.parametrize("variant", ["", "--pixels"])
+def test_dreamer_example_runs_to_completion(load_example, tmp_path, variant):
     dreamer = load_example("dreamer")
     line = (
-        "--iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
+        f"{variant} --iterations 1 --updates-per-iteration 2 --num-envs 2 --prefill-episodes 2 "
         "--max-steps 40 --seq-len 8 --batch-size 4 --imagination-horizon 3 --eval-episodes 2"
     )
     result = dreamer.train(dreamer.parse_config(flags(line, tmp_path)))
