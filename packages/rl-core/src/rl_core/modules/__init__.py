@@ -6,6 +6,7 @@ from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.call_plan import PolicyCallPlan
 from rl_core.modules.convnet import ConvNet
 from rl_core.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
+from rl_core.modules.decision_transformer import DecisionTransformer, DTActor, OnlineDTActor
 from rl_core.modules.distributional_qvalue import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -24,6 +25,7 @@ from rl_core.modules.distributions import (
 from rl_core.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_core.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
 from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
+from rl_core.modules.dt_inference import DecisionTransformerInferenceWrapper
 from rl_core.modules.exploration import (
     AdditiveGaussianModule,
     EGreedyModule,
@@ -54,6 +56,11 @@ __all__ = [
     "DuelingCnnDQNet",
     "NoisyLinear",
     "reset_noise",
+    # sequence policies (Decision Transformer; GPT-2 blocks from transformers)
+    "DecisionTransformer",
+    "DTActor",
+    "OnlineDTActor",
+    "DecisionTransformerInferenceWrapper",
     # actors and critics
     "Actor",
     "ProbabilisticActor",
