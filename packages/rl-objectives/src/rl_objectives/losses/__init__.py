@@ -17,6 +17,7 @@ from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.mappo import IPPOLoss, MAPPOLoss
+from rl_objectives.losses.online_dt import OnlineDTLoss
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.qmixer import QMixerLoss
 from rl_objectives.losses.redq import REDQLoss
@@ -55,4 +56,5 @@ __all__ = [
     "DreamerActorLoss",
     "DreamerValueLoss",
     "TQCLoss",
+    "OnlineDTLoss",
 ]
