@@ -17,6 +17,7 @@ from rl_envs.libs.openspiel import OpenSpielWrapper
 from rl_envs.libs.openspiel_env import OpenSpielEnv
 from rl_envs.libs.pettingzoo import PettingZooWrapper
 from rl_envs.libs.pettingzoo_env import PettingZooEnv
+from rl_envs.libs.vmas import VmasEnv, VmasWrapper
 
 __all__ = [
     "DMControlEnv",
@@ -35,6 +36,8 @@ __all__ = [
     "PointMassEnv",
     "PettingZooEnv",
     "PettingZooWrapper",
+    "VmasEnv",
+    "VmasWrapper",
     "check_marl_grouping",
     "default_info_dict_reader",
     "gym_space_to_spec",
