@@ -117,16 +117,16 @@ MISSING = textwrap.dedent(
     from __future__ import annotations
 
     import pytest
-    from torchrl.envs import GymEnv, MultiThreadedEnv
+    from torchrl.envs import GymEnv, IsaacGymEnv
     from torchrl.envs import EnvBase as Base
 
 
-    class Threaded(MultiThreadedEnv):
+    class Threaded(IsaacGymEnv):
         pass
 
 
     def test_uses_a_missing_name():
-        MultiThreadedEnv(num_workers=2, env_name="Pendulum-v1")
+        IsaacGymEnv(task="Ant", num_envs=2)
 
 
     def test_uses_names_this_stack_has():
@@ -137,8 +137,8 @@ MISSING = textwrap.dedent(
 
 def test_a_name_the_stack_lacks_fails_where_it_is_used_not_at_import(migrate, import_map):
     out, report = migrate.rewrite_source(MISSING, import_map, "test_user.py")
-    assert report.unknown == [(6, "torchrl.envs.MultiThreadedEnv")]
-    assert 'MultiThreadedEnv = _torchrl_missing("torchrl.envs.MultiThreadedEnv")' in out
+    assert report.unknown == [(6, "torchrl.envs.IsaacGymEnv")]
+    assert 'IsaacGymEnv = _torchrl_missing("torchrl.envs.IsaacGymEnv")' in out
     assert out.count("def _torchrl_missing(") == 1
     # the helper goes after the docstring and the __future__ import (which must stay first)
     tree = ast.parse(out)
@@ -151,19 +151,19 @@ def test_a_name_the_stack_lacks_fails_where_it_is_used_not_at_import(migrate, im
     namespace = run(out)  # the module imports: its other tests run
     namespace["test_uses_names_this_stack_has"]()
     message = (
-        r"torchrl\.envs\.MultiThreadedEnv has no counterpart in the rl stack: "
+        r"torchrl\.envs\.IsaacGymEnv has no counterpart in the rl stack: "
         r"tools/migrate_torchrl\.py bound it to a placeholder that raises when used"
     )
     with pytest.raises(NotImplementedError, match=message):
         namespace["test_uses_a_missing_name"]()
     with pytest.raises(NotImplementedError, match=message):
         namespace["Threaded"]()  # a subclass fails where it is instantiated
-    with pytest.raises(AttributeError, match=r"MultiThreadedEnv\.make_env: torchrl\.envs"):
-        _ = namespace["MultiThreadedEnv"].make_env
-    assert not hasattr(namespace["MultiThreadedEnv"], "__test__")  # pytest's probe still works
+    with pytest.raises(AttributeError, match=r"IsaacGymEnv\.make_env: torchrl\.envs"):
+        _ = namespace["IsaacGymEnv"].make_env
+    assert not hasattr(namespace["IsaacGymEnv"], "__test__")  # pytest's probe still works
 
     assert report.lines() == [
-        "test_user.py:6: no rl-stack name for torchrl's torchrl.envs.MultiThreadedEnv; "
+        "test_user.py:6: no rl-stack name for torchrl's torchrl.envs.IsaacGymEnv; "
         "bound to a placeholder that raises when used"
     ]
     again, second = migrate.rewrite_source(out, import_map, "test_user.py")
