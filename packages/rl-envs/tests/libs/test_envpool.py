@@ -43,6 +43,8 @@ def test_steps_match_envpool_and_no_autoreset_step_leaks():
     for t in range(6):
         obs, *_ = ref.step(np.ones(2, dtype=np.int64))
         np.testing.assert_array_equal(traj["next", "observation"][:, t].numpy(), obs)
+    ref.close()
+    env.close()
     # Every step is a real transition (reward 1): EnvPool's reset step never appears.
     assert traj["next", "reward"].eq(1).all()
     # The 6-step limit truncates each episode (or the pole falls first).
@@ -59,6 +61,8 @@ def test_set_seed_gives_sub_env_i_seed_plus_i():
     torch.testing.assert_close(first[1:], single.reset()["observation"])
     env.set_seed(9)
     torch.testing.assert_close(env.reset()["observation"], first)
+    single.close()
+    env.close()
 
 
 def test_wrapper_and_one_hot_actions():
@@ -71,6 +75,7 @@ def test_wrapper_and_one_hot_actions():
     traj = env.rollout(5, break_when_any_done=False)
     assert traj.batch_size == (3, 5)
     assert traj["action"].sum(-1).eq(1).all()
+    env.close()
 
 
 def test_bad_arguments_raise():

@@ -6,10 +6,12 @@ this package is imported.
 
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
+from rl_envs.libs.brax import BraxEnv, BraxWrapper
 from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
+from rl_envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from rl_envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
 from rl_envs.libs.mujoco_point_mass import PointMassEnv
@@ -20,8 +22,12 @@ from rl_envs.libs.pettingzoo_env import PettingZooEnv
 from rl_envs.libs.vmas import VmasEnv, VmasWrapper
 
 __all__ = [
+    "BraxEnv",
+    "BraxWrapper",
     "DMControlEnv",
     "DMControlWrapper",
+    "JumanjiEnv",
+    "JumanjiWrapper",
     "MOGymEnv",
     "MOGymWrapper",
     "GymEnv",
