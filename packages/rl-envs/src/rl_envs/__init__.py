@@ -14,15 +14,11 @@ from importlib.metadata import version as _version
 
 from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv, SerialEnv
 from rl_envs.libs import (
-    BraxEnv,
-    BraxWrapper,
     DMControlEnv,
     DMControlWrapper,
     GymEnv,
     GymWrapper,
     InfoDictReader,
-    JumanjiEnv,
-    JumanjiWrapper,
     MarlGroupMapType,
     MOGymEnv,
     MOGymWrapper,
@@ -34,6 +30,8 @@ from rl_envs.libs import (
     PettingZooEnv,
     PettingZooWrapper,
     PointMassEnv,
+    VmasEnv,
+    VmasWrapper,
     check_marl_grouping,
     default_info_dict_reader,
     gym_space_to_spec,
@@ -117,16 +115,14 @@ __all__ = [
     # mo-gymnasium
     "MOGymEnv",
     "MOGymWrapper",
-    # JAX suites
-    "BraxEnv",
-    "BraxWrapper",
-    "JumanjiEnv",
-    "JumanjiWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",
     "MarlGroupMapType",
     "check_marl_grouping",
+    # VMAS
+    "VmasEnv",
+    "VmasWrapper",
     # torch-native
     "CartPoleEnv",
     "PendulumEnv",
