@@ -14,11 +14,15 @@ from importlib.metadata import version as _version
 
 from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv, SerialEnv
 from rl_envs.libs import (
+    BraxEnv,
+    BraxWrapper,
     DMControlEnv,
     DMControlWrapper,
     GymEnv,
     GymWrapper,
     InfoDictReader,
+    JumanjiEnv,
+    JumanjiWrapper,
     MarlGroupMapType,
     MOGymEnv,
     MOGymWrapper,
@@ -115,6 +119,11 @@ __all__ = [
     # mo-gymnasium
     "MOGymEnv",
     "MOGymWrapper",
+    # JAX suites
+    "BraxEnv",
+    "BraxWrapper",
+    "JumanjiEnv",
+    "JumanjiWrapper",
     # PettingZoo
     "PettingZooEnv",
     "PettingZooWrapper",
