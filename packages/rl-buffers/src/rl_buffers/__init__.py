@@ -38,6 +38,7 @@ from rl_buffers.samplers import (
     SliceSampler,
     SliceSamplerWithoutReplacement,
     StalenessAwareSampler,
+    StreamingSliceSampler,
 )
 from rl_buffers.storages import (
     CompressedListStorage,
@@ -102,6 +103,7 @@ __all__ = [
     "SamplerEnsemble",
     "StalenessAwareSampler",
     "ConsumingSampler",
+    "StreamingSliceSampler",
     # writers
     "Writer",
     "RoundRobinWriter",

@@ -79,6 +79,8 @@ class ReplayBuffer:
         name = type(self).__name__
         self._storage = storage if storage is not None else ListStorage(1000)
         self._sampler = sampler if sampler is not None else RandomSampler()
+        # Samplers that read what was written (StreamingSliceSampler) define mark_update.
+        self._mark_update = getattr(self._sampler, "mark_update", None)
         self._writer = writer if writer is not None else self._default_writer()
         self._writer.register_storage(self._storage)
         if collate_fn is None:
@@ -235,6 +237,8 @@ class ReplayBuffer:
                 self._sampler.extend(items.reshape(-1))
             elif row >= 0:
                 self._sampler.add(row)
+            if row >= 0 and self._mark_update is not None:
+                self._mark_update(torch.tensor([row]), storage=self._storage)
         return row
 
     def extend(self, data: Any) -> Tensor:
@@ -244,9 +248,13 @@ class ReplayBuffer:
             rows = self._writer.extend(data)
             if self._storage.ndim == 1:
                 self._sampler.extend(rows)
+                if self._mark_update is not None:
+                    self._mark_update(rows, storage=self._storage)
                 return rows
             index = self._items_of_rows(rows, data)
             self._sampler.extend(index.reshape(-1))
+            if self._mark_update is not None:
+                self._mark_update(rows, storage=self._storage)
         return index
 
     def _items_of_rows(self, rows: Tensor, data: Any) -> Tensor:

@@ -9,11 +9,13 @@ from rl_buffers.samplers.sampler import Sampler
 from rl_buffers.samplers.slice import SliceSampler
 from rl_buffers.samplers.slice_without_replacement import SliceSamplerWithoutReplacement
 from rl_buffers.samplers.staleness import StalenessAwareSampler
+from rl_buffers.samplers.streaming_slice import StreamingSliceSampler
 from rl_buffers.samplers.without_replacement import SamplerWithoutReplacement
 
 __all__ = [
     "StalenessAwareSampler",
     "ConsumingSampler",
+    "StreamingSliceSampler",
     "SamplerEnsemble",
     "PrioritizedSampler",
     "PrioritizedSliceSampler",
