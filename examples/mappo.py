@@ -14,6 +14,10 @@ entry carries an agent dimension (``("agents", "observation")`` is ``[num_envs, 
   flags, standardised per agent, and a value normaliser (``--value-norm``: running mean and
   variance by default, PopArt's moving averages, or none) rescales the critic's regression.
 
+``--env vmas`` trains on a VMAS scenario instead (``--task navigation`` by default with this
+flag; ``VmasEnv``, discrete moves): VMAS simulates the ``num_envs`` copies in one batch, so no
+``SerialEnv`` is needed, and ``max_cycles`` becomes the scenario's ``max_steps``.
+
 Before training, the script plays ``eval_episodes`` episodes with uniformly random actions;
 after training, as many with the trained policy. The learning test compares the
 two mean returns.
@@ -42,7 +46,7 @@ from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictR
 from rl_collectors import SyncDataCollector
 from rl_core import ExplorationType, RewardSum, TransformedEnv, set_exploration_type
 from rl_core.modules import MultiAgentMLP, ProbabilisticActor
-from rl_envs import PettingZooEnv, SerialEnv
+from rl_envs import PettingZooEnv, SerialEnv, VmasEnv
 from rl_objectives import IPPOLoss, MAPPOLoss
 from rl_objectives.loggers import get_logger
 from rl_objectives.value import MultiAgentGAE, PopArtValueNorm, RunningValueNorm
@@ -54,7 +58,8 @@ GROUP = "agents"
 class Config:
     """Every knob of the run; each field is also a command-line flag (``--num-envs 8``)."""
 
-    task: str = "simple_spread_v3"
+    env: Literal["pettingzoo", "vmas"] = "pettingzoo"  # the simulator: PettingZoo/mpe2 or VMAS
+    task: str = "simple_spread_v3"  # with --env vmas, a VMAS scenario ("navigation" if unset)
     n_agents: int = 3  # agents (and landmarks) of simple-spread
     max_cycles: int = 25  # steps per episode
     seed: int = 0
@@ -89,6 +94,13 @@ def parse_config(argv: list[str] | None = None) -> Config:
 def make_env(cfg: Config) -> TransformedEnv:
     """``num_envs`` copies of the task with discrete actions, per-agent episode returns summed
     at ``("agents", "episode_reward")``."""
+    if cfg.env == "vmas":
+        task = "navigation" if cfg.task == Config.task else cfg.task
+        vmas_env = VmasEnv(
+            task, cfg.num_envs, continuous_actions=False, max_steps=cfg.max_cycles,
+            seed=cfg.seed, n_agents=cfg.n_agents,
+        )  # fmt: skip
+        return TransformedEnv(vmas_env, RewardSum(in_keys=[(GROUP, "reward")]))
 
     def make_one() -> PettingZooEnv:
         return PettingZooEnv(
@@ -166,7 +178,7 @@ def train(cfg: Config) -> dict[str, float]:
     the last 3 training batches), ``frames`` and ``seconds`` (training only)."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
-    exp_name = cfg.exp_name or f"mappo_{cfg.task}_{cfg.seed}_{int(time.time())}"
+    exp_name = cfg.exp_name or f"mappo_{cfg.env}_{cfg.task}_{cfg.seed}_{int(time.time())}"
     run_dir = Path(cfg.out_dir) / exp_name
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")

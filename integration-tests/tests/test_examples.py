@@ -187,6 +187,19 @@ def test_mappo_example_ippo_variant_runs(load_example, tmp_path):
     assert mappo.train(cfg)["frames"] == 400
 
 
+def test_mappo_example_runs_on_a_vmas_scenario(load_example, tmp_path):
+    pytest.importorskip("vmas", reason='pip install "rl-envs[vmas]"')
+    mappo = load_example("mappo")
+    line = "--env vmas --total-frames 800 --frames-per-batch 400 --num-envs 4 --eval-episodes 8"
+    cfg = mappo.parse_config(flags(f"{line} --no-plot", tmp_path))
+    env = mappo.make_env(cfg)
+    assert env.batch_size == (4,)  # VMAS batches the copies itself: no SerialEnv
+    assert env.observation_spec["agents", "observation"].shape == (4, 3, 18)  # navigation
+    result = mappo.train(cfg)
+    assert result["frames"] == 800
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+
+
 @pytest.mark.parametrize("mixer", ["qmix", "none"])
 def test_qmix_example_runs_each_mixer(load_example, tmp_path, mixer):
     qmix = load_example("qmix")
