@@ -236,3 +236,12 @@ def test_bad_storages_batches_and_missing_keys():
     keyed = buffer(8, StreamingSliceSampler(slice_len=2, end_key="stop"))
     with pytest.raises(KeyError, match="expected the written items to hold the entry 'stop'"):
         keyed.extend(stream(2))
+
+
+def test_a_two_dimensional_storage_is_refused_at_the_first_write():
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(8, ndim=2), sampler=StreamingSliceSampler(slice_len=2)
+    )
+    data = TensorDict({"value": torch.arange(6).view(2, 3)}, [2, 3])
+    with pytest.raises(TypeError, match=r"expected a 1-D tensor storage of TensorDicts, got "):
+        rb.extend(data)
