@@ -1,5 +1,6 @@
 """The examples run end to end (the README's main job among them)."""
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -298,3 +299,19 @@ def test_distributed_sac_example_runs_on_a_local_ray(tmp_path):
     assert "done: 2 collector(s), 512 frames (512 in the buffer)" in result.stdout
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "eval" / "reward.csv").is_file()
+
+
+def test_decision_transformer_example_runs_to_completion(load_example, tmp_path):
+    pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+    dt = load_example("decision_transformer")
+    line = (
+        "--expert-episodes 4 --random-episodes 4 --max-steps 40 --context 8 --n-embd 16 "
+        "--n-layer 1 --updates 10 --batch-size 8 --eval-episodes 2"
+    )
+    result = dt.train(dt.parse_config(flags(line, tmp_path)))
+    # the controller's episodes beat the random policy's: the dataset spans good and bad returns
+    assert result["expert_return"] > result["random_return"]
+    assert math.isfinite(result["final_loss"])
+    assert -40 * 16.3 <= result["eval_return"] <= 0  # Pendulum's reward is in [-16.3, 0]
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    assert (tmp_path / "run" / "config.json").is_file()

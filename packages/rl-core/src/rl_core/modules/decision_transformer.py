@@ -110,6 +110,8 @@ class DecisionTransformer(nn.Module):
         self.action_dim = action_dim
         gpt_config = GPT2Config(
             vocab_size=1,  # tokens arrive as embeddings
+            bos_token_id=0,
+            eos_token_id=0,
             n_embd=config.n_embd,
             n_layer=config.n_layer,
             n_head=config.n_head,
