@@ -16,13 +16,14 @@ regresses on them.
 ``--pixels`` replaces the observation by a 64x64 render of the pendulum (the angle only), seen
 through Dreamer's convolutional ``ObsEncoder``/``ObsDecoder``.
 
-Run:  ``uv run python examples/dreamer.py`` (49.6k frames, 3000 steps of each loss; 23.6 min on
-a 2-core CPU shared at load average 13 to 23). It does not learn Pendulum yet: the deterministic
-policy's return stays near the random policy's (examples/README.md has the figures). Every
-config field is a flag: ``--help`` lists them.
+Run:  ``uv run python examples/dreamer.py`` (25.6k frames, 3000 steps of each loss; 12.8 min on
+a 2-core CPU shared at load average about 14): the deterministic policy's return goes from
+about -1400 to -108 at best, -235 over the last 10 evaluations, against -1093 for random
+torques (examples/README.md has the figures). Every config field is a flag: ``--help`` lists them.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
-``config.json``, ``checkpoint.pt`` (world model, actor, value, config) and ``learning_curve.png`` (the evaluation return after each iteration).
+``config.json``, ``checkpoint.pt`` (world model, actor, value, config) and
+``learning_curve.png`` (the evaluation return after each iteration).
 """
 
 from __future__ import annotations
@@ -64,19 +65,19 @@ class Config:
 
     seed: int = 0
     pixels: bool = False  # observe 64x64 renders of the pendulum instead of [cos, sin, thdot]
-    num_envs: int = 8  # Pendulum episodes played side by side per iteration
+    num_envs: int = 4  # Pendulum episodes played side by side per iteration
     max_steps: int = 200  # Pendulum-v1's time limit
     prefill_episodes: int = 8  # random-torque episodes before the first update
     iterations: int = 30  # collect-then-train rounds after the prefill
     updates_per_iteration: int = 100  # steps of each loss per round
-    batch_size: int = 16  # sequences per update
+    batch_size: int = 32  # sequences per update
     seq_len: int = 16  # steps per sequence
     state_dim: int = 8  # the RSSM's stochastic state
     belief_dim: int = 32  # the RSSM's deterministic belief (GRU state)
     hidden: int = 32  # width of every hidden layer
     imagination_horizon: int = 15
     actor_std_bias: float = 1.0  # the actor's scale before learning (DreamerActor's std_bias)
-    imagination_starts: int = 128  # posterior states of the batch imagination starts from
+    imagination_starts: int = 256  # posterior states of the batch imagination starts from
     gamma: float = 0.99
     lmbda: float = 0.95
     free_nats: float = 3.0
