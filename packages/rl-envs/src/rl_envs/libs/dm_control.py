@@ -76,16 +76,13 @@ class DMControlWrapper(EnvBase):
         RuntimeError: rendering fails (``from_pixels`` without a working ``MUJOCO_GL``).
 
     Examples:
-        (Not run as doctests: dm-control 1.0.50 does not load on the workspace's locked
-        mujoco 4.0; ``tests/libs/test_dm_control.py`` runs the same calls with mujoco 3.17.)
-
-        >>> from dm_control import suite  # doctest: +SKIP
+        >>> from dm_control import suite
         >>> from rl_envs.libs import DMControlWrapper
-        >>> env = DMControlWrapper(suite.load("cartpole", "balance"))  # doctest: +SKIP
-        >>> env.set_seed(0)  # doctest: +SKIP
+        >>> env = DMControlWrapper(suite.load("cartpole", "balance"))
+        >>> env.set_seed(0)
         1
-        >>> traj = env.rollout(5)  # doctest: +SKIP
-        >>> traj["next", "position"].shape, traj["action"].shape  # doctest: +SKIP
+        >>> traj = env.rollout(5)
+        >>> traj["next", "position"].shape, traj["action"].shape
         (torch.Size([5, 3]), torch.Size([5, 1]))
     """
 
@@ -220,13 +217,11 @@ class DMControlEnv(DMControlWrapper):
         RuntimeError: dm_control does not run on the installed mujoco (version mismatch).
 
     Examples:
-        (Not run as doctests, see :class:`DMControlWrapper`.)
-
         >>> from rl_envs.libs import DMControlEnv
-        >>> env = DMControlEnv("cheetah", "run", seed=0)  # doctest: +SKIP
-        >>> sorted(env.observation_spec.keys())  # doctest: +SKIP
+        >>> env = DMControlEnv("cheetah", "run", seed=0)
+        >>> sorted(env.observation_spec.keys())
         ['position', 'velocity']
-        >>> env.rollout(3)["next", "reward"].dtype  # doctest: +SKIP
+        >>> env.rollout(3)["next", "reward"].dtype
         torch.float64
     """
 
