@@ -6,6 +6,7 @@ from tensordict import TensorDict
 
 from rl_core.envs.checks import check_env_specs
 from rl_core.specs import Bounded, Categorical, OneHot
+from rl_core.testing import EnvConformanceSuite
 from rl_envs.batched import SerialEnv
 from rl_envs.libs import MarlGroupMapType, VmasEnv, VmasWrapper
 
@@ -23,6 +24,18 @@ def navigation(**kwargs):
     """Discrete actions (9 per agent): 4 agents reach their goals."""
     kwargs.setdefault("max_steps", 4)
     return VmasEnv("navigation", N_ENVS, continuous_actions=False, **kwargs)
+
+
+class TestBalanceContinuous(EnvConformanceSuite):
+    def make_env(self):
+        return VmasEnv("balance", 2, max_steps=5)
+
+
+class TestBalanceDiscreteOneHot(EnvConformanceSuite):
+    def make_env(self):
+        return VmasEnv(
+            "balance", 2, continuous_actions=False, categorical_actions=False, max_steps=5
+        )
 
 
 # ---------------------------------------------------------------- layout and specs

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,10 @@ class VmasWrapper(EnvBase):
     ``OneHot`` vectors. ``reset`` with ``"_reset"`` masks (root ``[num_envs, 1]`` or group
     ``[num_envs, n, 1]``) resets only the sub-envs masked, with VMAS's ``reset_at``.
 
+    VMAS draws from one random state shared by all its envs; each wrapper swaps in its own
+    around every VMAS call, so :meth:`set_seed` seeds this env only and two envs seeded alike
+    produce the same episodes whatever runs in between.
+
     Args:
         env: a ``vmas.simulator.environment.Environment`` (from ``vmas.make_env``) without a
             wrapper.
@@ -136,6 +141,10 @@ class VmasWrapper(EnvBase):
             env.to(torch.device(device))
         super().__init__(batch_size=(env.num_envs,), device=env.device)
         self._env = env
+        # VMAS keeps one random state (torch, numpy, random) for all its envs, a class
+        # attribute; each wrapper swaps in its own so that envs seeded alike run alike.
+        self._shared_random_state = type(env).vmas_random_state
+        self._random_state = list(self._shared_random_state)
         self.categorical_actions = categorical_actions
         self.continuous_actions = bool(env.continuous_actions)
         self.max_steps = env.max_steps
@@ -156,9 +165,10 @@ class VmasWrapper(EnvBase):
     def _make_specs(self, agents: list[str]) -> None:
         env, name = self._env, type(self).__name__
         batch = self.batch_size
-        infos = env.get_from_scenario(
-            get_observations=False, get_rewards=False, get_infos=True, get_dones=False
-        )[0]
+        with self._own_random_state():
+            infos = env.get_from_scenario(
+                get_observations=False, get_rewards=False, get_infos=True, get_dones=False
+            )[0]
         observation, action, reward, done = (Composite(shape=batch) for _ in range(4))
         for group, members in self.group_map.items():
             indices = [agents.index(a) for a in members]
@@ -191,9 +201,22 @@ class VmasWrapper(EnvBase):
         self.done_spec = done
 
     # ------------------------------------------------------------------ EnvBase contract
+    @contextlib.contextmanager
+    def _own_random_state(self) -> Iterator[None]:
+        """Runs VMAS calls with this wrapper's random state in VMAS's shared one."""
+        shared = self._shared_random_state
+        saved = list(shared)
+        shared[:] = self._random_state
+        try:
+            yield
+        finally:
+            self._random_state = list(shared)
+            shared[:] = saved
+
     def _set_seed(self, seed: int | None) -> None:
-        # VMAS keeps its own random state (torch, numpy, random), separate from the global one.
-        self._env.seed(seed)
+        # VMAS's random state (torch, numpy, random) is separate from the global one.
+        with self._own_random_state():
+            self._env.seed(seed)
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         if kwargs:
@@ -202,14 +225,15 @@ class VmasWrapper(EnvBase):
                 f"env with set_seed(seed) instead."
             )
         mask = None if tensordict is None else self._reset_mask(tensordict)
-        if mask is None or bool(mask.all()):
-            self._env.reset(return_observations=False)
-        else:
-            for index in mask.nonzero().flatten().tolist():
-                self._env.reset_at(index, return_observations=False)
-        obs, infos = self._env.get_from_scenario(
-            get_observations=True, get_rewards=False, get_infos=True, get_dones=False
-        )
+        with self._own_random_state():
+            if mask is None or bool(mask.all()):
+                self._env.reset(return_observations=False)
+            else:
+                for index in mask.nonzero().flatten().tolist():
+                    self._env.reset_at(index, return_observations=False)
+            obs, infos = self._env.get_from_scenario(
+                get_observations=True, get_rewards=False, get_infos=True, get_dones=False
+            )
         flags = torch.zeros((*self.batch_size, 1), dtype=torch.bool, device=self.device)
         return self._output(obs, None, infos, flags)
 
@@ -235,7 +259,8 @@ class VmasWrapper(EnvBase):
             for column, index in enumerate(group.indices):
                 action = value[:, column]
                 actions[index] = action.unsqueeze(-1) if action.ndim == 1 else action
-        obs, rewards, dones, infos = self._env.step(actions)
+        with self._own_random_state():
+            obs, rewards, dones, infos = self._env.step(actions)
         return self._output(obs, rewards, infos, dones.reshape(self.num_envs, 1).bool())
 
     def _output(
