@@ -160,6 +160,7 @@ def train(cfg: Config) -> dict[str, float]:
     """Generates and stores the dataset, trains the DT, evaluates it; returns the figures
     (``expert_return``, ``random_return``, ``eval_return``, ``final_loss``, ``seconds``)."""
     torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)  # small batches: threads cost more than they give on a shared CPU
     exp_name = cfg.exp_name or f"dt_Pendulum_{cfg.seed}_{int(time.time())}"
     run_dir = Path(cfg.out_dir) / exp_name
     run_dir.mkdir(parents=True, exist_ok=True)
