@@ -4,7 +4,7 @@ their definitions, a DQN loss, collectors of both name generations, code run in 
 subprocess), converted by ``tools/migrate_torchrl.py`` and run with pytest in a subprocess.
 
 Every test passes except the one that uses a TorchRL name the stack does not have
-(``MultiThreadedEnv``): that test alone fails, with the placeholder's NotImplementedError,
+(``IsaacGymEnv``): that test alone fails, with the placeholder's NotImplementedError,
 while the other tests of its file run."""
 
 import os
@@ -18,8 +18,8 @@ SOURCES = Path(__file__).resolve().with_name("torchrl_tests")
 
 # the one test expected to fail, and the start of its message
 EXPECTED_FAILURES = {
-    "test_names_not_built.test_multithreaded_env": "NotImplementedError: torchrl.envs."
-    "MultiThreadedEnv has no counterpart in the rl stack",
+    "test_names_not_built.test_isaacgym_env": "NotImplementedError: torchrl.envs."
+    "IsaacGymEnv has no counterpart in the rl stack",
 }
 
 
@@ -31,7 +31,7 @@ def test_torchrl_test_files_run_after_the_codemod(migrate, tmp_path, capsys):
     assert report.splitlines() == [
         f"{suite / 'test_collectors.py'}:58: rewrote 2 TorchRL import(s) in a code string",
         f"{suite / 'test_names_not_built.py'}:6: no rl-stack name for torchrl's "
-        "torchrl.envs.MultiThreadedEnv; bound to a placeholder that raises when used",
+        "torchrl.envs.IsaacGymEnv; bound to a placeholder that raises when used",
     ]
     for file in suite.glob("*.py"):
         text = file.read_text()

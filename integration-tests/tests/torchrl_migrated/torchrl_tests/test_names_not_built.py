@@ -3,12 +3,12 @@ uses it fails, the others run."""
 
 import torch
 from tensordict import TensorDict
-from torchrl.envs import MultiThreadedEnv
+from torchrl.envs import IsaacGymEnv
 from torchrl.envs.utils import step_mdp
 
 
-def test_multithreaded_env():
-    env = MultiThreadedEnv(2, "Pendulum-v1")
+def test_isaacgym_env():
+    env = IsaacGymEnv(task="Ant", num_envs=2)
     assert env.batch_size == (2,)
 
 

@@ -229,10 +229,17 @@ def test_errors_of_the_network_and_of_the_distribution_surface():
             TensorDictModule(lambda x: x[..., :2] * float("nan"), ["observation"], ["logits"]),
             ["logits"], distribution_class=OneHotCategorical,
         )  # fmt: skip
-        with pytest.raises(ValueError, match="logits"):
-            nan(_obs())
-        with pytest.raises(ValueError, match="logits"):
-            PolicyCallPlan(nan)(_obs())
+        # Distribution argument checks are process-wide (torch.compile turns them off, and
+        # other tests compile): the check on NaN logits needs them on.
+        validating = torch.distributions.Distribution._validate_args
+        torch.distributions.Distribution.set_default_validate_args(True)
+        try:
+            with pytest.raises(ValueError, match="logits"):
+                nan(_obs())
+            with pytest.raises(ValueError, match="logits"):
+                PolicyCallPlan(nan)(_obs())
+        finally:
+            torch.distributions.Distribution.set_default_validate_args(validating)
 
 
 def test_env_rollout_through_the_plan_matches_the_generic_call():
