@@ -16,7 +16,39 @@ from rl_core.modules.convnet import ConvNet
 from rl_core.modules.mlp import MLP
 
 
-class MultiAgentMLP(nn.Module):
+class _AgentNetworks(nn.Module):
+    """One network shared by the agents, or one per agent with their parameters stacked along
+    a leading agent dimension in :attr:`params` and run for all agents at once with
+    ``torch.vmap`` (not in a Python loop)."""
+
+    net: nn.Module | None
+    params: TensorDictParams | None
+
+    def _set_agent_networks(self, build: Any, n_agents: int, share_params: bool) -> None:
+        if share_params:
+            self.net = build()
+            self.params = None
+        else:
+            nets = [build() for _ in range(n_agents)]
+            self.net = None
+            self.params = TensorDict.from_modules(*nets, as_module=True)
+            # A parameter-less copy whose tensors are swapped for one agent's slice of
+            # `params` inside vmap. Kept out of the submodules so it holds no state.
+            self.__dict__["_template"] = copy.deepcopy(nets[0]).to("meta")
+
+    def _call_template(self, params: TensorDictParams, x: torch.Tensor) -> torch.Tensor:
+        with params.to_module(self.__dict__["_template"]):
+            return self.__dict__["_template"](x)
+
+    def _each_agent(self, x: torch.Tensor, agent_dim: int | None) -> torch.Tensor:
+        """Every agent's network on ``x`` (its slice along ``agent_dim``, or all of ``x`` for
+        ``None``), outputs stacked at dim -2."""
+        return torch.vmap(
+            self._call_template, in_dims=(0, agent_dim), out_dims=-2, randomness="different"
+        )(self.params, x)
+
+
+class MultiAgentMLP(_AgentNetworks):
     """Maps ``[*B, n_agents, n_agent_inputs]`` to ``[*B, n_agents, n_agent_outputs]``.
 
     Four layouts, chosen by two flags:
@@ -105,21 +137,7 @@ class MultiAgentMLP(nn.Module):
                 **mlp_kwargs,
             )
 
-        if share_params:
-            self.net: MLP | None = build()
-            self.params: TensorDictParams | None = None
-        else:
-            nets = [build() for _ in range(n_agents)]
-            self.net = None
-            self.params = TensorDict.from_modules(*nets, as_module=True)
-            # A parameter-less copy whose tensors are swapped for one agent's slice of
-            # `params` inside vmap. Kept out of the submodules so it holds no state.
-            self.__dict__["_template"] = copy.deepcopy(nets[0]).to("meta")
-
-    def _call_template(self, params: TensorDictParams, x: torch.Tensor) -> torch.Tensor:
-        template: MLP = self.__dict__["_template"]
-        with params.to_module(template):
-            return template(x)
+        self._set_agent_networks(build, n_agents, share_params)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Runs the agents' networks.
@@ -144,13 +162,10 @@ class MultiAgentMLP(nn.Module):
             if self.centralized:
                 out = out.unflatten(-1, (self.n_agents, self.n_agent_outputs))
             return out
-        x_dim = None if self.centralized else -2
-        return torch.vmap(
-            self._call_template, in_dims=(0, x_dim), out_dims=-2, randomness="different"
-        )(self.params, x)
+        return self._each_agent(x, None if self.centralized else -2)
 
 
-class MultiAgentConvNet(nn.Module):
+class MultiAgentConvNet(_AgentNetworks):
     """Maps images ``[*B, n_agents, C, H, W]`` to features ``[*B, n_agents, F]``.
 
     The multi-agent counterpart of :class:`ConvNet`, with :class:`MultiAgentMLP`'s two flags:
@@ -242,20 +257,7 @@ class MultiAgentConvNet(nn.Module):
                 **kwargs,
             )
 
-        if share_params:
-            self.net: ConvNet | None = build()
-            self.params: TensorDictParams | None = None
-        else:
-            nets = [build() for _ in range(n_agents)]
-            self.net = None
-            self.params = TensorDict.from_modules(*nets, as_module=True)
-            # A parameter-less copy run with one agent's slice of `params` inside vmap.
-            self.__dict__["_template"] = copy.deepcopy(nets[0]).to("meta")
-
-    def _call_template(self, params: TensorDictParams, x: torch.Tensor) -> torch.Tensor:
-        template: ConvNet = self.__dict__["_template"]
-        with params.to_module(template):
-            return template(x)
+        self._set_agent_networks(build, n_agents, share_params)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Runs the agents' networks.
@@ -283,13 +285,7 @@ class MultiAgentConvNet(nn.Module):
                 out = self.net(x)
                 return out.unsqueeze(-2).expand(*out.shape[:-1], self.n_agents, out.shape[-1])
             return self.net(x)
-        if self.centralized:
-            return torch.vmap(
-                self._call_template, in_dims=(0, None), out_dims=-2, randomness="different"
-            )(self.params, x)
-        return torch.vmap(
-            self._call_template, in_dims=(0, -4), out_dims=-2, randomness="different"
-        )(self.params, x)
+        return self._each_agent(x, None if self.centralized else -4)
 
 
 __all__ = ["MultiAgentMLP", "MultiAgentConvNet"]
