@@ -143,7 +143,13 @@ def test_parallel_env_inside_multi_collector_workers(cls):
     try:
         batches = [collector.next(), collector.next()]
         tree = [pid for pid in _descendants(os.getpid()) if pid not in earlier]
-        # Two workers, each with two ParallelEnv processes of its own.
+        # Two workers, each with two ParallelEnv processes of its own. The asynchronous
+        # collector may serve its first batches from one worker while the other one's
+        # ParallelEnv still starts: keep collecting until both are up (or time runs out).
+        deadline = time.monotonic() + 60
+        while len(_alive(tree)) < 6 and time.monotonic() < deadline:
+            batches.append(collector.next())
+            tree = [pid for pid in _descendants(os.getpid()) if pid not in earlier]
         assert len(_alive(tree)) >= 6
     finally:
         collector.shutdown()
