@@ -12,7 +12,19 @@ from rl_core.keys import NestedKey
 from rl_llm.keys import HISTORY, LOG_PROBS, MASKS, TOKENS
 
 
-class RetrieveLogProb(Transform):
+class _StepInputTransform(Transform):
+    """A transform that writes into the step's input (the policy's output) at each env step,
+    or into a collected batch through ``transform(batch)``; resets pass through."""
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        self._call(tensordict)
+        return next_tensordict
+
+    def _reset(self, tensordict: Any, tensordict_reset: TensorDictBase) -> TensorDictBase:
+        return tensordict_reset
+
+
+class RetrieveLogProb(_StepInputTransform):
     """Scores the current dialog's tokens with a model and writes their per-token log-probs.
 
     At each env step (or on a collected batch, ``transform(batch)``) it scores, with ``model``
@@ -91,13 +103,6 @@ class RetrieveLogProb(Transform):
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         tensordict.set(self.log_probs_full_key, self.log_probs(tensordict))
         return tensordict
-
-    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        self._call(tensordict)
-        return next_tensordict
-
-    def _reset(self, tensordict: Any, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        return tensordict_reset
 
 
 class KLComputation(Transform):
@@ -201,7 +206,7 @@ class KLComputation(Transform):
         return tensordict_reset
 
 
-class _CollectorLogProb(Transform):
+class _CollectorLogProb(_StepInputTransform):
     """The generating policy's own log-probs, laid out like ``("tokens", "full")``.
 
     A generating wrapper writes ``("log_probs", "response")`` (``[B, Lr]``, aligned with
@@ -233,13 +238,6 @@ class _CollectorLogProb(Transform):
         zeros = response.new_zeros(*response.shape[:-1], prompt.shape[-1])
         tensordict.set(self.log_probs_full_key, torch.cat([zeros, response], -1))
         return tensordict
-
-    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        self._call(tensordict)
-        return next_tensordict
-
-    def _reset(self, tensordict: Any, tensordict_reset: TensorDictBase) -> TensorDictBase:
-        return tensordict_reset
 
 
 class RetrieveKL(Compose):
