@@ -116,3 +116,51 @@ def test_decode_refuses_logits_of_the_wrong_width():
         ValueError, match=r"last dim is the number of bins \(5\), got shape \(2, 4\)"
     ):
         two_hot_decode(torch.zeros(2, 4), torch.linspace(-1, 1, 5))
+
+
+def test_two_hot_cross_entropy_matches_definition_with_gradient():
+    from rl_core.modules import two_hot_cross_entropy
+
+    bins = [ref_symexp(v) for v in (-3.0, -1.5, 0.0, 1.5, 3.0)]
+    torch.manual_seed(0)
+    logits = torch.randn(4, 5, dtype=torch.float64, requires_grad=True)
+    targets = [-30.0, -0.4, 2.0, 100.0]
+    loss = two_hot_cross_entropy(
+        logits, torch.tensor(targets, dtype=torch.float64).unsqueeze(-1),
+        torch.tensor(bins, dtype=torch.float64),
+    )  # fmt: skip
+    loss.sum().backward()
+    for i, x in enumerate(targets):
+        row = logits[i].tolist()
+        norm = math.log(sum(math.exp(v) for v in row))
+        weights = ref_two_hot(x, bins)
+        assert loss[i].item() == pytest.approx(-sum(w * (v - norm) for w, v in zip(weights, row)))
+        softmax = [math.exp(v - norm) for v in row]
+        # d/dl_k of -sum_j w_j log softmax_j = softmax_k - w_k (the weights sum to one)
+        assert logits.grad[i].tolist() == pytest.approx([p - w for p, w in zip(softmax, weights)])
+
+
+def test_two_hot_cross_entropy_refuses_mismatched_targets():
+    from rl_core.modules import two_hot_cross_entropy
+
+    with pytest.raises(ValueError, match=r"expected target of shape \(2,\) or \(2, 1\)"):
+        two_hot_cross_entropy(torch.zeros(2, 3), torch.zeros(3), torch.tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="number of bins"):
+        two_hot_cross_entropy(torch.zeros(2, 4), torch.zeros(2), torch.tensor([0.0, 1.0, 2.0]))
+
+
+@pytest.mark.parametrize("num_bins", [5, 6, 255])
+def test_symexp_two_hot_bins_are_symexp_of_an_even_grid(num_bins):
+    from rl_core.modules import SymExpTwoHot
+
+    two_hot = SymExpTwoHot(num_bins)
+    step = 40.0 / (num_bins - 1)
+    expected = [ref_symexp(-20.0 + i * step) for i in range(num_bins)]
+    assert two_hot.bins.dtype == torch.get_default_dtype()
+    assert two_hot.bins.double().tolist() == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    assert torch.equal(two_hot.bins, -two_hot.bins.flip(0))  # exactly antisymmetric
+    target = torch.tensor([-7.0, 0.0, 0.25, 42.0])
+    assert torch.allclose(two_hot.decode(two_hot.encode(target).log()), target, rtol=1e-4)
+    assert two_hot(torch.zeros(3, num_bins)).shape == (3, 1)
+    with pytest.raises(ValueError, match="num_bins as an int >= 2"):
+        SymExpTwoHot(1)

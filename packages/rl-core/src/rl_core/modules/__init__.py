@@ -24,7 +24,14 @@ from rl_core.modules.distributions import (
 )
 from rl_core.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_core.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
-from rl_core.modules.dreamer_v3_utils import symexp, symlog, two_hot_decode, two_hot_encode
+from rl_core.modules.dreamer_v3_utils import (
+    SymExpTwoHot,
+    symexp,
+    symlog,
+    two_hot_cross_entropy,
+    two_hot_decode,
+    two_hot_encode,
+)
 from rl_core.modules.dt_inference import DecisionTransformerInferenceWrapper
 from rl_core.modules.exploration import (
     AdditiveGaussianModule,
@@ -44,6 +51,7 @@ from rl_core.modules.world_models import (
     RSSMRollout,
     WorldModelWrapper,
 )
+from rl_core.modules.world_models_v3 import RSSMPosteriorV3, RSSMPriorV3
 
 __all__ = [
     # networks
@@ -97,6 +105,8 @@ __all__ = [
     "symexp",
     "two_hot_encode",
     "two_hot_decode",
+    "two_hot_cross_entropy",
+    "SymExpTwoHot",
     # model-based: Dreamer's world model and actor
     "RSSMPrior",
     "RSSMPosterior",
@@ -105,6 +115,8 @@ __all__ = [
     "ObsEncoder",
     "ObsDecoder",
     "DreamerActor",
+    "RSSMPriorV3",
+    "RSSMPosteriorV3",
     # distributions
     "Delta",
     "IndependentNormal",

@@ -6,12 +6,19 @@ https://arxiv.org/abs/2301.04104), section "Robust predictions":
 - ``symlog(x) = sign(x) * ln(|x| + 1)`` and its inverse ``symexp(x) = sign(x) * (exp(|x|) - 1)``;
 - ``twohot(x)``: all zeros but the two support points ``b_k <= x < b_{k+1}`` around ``x``, which
   get ``|b_{k+1} - x| / |b_{k+1} - b_k|`` and ``|b_k - x| / |b_{k+1} - b_k|``;
-- a categorical prediction decodes to its expectation ``softmax(logits) @ bins``.
+- a categorical prediction decodes to its expectation ``softmax(logits) @ bins``, and is
+  trained by the cross-entropy with the two-hot target (:func:`two_hot_cross_entropy`);
+- the support of the reward and value heads is ``symexp`` of ``num_bins`` evenly spaced points
+  in ``[-20, 20]`` (255 by default, :class:`SymExpTwoHot`).
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
+
+_DEFAULT_NUM_BINS = 255
+_DEFAULT_BIN_RANGE = 20.0
 
 
 def symlog(x: torch.Tensor) -> torch.Tensor:
@@ -120,4 +127,113 @@ def two_hot_decode(logits: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
     return (torch.softmax(logits, dim=-1) * bins).sum(-1)
 
 
-__all__ = ["symexp", "symlog", "two_hot_decode", "two_hot_encode"]
+def two_hot_cross_entropy(
+    logits: torch.Tensor, target: torch.Tensor, bins: torch.Tensor
+) -> torch.Tensor:
+    """Cross-entropy of a categorical prediction with the two-hot encoding of raw targets:
+    ``-sum_k two_hot_encode(target, bins)_k * log_softmax(logits)_k``.
+
+    Args:
+        logits: ``(*S, num_bins)``.
+        target: raw values, ``S`` or ``(*S, 1)``.
+        bins: the support, ``(num_bins,)``.
+
+    Returns:
+        The unreduced loss, shape ``S``.
+
+    Raises:
+        ValueError: ``target`` is neither ``S`` nor ``(*S, 1)``, or ``bins`` does not match.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core.modules import two_hot_cross_entropy
+        >>> loss = two_hot_cross_entropy(torch.zeros(2, 3), torch.tensor([-0.5, 0.5]),
+        ...                              torch.tensor([-1.0, 0.0, 1.0]))
+        >>> [round(x, 4) for x in loss.tolist()]  # log(3): uniform prediction
+        [1.0986, 1.0986]
+    """
+    if target.shape == (*logits.shape[:-1], 1):
+        target = target.squeeze(-1)
+    if target.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"two_hot_cross_entropy: expected target of shape {tuple(logits.shape[:-1])} or "
+            f"{(*logits.shape[:-1], 1)} (the logits' without the bins dim), got "
+            f"{tuple(target.shape)}."
+        )
+    if bins.ndim != 1 or logits.shape[-1] != bins.numel():
+        raise ValueError(
+            f"two_hot_cross_entropy: expected logits whose last dim is the number of bins "
+            f"({bins.numel()}), got shape {tuple(logits.shape)}."
+        )
+    encoded = two_hot_encode(target, bins).to(logits.dtype)
+    return -(encoded * torch.log_softmax(logits, dim=-1)).sum(-1)
+
+
+def _symexp_bins(
+    num_bins: int = _DEFAULT_NUM_BINS,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """DreamerV3's support: ``symexp`` of ``num_bins`` evenly spaced points in ``[-20, 20]``,
+    exactly antisymmetric (computed in float64, then cast to ``dtype``); TorchRL's default
+    bins of the reward and value heads."""
+    if not isinstance(num_bins, int) or isinstance(num_bins, bool) or num_bins < 2:
+        raise ValueError(f"SymExpTwoHot: expected num_bins as an int >= 2, got {num_bins!r}.")
+    grid = torch.linspace(-_DEFAULT_BIN_RANGE, _DEFAULT_BIN_RANGE, num_bins, dtype=torch.float64)
+    bins = symexp(grid)
+    bins = (bins - bins.flip(0)) / 2  # the same magnitude on both sides, 0 in the middle
+    return bins.to(device=device, dtype=dtype or torch.get_default_dtype())
+
+
+class SymExpTwoHot(nn.Module):
+    """DreamerV3's categorical representation of a scalar over ``symexp`` bins.
+
+    ``encode`` two-hot encodes raw targets, ``decode`` (and ``forward``, which keeps a trailing
+    dim of 1) gives the expectation of logits, ``loss`` the two-hot cross-entropy. A reward or
+    value head outputs ``num_bins`` logits and decodes them with this module.
+
+    Args:
+        num_bins: size of the support. Defaults to 255.
+
+    Examples:
+        >>> import torch
+        >>> from rl_core.modules import SymExpTwoHot
+        >>> two_hot = SymExpTwoHot(num_bins=5)
+        >>> target = torch.tensor([-10.0, 0.0, 10.0])
+        >>> torch.allclose(two_hot.decode(two_hot.encode(target).log()), target, atol=1e-3)
+        True
+        >>> two_hot(torch.zeros(4, 5)).shape
+        torch.Size([4, 1])
+    """
+
+    def __init__(self, num_bins: int = _DEFAULT_NUM_BINS) -> None:
+        super().__init__()
+        self.num_bins = num_bins
+        self.register_buffer("bins", _symexp_bins(num_bins))
+
+    def encode(self, target: torch.Tensor) -> torch.Tensor:
+        """Two-hot weights ``(*S, num_bins)`` of raw targets ``S``."""
+        return two_hot_encode(target, self.bins)
+
+    def decode(self, logits: torch.Tensor) -> torch.Tensor:
+        """The expectations ``S`` of logits ``(*S, num_bins)``."""
+        return two_hot_decode(logits, self.bins)
+
+    def loss(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """:func:`two_hot_cross_entropy` over this support."""
+        return two_hot_cross_entropy(logits, target, self.bins)
+
+    def forward(self, logits: torch.Tensor) -> torch.Tensor:
+        """The expectations with a trailing dim of 1: ``(*S, num_bins) -> (*S, 1)``."""
+        return self.decode(logits).unsqueeze(-1)
+
+
+__all__ = [
+    "SymExpTwoHot",
+    "symexp",
+    "symlog",
+    "two_hot_cross_entropy",
+    "two_hot_decode",
+    "two_hot_encode",
+]
