@@ -127,3 +127,19 @@ def test_errors():
         TensorDictPrimer([Unbounded(shape=(2,))])
     with pytest.raises(ValueError, match="give primers or keyword specs, not both"):
         TensorDictPrimer(Composite(h=Unbounded(shape=(2,))), c=Unbounded(shape=(2,)))
+
+
+def test_primer_is_one_class_below_the_env_layer():
+    # Recurrent modules build primers without importing rl_core.transforms (the layer above
+    # envs, see .importlinter): the class is defined in rl_core._transform, and every public
+    # path gives that same class.
+    import rl_core._transform.primer as low
+    import rl_core.transforms as transforms
+    import rl_core.transforms.primer as public_module
+    from rl_core.modules import recurrent
+
+    assert transforms.TensorDictPrimer is low.TensorDictPrimer is TensorDictPrimer
+    assert public_module.TensorDictPrimer is TensorDictPrimer
+    assert recurrent.TensorDictPrimer is TensorDictPrimer
+    primer = LSTMModule(input_size=3, hidden_size=4, in_key="obs", out_key="h")
+    assert type(primer.make_tensordict_primer()) is TensorDictPrimer

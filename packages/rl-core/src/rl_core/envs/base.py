@@ -10,11 +10,9 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_core._fast_td import batch_size_of, entries, get_leaf, set_leaf
 from rl_core.envs import _specs
 from rl_core.envs._flags import (
     any_set,
-    carry_flat,
     complete_done_flags,
     merge_partial_reset,
     reset_masks,
@@ -23,14 +21,11 @@ from rl_core.envs._spec_checks import SWITCH
 from rl_core.envs.step_plan import StepPlan, active_plan
 from rl_core.keys import (
     ACTION,
-    DONE,
     DONE_KEYS,
     NEXT,
     OBSERVATION,
     RESET,
     REWARD,
-    TERMINATED,
-    TRUNCATED,
     NestedKey,
 )
 from rl_core.specs import Composite, TensorSpec
@@ -46,9 +41,6 @@ def _register_transformed_env(factory: Callable[[EnvBase, Callable], EnvBase]) -
     """Called once by ``rl_core.transforms``: ``factory(env, transform)`` is a TransformedEnv."""
     global _transformed_env
     _transformed_env = factory
-
-
-_NOT_CACHED = object()
 
 
 class EnvBase(nn.Module, metaclass=abc.ABCMeta):
@@ -388,15 +380,14 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             reset, sub-envs that are not reset keep their entries from ``tensordict``; entries of
             ``tensordict`` the env does not write are carried over either way.
         """
+        plan = active_plan(self)
+        if plan is not None:
+            return plan.full_reset(tensordict, **kwargs)
         if tensordict is not None:
             self._check_input_batch(tensordict, "reset")
         levels = self._done_levels()
         masks = reset_masks(tensordict, levels, len(self.batch_size))
-        plan = active_plan(self)
-        fresh = None if plan is None else plan.reset(tensordict, **kwargs)
-        if fresh is None:
-            fresh = self._reset(tensordict, **kwargs)
-        return self._complete_reset(tensordict, fresh, masks, levels)
+        return self._complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
 
     def _complete_reset(
         self,
@@ -408,14 +399,12 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """The end of :meth:`reset`: ``fresh`` (what ``_reset`` gave) checked and completed
         (batch size, done flags), then merged with ``tensordict`` (``masks``: its
         ``"_reset"`` masks by level, ``None`` for a full reset)."""
-        plain = type(fresh) is TensorDict
-        if not plain and not isinstance(fresh, TensorDictBase):
+        if not isinstance(fresh, TensorDictBase):
             raise TypeError(
                 f"{type(self).__name__}._reset: expected a TensorDict, got {type(fresh).__name__}."
             )
-        batch = self.batch_size
-        if (batch_size_of(fresh) if plain else fresh.batch_size) != batch:
-            fresh.batch_size = batch
+        if fresh.batch_size != self.batch_size:
+            fresh.batch_size = self.batch_size
         self._fill_reset_done(fresh, levels)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_reset_output
@@ -425,19 +414,11 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             return fresh
         if masks is not None:
             return merge_partial_reset(tensordict, fresh, masks, type(self).__name__)
-        carried = carry_flat(tensordict, fresh)
-        if carried is not None:
-            return carried
-        carried = tensordict.exclude(NEXT, *self.reset_keys)
-        return carried.update(fresh)
+        return tensordict.exclude(NEXT, *self.reset_keys).update(fresh)
 
     def _fill_reset_done(self, fresh: TensorDictBase, levels: list[tuple[str, ...]]) -> None:
         """A reset output without done flags gets them all False."""
         for level in levels:
-            if not level and type(fresh) is TensorDict:
-                names = entries(fresh)
-                if DONE in names and TERMINATED in names and TRUNCATED in names:
-                    continue
             for name in DONE_KEYS:
                 key = (*level, name)
                 if fresh.get(key, None) is None:
@@ -451,23 +432,19 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             reward and the done flags (``done == terminated | truncated``).
         """
         plan = active_plan(self)
-        next_td = None if plan is None else plan.step(tensordict)
-        if next_td is None:
-            next_td = self._step(tensordict)
-        return self._write_step(tensordict, next_td)
+        if plan is not None:
+            return plan.full_step(tensordict)
+        return self._write_step(tensordict, self._step(tensordict))
 
     def _write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Completes the done flags of ``next_td`` (the output of ``_step``), checks it when
         spec checks are on, and writes it under ``"next"`` of ``tensordict``."""
-        levels = self._cache.get("done_levels")
-        if levels is None:
-            levels = self._done_levels()
-        complete_done_flags(next_td, levels, type(self).__name__)
+        complete_done_flags(next_td, self._done_levels(), type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
             check_step_output(self, tensordict, next_td)
-        set_leaf(tensordict, NEXT, next_td)
+        tensordict.set(NEXT, next_td)
         return tensordict
 
     def step_and_maybe_reset(
@@ -481,14 +458,9 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """
         plan = active_plan(self)
         if plan is not None:
-            out = plan.step_and_maybe_reset(tensordict)
-            if out is not None:
-                return out
+            return plan.step_and_maybe_reset(tensordict)
         tensordict = self.step(tensordict)
-        mdp = self._cache.get("step_mdp_plan")
-        if mdp is None:
-            mdp = self.step_mdp_plan()
-        next_root = mdp(tensordict)
+        next_root = self.step_mdp_plan()(tensordict)
         if self._mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
@@ -516,16 +488,10 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         flag per level is read.
         """
         any_finished = False
-        paths = self._cache.get("done_paths")
-        if paths is None:
-            paths = self._done_paths()
-        for done_path, reset_path in paths:
-            done = get_leaf(root, done_path)
+        for done_path, reset_path in self._done_paths():
+            done = root.get(done_path)
             if any_set(done):
-                if len(reset_path) == 1:
-                    set_leaf(root, reset_path[0], done)
-                else:
-                    root.set(reset_path, done)
+                root.set(reset_path, done)
                 any_finished = True
         return any_finished
 
@@ -565,22 +531,10 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """Writes a uniformly random action (from ``action_spec``) into ``tensordict``."""
         if tensordict is None:
             tensordict = TensorDict(batch_size=self.batch_size, device=self.device)
-        single = self._cache.get("single_action", _NOT_CACHED)
-        if single is _NOT_CACHED:
-            single = self._cached("single_action", self._single_action)
-        if single is not None:
-            key, spec = single
-            if type(key) is str:
-                set_leaf(tensordict, key, spec.rand())
-            else:
-                tensordict.set(key, spec.rand())
-        else:
-            tensordict.update(self.full_action_spec.rand())
-        return tensordict
-
-    def _single_action(self) -> tuple[NestedKey, TensorSpec] | None:
-        keys = self.action_keys
-        return (keys[0], self.full_action_spec[keys[0]]) if len(keys) == 1 else None
+        plan = active_plan(self)
+        if plan is not None:
+            return plan.rand_action(tensordict)
+        return tensordict.update(self.full_action_spec.rand())
 
     def rand_step(self, tensordict: TensorDictBase | None = None) -> TensorDictBase:
         """A step with a random action."""

@@ -33,9 +33,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from tensordict import TensorDictBase
+import torch
+from tensordict import TensorDict, TensorDictBase
 
+from rl_core._fast_td import batch_size_of, entries, get_leaf, set_leaf
+from rl_core.envs._flags import any_set, carry_flat, complete_done_flags, reset_masks
 from rl_core.envs._spec_checks import SWITCH
+from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 
 if TYPE_CHECKING:
     from rl_core.envs.base import EnvBase
@@ -129,22 +133,125 @@ class StepPlan:
         torch RNG), and leave the env where the generic loop would."""
         return None
 
+    # ------------------------------------------------------------------ the env's entry points
+    # ``EnvBase.step``, ``reset``, ``step_and_maybe_reset`` and ``rand_action`` hand their call
+    # to these where a plan applies: the routes above, and the reference code's bookkeeping
+    # (done completion, the write under "next", the reset's completion and merge) with
+    # shortcuts for plain TensorDicts. They give what the reference gives.
+
+    def full_step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``env.step(tensordict)``: :meth:`step` (else ``env._step``), then
+        :meth:`write_step`."""
+        next_td = self.step(tensordict)
+        if next_td is None:
+            next_td = self.env._step(tensordict)
+        return self.write_step(tensordict, next_td)
+
+    def write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
+        """``env._write_step``: the done flags of ``next_td`` completed, ``next_td`` written
+        under ``"next"`` of ``tensordict`` (spec checks are off wherever a plan runs)."""
+        env = self.env
+        levels = env._cache.get("done_levels")
+        if levels is None:
+            levels = env._done_levels()
+        complete_done_flags(next_td, levels, type(env).__name__)
+        set_leaf(tensordict, NEXT, next_td)
+        return tensordict
+
+    def full_reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+        """``env.reset(tensordict, **kwargs)``: :meth:`reset` (else ``env._reset``), then
+        :meth:`complete_reset`."""
+        env = self.env
+        if tensordict is not None:
+            env._check_input_batch(tensordict, "reset")
+        levels = env._done_levels()
+        masks = reset_masks(tensordict, levels, len(env.batch_size))
+        fresh = self.reset(tensordict, **kwargs)
+        if fresh is None:
+            fresh = env._reset(tensordict, **kwargs)
+        return self.complete_reset(tensordict, fresh, masks, levels)
+
+    def complete_reset(
+        self,
+        tensordict: TensorDictBase | None,
+        fresh: Any,
+        masks: dict[tuple[str, ...], torch.Tensor] | None,
+        levels: list[tuple[str, ...]],
+    ) -> TensorDictBase:
+        """``env._complete_reset(tensordict, fresh, masks, levels)``; where ``fresh`` is a
+        plain TensorDict holding the three root-level done flags (its only level), read from
+        its entry dict, and a full reset's carry-over built from the entry dicts."""
+        env = self.env
+        if type(fresh) is TensorDict and levels == [()]:
+            names = entries(fresh)
+            if DONE in names and TERMINATED in names and TRUNCATED in names:
+                batch = env.batch_size
+                if batch_size_of(fresh) != batch:
+                    fresh.batch_size = batch
+                if tensordict is None:
+                    return fresh
+                if masks is None:
+                    carried = carry_flat(tensordict, fresh)
+                    if carried is not None:
+                        return carried
+        return env._complete_reset(tensordict, fresh, masks, levels)
+
+    def mark_finished(self, root: TensorDictBase) -> bool:
+        """``env._mark_finished(root)``, reading and writing root-level entries of a plain
+        TensorDict directly."""
+        env = self.env
+        paths = env._cache.get("done_paths")
+        if paths is None:
+            paths = env._done_paths()
+        any_finished = False
+        for done_path, reset_path in paths:
+            done = get_leaf(root, done_path)
+            if any_set(done):
+                if len(reset_path) == 1:
+                    set_leaf(root, reset_path[0], done)
+                else:
+                    root.set(reset_path, done)
+                any_finished = True
+        return any_finished
+
     def step_and_maybe_reset(
         self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase] | None:
-        """``env.step_and_maybe_reset`` through :meth:`step_and_reset`, or ``None``."""
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """``env.step_and_maybe_reset(tensordict)``: through :meth:`step_and_reset` where
+        it applies, else :meth:`full_step`, ``step_mdp`` and a reset of the finished
+        sub-envs."""
+        env = self.env
         fused = self.step_and_reset(tensordict)
         if fused is None:
-            return None
-        env = self.env
-        tensordict = env._write_step(tensordict, fused[0])
-        plan = env._cache.get("step_mdp_plan")
-        if plan is None:
-            plan = env.step_mdp_plan()
-        next_root = plan(tensordict)
-        if fused[1] is not None:
-            next_root = self.merge_reset_rows(next_root, fused[1])
+            tensordict = self.full_step(tensordict)
+        else:
+            tensordict = self.write_step(tensordict, fused[0])
+        mdp = env._cache.get("step_mdp_plan")
+        if mdp is None:
+            mdp = env.step_mdp_plan()
+        next_root = mdp(tensordict)
+        if fused is not None:
+            if fused[1] is not None:
+                next_root = self.merge_reset_rows(next_root, fused[1])
+        elif self.mark_finished(next_root):
+            next_root = env.reset(next_root)
         return tensordict, next_root
+
+    def rand_action(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``env.rand_action(tensordict)``; one root-level action is drawn from its own spec
+        and stored directly (the same draws as the full spec's)."""
+        env = self.env
+        single = self.__dict__.get("_single_action", _NO_PLAN)
+        if single is _NO_PLAN:
+            keys = env.action_keys
+            single = None
+            if len(keys) == 1 and type(keys[0]) is str:
+                single = (keys[0], env.full_action_spec[keys[0]])
+            self.__dict__["_single_action"] = single
+        if single is None:
+            return tensordict.update(env.full_action_spec.rand())
+        set_leaf(tensordict, single[0], single[1].rand())
+        return tensordict
 
 
 def plan_applies(env: EnvBase) -> bool:

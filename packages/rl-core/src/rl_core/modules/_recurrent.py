@@ -12,10 +12,10 @@ from tensordict.nn import TensorDictModuleBase, dispatch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from rl_core._transform.primer import TensorDictPrimer
 from rl_core.keys import NEXT, NestedKey
 from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
-from rl_core.transforms.primer import TensorDictPrimer
 
 
 class _Segments(NamedTuple):

@@ -8,11 +8,11 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from rl_core._transform.primer import TensorDictPrimer
 from rl_core.keys import IS_INIT, NestedKey
 from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
 from rl_core.modules.rnn import GRU, LSTM
 from rl_core.specs import Composite
-from rl_core.transforms.primer import TensorDictPrimer
 
 LSTM_STATE_KEYS = ("recurrent_state_h", "recurrent_state_c")
 GRU_STATE_KEYS = ("recurrent_state",)

@@ -53,7 +53,8 @@ def check_step_plan(
     """Twin envs seeded alike take the same actions, one with its step plan, the other with
     the reference code only (``reference_only``), through ``step_and_maybe_reset`` and then
     through ``step`` and ``reset``; every entry of the transitions and next roots (values,
-    shapes, dtypes, done flags, reset rows) must match. Returns False (nothing checked) for
+    shapes, dtypes, done flags, reset rows) must match, and so must ``rand_action``'s draws
+    under the same torch seed. Returns False (nothing checked) for
     envs without a plan."""
     envs = [make_env(), make_env()]
     try:
@@ -74,6 +75,15 @@ def check_step_plan(
                 ):
                     _compare(envs[0], route, t, what, mine, theirs, fail, same)
                 roots = [planned[1], reference[1]]
+        # rand_action: the plan draws one action entry from its own spec, the reference from
+        # the full action spec; the same torch seed must give the same actions.
+        for t in range(3):
+            torch.manual_seed(t)
+            planned = envs[0].rand_action(roots[0].clone())
+            with reference_only():
+                torch.manual_seed(t)
+                reference = envs[1].rand_action(roots[1].clone())
+            _compare(envs[0], "rand_action", t, "root", planned, reference, fail, same)
         return True
     finally:
         for env in envs:

@@ -140,9 +140,19 @@ class RowLane:
             pool = self._pools[(shape, dtype)] = Rows(shape, dtype, self)
         return pool.take
 
-    def step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        """What ``transform._step(tensordict, next_tensordict)`` gives."""
+    def step(
+        self,
+        tensordict: TensorDictBase,
+        next_tensordict: TensorDictBase,
+        base_rows: list | None = None,
+    ) -> TensorDictBase:
+        """What ``transform._step(tensordict, next_tensordict)`` gives.
+
+        ``base_rows``: the ``(tensor, numpy array)`` pairs of the base env's outputs in
+        ``next_tensordict``, where the caller has them (the random-rollout replay, whose
+        rows come from a trajectory); by default the base env's plan is asked."""
         self._turn()
+        self._base = base_rows
         root = entries(tensordict) if type(tensordict) is TensorDict else None
         nxt = writable_entries(next_tensordict) if root is not None else None
         for transform, plan in self.parts:

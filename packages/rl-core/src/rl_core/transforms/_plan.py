@@ -146,7 +146,7 @@ class TransformedEnvPlan(StepPlan):
         env._check_input_batch(next_root, "reset")
         masks = reset_masks(next_root, self.levels, len(env.batch_size))
         fresh = self._transform_reset(next_root, base_reset)
-        return env._complete_reset(next_root, fresh, masks, self.levels)
+        return self.complete_reset(next_root, fresh, masks, self.levels)
 
     def _transform_reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
@@ -162,7 +162,7 @@ class TransformedEnvPlan(StepPlan):
             found = base_plan.reset_entries(base_pending)
             if found is not None and found.keys() >= self.own:
                 return self._reset_directly(next_root, found)
-        env._mark_finished(next_root)
+        self.mark_finished(next_root)
         # The base env's next root as ``reset`` hands it to the base env (this env's outputs
         # left out, see ``TransformedEnv._base_reset``), holding the base env's own
         # observations and flags.
@@ -195,7 +195,7 @@ class TransformedEnvPlan(StepPlan):
         set_leaf(next_root, RESET, entries(next_root)[DONE])
         hidden = self.root_plan[0]
         fresh = self._transform_reset(next_root, _base_root(next_root, hidden, found))
-        return self.env._complete_reset(next_root, fresh, None, [()])
+        return self.complete_reset(next_root, fresh, None, [()])
 
     def _base_root_plan(self) -> tuple[set[str], list[str]] | None:
         """For :meth:`merge_reset_rows`: the root keys left out of the base env's root and

@@ -110,6 +110,18 @@ def _rows(
     return rows
 
 
+def _numpy_rows(rows: dict[str, tuple[torch.Tensor, ...]]) -> list[list[tuple]] | None:
+    """Per step of a chunk, the ``(tensor, numpy array)`` pairs of its rows (for the
+    numpy-row lane: its plans read the base env's outputs as numpy arrays), or ``None``
+    where a row is not on the CPU."""
+    pairs = []
+    for chunk in rows.values():
+        if not chunk or chunk[0].device.type != "cpu":
+            return None
+        pairs.append([(row, row.numpy()) for row in chunk])
+    return [list(step) for step in zip(*pairs, strict=True)]
+
+
 def replay_random_rollout(
     plan: TransformedEnvPlan,
     start: TensorDictBase,
@@ -138,12 +150,16 @@ def replay_random_rollout(
     index = (slice(None),) * time_dim
     mdp = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
+    lane = plan.lane  # the transforms on numpy rows, where each has a lane plan
+    numpy_rows = None
     td = start
     for t in range(steps):
         i = t % CHUNK
         if not i:
             actions = _rows(action_values, t, time_dim)
             next_rows = _rows(next_values, t, time_dim)
+            if lane is not None:
+                numpy_rows = _numpy_rows(next_rows)
         # rand_action: the action (the base env drew it from the same spec).
         if action_key is not None:
             set_leaf(td, action_key, actions[action_key][i])
@@ -154,7 +170,11 @@ def replay_random_rollout(
         raw = build_tensordict(
             {key: rows[i] for key, rows in next_rows.items()}, batch, next_device
         )
-        td = env._write_step(td, transform._step(td, raw))
+        if numpy_rows is not None:
+            raw = lane.step(td, raw, numpy_rows[i])
+        else:
+            raw = transform._step(td, raw)
+        td = plan.write_step(td, raw)
         writer.append(td)
         finished = any_set(entries(raw)[DONE])
         if break_when_any_done:
@@ -167,7 +187,7 @@ def replay_random_rollout(
             # The fused reset: the finished sub-envs' "_reset" marks, and the base env's
             # reset output (its next root: reset rows for the finished sub-envs, the next
             # observations for the others, the flags False) given to the transforms' _reset.
-            env._mark_finished(next_root)
+            plan.mark_finished(next_root)
             row = (*index, t + 1)
             fresh = build_tensordict(
                 {key: value[row].contiguous() for key, value in roots.items()}, batch, device

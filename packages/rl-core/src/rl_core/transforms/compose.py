@@ -154,6 +154,20 @@ class Compose(Transform):
     def parent(self) -> Any:
         return super().parent if self._owner else None
 
+    def _env_before(self, transform: Transform) -> Any:
+        """The env as ``transform`` (one of this Compose's) sees it: this Compose's parent
+        plus the transforms before ``transform`` (see :attr:`Transform.parent`)."""
+        from rl_core.transforms.transformed_env import TransformedEnv
+
+        env = self.parent
+        if env is None:
+            return None
+        index = next(i for i, t in enumerate(self.transforms) if t is transform)
+        preceding = list(self.transforms[:index])
+        if not preceding:
+            return env
+        return TransformedEnv(env, Compose(*preceding, _owner=False))
+
     def close(self) -> None:
         for t in self.transforms:
             t.close()

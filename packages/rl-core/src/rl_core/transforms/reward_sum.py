@@ -7,10 +7,8 @@ from collections.abc import Sequence
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
-from rl_core.transforms._rows import zeros
 from rl_core.transforms.transform import Transform
 
 
@@ -75,49 +73,20 @@ class RewardSum(Transform):
             self.transform_output_spec(env.output_spec.clone())
         for out_key in self.out_keys:
             spec = self._reward_specs[out_key]
-            zero = zeros(self, tuple(spec.shape), spec.dtype, spec.device)
-            if type(out_key) is str:
-                set_leaf(tensordict_reset, out_key, zero)
-            else:
-                tensordict_reset.set(out_key, zero)
+            tensordict_reset.set(
+                out_key, torch.zeros(spec.shape, dtype=spec.dtype, device=spec.device)
+            )
         return tensordict_reset
 
-    def _paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...], NestedKey]]:
-        """``(reward path, sum path, sum key)`` per in/out key pair, built once per key list."""
-        cached = self.__dict__.get("_path_cache")
-        keys = (tuple(self.in_keys), tuple(self.out_keys))
-        if cached is None or cached[0] != keys:
-            paths = [
-                (
-                    (i,) if isinstance(i, str) else tuple(i),
-                    (o,) if isinstance(o, str) else tuple(o),
-                    o,
-                )
-                for i, o in zip(self.in_keys, self.out_keys)
-            ]
-            cached = self.__dict__["_path_cache"] = (keys, paths)
-        return cached[1]
-
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        paths = self._paths()
-        if len(paths) == 1 and is_plain(tensordict) and is_plain(next_tensordict):
-            # One reward, both TensorDicts plain: the loop below with get_leaf inlined (every
-            # env step runs it).
-            ((in_path, out_path, out_key),) = paths
-            if len(out_path) == 1 and len(in_path) == 1:
-                total = entries(tensordict).get(out_key, None)
-                reward = entries(next_tensordict).get(in_path[0], None)
-                if total is not None and reward is not None:
-                    set_leaf(next_tensordict, out_key, torch.add(total, reward))
-                    return next_tensordict
-        for in_path, out_path, out_key in paths:
-            total = get_leaf(tensordict, out_path, None)
+        for in_key, out_key in zip(self.in_keys, self.out_keys):
+            total = tensordict.get(out_key, None)
             if total is None:
                 raise KeyError(
                     f"RewardSum: expected the running sum {out_key!r} in the TensorDict given to "
                     f"step; reset writes it. Reset the env first."
                 )
-            next_tensordict.set(out_key, torch.add(total, get_leaf(next_tensordict, in_path)))
+            next_tensordict.set(out_key, total + next_tensordict.get(in_key))
         return next_tensordict
 
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._fast_td import entries, get_leaf, is_plain, set_leaf
 from rl_core.keys import DONE, STEP_COUNT, TRUNCATED, NestedKey
 from rl_core.specs import Bounded, Composite
-from rl_core.transforms._rows import zeros
 from rl_core.transforms.transform import Transform
 
 
@@ -45,7 +43,6 @@ class StepCounter(Transform):
         self.truncated_key = truncated_key
         self.step_count_key = step_count_key
         self.update_done = update_done
-        self.__dict__["_one"] = {}
 
     @property
     def fusable(self) -> bool:  # type: ignore[override]
@@ -53,56 +50,25 @@ class StepCounter(Transform):
         know of)."""
         return self.max_steps is None
 
-    @property
-    def _count_path(self) -> tuple[str, ...]:
-        key = self.step_count_key
-        cached = self.__dict__.get("_count_path_cache")
-        if cached is None or cached[0] is not key:
-            path = (key,) if isinstance(key, str) else tuple(key)
-            cached = self.__dict__["_count_path_cache"] = (key, path)
-        return cached[1]
-
-    def _increment(self, count: torch.Tensor) -> torch.Tensor:
-        """``count + 1`` as a new tensor, adding a cached tensor of ones (fewer dispatches
-        than a Python scalar)."""
-        one = self._one.get((count.shape, count.device))
-        if one is None:
-            one = self._one[(count.shape, count.device)] = torch.ones_like(count)
-        return torch.add(count, one) if count.dtype == one.dtype else count + 1
-
     def _reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
         batch, device = tensordict_reset.batch_size, tensordict_reset.device
-        count = zeros(self, (*batch, 1), torch.int64, device)
-        key = self.step_count_key
-        if type(key) is str:
-            set_leaf(tensordict_reset, key, count)
-        else:
-            tensordict_reset.set(key, count)
+        tensordict_reset.set(
+            self.step_count_key, torch.zeros((*batch, 1), dtype=torch.int64, device=device)
+        )
         return tensordict_reset
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        key = self.step_count_key
-        if type(key) is str and is_plain(tensordict):
-            count = entries(tensordict).get(key, None)  # what get_leaf reads, one call less
-        else:
-            count = get_leaf(tensordict, self._count_path, None)
+        count = tensordict.get(self.step_count_key, None)
         if count is None:
             raise KeyError(
                 f"StepCounter: expected {self.step_count_key!r} in the TensorDict given to step; "
                 f"it is written by reset. Reset the env first, and keep the entry when you build "
                 f"the next input (step_mdp keeps it)."
             )
-        one = self._one.get((count.shape, count.device))
-        if one is None or count.dtype != one.dtype:
-            count = self._increment(count)
-        else:
-            count = torch.add(count, one)  # _increment inlined: every env step runs it
-        if type(key) is str:
-            set_leaf(next_tensordict, key, count)
-        else:
-            next_tensordict.set(key, count)
+        count = count + 1
+        next_tensordict.set(self.step_count_key, count)
         if self.max_steps is not None:
             truncated = count >= self.max_steps
             previous = next_tensordict.get(self.truncated_key, None)

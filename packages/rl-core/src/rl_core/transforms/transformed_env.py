@@ -73,6 +73,10 @@ class TransformedEnv(EnvBase):
         self._modules["_transform"] = transform
         self.empty_cache()
 
+    def _env_before(self, transform: Transform) -> EnvBase:
+        """The env as its transform sees it: the base env (see :attr:`Transform.parent`)."""
+        return self.base_env
+
     def _as_compose(self) -> Compose:
         transform = self.transform
         if isinstance(transform, Compose):
@@ -125,9 +129,9 @@ class TransformedEnv(EnvBase):
         (:meth:`Transform.transform_env_batch_size`; unchanged by most transforms)."""
         size = self._cache.get("batch_size")
         if size is None:
-            size = self._modules["base_env"].batch_size  # without nn.Module's attribute lookup
+            size = self.base_env.batch_size
             transform = self._modules.get("_transform")
-            if transform is not None:
+            if transform is not None:  # set once __init__ has set the transform
                 size = torch.Size(transform.transform_env_batch_size(size))
                 self._cache["batch_size"] = size
         return size
@@ -177,11 +181,8 @@ class TransformedEnv(EnvBase):
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         # The inverse transforms (where a transform has one), the base env's step with its
         # done flags completed, then the forward transforms.
-        base, transform = self._modules["base_env"], self.transform
-        skips = self._cache.get("skips_steps")
-        if skips is None:
-            skips = self._skips_steps()
-        skipped = self._skipped_steps(tensordict) if skips else None
+        base, transform = self.base_env, self.transform
+        skipped = self._skipped_steps(tensordict) if self._skips_steps() else None
         if skipped is not None and bool(skipped.all()):
             return self._skipped_output(tensordict)
         inner = transform.inv(tensordict) if self._has_inverse() else tensordict

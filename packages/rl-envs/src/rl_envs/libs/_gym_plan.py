@@ -19,6 +19,7 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import StepPlan
 from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.specs import Composite
 from rl_core.tensordict_access import build_tensordict, get_leaf, set_leaf
 from rl_envs.libs._gym_codecs import require
 from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
@@ -40,6 +41,22 @@ class GymStepPlan(StepPlan):
     def __init__(self, env: GymWrapper) -> None:
         super().__init__(env)
         self.wrapper = env
+        # One action entry (not a Composite of them, which the encoder reads entry by entry).
+        self.single_action = not isinstance(env.action_spec, Composite)
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase | None:
+        """``_step`` where every output goes into the row blocks (``_rows_only``, no info
+        reader): gymnasium's arrays copied once into the rows, the action read from a plain
+        TensorDict's entry dict; ``None`` elsewhere."""
+        env = self.wrapper
+        if not env._rows_only or env._info_readers:
+            return None
+        action = get_leaf(tensordict, (ACTION,), None) if self.single_action else None
+        if action is None:
+            action = env._read_action(tensordict)
+        td = build_tensordict(env._rows.step(env._stepper, action), env.batch_size, env._cpu_device)
+        target = env._target_device
+        return td if target is None else td.to(target, non_blocking=True)
 
     def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         """``step_and_maybe_reset`` in one go on numpy rows: the step, then the reset of the

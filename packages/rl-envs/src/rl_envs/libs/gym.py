@@ -12,7 +12,7 @@ from tensordict import TensorDict, TensorDictBase
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
-from rl_core.tensordict_access import build_tensordict, get_leaf, is_plain
+from rl_core.tensordict_access import build_tensordict
 from rl_envs.libs._gym_codecs import make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader, with_info_entries
 from rl_envs.libs._gym_make import (
@@ -34,15 +34,6 @@ from rl_envs.libs._gym_vector import (
     with_final_observations,
     zeros_like_spec,
 )
-
-
-def _get(td: TensorDictBase, key: str, who: str) -> Any:
-    # The action read of every step: a plain TensorDict's entry, read without td.get's checks.
-    if is_plain(td):
-        value = get_leaf(td, (key,), None)
-        if value is not None:
-            return value
-    return require(td, key, who)
 
 
 class GymWrapper(GymRowPaths, EnvBase):
@@ -236,7 +227,7 @@ class GymWrapper(GymRowPaths, EnvBase):
         if isinstance(spec, Composite):
             self.__dict__["_read_action"] = lambda td: td  # the encoder reads each entry
         else:
-            self.__dict__["_read_action"] = lambda td: _get(td, ACTION, who)
+            self.__dict__["_read_action"] = lambda td: require(td, ACTION, who)
 
     # ------------------------------------------------------------------ info reader
     @property
@@ -319,12 +310,6 @@ class GymWrapper(GymRowPaths, EnvBase):
     # ------------------------------------------------------------------ EnvBase contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
         stepper = self._stepper
-        if self._rows_only and not self._info_readers:
-            # Every output goes into the row blocks: gymnasium's arrays are copied once.
-            out = self._rows.step(stepper, self._read_action(tensordict))
-            td = build_tensordict(out, self.batch_size, self._cpu_device)
-            target = self._target_device
-            return td if target is None else td.to(target, non_blocking=True)
         obs, reward, terminated, truncated, info = stepper.step(self._read_action(tensordict))
         out = self._rows.write(stepper, obs, reward, terminated, truncated)
         read = self._step_observations
