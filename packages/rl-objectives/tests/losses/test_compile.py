@@ -32,6 +32,7 @@ from rl_objectives import (
     GAILLoss,
     IQLLoss,
     KLPENPPOLoss,
+    OnlineDTLoss,
     PPOLoss,
     QMixerLoss,
     REDQLoss,
@@ -39,6 +40,7 @@ from rl_objectives import (
     SACLoss,
     TD3BCLoss,
     TD3Loss,
+    TQCLoss,
 )
 from rl_objectives.mixers import QMixer
 
@@ -186,6 +188,22 @@ CASES = {
         ),
         _continuous,
     ),
+    "TQCLoss": (
+        lambda: TQCLoss(
+            tanh_actor()[0],
+            ValueOperator(MLP(OBS + ACT, 5, depth=1, num_cells=8), ["observation", "action"]),
+            num_qvalue_nets=3,
+        ),
+        _continuous,
+    ),
+    "OnlineDTLoss": (
+        lambda: OnlineDTLoss(tanh_actor()[0], samples_mc_entropy=2),
+        lambda: TensorDict(
+            observation=torch.randn(2, 5, OBS),
+            action=torch.rand(2, 5, ACT) * 1.8 - 0.9,
+            batch_size=[2, 5],
+        ),
+    ),
     "DiscreteSACLoss": (
         lambda: DiscreteSACLoss(
             categorical_actor()[0],
@@ -212,7 +230,7 @@ def test_forward_has_no_graph_break(name):
     assert explanation.graph_break_count == KNOWN_BREAKS.get(name, 0), reasons
 
 
-@pytest.mark.parametrize("name", ["ClipPPOLoss", "SACLoss"])
+@pytest.mark.parametrize("name", ["ClipPPOLoss", "SACLoss", "TQCLoss", "OnlineDTLoss"])
 def test_compiled_loss_matches_eager(name):
     make_loss, make_data = CASES[name]
     torch.manual_seed(0)
