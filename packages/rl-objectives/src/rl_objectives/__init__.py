@@ -22,6 +22,9 @@ from rl_objectives.losses import (
     DQNLoss,
     DreamerActorLoss,
     DreamerModelLoss,
+    DreamerV3ActorLoss,
+    DreamerV3ModelLoss,
+    DreamerV3ValueLoss,
     DreamerValueLoss,
     DTLoss,
     GAILLoss,
@@ -38,6 +41,8 @@ from rl_objectives.losses import (
     TD3BCLoss,
     TD3Loss,
     TQCLoss,
+    categorical_kl_balanced,
+    categorical_kl_terms,
 )
 from rl_objectives.mixers import QMixer, VDNMixer
 from rl_objectives.utils import ValueEstimators, distance_loss
@@ -109,6 +114,11 @@ __all__ += [
     "DreamerModelLoss",
     "DreamerActorLoss",
     "DreamerValueLoss",
+    "DreamerV3ModelLoss",
+    "DreamerV3ActorLoss",
+    "DreamerV3ValueLoss",
+    "categorical_kl_balanced",
+    "categorical_kl_terms",
     "mixers",
     "QMixer",
     "VDNMixer",

@@ -12,6 +12,13 @@ from rl_objectives.losses.discrete_sac import DiscreteSACLoss
 from rl_objectives.losses.distributional_dqn import DistributionalDQNLoss
 from rl_objectives.losses.dqn import DQNLoss
 from rl_objectives.losses.dreamer import DreamerActorLoss, DreamerModelLoss, DreamerValueLoss
+from rl_objectives.losses.dreamer_v3 import (
+    DreamerV3ActorLoss,
+    DreamerV3ModelLoss,
+    DreamerV3ValueLoss,
+    categorical_kl_balanced,
+    categorical_kl_terms,
+)
 from rl_objectives.losses.dt import DTLoss
 from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
@@ -55,6 +62,11 @@ __all__ = [
     "DreamerModelLoss",
     "DreamerActorLoss",
     "DreamerValueLoss",
+    "DreamerV3ModelLoss",
+    "DreamerV3ActorLoss",
+    "DreamerV3ValueLoss",
+    "categorical_kl_balanced",
+    "categorical_kl_terms",
     "TQCLoss",
     "OnlineDTLoss",
 ]
