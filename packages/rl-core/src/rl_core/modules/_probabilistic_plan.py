@@ -10,7 +10,9 @@ parameter module, build the distribution with the head's ``get_dist``, draw with
 draw when ``return_log_prob`` is set, write, and project into the spec when ``safe``. This
 node does exactly that, with the same distribution object and the same draws in the same
 order, so the global RNG advances as it does in ``policy(td)``: the results are equal under
-the same seed.
+the same seed. For the distributions that ``_draw_plan`` knows (``OneHotCategorical`` from
+logits, ``TanhNormal``) it draws the same sample and log-probability without building the
+distribution object, where that module can show the result is the same.
 
 It applies only where ``policy(td)`` is that short path; anything else calls the actor as it
 is. Checked once, when the plan is built: the actor is exactly ``ProbabilisticActor`` with
@@ -35,6 +37,7 @@ from tensordict.nn.distributions import CompositeDistribution
 from torch import distributions as D
 
 from rl_core._fast_td import set_leaf
+from rl_core.modules._draw_plan import draw_for
 from rl_core.modules._spec_utils import project_into
 from rl_core.modules.actors import ProbabilisticActor, _SafeProbabilisticModule
 
@@ -78,12 +81,13 @@ def _short_path(actor: Any) -> tuple[Any, Any] | None:
 class _ProbabilisticActorNode:
     """``ProbabilisticActor(td)`` under ``RANDOM``: parameters, distribution, draw, write."""
 
-    __slots__ = ("actor", "calls_forward", "head", "params", "sample_key")
+    __slots__ = ("actor", "calls_forward", "draw", "head", "params", "sample_key")
 
     def __init__(self, actor: ProbabilisticActor, params: Any, head: Any, calls_forward) -> None:
         self.actor, self.params, self.head = actor, params, head
         self.sample_key = head.dist_sample_keys[0]
         self.calls_forward = calls_forward
+        self.draw = draw_for(head)
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         actor, head = self.actor, self.head
@@ -100,6 +104,10 @@ class _ProbabilisticActorNode:
 
     def _sample(self, tensordict: TensorDictBase) -> None:
         head = self.head
+        drawn = None if self.draw is None else self.draw(tensordict, head.return_log_prob)
+        if drawn is not None:
+            self._write(tensordict, *drawn)
+            return
         dist = head.get_dist(tensordict)
         log_prob = None
         if head.return_log_prob:
@@ -115,6 +123,14 @@ class _ProbabilisticActorNode:
             if log_prob is None:
                 log_prob = dist.log_prob(sample)
             tensordict.set(head.log_prob_key, log_prob)
+        if head.safe:
+            project_into(tensordict, head.spec)
+
+    def _write(self, tensordict: TensorDictBase, sample: torch.Tensor, log_prob: Any) -> None:
+        head = self.head
+        set_leaf(tensordict, self.sample_key, sample)
+        if log_prob is not None:
+            set_leaf(tensordict, head.log_prob_key, log_prob)
         if head.safe:
             project_into(tensordict, head.spec)
 

@@ -1,0 +1,288 @@
+"""The ProbabilisticActor node's draws from distributions it knows, without building them.
+
+Building a ``torch.distributions`` object validates its arguments (a few reductions per
+constraint, a device synchronisation each) and sets up its parts; drawing from it then goes
+through a few layers of methods. For a small policy that costs more than the network. A
+*draw* here gives exactly what the node's generic path gives (``dist = head.get_dist(td)``,
+``dist.rsample()``, ``dist.log_prob(sample)``): the same sample and log-probability, the same
+dtype and shape, from the same random calls in the same order (so the global RNG state after
+the call is the same). It returns ``None`` before drawing anything wherever it could not be
+sure of that, and the node then takes the generic path, which also raises the generic errors:
+
+* argument validation (``validate_args``, or torch's default) is replaced by a check that is
+  cheaper and *sufficient*: when it passes, the generic checks pass; when it fails, the
+  generic path runs and raises its own error (or passes, where the check is stricter);
+* a reparameterised sample is drawn only where its gradient could matter: under
+  ``torch.no_grad()`` (the collectors) or for parameters that do not require grad, the
+  straight-through sample of ``OneHotCategorical`` is the hard sample itself (the added
+  ``probs - probs.detach()`` is exactly zero), so the hard sample is returned.
+
+Known, as the head's ``distribution_class`` exactly (subclasses take the generic path):
+
+* rl_core's :class:`~rl_core.modules.distributions.OneHotCategorical` with ``logits`` (not
+  ``probs``), float32 or float64, keyword arguments among ``grad_method`` (``PassThrough``
+  or ``None``), ``temperature`` and ``validate_args``;
+* rl_core's :class:`~rl_core.modules.distributions.TanhNormal` with ``loc`` and ``scale`` of
+  one shape, dtype (float32 or float64) and device, Python-number bounds ``low < high``, and
+  the other keyword arguments (``event_dims``, ``tanh_loc``, ``upscale``, ``safe_tanh``,
+  ``validate_args``) as plain values; under ``no_grad`` or for parameters without grad.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from numbers import Real
+from typing import Any
+
+import torch
+from tensordict import TensorDictBase
+from torch import distributions as D
+from torch.distributions.utils import _standard_normal, _sum_rightmost
+from torch.nn import functional as F
+
+from rl_core._fast_td import get_leaf
+from rl_core.modules.distributions import OneHotCategorical, TanhNormal
+from rl_core.modules.distributions._checks import validating
+from rl_core.modules.distributions._tanh import _ClampedTanhTransform
+from rl_core.modules.distributions.discrete import ReparamGradientStrategy
+
+# (sample, log-prob or None), or None: take the generic path.
+Draw = Callable[[TensorDictBase, bool], "tuple[torch.Tensor, torch.Tensor | None] | None"]
+
+_FLOATS = (torch.float32, torch.float64)
+
+
+def _path(key: Any) -> tuple[str, ...]:
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
+def _dist_kwargs(head: Any) -> dict[str, Any] | None:
+    """The head's ``{distribution keyword: tensordict path}``, or ``None`` if unusual."""
+    names = []
+    for dist_key in head.dist_keys:
+        name = dist_key[-1] if isinstance(dist_key, tuple) else dist_key
+        if not isinstance(name, str):
+            return None
+        names.append(name)
+    if len(set(names)) != len(names) or len(names) != len(head.in_keys):
+        return None
+    return {name: _path(key) for name, key in zip(names, head.in_keys, strict=True)}
+
+
+class _OneHotCategoricalDraw:
+    """``OneHotCategorical(logits=...)``: ``rsample()`` (or ``sample()``) and ``log_prob``.
+
+    The generic path builds ``Categorical(logits)`` inside the distribution (the logits
+    normalised: ``logits - logits.logsumexp(-1)``), validates the normalised logits
+    (``real_vector``: no NaN) and, for ``OneHotCategorical`` itself, ``probs =
+    softmax(normalised)`` (``simplex``: every entry ``>= 0`` and ``|sum - 1| < 1e-6`` per row)
+    and the logits again. The check here is the ``simplex`` sum test alone, with the same
+    tensor expression: a row whose normalised logits hold a NaN has a NaN in the softmax's
+    denominator, so a NaN sum, and fails it; a row without NaN has a finite maximum (the
+    normalisation turns ``+inf`` and all ``-inf`` rows into NaN), so its softmax entries are
+    ``exp(x - max) / sum >= 0``. The draw is the one of ``OneHotCategorical.sample``
+    (``Categorical.sample``, then ``one_hot``), and the log-probability is the normalised
+    logit of the drawn index (what ``log_prob`` reads for a one-hot value).
+    """
+
+    __slots__ = ("hard", "logits", "validate_args")
+
+    def __init__(self, logits: tuple[str, ...], validate_args: bool | None, hard: bool) -> None:
+        self.logits, self.validate_args, self.hard = logits, validate_args, hard
+
+    def __call__(
+        self, tensordict: TensorDictBase, with_log_prob: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        logits = get_leaf(tensordict, self.logits, None)
+        if (
+            type(logits) is not torch.Tensor
+            or logits.dtype not in _FLOATS
+            or logits.dim() < 1
+            or logits.numel() == 0
+        ):
+            return None
+        # The straight-through sample carries a gradient: the generic rsample then.
+        if not self.hard and logits.requires_grad and torch.is_grad_enabled():
+            return None
+        categorical = D.Categorical(logits=logits, validate_args=False)
+        probs = categorical.probs
+        if (validating(self.validate_args) or D.Distribution._validate_args) and not bool(
+            ((probs.sum(-1) - 1).abs() < 1e-6).all()
+        ):
+            return None
+        index = categorical.sample()
+        sample = F.one_hot(index, categorical._num_events).to(probs)
+        if not with_log_prob:
+            return sample, None
+        return sample, categorical.logits.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+
+
+def _one_hot_categorical(head: Any) -> Draw | None:
+    keys = _dist_kwargs(head)
+    options = dict(head.distribution_kwargs)
+    if (
+        keys is None
+        or set(keys) != {"logits"}
+        or not set(options)
+        <= {
+            "grad_method",
+            "temperature",
+            "validate_args",
+        }
+    ):
+        return None
+    grad_method = options.get("grad_method", ReparamGradientStrategy.PassThrough)
+    if grad_method is not None:
+        try:
+            grad_method = ReparamGradientStrategy(grad_method)
+        except ValueError:
+            return None
+        if grad_method is not ReparamGradientStrategy.PassThrough:
+            return None
+    validate_args = options.get("validate_args")
+    if validate_args not in (None, True, False):
+        return None
+    return _OneHotCategoricalDraw(keys["logits"], validate_args, hard=grad_method is None)
+
+
+_LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))  # as torch's Normal.log_prob writes it
+
+
+class _TanhNormalDraw:
+    """``TanhNormal(loc, scale, low, high, ...)``: ``rsample()`` or ``rsample_and_log_prob()``.
+
+    The generic path validates ``loc`` (``real``: no NaN) and ``scale`` (``positive``), and
+    when it scores the draw, the pre-tanh draw ``x`` (``real``); the check here asks for
+    ``loc + scale`` finite and ``scale > 0``: then ``loc`` and ``scale`` are finite, so ``x =
+    loc + eps * scale`` holds no NaN. The draw is ``Normal.rsample`` (``_standard_normal``,
+    ``loc + eps * scale``) through the distribution's own two transforms (``tanh``, clamped
+    when ``safe_tanh``, then the affine map onto ``[low, high]``, with the bounds as the
+    distribution makes them), and the score is ``TanhNormal._score``: the Gaussian's
+    log-density summed over the event, less each transform's log-determinant.
+    """
+
+    __slots__ = (
+        "event_dims",
+        "high",
+        "loc",
+        "low",
+        "safe_tanh",
+        "scale",
+        "tanh_loc",
+        "transforms",
+        "upscale",
+        "validate_args",
+    )
+
+    def __init__(self, keys: dict[str, tuple[str, ...]], options: dict[str, Any]) -> None:
+        self.loc, self.scale = keys["loc"], keys["scale"]
+        self.low, self.high = options.get("low", -1.0), options.get("high", 1.0)
+        self.event_dims = options.get("event_dims", 1)
+        self.tanh_loc = options.get("tanh_loc", False)
+        self.upscale = options.get("upscale", 5.0)
+        self.safe_tanh = options.get("safe_tanh", True)
+        self.validate_args = options.get("validate_args")
+        # (dtype, device) -> the transforms TanhNormal builds, for their pure methods.
+        self.transforms: dict[tuple[torch.dtype, torch.device], tuple[Any, Any]] = {}
+
+    def _transforms(self, like: torch.Tensor) -> tuple[Any, Any]:
+        key = (like.dtype, like.device)
+        found = self.transforms.get(key)
+        if found is None:
+            low = torch.as_tensor(self.low, dtype=like.dtype, device=like.device)
+            high = torch.as_tensor(self.high, dtype=like.dtype, device=like.device)
+            found = (
+                _ClampedTanhTransform(clamp=self.safe_tanh),
+                D.AffineTransform((high + low) / 2, (high - low) / 2, cache_size=1),
+            )
+            self.transforms[key] = found
+        return found
+
+    def __call__(
+        self, tensordict: TensorDictBase, with_log_prob: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        loc = get_leaf(tensordict, self.loc, None)
+        scale = get_leaf(tensordict, self.scale, None)
+        if (
+            type(loc) is not torch.Tensor
+            or type(scale) is not torch.Tensor
+            or loc.dtype not in _FLOATS
+            or scale.dtype != loc.dtype
+            or scale.shape != loc.shape
+            or scale.device != loc.device
+            or self.event_dims > loc.dim()
+            or (torch.is_grad_enabled() and (loc.requires_grad or scale.requires_grad))
+        ):
+            return None
+        if self.tanh_loc:
+            loc = self.upscale * torch.tanh(loc / self.upscale)
+        if validating(self.validate_args) and not bool(
+            (torch.isfinite(loc + scale) & (scale > 0)).all()
+        ):
+            return None
+        squash, affine = self._transforms(loc)
+        eps = _standard_normal(loc.shape, dtype=loc.dtype, device=loc.device)
+        x = loc + eps * scale
+        squashed = squash._call(x)
+        sample = affine._call(squashed)
+        if not with_log_prob:
+            return sample, None
+        log_prob = -((x - loc) ** 2) / (2 * scale**2) - scale.log() - _LOG_SQRT_2PI
+        log_prob = _sum_rightmost(log_prob, self.event_dims)
+        dims = tuple(range(-self.event_dims, 0))
+        for transform, before, after in ((squash, x, squashed), (affine, squashed, sample)):
+            log_det = transform.log_abs_det_jacobian(before, after).expand(after.shape)
+            if dims:
+                log_det = log_det.sum(dims)
+            log_prob = log_prob - log_det
+        return sample, log_prob
+
+
+def _tanh_normal(head: Any) -> Draw | None:
+    keys = _dist_kwargs(head)
+    options = dict(head.distribution_kwargs)
+    if (
+        keys is None
+        or set(keys) != {"loc", "scale"}
+        or not set(options)
+        <= {
+            "low",
+            "high",
+            "event_dims",
+            "tanh_loc",
+            "upscale",
+            "safe_tanh",
+            "validate_args",
+        }
+    ):
+        return None
+    low, high = options.get("low", -1.0), options.get("high", 1.0)
+    event_dims = options.get("event_dims", 1)
+    if (
+        not isinstance(low, Real)
+        or not isinstance(high, Real)
+        or isinstance(low, bool)
+        or isinstance(high, bool)
+        or not low < high
+        or type(event_dims) is not int
+        or event_dims < 0
+        or type(options.get("tanh_loc", False)) is not bool
+        or type(options.get("safe_tanh", True)) is not bool
+        or type(options.get("upscale", 5.0)) not in (int, float)
+        or options.get("validate_args") not in (None, True, False)
+    ):
+        return None
+    return _TanhNormalDraw(keys, options)
+
+
+_DRAWS: dict[type, Callable[[Any], Draw | None]] = {
+    OneHotCategorical: _one_hot_categorical,
+    TanhNormal: _tanh_normal,
+}
+
+
+def draw_for(head: Any) -> Draw | None:
+    """The draw of ``head``'s distribution if this module knows it, else ``None``."""
+    make = _DRAWS.get(head.distribution_class)
+    return None if make is None else make(head)
