@@ -144,3 +144,21 @@ def test_sample_without_batch_size_gives_what_the_generic_layers_give(prioritize
     torch.set_rng_state(state)
     scaled = direct.sample()
     assert torch.equal(scaled["observation"], batch["observation"] * 2)
+
+
+@pytest.mark.parametrize("storage", [LazyTensorStorage(6), ListStorage(6)], ids=["tensor", "list"])
+def test_episode_items_carry_an_index_over_their_steps(storage):
+    # TorchRL writes "index" expanded over the items' own batch dims ([E] -> [E, T]).
+    steps = torch.arange(4.0)
+    data = TensorDict({"obs": torch.arange(3.0).unsqueeze(-1) * 10 + steps}, [3, 4])
+    buffer = TensorDictReplayBuffer(storage=storage, batch_size=2)
+    buffer.extend(data)
+    assert data["index"].tolist() == [[0] * 4, [1] * 4, [2] * 4]
+    single = TensorDict({"obs": 30 + steps}, [4])
+    buffer.add(single)
+    assert single["index"].tolist() == [3] * 4
+    batch = buffer.sample()
+    assert batch.batch_size == (2, 4)
+    assert batch["index"].shape == (2, 4)
+    for index, obs in zip(batch["index"][:, 0], batch["obs"]):
+        assert torch.equal(obs, 10 * index.float() + steps)

@@ -242,3 +242,45 @@ def test_a_completed_overwrite_is_kept_and_dumps_never_leaves_half_a_copy(tmp_pa
     reopened.dumps(target)
     assert (target / "rl_buffers_storage.json").exists()
     assert not (target / "rl_buffers_undo").exists()
+
+
+def episodes(n_episodes, steps, start=0):
+    """``[episodes, steps]`` items: obs = 100 * episode + step, a nested reward beside it."""
+    episode = torch.arange(start, start + n_episodes).unsqueeze(-1)
+    obs = (100 * episode + torch.arange(steps)).float()
+    return TensorDict(
+        {"obs": obs.unsqueeze(-1).expand(n_episodes, steps, 2).clone(), "next": {"reward": obs}},
+        [n_episodes, steps],
+    )
+
+
+def test_episode_batches_are_items_of_a_1d_storage_and_survive_a_reload(tmp_path):
+    # TorchRL: a [E, T] batch in a 1-D storage is E items of batch [T]; reads keep [.., T].
+    storage = LazyMemmapStorage(4, scratch_dir=tmp_path)
+    buffer = TensorDictReplayBuffer(storage=storage, batch_size=3)
+    assert buffer.extend(episodes(3, 5)).tolist() == [0, 1, 2]
+    assert buffer.extend(episodes(2, 5, start=3)).tolist() == [3, 0]  # wraps
+    assert len(buffer) == 4
+    assert storage._data.batch_size == (4, 5)
+    batch = buffer.sample()
+    assert batch.batch_size == (3, 5)
+    assert batch["index"].shape == (3, 5)
+    assert (batch["index"] == batch["index"][:, :1]).all()
+    row_episode = {0: 4, 1: 1, 2: 2, 3: 3}  # slot -> episode held
+    for index, obs, reward in zip(batch["index"][:, 0], batch["obs"], batch["next", "reward"]):
+        expected = 100.0 * row_episode[int(index)] + torch.arange(5.0)
+        assert torch.equal(reward, expected)
+        assert torch.equal(obs, expected.unsqueeze(-1).expand(5, 2))
+    reopened = LazyMemmapStorage.load(tmp_path)
+    assert len(reopened) == 4
+    assert reopened.next_row == 1
+    items = reopened.get(torch.arange(4))
+    assert items.batch_size == (4, 5)
+    assert items["next", "reward"][:, 0].tolist() == [400.0, 100.0, 200.0, 300.0]
+
+
+def test_episode_batch_of_other_length_is_refused(tmp_path):
+    buffer = TensorDictReplayBuffer(storage=LazyMemmapStorage(4, scratch_dir=tmp_path))
+    buffer.extend(episodes(2, 5))
+    with pytest.raises(ValueError, match="shape"):
+        buffer.extend(episodes(2, 6))

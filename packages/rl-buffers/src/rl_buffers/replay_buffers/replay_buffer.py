@@ -13,11 +13,13 @@ import torch
 from torch import Tensor
 
 from rl_buffers.replay_buffers._prefetch import Prefetcher
+from rl_buffers.samplers.consuming import ConsumingSampler
 from rl_buffers.samplers.random import RandomSampler
 from rl_buffers.samplers.sampler import Sampler, check_batch_size, check_not_empty
 from rl_buffers.storages.list_storage import ListStorage, stack_items
 from rl_buffers.storages.storage import Storage, atomic_save, atomic_write_json, load_file
-from rl_buffers.writers.round_robin import RoundRobinWriter
+from rl_buffers.storages.tensor_storage import TensorStorage
+from rl_buffers.writers.round_robin import RoundRobinWriter, batch_len
 from rl_buffers.writers.writer import Writer
 from rl_core.transforms import Compose, Transform
 
@@ -116,6 +118,9 @@ class ReplayBuffer:
         if generator is not None:
             self.set_rng(generator)
         self._prefetch = Prefetcher(self._sample_batch, prefetch) if prefetch else None
+        self._consuming = isinstance(self._sampler, ConsumingSampler)
+        if self._consuming:
+            _check_consuming(name, self._storage, self._writer, prefetch)
         next_row = getattr(self._storage, "next_row", None)
         if len(self._storage) and isinstance(next_row, int):
             # A storage reopened from disk: go on writing after its last item.
@@ -157,6 +162,9 @@ class ReplayBuffer:
         return self
 
     def __len__(self) -> int:
+        if self._consuming:  # TorchRL: the items a ConsumingSampler can still draw
+            with self._lock:
+                return self._sampler.num_sampleable(self._storage)
         return len(self._storage)
 
     def set_rng(self, generator: torch.Generator) -> None:
@@ -229,6 +237,8 @@ class ReplayBuffer:
         """Writes one item; returns its index."""
         data = self._before_write(data)
         with self._lock:
+            if self._consuming:
+                return int(self._write_consuming(data, 1, single=True))
             row = self._writer.add(data)
             if isinstance(row, Tensor):
                 row = int(row)
@@ -245,6 +255,8 @@ class ReplayBuffer:
         """Writes a batch of items; returns their indices (flat item numbers)."""
         data = self._before_write(data)
         with self._lock:
+            if self._consuming:
+                return self._write_consuming(data, batch_len(data))
             rows = self._writer.extend(data)
             if self._storage.ndim == 1:
                 self._sampler.extend(rows)
@@ -256,6 +268,33 @@ class ReplayBuffer:
             if self._mark_update is not None:
                 self._mark_update(rows, storage=self._storage)
         return index
+
+    def _write_consuming(self, data: Any, n: int, *, single: bool = False) -> Tensor:
+        # TorchRL's order: consumed slots first (oldest-consumed first), then the cursor's
+        # rows, skipping the slots just taken; one storage write, which records the new
+        # cursor with the data (a reopened LazyMemmapStorage goes on writing there).
+        free = self._sampler.pop_consumed(self._storage, n)
+        if not free.numel():
+            if single:
+                row = self._writer.add(data)
+                self._sampler.add(row)
+                return torch.tensor(row)
+            rows = self._writer.extend(data)
+            self._sampler.extend(rows)
+            return rows
+        cursor = None
+        if free.numel() < n:
+            size = self._storage.rows_for(data)
+            taken = set(free.tolist())
+            cursor, extra, scanned = self._writer._cursor % size, [], 0
+            while len(extra) < n - free.numel():
+                if cursor not in taken or scanned >= size:
+                    extra.append(cursor)
+                cursor, scanned = (cursor + 1) % size, scanned + 1
+            free = torch.cat([free, torch.tensor(extra, dtype=torch.long)])
+        rows = self._writer.write_at(int(free[0]) if single else free, data, cursor=cursor)
+        self._sampler.extend(rows)
+        return rows[0] if single else rows
 
     def _items_of_rows(self, rows: Tensor, data: Any) -> Tensor:
         inner = tuple(data.shape[1 : self._storage.ndim])
@@ -575,3 +614,26 @@ def _checked_transform(where: str, transform: Any) -> Transform:
             f"function in a Transform subclass."
         )
     return transform
+
+
+def _check_consuming(name: str, storage: Storage, writer: Writer, prefetch: int | None) -> None:
+    """Raises where TorchRL 0.14 refuses a ConsumingSampler's setting."""
+    if prefetch:
+        raise ValueError(
+            f"{name}: a ConsumingSampler does not work with prefetch={prefetch} (batches "
+            f"sampled ahead would consume items early). Pass prefetch=None."
+        )
+    if storage.ndim != 1:
+        raise ValueError(
+            f"{name}: a ConsumingSampler needs a 1-D storage, got ndim={storage.ndim}."
+        )
+    if not isinstance(storage, TensorStorage | ListStorage):
+        raise TypeError(
+            f"{name}: a ConsumingSampler needs a ListStorage, TensorStorage, "
+            f"LazyTensorStorage or LazyMemmapStorage, got {type(storage).__name__}."
+        )
+    if not callable(getattr(writer, "write_at", None)):
+        raise TypeError(
+            f"{name}: a ConsumingSampler needs a writer with write_at(index, data) (it fills "
+            f"consumed slots first), got {type(writer).__name__}. Use RoundRobinWriter."
+        )

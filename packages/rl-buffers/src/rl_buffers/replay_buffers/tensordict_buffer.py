@@ -11,6 +11,7 @@ from torch import Tensor
 
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.samplers.sampler import Sampler, check_not_empty
+from rl_buffers.storages._tree import expand_items
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
@@ -143,6 +144,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
             if isinstance(value, tuple):
                 value = torch.stack(value, -1)
             if isinstance(value, Tensor) and value.shape[:1] == data.shape[:1]:
+                if data.batch_dims > 1:  # [B, T] items: one value per item, over its steps
+                    value = expand_items(value, data.batch_size)
                 data.set(key, value)
         return data
 

@@ -41,6 +41,9 @@ class LeafTree:
         self.ndim = ndim
         self.is_tensor = isinstance(data, Tensor)
         self.shape = data.shape[:ndim]
+        # A TensorDict's batch dims after the storage's (``[B, T]`` items of a 1-D storage
+        # keep their ``T``): every read returns them, as TorchRL's storages do.
+        self.item_batch = torch.Size(() if self.is_tensor else data.batch_size[ndim:])
         self.device = data.device
         if self.is_tensor:
             self.root: Any = _plain(data)
@@ -124,6 +127,10 @@ class LeafTree:
             batch = index.shape  # a torch.Size
             if self.is_tensor:
                 return self.root.index_select(0, index)
+            if self.item_batch:
+                batch = batch + self.item_batch
+                if extra:
+                    extra = {key: expand_items(value, batch) for key, value in extra.items()}
             if self.gather_in_one_op and index.dtype == torch.int64:
                 rows = _GATHER_ROWS(self._tables, index)
                 return self._plan.build(iter(rows), batch, extra)
@@ -131,7 +138,18 @@ class LeafTree:
         multi = torch.unravel_index(index, self.shape)
         if self.is_tensor:
             return self.root[multi]
-        return _gather_multi(self.root, multi, torch.Size(index.shape))
+        return _gather_multi(self.root, multi, torch.Size(index.shape) + self.item_batch)
+
+
+def expand_items(value: Tensor, batch: torch.Size) -> Tensor:
+    """``value`` (one entry per item, ``[B, *rest]``) broadcast over the items' own batch
+    dims: ``[*batch, *rest]`` (TorchRL's ``expand_as_right`` for ``"index"``)."""
+    lead = value.shape[:1]
+    if value.shape[: len(batch)] == batch:
+        return value
+    inner = batch[1:]
+    view = value.reshape(*lead, *([1] * len(inner)), *value.shape[1:])
+    return view.expand(*lead, *inner, *value.shape[1:])
 
 
 def _write_groups(leaves: list[Tensor]) -> list[tuple[Tensor | None, list[tuple[int, int | None]]]]:

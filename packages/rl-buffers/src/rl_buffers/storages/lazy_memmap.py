@@ -126,7 +126,10 @@ class LazyMemmapStorage(TensorStorage):
                 filename=str(folder / "data.memmap"),
                 existsok=True,
             )
-        like = template[(0,) * self.ndim].expand(*shape).cpu()
+        # The items' own batch dims after the storage's stay (``[B, T]`` items of a 1-D
+        # storage are kept as ``[rows, T]``), as in TorchRL.
+        item = template[(0,) * self.ndim]
+        like = item.expand(*shape, *item.batch_size).cpu()
         return like.memmap_like(prefix=folder, existsok=True)
 
     def _writing(self, index: slice | Tensor) -> None:

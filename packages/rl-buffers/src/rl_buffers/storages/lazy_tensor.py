@@ -141,4 +141,6 @@ def _zeros_like_items(
                 f"LazyTensorStorage: expected tensor leaves, got {type(value).__name__} at key "
                 f"{key!r}. Store non-tensor data in a ListStorage."
             )
-    return TensorDict(out, batch_size=shape, device=device)
+    # The items' own batch dims after the storage's (``[B, T]`` items of a 1-D storage)
+    # stay batch dims, as in TorchRL.
+    return TensorDict(out, batch_size=(*shape, *template.batch_size[ndim:]), device=device)

@@ -139,8 +139,36 @@ class TensorStorage(Storage):
             return self._len_rows
         return self._len_rows * math.prod(self._tree.shape[1:])
 
-    def set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
+    def set(
+        self,
+        index: int | slice | Tensor,
+        data: Tensor | TensorDictBase,
+        *,
+        set_cursor: bool = True,
+        next_row: int | None = None,
+    ) -> None:
+        """Writes ``data`` at rows ``index``.
+
+        Args:
+            index: an int, a slice or a 1-D tensor of rows.
+            data: the items, one per row.
+
+        Keyword Args:
+            set_cursor: whether :attr:`next_row` moves to the row after the last one
+                written (TorchRL's keyword). False keeps it: writes into scattered free
+                slots (:meth:`RoundRobinWriter.write_at`) leave the writer's position alone.
+            next_row: with ``set_cursor=False``, the write position to record instead
+                (stored with the length, after the data, in persistent storages).
+        """
         tree = self._tree
+        if next_row is not None and (isinstance(next_row, bool) or not isinstance(next_row, int)):
+            raise TypeError(
+                f"{type(self).__name__}.set: expected next_row to be an int or None, got "
+                f"{type(next_row).__name__}."
+            )
+        if not set_cursor:
+            self._set(index, data, next_row=self._next_row if next_row is None else next_row)
+            return
         if tree is not None and type(index) is slice:
             # The common case (a batch written at consecutive rows of an allocated storage):
             # the leaves are collected and checked once, then copied.
@@ -158,7 +186,14 @@ class TensorStorage(Storage):
                 return
         self._set(index, data)
 
-    def _set(self, index: int | slice | Tensor, data: Tensor | TensorDictBase) -> None:
+    def _set(
+        self,
+        index: int | slice | Tensor,
+        data: Tensor | TensorDictBase,
+        *,
+        next_row: int | None = None,
+    ) -> None:
+        # next_row: the write position to record (None: the row after the last written)
         where = f"{type(self).__name__}.set"
         _check_tensor_batch(where, data)
         single = isinstance(index, int)
@@ -195,6 +230,8 @@ class TensorStorage(Storage):
                 self._next_row = (int(index[-1]) + 1) % self._rows
             for (_, leaf), value in zip(tree.leaves, values):
                 leaf.index_copy_(0, index, value.to(leaf.device, leaf.dtype, non_blocking=True))
+        if next_row is not None:
+            self._next_row = next_row % self._rows
         if stop > self._len_rows:
             self._len_rows = stop
         if self._persistent:

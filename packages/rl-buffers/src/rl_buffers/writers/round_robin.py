@@ -9,6 +9,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
+from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.writer import Writer
 
 __all__ = ["RoundRobinWriter"]
@@ -94,6 +95,41 @@ class RoundRobinWriter(Writer):
             storage.set(index, data)
         self._cursor = (start + n) % rows
         return index
+
+    def write_at(self, index: int | Tensor, data: Any, *, cursor: int | None = None) -> Tensor:
+        """Writes ``data`` at explicit rows without moving the cursor (TorchRL's
+        ``write_at``; a buffer with a :class:`ConsumingSampler` fills consumed slots with it).
+
+        Args:
+            index: a row, or a 1-D tensor of rows (one per item of ``data``).
+            data: the items.
+
+        Keyword Args:
+            cursor: where the cursor goes after the write (None: it stays). A tensor
+                storage records it as its write position in the same write, so a storage
+                reopened from disk goes on writing there.
+
+        Returns:
+            The rows written, a 1-D int64 tensor.
+        """
+        single = isinstance(index, int) and not isinstance(index, bool)
+        rows = torch.as_tensor([index] if single else index, dtype=torch.long).reshape(-1)
+        if single:
+            data = _one(data)
+        elif rows.numel() != batch_len(data):
+            raise ValueError(
+                f"{type(self).__name__}.write_at: expected one row per item, got "
+                f"{rows.numel()} rows for {batch_len(data)} items."
+            )
+        storage = self.storage
+        if isinstance(storage, TensorStorage):
+            next_row = self._cursor if cursor is None else cursor
+            storage.set(rows, data, set_cursor=False, next_row=next_row)
+        else:
+            storage.set(rows, data)
+        if cursor is not None:
+            self._cursor = cursor
+        return rows
 
     def state_dict(self) -> dict[str, Any]:
         return {"cursor": self._cursor}

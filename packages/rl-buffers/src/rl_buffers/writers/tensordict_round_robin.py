@@ -9,6 +9,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
+from rl_buffers.storages.list_storage import ListStorage
 from rl_buffers.writers.round_robin import RoundRobinWriter
 from rl_core import tensordict_access
 
@@ -41,8 +42,12 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
     def add(self, data: Any) -> int:
         if not isinstance(data, TensorDictBase):
             return super().add(data)
-        row = super().add(_without_index(data, self.storage))
-        data.set(INDEX_KEY, _item_index(self.storage, data.unsqueeze(0), torch.tensor([row]))[0])
+        item = _without_index(data, self.storage)
+        if item is data and isinstance(self.storage, ListStorage):
+            item = data.copy()  # the list keeps the object; "index" goes on the caller's only
+        row = super().add(item)
+        index = _item_index(self.storage, data.unsqueeze(0), torch.tensor([row]))
+        data.set(INDEX_KEY, _expand_right(index, data.unsqueeze(0).batch_size)[0])
         return row
 
     def extend(self, data: Any) -> Tensor:
@@ -50,15 +55,42 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
             return super().extend(data)
         storage = self._storage if self._storage is not None else self.storage
         rows = super().extend(_without_index(data, storage))
-        if storage.ndim == 1 and rows.shape[0] == data.batch_size[0]:
+        if storage.ndim == 1 and rows.shape[0] == data.batch_size[0] and data.batch_dims == 1:
             tensordict_access.set_leaf(data, INDEX_KEY, rows)  # data.set, unchecked where rows fit
         elif rows.numel() == data.shape[0]:
-            data.set(INDEX_KEY, _item_index(self.storage, data, rows))
+            index = _item_index(self.storage, data, rows)
+            data.set(INDEX_KEY, _expand_right(index, data.batch_size))
         else:  # a batch larger than the storage: only its last items were kept
             index = torch.full(data.shape[: getattr(self.storage, "ndim", 1)], -1)
             index[data.shape[0] - rows.numel() :] = _item_index(self.storage, data, rows)
-            data.set(INDEX_KEY, index)
+            data.set(INDEX_KEY, _expand_right(index, data.batch_size))
         return rows
+
+    def write_at(self, index: int | Tensor, data: Any, *, cursor: int | None = None) -> Tensor:
+        """:meth:`RoundRobinWriter.write_at`, then ``"index"`` set on the caller's TensorDict."""
+        if not isinstance(data, TensorDictBase):
+            return super().write_at(index, data, cursor=cursor)
+        single = isinstance(index, int) and not isinstance(index, bool)
+        item = _without_index(data, self.storage)
+        if item is data and single and isinstance(self.storage, ListStorage):
+            item = data.copy()  # the list keeps the object; "index" goes on the caller's only
+        rows = super().write_at(index, item, cursor=cursor)
+        if single:
+            data.set(INDEX_KEY, _expand_right(rows, data.unsqueeze(0).batch_size)[0])
+        else:
+            where = rows if data.device is None else rows.to(data.device)
+            data.set(INDEX_KEY, _expand_right(where, data.batch_size))
+        return rows
+
+
+def _expand_right(index: Tensor, batch: torch.Size) -> Tensor:
+    """``index`` (the storage's dims of the batch) broadcast over the items' own batch dims
+    after them (``[B]`` to ``[B, T]`` for ``[B, T]`` items of a 1-D storage), as TorchRL's
+    writer does."""
+    extra = batch[index.dim() :]
+    if not extra:
+        return index
+    return index.reshape(*index.shape, *([1] * len(extra))).expand(*index.shape, *extra)
 
 
 def _without_index(data: TensorDictBase, storage: Any) -> TensorDictBase:
