@@ -16,6 +16,14 @@ regresses on them.
 ``--pixels`` replaces the observation by a 64x64 render of the pendulum (the angle only), seen
 through Dreamer's convolutional ``ObsEncoder``/``ObsDecoder``.
 
+``--v3`` swaps in DreamerV3's pieces: a discrete stochastic state (``num_categoricals``
+one-hot vectors of ``num_classes``, straight-through gradients, 1% unimix: ``RSSMPriorV3``,
+``RSSMPosteriorV3``), reward and value heads of ``num_bins`` logits over symexp bins
+(``SymExpTwoHot``) trained by two-hot cross-entropy, and the three V3 losses
+(``DreamerV3ModelLoss``: balanced KL with free bits, symlog reconstruction;
+``DreamerV3ActorLoss``: lambda-returns divided by their moving 5-95 percentile range, entropy
+bonus; ``DreamerV3ValueLoss``).
+
 Run:  ``uv run python examples/dreamer.py`` (25.6k frames, 3000 steps of each loss; 12.8 min on
 a 2-core CPU shared at load average about 14): the deterministic policy's return goes from
 about -1400 to -108 at best, -235 over the last 10 evaluations, against -1093 for random
@@ -48,14 +56,25 @@ from rl_core.modules import (
     ObsEncoder,
     ProbabilisticActor,
     RSSMPosterior,
+    RSSMPosteriorV3,
     RSSMPrior,
+    RSSMPriorV3,
     RSSMRollout,
+    SymExpTwoHot,
     TanhNormal,
     WorldModelWrapper,
 )
 from rl_envs import DreamerEnv, PendulumEnv
 from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE
-from rl_objectives import DreamerActorLoss, DreamerModelLoss, DreamerValueLoss, ValueEstimators
+from rl_objectives import (
+    DreamerActorLoss,
+    DreamerModelLoss,
+    DreamerV3ActorLoss,
+    DreamerV3ModelLoss,
+    DreamerV3ValueLoss,
+    DreamerValueLoss,
+    ValueEstimators,
+)
 from rl_objectives.loggers import get_logger
 
 
@@ -65,6 +84,7 @@ class Config:
 
     seed: int = 0
     pixels: bool = False  # observe 64x64 renders of the pendulum instead of [cos, sin, thdot]
+    v3: bool = False  # DreamerV3's discrete latents, two-hot heads and losses
     num_envs: int = 4  # Pendulum episodes played side by side per iteration
     max_steps: int = 200  # Pendulum-v1's time limit
     prefill_episodes: int = 8  # random-torque episodes before the first update
@@ -72,7 +92,11 @@ class Config:
     updates_per_iteration: int = 100  # steps of each loss per round
     batch_size: int = 32  # sequences per update
     seq_len: int = 16  # steps per sequence
-    state_dim: int = 8  # the RSSM's stochastic state
+    state_dim: int = 8  # the RSSM's stochastic state (V1)
+    num_categoricals: int = 8  # V3: categorical variables of the stochastic state
+    num_classes: int = 8  # V3: classes of each
+    num_bins: int = 255  # V3: symexp bins of the reward and value heads
+    entropy_bonus: float = 3e-4  # V3: weight of the actor's entropy
     belief_dim: int = 32  # the RSSM's deterministic belief (GRU state)
     hidden: int = 32  # width of every hidden layer
     imagination_horizon: int = 15
@@ -80,7 +104,7 @@ class Config:
     imagination_starts: int = 256  # posterior states of the batch imagination starts from
     gamma: float = 0.99
     lmbda: float = 0.95
-    free_nats: float = 3.0
+    free_nats: float = 3.0  # V1: the KL's floor (V3 uses 1 free nat per step, as the paper)
     reward_scale: float = 0.1  # rewards are learned and imagined in this scale
     model_lr: float = 1e-3
     actor_lr: float = 1e-3
@@ -131,9 +155,15 @@ class Agent:
     """The networks, their TensorDict wiring, the losses and the optimisers."""
 
     def __init__(self, cfg: Config) -> None:
-        S, H, W = cfg.state_dim, cfg.belief_dim, cfg.hidden
-        self.cfg = cfg
-        self.prior = RSSMPrior(action_dim=1, hidden_dim=W, rnn_hidden_dim=H, state_dim=S)
+        S = cfg.num_categoricals * cfg.num_classes if cfg.v3 else cfg.state_dim
+        H, W = cfg.belief_dim, cfg.hidden
+        self.cfg, self.state_dim = cfg, S
+        if cfg.v3:
+            self.prior = RSSMPriorV3(action_dim=1, hidden_dim=W, rnn_hidden_dim=H,
+                                     num_categoricals=cfg.num_categoricals,
+                                     num_classes=cfg.num_classes, unimix=0.01)  # fmt: skip
+        else:
+            self.prior = RSSMPrior(action_dim=1, hidden_dim=W, rnn_hidden_dim=H, state_dim=S)
         if cfg.pixels:  # Dreamer's convolutions (channels 8, 16, 32, 64): 256 features
             self.encoder = ObsEncoder(channels=8, in_channels=1)
             self.decoder = ObsDecoder(channels=8, latent_dim=S + H, out_channels=1)
@@ -143,22 +173,29 @@ class Agent:
             self.decoder = ObsDecoder(channels=W // 8, num_layers=2, latent_dim=S + H,
                                       out_features=3)  # fmt: skip
             embed, self.obs_key = W, "observation"
-        self.posterior = RSSMPosterior(hidden_dim=W, state_dim=S, rnn_hidden_dim=H,
-                                       obs_embed_dim=embed)  # fmt: skip
-        self.reward = Latent(MLP(S + H, 1, num_cells=[W, W], activation_class=torch.nn.ELU))
+        if cfg.v3:
+            self.posterior = RSSMPosteriorV3(hidden_dim=W, num_categoricals=cfg.num_categoricals,
+                                             num_classes=cfg.num_classes, rnn_hidden_dim=H,
+                                             obs_embed_dim=embed, unimix=0.01)  # fmt: skip
+            prior_out = [("next", "prior_logits"), "_", ("next", "belief")]
+            post_out = [("next", "posterior_logits"), ("next", "state")]
+        else:
+            self.posterior = RSSMPosterior(hidden_dim=W, state_dim=S, rnn_hidden_dim=H,
+                                           obs_embed_dim=embed)  # fmt: skip
+            prior_out = [("next", "prior_mean"), ("next", "prior_std"), "_", ("next", "belief")]
+            post_out = [("next", "posterior_mean"), ("next", "posterior_std"), ("next", "state")]
+        # V3's reward and value heads give num_bins logits, decoded over symexp bins
+        outs = cfg.num_bins if cfg.v3 else 1
+        self.two_hot = SymExpTwoHot(cfg.num_bins)
+        self.reward = Latent(MLP(S + H, outs, num_cells=[W, W], activation_class=torch.nn.ELU))
         rollout = RSSMRollout(
+            TensorDictModule(self.prior, ["state", "belief", "action"], prior_out),
             TensorDictModule(
-                self.prior,
-                in_keys=["state", "belief", "action"],
-                out_keys=[("next", "prior_mean"), ("next", "prior_std"), "_", ("next", "belief")],
-            ),
-            TensorDictModule(
-                self.posterior,
-                in_keys=[("next", "belief"), ("next", "encoded_latents")],
-                out_keys=[("next", "posterior_mean"), ("next", "posterior_std"), ("next", "state")],
+                self.posterior, [("next", "belief"), ("next", "encoded_latents")], post_out
             ),
         )
         latent = [("next", "state"), ("next", "belief")]
+        reward_key = "reward_logits" if cfg.v3 else "reward"
         world_model = WorldModelWrapper(
             TensorDictSequential(
                 TensorDictModule(
@@ -167,14 +204,18 @@ class Agent:
                 rollout,
                 TensorDictModule(self.decoder, latent, [("next", f"reco_{self.obs_key}")]),
             ),
-            TensorDictModule(self.reward, latent, [("next", "reward")]),
+            TensorDictModule(self.reward, latent, [("next", reward_key)]),
         )
+        imagined_reward = TensorDictModule(self.reward, ["state", "belief"], [reward_key])
+        if cfg.v3:  # the imagined reward is the expectation of the reward head's logits
+            imagined_reward = TensorDictSequential(
+                imagined_reward, TensorDictModule(self.two_hot, ["reward_logits"], ["reward"])
+            )
+        prior_keys = ["_", "state", "belief"] if cfg.v3 else ["_", "_", "state", "belief"]
         imagination = DreamerEnv(
             WorldModelWrapper(
-                TensorDictModule(
-                    self.prior, ["state", "belief", "action"], ["_", "_", "state", "belief"]
-                ),
-                TensorDictModule(self.reward, ["state", "belief"], ["reward"]),
+                TensorDictModule(self.prior, ["state", "belief", "action"], prior_keys),
+                imagined_reward,
             ),
             prior_shape=(S,),
             belief_shape=(H,),
@@ -192,20 +233,33 @@ class Agent:
             distribution_class=TanhNormal,
             distribution_kwargs={"low": -1.0, "high": 1.0, "tanh_loc": True},
         )
-        self.value = TensorDictModule(
-            Latent(MLP(S + H, 1, num_cells=[W, W], activation_class=torch.nn.ELU)),
-            ["state", "belief"],
-            ["state_value"],
-        )
-        self.model_loss = DreamerModelLoss(world_model, free_nats=cfg.free_nats)
+        value_net = Latent(MLP(S + H, outs, num_cells=[W, W], activation_class=torch.nn.ELU))
+        if cfg.v3:  # logits for the two-hot loss, their expectation for the returns
+            self.value = TensorDictSequential(
+                TensorDictModule(value_net, ["state", "belief"], ["state_value_logits"]),
+                TensorDictModule(self.two_hot, ["state_value_logits"], ["state_value"]),
+            )
+            self.model_loss = DreamerV3ModelLoss(world_model, num_reward_bins=cfg.num_bins)
+            self.actor_loss = DreamerV3ActorLoss(
+                self.actor, self.value, imagination, entropy_bonus=cfg.entropy_bonus,
+                imagination_horizon=cfg.imagination_horizon,
+            )  # fmt: skip
+        else:
+            self.value = TensorDictModule(value_net, ["state", "belief"], ["state_value"])
+            self.model_loss = DreamerModelLoss(world_model, free_nats=cfg.free_nats)
+            self.actor_loss = DreamerActorLoss(
+                self.actor, self.value, imagination, imagination_horizon=cfg.imagination_horizon
+            )
         # TorchRL's keys are "pixels"/"reco_pixels": state observations are renamed
         self.model_loss.set_keys(pixels=self.obs_key, reco_pixels=f"reco_{self.obs_key}")
-        self.actor_loss = DreamerActorLoss(
-            self.actor, self.value, imagination, imagination_horizon=cfg.imagination_horizon
-        )
         self.actor_loss.make_value_estimator(ValueEstimators.TDLambda, gamma=cfg.gamma,
                                              lmbda=cfg.lmbda)  # fmt: skip
-        self.value_loss = DreamerValueLoss(self.value, gamma=cfg.gamma)
+        if cfg.v3:
+            self.value_loss = DreamerV3ValueLoss(self.value, value_loss="two_hot",
+                                                 num_value_bins=cfg.num_bins,
+                                                 actor_loss=self.actor_loss)  # fmt: skip
+        else:
+            self.value_loss = DreamerValueLoss(self.value, gamma=cfg.gamma)
         self.model_opt = torch.optim.Adam(world_model.parameters(), lr=cfg.model_lr)
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.actor_lr)
         self.value_opt = torch.optim.Adam(self.value.parameters(), lr=cfg.value_lr)
@@ -218,8 +272,8 @@ class Agent:
     def filter(self, obs, state, belief, action):
         """One step of the RSSM on real data: the posterior latents given the last latents,
         the action taken and the new observation."""
-        _, _, _, belief = self.prior(state, belief, action)
-        _, _, state = self.posterior(belief, self.encoder(self.observe(obs)))
+        belief = self.prior(state, belief, action)[-1]  # the next belief is the last output
+        state = self.posterior(belief, self.encoder(self.observe(obs)))[-1]
         return state, belief
 
     @torch.no_grad()
@@ -269,7 +323,7 @@ def play(agent: Agent, env: PendulumEnv, cfg: Config, mode: str) -> dict[str, to
     """One episode in each of ``env``'s sub-envs: ``mode`` is ``"random"``, ``"explore"`` or
     ``"eval"``. Returns the ``[B, T(+1)]`` observations, actions, rewards and the posterior
     latents the policy filtered (the RSSM's state before each action)."""
-    B, S, H = env.batch_size[0], cfg.state_dim, cfg.belief_dim
+    B, S, H = env.batch_size[0], agent.state_dim, cfg.belief_dim
     td = env.reset()
     state, belief, action = torch.zeros(B, S), torch.zeros(B, H), torch.zeros(B, 1)
     obs, actions, rewards, states, beliefs = [td["observation"]], [], [], [], []
