@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torch import nn
 
 from rl_core import keys as K
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
 from rl_objectives.losses._soft_q import SoftQLossBase
-from rl_objectives.utils import distance_loss
 
 __all__ = ["CQLLoss"]
 
@@ -52,63 +50,56 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
     critics, each term here trains only its own parameters, as in the CQL paper's updates, so
     that the sum of the ``loss_*`` terms can be minimised with one optimizer.
 
-    Args:
-        actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
-        qvalue_network: a Q module reading ``observation`` and ``action``; the first of
-            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
-            of ``num_qvalue_nets`` such modules, used as they are.
+    The arguments it shares with the SAC family are described on
+    :class:`~rl_objectives.losses._soft_q.SoftQLossBase` (CQL has no ``delay_actor``, no
+    alpha bounds and no ``separate_losses``); CQL adds:
 
     Keyword Args:
-        action_spec: a ``Bounded`` spec giving the box of the uniform actions.
+        action_spec: a ``Bounded`` spec giving the box of the uniform actions (and the
+            ``"auto"`` entropy target).
         bounds: ``(low, high)`` instead; defaults to ``(-1, 1)``.
-        num_qvalue_nets: number of critics. Defaults to 2.
-        loss_function: ``"l2"``, ``"l1"`` or ``"smooth_l1"``. Defaults to ``"smooth_l1"``.
-        alpha_init: initial SAC temperature. Defaults to 1.0.
-        fixed_alpha: keep alpha constant. Defaults to ``False``.
-        target_entropy: a float or ``"auto"`` (``-action_dim``). Defaults to ``"auto"``.
-        temperature: ``T``. Defaults to 1.0.
-        min_q_weight: weight of the penalty. Defaults to 1.0.
-        num_random: actions of each kind per state (and of the max backup). Defaults to 10.
-        max_q_backup: back up the max over ``num_random`` next actions. Defaults to ``False``.
-        with_lagrange: tune ``alpha_prime`` (``log_alpha_prime``). Defaults to ``False``.
-        lagrange_thresh: the penalty level ``alpha_prime`` aims at. Defaults to 0.0.
-        deterministic_backup: drop the entropy term from the backup. Defaults to ``True``.
-        delay_qvalue: target copies of the critics. Defaults to ``True``.
-        gamma: discount (TD(0) estimator by default). Defaults to 0.99.
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+        temperature: ``T``.
+        min_q_weight: the weight of the penalty.
+        num_random: actions of each kind per state (and of the max backup).
+        max_q_backup: back up the max over ``num_random`` next actions.
+        with_lagrange: tune ``alpha_prime`` (``log_alpha_prime``).
+        lagrange_thresh: the penalty level ``alpha_prime`` aims at.
+        deterministic_backup: drop the entropy term from the backup.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+        >>> from rl_core.specs import Bounded
         >>> from rl_objectives import CQLLoss
-        >>> net = TensorDictModule(
-        ...     torch.nn.Sequential(MLP(3, 2, depth=1, num_cells=8), NormalParamExtractor()),
-        ...     ["observation"], ["loc", "scale"],
+        >>> params = TensorDictModule(
+        ...     torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor()),
+        ...     in_keys=["observation"],
+        ...     out_keys=["loc", "scale"],
         ... )
-        >>> actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=TanhNormal)
-        >>> q = ValueOperator(MLP(4, 1, depth=1, num_cells=8), ["observation", "action"])
+        >>> loss = CQLLoss(
+        ...     ProbabilisticActor(params, ["loc", "scale"], distribution_class=TanhNormal),
+        ...     ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"]),
+        ...     action_spec=Bounded(-2.0, 2.0, (1,)),
+        ...     num_random=4,
+        ...     with_lagrange=True,
+        ... )
+        >>> terminal = torch.tensor([[False], [True]])
         >>> td = TensorDict(
-        ...     observation=torch.randn(5, 3), action=torch.rand(5, 1) - 0.5,
+        ...     observation=torch.randn(2, 3),
+        ...     action=torch.tensor([[1.5], [-0.5]]),
         ...     next=TensorDict(
-        ...         observation=torch.randn(5, 3), reward=torch.ones(5, 1),
-        ...         done=torch.zeros(5, 1, dtype=torch.bool),
-        ...         terminated=torch.zeros(5, 1, dtype=torch.bool),
+        ...         observation=torch.randn(2, 3), reward=torch.zeros(2, 1),
+        ...         done=terminal, terminated=terminal, batch_size=[2],
         ...     ),
-        ...     batch_size=[5],
+        ...     batch_size=[2],
         ... )
-        >>> sorted(k for k in CQLLoss(actor, q, num_random=4)(td).keys() if k.startswith("loss_"))
-        ['loss_actor', 'loss_alpha', 'loss_cql', 'loss_qvalue']
+        >>> [k for k in loss(td).keys() if k.startswith("loss_")]
+        ['loss_alpha_prime', 'loss_actor', 'loss_qvalue', 'loss_cql', 'loss_alpha']
     """
 
     log_alpha_prime: torch.Tensor  # log of the penalty weight (with_lagrange only): a parameter
-
-    # set up by the shared base (_init_temperature, _init_estimator)
-    target_entropy: float | None
-    loss_function: str
-    gamma: float | None
-    reduction: str
 
     def __init__(
         self,
@@ -139,22 +130,13 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
             raise ValueError(
                 f"{owner}: expected num_random to be a positive int, got {num_random!r}."
             )
-        self._init_actor_and_critics(
-            actor_network,
-            qvalue_network,
-            num_qvalue_nets=num_qvalue_nets,
-            delay_qvalue=delay_qvalue,
-        )
         self.delay_qvalue = delay_qvalue
+        self._init_actor_and_critics(actor_network, qvalue_network, num_qvalue_nets)
         low, high = C.action_bounds(owner, action_spec, bounds) or (-1.0, 1.0)
         self.register_buffer("low", torch.as_tensor(low).float())
         self.register_buffer("high", torch.as_tensor(high).float())
-        self._init_temperature(
-            alpha_init,
-            fixed_alpha=fixed_alpha,
-            target_entropy=target_entropy,
-            auto_target_entropy=C.continuous_entropy_target(action_spec),
-        )
+        auto = C.continuous_entropy_target(action_spec)
+        self._init_temperature(alpha_init, fixed=fixed_alpha, target=target_entropy, auto=auto)
         self.temperature = float(temperature)
         self.min_q_weight = float(min_q_weight)
         self.num_random = num_random
@@ -165,9 +147,6 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         if self.with_lagrange:
             self.log_alpha_prime = nn.Parameter(torch.zeros(()))
         self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
-
-    def _dist(self, td: TensorDictBase) -> Any:
-        return C.get_dist(self, "actor_network", td)
 
     def _q_at(
         self, td: TensorDictBase, action: torch.Tensor, params: TensorDictBase | None = None
@@ -182,14 +161,12 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
     ) -> torch.Tensor:
         """The backed-up next-state value ``[*B, 1]`` (no gradient)."""
         keys = self.tensor_keys
-        q_params = (
-            self.target_qvalue_network_params if self.delay_qvalue else self.qvalue_network_params
-        )
+        q_params = self._bootstrap_params("qvalue_network")
         if self.max_q_backup:
-            actions, _ = C.sample_with_log_prob(self._dist(next_td), batch_dims, (self.num_random,))
-            return self._q_at(next_td, actions, q_params).max(1).values.min(0).values
-        next_action, next_log_prob = C.sample_with_log_prob(self._dist(next_td), batch_dims)
-        next_value = self._q(next_td.copy().set(keys.action, next_action), q_params).min(0).values
+            actions, _ = self._sample(next_td, sample_shape=(self.num_random,))
+            return self._q_at(next_td, actions, q_params).amax(1).amin(0)
+        next_action, next_log_prob = self._sample(next_td)
+        next_value = self._q(next_td.copy().set(keys.action, next_action), q_params).amin(0)
         if not self.deterministic_backup:
             next_value = next_value - alpha * next_log_prob.unsqueeze(-1)
         return next_value
@@ -200,15 +177,14 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         ``td_error``."""
         keys = self.tensor_keys
         batch_dims = tensordict.batch_dims
-        alpha = self.log_alpha.detach().exp()
+        alpha = self.alpha
         # SAC actor and temperature
-        action_new, log_prob = C.sample_with_log_prob(self._dist(tensordict), batch_dims)
-        if self.target_entropy is None:
-            self.target_entropy = -float(math.prod(action_new.shape[batch_dims:]))
+        action_new, log_prob = self._sample(tensordict)
+        self._resolve_target_entropy(action_new, batch_dims)
         actor_td = tensordict.copy().set(keys.action, action_new)
         q_new = C.squeeze_feature(self._q(actor_td, self._detached("qvalue_network")).min(0).values)
         loss_actor = alpha * log_prob - q_new
-        loss_alpha = -self.log_alpha * (log_prob.detach() + self.target_entropy)
+        loss_alpha = self._loss_alpha(log_prob)
         # critics: SAC backup
         next_td = tensordict.get(K.NEXT)
         with torch.no_grad():
@@ -216,7 +192,7 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
                 self, tensordict, self._next_value(next_td, alpha, batch_dims)
             )
         pred = self._q(tensordict, self.qvalue_network_params)
-        error = distance_loss(pred, target.expand_as(pred), self.loss_function)
+        loss_qvalue = self._critic_loss(tensordict, pred, target)
         # conservative penalty
         n = self.num_random
         with torch.no_grad():
@@ -227,12 +203,8 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
             random_log_density = (
                 -torch.log(self.high - self.low).expand(action_new.shape[-1:]).sum()
             )
-            curr_action, curr_log_prob = C.sample_with_log_prob(
-                self._dist(tensordict), batch_dims, (n,)
-            )
-            next_action_n, next_log_prob_n = C.sample_with_log_prob(
-                self._dist(next_td), batch_dims, (n,)
-            )
+            curr_action, curr_log_prob = self._sample(tensordict, sample_shape=(n,))
+            next_action_n, next_log_prob_n = self._sample(next_td, sample_shape=(n,))
         q_random = self._q_at(tensordict, random_action) - random_log_density
         q_curr = self._q_at(tensordict, curr_action) - curr_log_prob.unsqueeze(-1)
         q_next = self._q_at(tensordict, next_action_n) - next_log_prob_n.unsqueeze(-1)
@@ -242,21 +214,17 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         if self.with_lagrange:
             alpha_prime = self.log_alpha_prime.exp().clamp(max=1e6)
             per_critic = penalty.detach().flatten(1).mean(1)
+            # a scalar whatever the reduction (reducing a scalar leaves it as it is)
             out["loss_alpha_prime"] = -alpha_prime * (per_critic.mean() - self.target_action_gap)
             loss_cql = alpha_prime.detach() * (penalty - self.target_action_gap).sum(0)
         else:
             loss_cql = penalty.sum(0)
-        with torch.no_grad():
-            td_error = (pred - target).abs().max(0).values
-            while td_error.dim() > batch_dims:
-                td_error = td_error.mean(-1)
-            tensordict.set(keys.priority, td_error)
-        out.update(
-            loss_actor=C.reduce(loss_actor, self.reduction),
-            loss_qvalue=C.reduce(error.sum(0), self.reduction),
-            loss_cql=C.reduce(loss_cql, self.reduction),
-            loss_alpha=C.reduce(loss_alpha, self.reduction),
+        return self._losses(
+            **out,
+            loss_actor=loss_actor,
+            loss_qvalue=loss_qvalue,
+            loss_cql=loss_cql,
+            loss_alpha=loss_alpha,
             alpha=alpha,
             entropy=-log_prob.detach().mean(),
         )
-        return TensorDict(out)

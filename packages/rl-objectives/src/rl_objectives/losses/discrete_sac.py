@@ -6,15 +6,14 @@ import math
 from dataclasses import dataclass
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torch import nn
 
 from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses._soft_q import SoftQLossBase
-from rl_objectives.utils import distance_loss
+from rl_objectives.losses._soft_q import SoftQLossBase, _TransitionKeys
 
 __all__ = ["DiscreteSACLoss"]
 
@@ -29,29 +28,15 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
       log p'(a))``; ``loss_qvalue = sum_i mean(d(Q_i(s, a_data), y))``;
     - ``loss_alpha = mean(log_alpha * (H(p) - target_entropy))``.
 
-    Args:
-        actor_network: a probabilistic actor whose distribution has ``logits`` (e.g. with
-            ``OneHotCategorical``).
-        qvalue_network: a module writing ``action_value`` ``[*B, n]``; the first of
-            ``num_qvalue_nets`` critics (the others are re-initialised copies); or a list
-            of ``num_qvalue_nets`` such modules, used as they are.
+    The arguments it shares with the SAC family are described on
+    :class:`~rl_objectives.losses._soft_q.SoftQLossBase` (no ``delay_actor``, no alpha
+    bounds); here the actor's distribution has ``logits`` (e.g. ``OneHotCategorical``), the
+    critics write ``action_value`` ``[*B, n]``, and discrete SAC adds:
 
     Keyword Args:
-        num_actions: ``n``; used for ``target_entropy="auto"`` (``0.98 * log(n)``), otherwise
-            read from the logits.
-        num_qvalue_nets: number of critics. Defaults to 2.
-        loss_function: ``"l2"``, ``"l1"`` or ``"smooth_l1"``. Defaults to ``"smooth_l1"``.
-        alpha_init: initial temperature. Defaults to 1.0.
-        fixed_alpha: keep alpha constant. Defaults to ``False``.
+        num_actions: ``n``; used for ``target_entropy="auto"``
+            (``target_entropy_weight * log(n)``), otherwise read from the logits.
         target_entropy_weight: the share of the maximal entropy aimed at with ``"auto"``.
-            Defaults to 0.98.
-        target_entropy: a float or ``"auto"``. Defaults to ``"auto"``.
-        delay_qvalue: target copies of the critics. Defaults to ``True``.
-        gamma: discount (TD(0) estimator by default). Defaults to 0.99.
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
-        separate_losses: parameters a critic shares with the actor (a common trunk) are
-            trained by the actor loss only: the critic terms see them detached. Defaults to
-            ``False`` (every term trains them).
 
     Examples:
         >>> import torch
@@ -71,24 +56,14 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         ...     ),
         ...     batch_size=[5],
         ... )
-        >>> sorted(k for k in DiscreteSACLoss(actor, q)(td).keys() if k.startswith("loss_"))
-        ['loss_actor', 'loss_alpha', 'loss_qvalue']
+        >>> loss = DiscreteSACLoss(actor, q, num_actions=2)
+        >>> round(loss.target_entropy, 4), sorted(k for k in loss(td).keys() if k.startswith("loss_"))
+        (0.6793, ['loss_actor', 'loss_alpha', 'loss_qvalue'])
     """
 
-    # set up by the shared base (_init_temperature, _init_estimator)
-    target_entropy: float | None
-    loss_function: str
-    gamma: float | None
-    reduction: str
-
     @dataclass
-    class _AcceptedKeys:
-        action: NestedKey = K.ACTION
+    class _AcceptedKeys(_TransitionKeys):
         action_value: NestedKey = K.ACTION_VALUE
-        priority: NestedKey = "td_error"
-        reward: NestedKey = K.REWARD
-        done: NestedKey = K.DONE
-        terminated: NestedKey = K.TERMINATED
 
     _q_value_field = "action_value"
 
@@ -110,24 +85,15 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         separate_losses: bool = False,
     ) -> None:
         super().__init__()
-        self._init_actor_and_critics(
-            actor_network,
-            qvalue_network,
-            num_qvalue_nets=num_qvalue_nets,
-            q_out_key=K.ACTION_VALUE,
-            delay_qvalue=delay_qvalue,
-            separate_losses=separate_losses,
-        )
         self.delay_qvalue = delay_qvalue
-        self.target_entropy_weight = float(target_entropy_weight)
-        self._init_temperature(
-            alpha_init,
-            fixed_alpha=fixed_alpha,
-            target_entropy=target_entropy,
-            auto_target_entropy=(
-                None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
-            ),
+        self.separate_losses = bool(separate_losses)
+        self._init_actor_and_critics(
+            actor_network, qvalue_network, num_qvalue_nets, q_out_key=K.ACTION_VALUE
         )
+        self.target_entropy_weight = float(target_entropy_weight)
+        # "auto": a share of the largest entropy, log(n)
+        auto = None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
+        self._init_temperature(alpha_init, fixed=fixed_alpha, target=target_entropy, auto=auto)
         self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 
     def _log_probs(self, td: TensorDictBase) -> torch.Tensor:
@@ -138,7 +104,7 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha`` and ``entropy``;
         writes ``td_error``."""
         keys = self.tensor_keys
-        alpha = self.log_alpha.detach().exp()
+        alpha = self.alpha
         log_p = self._log_probs(tensordict)
         p = log_p.exp()
         if self.target_entropy is None:
@@ -158,26 +124,16 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         with torch.no_grad():
             next_td = tensordict.get(K.NEXT)
             next_log_p = self._log_probs(next_td)
-            q_params = (
-                self.target_qvalue_network_params
-                if self.delay_qvalue
-                else self.qvalue_network_params
-            )
-            next_q = self._q(next_td, q_params).min(0).values
+            next_q = self._q(next_td, self._bootstrap_params("qvalue_network")).amin(0)
             next_value = (next_log_p.exp() * (next_q - alpha * next_log_p)).sum(-1, keepdim=True)
             target = C.bootstrap_target(self, tensordict, next_value)
-        error = distance_loss(pred, target.expand_as(pred), self.loss_function)
         entropy = -(p * log_p).sum(-1)
+        # the exact entropy of p, not a sampled log-prob: the family's loss_alpha with H
         loss_alpha = self.log_alpha * (entropy.detach() - self.target_entropy)
-        with torch.no_grad():
-            td_error = (pred - target).abs().max(0).values
-            while td_error.dim() > tensordict.batch_dims:
-                td_error = td_error.mean(-1)
-            tensordict.set(keys.priority, td_error)
-        return TensorDict(
-            loss_actor=C.reduce(loss_actor, self.reduction),
-            loss_qvalue=C.reduce(error.sum(0), self.reduction),
-            loss_alpha=C.reduce(loss_alpha, self.reduction),
+        return self._losses(
+            loss_actor=loss_actor,
+            loss_qvalue=self._critic_loss(tensordict, pred, target),
+            loss_alpha=loss_alpha,
             alpha=alpha,
             entropy=entropy.detach().mean(),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torch import nn
 
 from rl_core import keys as K
@@ -64,25 +64,14 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
       ``a ~ pi(s)`` reparameterised (critics frozen);
     - ``loss_alpha = -mean(log_alpha * (log_pi(a | s) + target_entropy))``.
 
-    Args:
-        actor_network: a probabilistic actor (``get_dist``), e.g. with ``TanhNormal``.
-        qvalue_network: a critic reading ``observation`` and ``action`` and writing ``M``
-            atoms in the last dim of ``state_action_value``; the first of ``num_qvalue_nets``
-            critics (the others are re-initialised copies), or a list of them.
+    The arguments it shares with the SAC family are described on
+    :class:`~rl_objectives.losses._soft_q.SoftQLossBase` (TQC has no ``loss_function`` and
+    no ``separate_losses``); here the critic writes ``M`` atoms in the last dim of
+    ``state_action_value``, and TQC adds:
 
     Keyword Args:
-        num_qvalue_nets: number of critics ``N``. Defaults to 5.
         top_quantiles_to_drop_per_net: ``d``, atoms dropped per critic from the pooled
-            target (``N * d`` in all). Defaults to 2.
-        alpha_init: initial temperature. Defaults to 1.0.
-        min_alpha: lower clamp of alpha. max_alpha: upper clamp. Default ``None``.
-        action_spec: the action spec, for ``target_entropy="auto"`` (``-action_dim``).
-        fixed_alpha: keep alpha constant. Defaults to ``False``.
-        target_entropy: a float or ``"auto"``. Defaults to ``"auto"``.
-        delay_actor: sample ``a'`` from a target copy of the actor. Defaults to ``False``.
-        delay_qvalue: target copies of the critics. Defaults to ``True``.
-        gamma: discount (TD(0) estimator by default). Defaults to 0.99.
-        reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
+            target (``N * d`` in all).
 
     Raises:
         ValueError: ``top_quantiles_to_drop_per_net`` is negative, or the critics give no
@@ -94,32 +83,23 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
         >>> from rl_objectives import TQCLoss
-        >>> net = TensorDictModule(
-        ...     torch.nn.Sequential(MLP(3, 2, depth=1, num_cells=8), NormalParamExtractor()),
+        >>> quantiles = ValueOperator(MLP(4, 10, num_cells=8), ["observation", "action"])
+        >>> module = TensorDictModule(
+        ...     torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor()),
         ...     ["observation"], ["loc", "scale"],
         ... )
-        >>> actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=TanhNormal)
-        >>> critic = ValueOperator(MLP(4, 10, depth=1, num_cells=8), ["observation", "action"])
-        >>> loss = TQCLoss(actor, critic, num_qvalue_nets=3)
-        >>> td = TensorDict(
-        ...     observation=torch.randn(5, 3), action=torch.rand(5, 1) - 0.5,
-        ...     next=TensorDict(
-        ...         observation=torch.randn(5, 3), reward=torch.ones(5, 1),
-        ...         done=torch.zeros(5, 1, dtype=torch.bool),
-        ...         terminated=torch.zeros(5, 1, dtype=torch.bool),
-        ...     ),
-        ...     batch_size=[5],
+        >>> policy = ProbabilisticActor(module, ["loc", "scale"], distribution_class=TanhNormal)
+        >>> loss = TQCLoss(policy, quantiles, num_qvalue_nets=3, top_quantiles_to_drop_per_net=2)
+        >>> data = TensorDict(
+        ...     {"observation": torch.randn(4, 3), "action": torch.zeros(4, 1)}, batch_size=[4]
         ... )
-        >>> sorted(k for k in loss(td).keys() if k.startswith("loss_"))
-        ['loss_actor', 'loss_alpha', 'loss_qvalue']
+        >>> data["next"] = data.empty().update(
+        ...     {"observation": torch.randn(4, 3), "reward": torch.rand(4, 1)}
+        ... )
+        >>> data["next", "done"] = data["next", "terminated"] = torch.zeros(4, 1, dtype=torch.bool)
+        >>> loss(data)["loss_qvalue"].shape
+        torch.Size([])
     """
-
-    # set up by the shared base (_init_temperature, _init_estimator)
-    fixed_alpha: bool
-    target_entropy: float | None
-    loss_function: str
-    gamma: float | None
-    reduction: str
 
     def __init__(
         self,
@@ -145,34 +125,13 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
                 f"TQCLoss: expected top_quantiles_to_drop_per_net >= 0, got "
                 f"{top_quantiles_to_drop_per_net!r}."
             )
-        self._init_actor_and_critics(
-            actor_network,
-            qvalue_network,
-            num_qvalue_nets=num_qvalue_nets,
-            delay_actor=delay_actor,
-            delay_qvalue=delay_qvalue,
-        )
-        self.delay_actor, self.delay_qvalue = delay_actor, delay_qvalue
-        self.num_qvalue_nets = num_qvalue_nets
         self.top_quantiles_to_drop_per_net = int(top_quantiles_to_drop_per_net)
-        self._init_temperature(
-            alpha_init,
-            fixed_alpha=fixed_alpha,
-            target_entropy=target_entropy,
-            auto_target_entropy=C.continuous_entropy_target(action_spec),
-            min_alpha=min_alpha,
-            max_alpha=max_alpha,
-        )
+        self.delay_actor, self.delay_qvalue = delay_actor, delay_qvalue
+        self._init_actor_and_critics(actor_network, qvalue_network, num_qvalue_nets)
+        auto = C.continuous_entropy_target(action_spec)
+        self._init_temperature(alpha_init, fixed=fixed_alpha, target=target_entropy, auto=auto)
+        self._init_alpha_bounds(min_alpha, max_alpha)
         self._init_estimator(loss_function="l2", gamma=gamma, reduction=reduction)
-
-    def _sample(
-        self, td: TensorDictBase, params: TensorDictBase
-    ) -> tuple[TensorDictBase, torch.Tensor]:
-        with self.use_network("actor_network", params=params) as net:
-            dist = C.actor_dist(net, td)
-        action, log_prob = C.sample_with_log_prob(dist, td.batch_dims)
-        td.set(self.tensor_keys.action, action)
-        return td, log_prob
 
     def _kept_atoms(self, n_atoms: int) -> int:
         kept = self.num_qvalue_nets * (n_atoms - self.top_quantiles_to_drop_per_net)
@@ -189,42 +148,29 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         ``entropy``; writes ``td_error`` (the largest absolute gap between a critic's mean
         atom and the mean truncated target)."""
         keys = self.tensor_keys
+        batch_dims = tensordict.batch_dims
         alpha = self.alpha
         # actor: the whole mixture, critics frozen
-        actor_td, log_prob = self._sample(tensordict.copy(), self.actor_network_params)
-        if self.target_entropy is None:
-            action = actor_td.get(keys.action)
-            self.target_entropy = -float(action.shape[tensordict.batch_dims :].numel())
+        action, log_prob = self._sample(tensordict, self.actor_network_params)
+        self._resolve_target_entropy(action, batch_dims)
+        actor_td = tensordict.copy().set(keys.action, action)
         z_new = self._q(actor_td, self._detached("qvalue_network"))  # [N, *B, M]
         loss_actor = alpha * log_prob - z_new.mean(dim=(0, -1))
         # critics
         pred = self._q(tensordict, self.qvalue_network_params)  # [N, *B, M]
         kept = self._kept_atoms(pred.shape[-1])
         with torch.no_grad():
-            actor_params = (
-                self.target_actor_network_params if self.delay_actor else self.actor_network_params
+            next_td = tensordict.get(K.NEXT)
+            next_action, next_log_prob = self._sample(
+                next_td, self._bootstrap_params("actor_network")
             )
-            next_td, next_log_prob = self._sample(tensordict.get(K.NEXT).copy(), actor_params)
-            q_params = (
-                self.target_qvalue_network_params
-                if self.delay_qvalue
-                else self.qvalue_network_params
-            )
-            next_z = self._q(next_td, q_params)  # [N, *B, M]
+            next_td = next_td.copy().set(keys.action, next_action)
+            next_z = self._q(next_td, self._bootstrap_params("qvalue_network"))  # [N, *B, M]
             pooled = next_z.movedim(0, -2).flatten(-2)  # [*B, N * M]
             truncated = pooled.sort(dim=-1).values[..., :kept]
             next_value = truncated - alpha * next_log_prob.unsqueeze(-1)
             target = C.bootstrap_target(self, tensordict, next_value)  # [*B, kept]
+        # the priority compares the mean atoms
+        self._write_priority(tensordict, pred.mean(-1), target.mean(-1))
         loss_qvalue = quantile_huber_loss(pred, target)
-        # temperature
-        loss_alpha = -self._log_alpha() * (log_prob.detach() + self.target_entropy)
-        with torch.no_grad():
-            td_error = (pred.mean(-1) - target.mean(-1)).abs().max(0).values
-            tensordict.set(keys.priority, td_error)
-        return TensorDict(
-            loss_actor=C.reduce(loss_actor, self.reduction),
-            loss_qvalue=C.reduce(loss_qvalue, self.reduction),
-            loss_alpha=C.reduce(loss_alpha, self.reduction),
-            alpha=alpha,
-            entropy=-log_prob.detach().mean(),
-        )
+        return self._soft_losses(loss_actor, loss_qvalue, log_prob, alpha)
