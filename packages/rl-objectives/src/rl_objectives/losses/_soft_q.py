@@ -234,6 +234,16 @@ class SoftQLossBase(QEnsembleLossBase):
         """The current temperature ``exp(log_alpha)`` (clamped to the bounds), detached."""
         return self._log_alpha().detach().exp()
 
+    def _policy_sample(
+        self, tensordict: TensorDictBase, params: TensorDictBase | None = None
+    ) -> tuple[TensorDictBase, torch.Tensor]:
+        """``a ~ pi(s)``, reparameterised (online parameters by default), written into a
+        shallow copy of ``tensordict``, and ``log_pi(a | s)``. Resolves an ``"auto"``
+        entropy target left open (no action spec) from this first action."""
+        action, log_prob = self._sample(tensordict, params)
+        self._resolve_target_entropy(action, tensordict.batch_dims)
+        return tensordict.copy().set(self.tensor_keys.action, action), log_prob
+
     def _resolve_target_entropy(self, action: torch.Tensor, batch_dims: int) -> float:
         """The entropy target; ``"auto"`` without an action spec is resolved here, once, to
         minus the number of dims of ``action`` past the batch."""

@@ -68,16 +68,15 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
         >>> from rl_core.specs import Bounded
-        >>> from rl_objectives import CQLLoss
         >>> params = TensorDictModule(
         ...     torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor()),
         ...     in_keys=["observation"],
         ...     out_keys=["loc", "scale"],
         ... )
+        >>> from rl_objectives import CQLLoss
         >>> loss = CQLLoss(
         ...     ProbabilisticActor(params, ["loc", "scale"], distribution_class=TanhNormal),
         ...     ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"]),
@@ -85,6 +84,7 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         ...     num_random=4,
         ...     with_lagrange=True,
         ... )
+        >>> from tensordict import TensorDict
         >>> terminal = torch.tensor([[False], [True]])
         >>> td = TensorDict(
         ...     observation=torch.randn(2, 3),
@@ -179,9 +179,8 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         batch_dims = tensordict.batch_dims
         alpha = self.alpha
         # SAC actor and temperature
-        action_new, log_prob = self._sample(tensordict)
-        self._resolve_target_entropy(action_new, batch_dims)
-        actor_td = tensordict.copy().set(keys.action, action_new)
+        actor_td, log_prob = self._policy_sample(tensordict)
+        action_new = actor_td.get(keys.action)
         q_new = C.squeeze_feature(self._q(actor_td, self._detached("qvalue_network")).min(0).values)
         loss_actor = alpha * log_prob - q_new
         loss_alpha = self._loss_alpha(log_prob)

@@ -31,10 +31,8 @@ class CrossQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Lo
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-        >>> from rl_objectives import CrossQLoss
         >>> bn_critic = MLP(4, 1, num_cells=8, norm_class=torch.nn.BatchNorm1d)
         >>> q = ValueOperator(bn_critic, ["observation", "action"])
         >>> actor = ProbabilisticActor(
@@ -46,7 +44,9 @@ class CrossQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Lo
         ...     ["loc", "scale"],
         ...     distribution_class=TanhNormal,
         ... )
+        >>> from rl_objectives import CrossQLoss
         >>> loss = CrossQLoss(actor, q)
+        >>> from tensordict import TensorDict
         >>> flags = {"done": torch.zeros(6, 1, dtype=torch.bool)}
         >>> flags["terminated"] = flags["done"]
         >>> batch = TensorDict(
@@ -97,11 +97,8 @@ class CrossQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Lo
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha``, ``alpha``, ``entropy``;
         writes ``td_error``."""
         keys = self.tensor_keys
-        batch_dims = tensordict.batch_dims
         alpha = self.alpha
-        action, log_prob = self._sample(tensordict)
-        self._resolve_target_entropy(action, batch_dims)
-        actor_td = tensordict.copy().set(keys.action, action)
+        actor_td, log_prob = self._policy_sample(tensordict)
         q_new = self._q(actor_td, self._detached("qvalue_network"), train=False).min(0).values
         loss_actor = alpha * log_prob - C.squeeze_feature(q_new)
         next_td = tensordict.get(K.NEXT)

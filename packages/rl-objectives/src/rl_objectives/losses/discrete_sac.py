@@ -40,25 +40,27 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
         >>> from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor
         >>> from rl_objectives import DiscreteSACLoss
-        >>> logits = TensorDictModule(MLP(3, 2, depth=1, num_cells=8), ["observation"], ["logits"])
-        >>> actor = ProbabilisticActor(logits, ["logits"], distribution_class=OneHotCategorical)
-        >>> q = TensorDictModule(MLP(3, 2, depth=1, num_cells=8), ["observation"], ["action_value"])
-        >>> td = TensorDict(
-        ...     observation=torch.randn(5, 3), action=torch.eye(2)[[0, 1, 1, 0, 0]],
-        ...     next=TensorDict(
-        ...         observation=torch.randn(5, 3), reward=torch.ones(5, 1),
-        ...         done=torch.zeros(5, 1, dtype=torch.bool),
-        ...         terminated=torch.zeros(5, 1, dtype=torch.bool),
+        >>> n = 3  # actions
+        >>> loss = DiscreteSACLoss(
+        ...     ProbabilisticActor(
+        ...         TensorDictModule(MLP(4, n, num_cells=8), ["observation"], ["logits"]),
+        ...         ["logits"],
+        ...         distribution_class=OneHotCategorical,
         ...     ),
-        ...     batch_size=[5],
+        ...     TensorDictModule(MLP(4, n, num_cells=8), ["observation"], ["action_value"]),
+        ...     num_actions=n,
         ... )
-        >>> loss = DiscreteSACLoss(actor, q, num_actions=2)
-        >>> round(loss.target_entropy, 4), sorted(k for k in loss(td).keys() if k.startswith("loss_"))
-        (0.6793, ['loss_actor', 'loss_alpha', 'loss_qvalue'])
+        >>> round(loss.target_entropy, 4)  # 0.98 * log(3)
+        1.0766
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(observation=torch.randn(5, 4), action=torch.randint(n, (5,)), batch_size=5)
+        >>> td["next"] = TensorDict(observation=torch.randn(5, 4), reward=torch.ones(5, 1), batch_size=5)
+        >>> td["next", "done"] = td["next", "terminated"] = torch.zeros(5, 1, dtype=torch.bool)
+        >>> loss(td)["loss_qvalue"].shape, td["td_error"].shape
+        (torch.Size([]), torch.Size([5]))
     """
 
     @dataclass

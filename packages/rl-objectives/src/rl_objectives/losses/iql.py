@@ -38,10 +38,8 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-        >>> from rl_objectives import IQLLoss
         >>> v = ValueOperator(MLP(3, 1, num_cells=8), ["observation"])
         >>> q = ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"])
         >>> head = torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor())
@@ -50,7 +48,9 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
         ...     in_keys=["loc", "scale"],
         ...     distribution_class=TanhNormal,
         ... )
+        >>> from rl_objectives import IQLLoss
         >>> loss = IQLLoss(pi, q, v, expectile=0.7, temperature=3.0)
+        >>> from tensordict import TensorDict
         >>> offline = TensorDict(
         ...     {
         ...         "observation": torch.randn(7, 3),

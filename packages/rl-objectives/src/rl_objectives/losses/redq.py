@@ -34,26 +34,19 @@ class REDQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Loss
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
-        >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
+        >>> from tensordict.nn import NormalParamExtractor, TensorDictModule, TensorDictSequential
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
         >>> from rl_objectives import REDQLoss
-        >>> loss = REDQLoss(
-        ...     ProbabilisticActor(
-        ...         TensorDictModule(
-        ...             torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor()),
-        ...             ["observation"],
-        ...             ["loc", "scale"],
-        ...         ),
-        ...         ["loc", "scale"],
-        ...         distribution_class=TanhNormal,
-        ...     ),
-        ...     ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"]),
-        ...     num_qvalue_nets=6,
-        ...     sub_sample_len=3,
+        >>> backbone = TensorDictModule(MLP(3, 2, num_cells=8), ["observation"], ["hidden"])
+        >>> split = TensorDictModule(NormalParamExtractor(), ["hidden"], ["loc", "scale"])
+        >>> policy = ProbabilisticActor(
+        ...     TensorDictSequential(backbone, split), ["loc", "scale"], distribution_class=TanhNormal
         ... )
+        >>> critic = ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"])
+        >>> loss = REDQLoss(policy, critic, num_qvalue_nets=6, sub_sample_len=3)
         >>> len(loss.qvalue_network.nets)
         6
+        >>> from tensordict import TensorDict
         >>> td = TensorDict(observation=torch.randn(3, 3), action=torch.zeros(3, 1), batch_size=3)
         >>> td["next", "observation"] = torch.randn(3, 3)
         >>> td["next", "reward"] = torch.ones(3, 1)
@@ -98,15 +91,13 @@ class REDQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Loss
         writes ``td_error``."""
         keys = self.tensor_keys
         alpha = self.alpha
-        action, log_prob = self._sample(tensordict)
-        self._resolve_target_entropy(action, tensordict.batch_dims)
-        actor_td = tensordict.copy().set(keys.action, action)
+        actor_td, log_prob = self._policy_sample(tensordict)
         q_new = self._q(actor_td, self._detached("qvalue_network")).mean(0)
         loss_actor = alpha * log_prob - C.squeeze_feature(q_new)
         next_td = tensordict.get(K.NEXT)
         with torch.no_grad():
             next_action, next_log_prob = self._sample(next_td)
-            subset = torch.randperm(self.num_qvalue_nets, device=action.device)[
+            subset = torch.randperm(self.num_qvalue_nets, device=log_prob.device)[
                 : self.sub_sample_len
             ]
             q_params = self._bootstrap_params("qvalue_network")

@@ -42,21 +42,21 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-        >>> from rl_objectives import SACLoss
         >>> loc_scale = torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor())
         >>> actor = ProbabilisticActor(
         ...     TensorDictModule(loc_scale, ["observation"], ["loc", "scale"]),
         ...     ["loc", "scale"],
         ...     distribution_class=TanhNormal,
         ... )
+        >>> from rl_objectives import SACLoss
         >>> v1 = SACLoss(
         ...     actor,
         ...     ValueOperator(MLP(4, 1, num_cells=8), ["observation", "action"]),
         ...     value_network=ValueOperator(MLP(3, 1, num_cells=8), ["observation"]),
         ... )
+        >>> from tensordict import TensorDict
         >>> done = torch.zeros(5, 1, dtype=torch.bool)
         >>> s, s_next = torch.randn(5, 3), torch.randn(5, 3)
         >>> nxt = {"observation": s_next, "reward": torch.ones(5, 1), "done": done, "terminated": done}
@@ -117,12 +117,9 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha`` (and ``loss_value`` in v1),
         ``alpha`` and ``entropy``; writes ``td_error``."""
         keys = self.tensor_keys
-        batch_dims = tensordict.batch_dims
         alpha = self.alpha
         # actor
-        action, log_prob = self._sample(tensordict, self.actor_network_params)
-        self._resolve_target_entropy(action, batch_dims)
-        actor_td = tensordict.copy().set(keys.action, action)
+        actor_td, log_prob = self._policy_sample(tensordict, self.actor_network_params)
         q_new = self._q(actor_td, self._detached("qvalue_network")).min(0).values
         q_new = C.squeeze_feature(q_new)
         loss_actor = alpha * log_prob - q_new

@@ -79,17 +79,17 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
 
     Examples:
         >>> import torch
-        >>> from tensordict import TensorDict
         >>> from tensordict.nn import NormalParamExtractor, TensorDictModule
         >>> from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-        >>> from rl_objectives import TQCLoss
         >>> quantiles = ValueOperator(MLP(4, 10, num_cells=8), ["observation", "action"])
         >>> module = TensorDictModule(
         ...     torch.nn.Sequential(MLP(3, 2, num_cells=8), NormalParamExtractor()),
         ...     ["observation"], ["loc", "scale"],
         ... )
         >>> policy = ProbabilisticActor(module, ["loc", "scale"], distribution_class=TanhNormal)
+        >>> from rl_objectives import TQCLoss
         >>> loss = TQCLoss(policy, quantiles, num_qvalue_nets=3, top_quantiles_to_drop_per_net=2)
+        >>> from tensordict import TensorDict
         >>> data = TensorDict(
         ...     {"observation": torch.randn(4, 3), "action": torch.zeros(4, 1)}, batch_size=[4]
         ... )
@@ -148,12 +148,9 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         ``entropy``; writes ``td_error`` (the largest absolute gap between a critic's mean
         atom and the mean truncated target)."""
         keys = self.tensor_keys
-        batch_dims = tensordict.batch_dims
         alpha = self.alpha
         # actor: the whole mixture, critics frozen
-        action, log_prob = self._sample(tensordict, self.actor_network_params)
-        self._resolve_target_entropy(action, batch_dims)
-        actor_td = tensordict.copy().set(keys.action, action)
+        actor_td, log_prob = self._policy_sample(tensordict, self.actor_network_params)
         z_new = self._q(actor_td, self._detached("qvalue_network"))  # [N, *B, M]
         loss_actor = alpha * log_prob - z_new.mean(dim=(0, -1))
         # critics
