@@ -1,8 +1,6 @@
 import itertools
 import os
-import shutil
 import sys
-import tempfile
 from functools import partial
 
 import pytest
@@ -14,51 +12,17 @@ from rl_buffers import (
     RayReplayBuffer,
     TensorDictPrioritizedReplayBuffer,
 )
-
-# RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: under `uv run pytest` Ray would start each worker through
-# `uv run` in an uploaded copy of the working tree (tens of seconds); the workers then run
-# the driver's interpreter. Ray reads these when it is imported, so the fixture sets them
-# before importing Ray (as rl-collectors' Ray tests do).
-RAY_ENV = {
-    "RAY_AUTH_MODE": "disabled",
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-}
+from rl_core.testing.ray_cluster import local_ray_cluster
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One real local Ray instance on loopback for the module, in a fresh temp dir."""
-    saved = {name: os.environ.get(name) for name in RAY_ENV}
-    os.environ.update(RAY_ENV)
-    temp_dir = None
-    try:
-        ray = pytest.importorskip("ray", reason='pip install "rl-buffers[ray]"')
-        temp_dir = tempfile.mkdtemp(prefix="rlb-ray-")
-        ray.init(
-            address="local",
-            num_cpus=2,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=temp_dir,
-            include_dashboard=False,
-            object_store_memory=100 * 1024**2,
-            log_to_driver=False,
-        )
+    with local_ray_cluster("rlb-ray-", skip_reason='pip install "rl-buffers[ray]"') as ray:
         # this module is imported by pytest's importlib mode, which Ray's workers cannot
         # repeat: its classes travel by value
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-    finally:
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        yield ray
 
 
 def remote_write(buffer, writer_id, batches, size):

@@ -1,6 +1,3 @@
-import os
-import shutil
-import tempfile
 from functools import partial
 
 import pytest
@@ -11,51 +8,18 @@ from torch import nn
 
 from rl_collectors import RayCollector, SyncDataCollector
 from rl_core.testing import CountingEnv
+from rl_core.testing.ray_cluster import local_ray_cluster
 
 pytestmark = pytest.mark.ray
 
 make = partial(CountingEnv, max_count=100, batch_size=[2])
-# RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: under `uv run pytest` Ray would otherwise start each worker
-# through `uv run` in an uploaded copy of the working directory (its uv integration), about
-# 50 s for the first actor here instead of 1 s; the workers then run the driver's interpreter.
-# Ray reads it when it is imported, so the fixture sets these before importing Ray.
-RAY_ENV = {
-    "RAY_AUTH_MODE": "disabled",
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-}
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One real local Ray instance on loopback for the module, in a fresh temp dir."""
-    saved = {name: os.environ.get(name) for name in RAY_ENV}
-    os.environ.update(RAY_ENV)
-    temp_dir = None
-    try:
-        ray = pytest.importorskip("ray")
-        temp_dir = tempfile.mkdtemp(prefix="rlc-ray-")
-        ray.init(
-            address="local",
-            num_cpus=2,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=temp_dir,
-            include_dashboard=False,
-            object_store_memory=100 * 1024**2,
-            log_to_driver=False,
-        )
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-    finally:
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with local_ray_cluster("rlc-ray-", skip_reason='pip install "rl-collectors[ray]"') as ray:
+        yield ray
 
 
 def linear_policy():
