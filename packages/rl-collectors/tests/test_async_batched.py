@@ -1,3 +1,5 @@
+import os
+import signal
 import time
 from functools import partial
 
@@ -204,3 +206,76 @@ def test_a_slow_env_does_not_hold_up_the_others():
     # while the slow one sleeps, so most transitions are the fast env's.
     assert 1 in calls
     assert (batch["env_index"] == 0).sum() > (batch["env_index"] == 1).sum()
+
+
+def check_counting(data, num_envs, max_count):
+    """Each env's rows count 0 -> 1 -> ... -> max_count (done), then restart from 0."""
+    for env in range(num_envs):
+        rows = data[data["env_index"] == env]
+        assert rows.numel()
+        obs, nxt = rows["observation"].squeeze(-1), rows["next", "observation"].squeeze(-1)
+        done = rows["next", "done"].squeeze(-1)
+        assert (nxt == obs + 1).all()
+        assert (done == (nxt == max_count)).all()
+        assert (obs[1:][~done[:-1]] == nxt[:-1][~done[:-1]]).all()
+        assert (obs[1:][done[:-1]] == 0).all()
+
+
+def drain(batches, n):
+    for _ in range(n):
+        next(batches)
+
+
+def test_env_processes_step_the_envs_and_a_killed_one_is_reported():
+    collector = AsyncBatchedCollector(
+        [partial(CountingEnv, max_count=3)] * 2,
+        policy=count_up,
+        frames_per_batch=8,
+        env_backend="multiprocessing",
+    )
+    try:
+        pids = [env.process.pid for env in collector.envs]
+        assert len(set(pids)) == 2
+        assert os.getpid() not in pids
+        batches = iter(collector)
+        check_counting(torch.cat([next(batches) for _ in range(2)]), 2, 3)
+        os.kill(pids[0], signal.SIGKILL)  # an env process this collector started
+        with pytest.raises(RuntimeError, match=r"(?s)env 0 failed.*died with exit code"):
+            drain(batches, 100)
+    finally:
+        collector.shutdown()
+    assert not any(env.process.is_alive() for env in collector.envs)
+
+
+def test_backend_multiprocessing_seeds_and_draws_random_actions_in_the_env_processes():
+    collector = AsyncBatchedCollector(
+        [partial(CountingEnv, max_count=4)] * 2,
+        frames_per_batch=8,
+        total_frames=16,
+        backend="multiprocessing",
+    )
+    assert collector.env_backend == "multiprocessing"
+    assert isinstance(collector.set_seed(0), int)
+    batches = list(collector)
+    collector.shutdown()
+    assert [b.batch_size for b in batches] == [torch.Size([8])] * 2
+    data = torch.cat(batches)
+    assert set(data["env_index"].tolist()) == {0, 1}
+    steps = data["next", "observation"] - data["observation"]
+    assert torch.equal(steps, data["action"].to(steps.dtype))  # CountingEnv adds the action
+
+
+def test_env_process_errors_are_raised_with_their_traceback():
+    collector = AsyncBatchedCollector(
+        [partial(CountingEnv, max_count=3), FailingEnv],
+        policy=count_up,
+        frames_per_batch=4,
+        env_backend="multiprocessing",
+    )
+    with pytest.raises(RuntimeError, match=r"(?s)env 1 failed.*FailingEnv: stepping fails"):
+        list(collector)
+    collector.shutdown()
+    with pytest.raises(ValueError, match=r"env_backend \(or backend\) in"):
+        AsyncBatchedCollector([CountingEnv], frames_per_batch=2, env_backend="ray")
+    with pytest.raises(TypeError, match="expected env factories"):
+        AsyncBatchedCollector([CountingEnv()], frames_per_batch=2, backend="multiprocessing")

@@ -151,7 +151,7 @@ def test_process_backend_reports_the_child_traceback():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="backend in"):
-        Evaluator(CountingEnv, backend="ray")
+        Evaluator(CountingEnv, backend="monarch")
     with pytest.raises(ValueError, match="busy_policy in"):
         Evaluator(CountingEnv, busy_policy="queue")
     with pytest.raises(ValueError, match="num_trajectories as an int >= 1"):
@@ -160,5 +160,9 @@ def test_bad_arguments():
         Evaluator(CountingEnv, bias_policy(), policy_factory=bias_policy)
     with pytest.raises(TypeError, match="expected an env factory"):
         Evaluator(CountingEnv(), backend="process")
+    with pytest.raises(ValueError, match="num_gpus >= 0"):
+        Evaluator(CountingEnv, num_gpus=-1)
+    with pytest.raises(TypeError, match="ray_kwargs as a dict"):
+        Evaluator(CountingEnv, ray_kwargs=["num_cpus"])
     with pytest.raises(TypeError, match="log_scalar"):
         Evaluator(CountingEnv, logger=object())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
+import multiprocessing.connection
 import queue
 import threading
 import time
@@ -14,6 +16,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_collectors._common import check_positive_int, check_total_frames, make_env
+from rl_collectors._multi import default_start_method
 from rl_collectors.base import BaseCollector
 from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType, set_exploration_type
@@ -25,6 +28,7 @@ ENV_INDEX = "env_index"
 POLICY_VERSION = ("collector", "policy_version")
 # Seconds between two looks at the stop flag while a thread waits.
 POLL_S = 0.05
+ENV_BACKENDS = ("threading", "multiprocessing")
 
 
 class _Request:
@@ -166,10 +170,18 @@ class AsyncBatchedCollector(BaseCollector):
         yield_completed_trajectories: yield finished trajectories instead of fixed batches.
         create_env_kwargs: keyword arguments for the factories (a dict, or one per env).
         weight_updater: what ``update_policy_weights_`` calls.
+        backend: the default of ``env_backend`` (TorchRL's global backend; here the policy
+            server is always a thread of this process).
+        env_backend: ``"threading"`` (the default: the envs live in this process, each
+            stepped by its thread) or ``"multiprocessing"`` (each env is built and stepped
+            in a child process of its own, its thread sending actions and receiving
+            transitions over a pipe: envs that hold the GIL no longer share it). An env
+            process that dies makes the iteration raise.
 
     Raises:
-        ValueError: bad counts, or envs of different batch sizes.
-        TypeError: both ``policy`` and ``policy_factory``, or a buffer without ``extend``.
+        ValueError: bad counts, envs of different batch sizes, or an unknown backend.
+        TypeError: both ``policy`` and ``policy_factory``, a buffer without ``extend``, or
+            env instances with ``env_backend="multiprocessing"``.
         RuntimeError: (while iterating) an env or the policy failed; the message holds the
             thread's traceback.
 
@@ -203,6 +215,8 @@ class AsyncBatchedCollector(BaseCollector):
         yield_completed_trajectories: bool = False,
         create_env_kwargs: dict | list[dict] | None = None,
         weight_updater: WeightUpdaterBase | None = None,
+        backend: str | None = None,
+        env_backend: str | None = None,
     ) -> None:
         where = type(self).__name__
         self._closed = True  # until the envs are built (shutdown is safe on a failed init)
@@ -255,9 +269,26 @@ class AsyncBatchedCollector(BaseCollector):
                 f"{where}: expected create_env_kwargs as a dict or a list of {n} dicts, got a "
                 f"list of {len(kwargs_list)}."
             )
+        env_backend = env_backend if env_backend is not None else backend
+        env_backend = "threading" if env_backend is None else env_backend
+        if env_backend not in ENV_BACKENDS:
+            raise ValueError(
+                f"{where}: expected env_backend (or backend) in {ENV_BACKENDS}, got "
+                f"{env_backend!r}."
+            )
+        in_processes = env_backend == "multiprocessing"
+        if in_processes and any(isinstance(fn, EnvBase) for fn in create_env_fn):
+            raise TypeError(
+                f"{where}: env_backend='multiprocessing' builds each env in its own process; "
+                f"expected env factories, got an EnvBase instance."
+            )
+        self.env_backend = env_backend
         self._owns_env = [not isinstance(fn, EnvBase) for fn in create_env_fn]
         try:
             for fn, kwargs in zip(create_env_fn, kwargs_list):
+                if in_processes:
+                    self.envs.append(_ProcessEnv(fn, kwargs, f"{where}-env-{len(self.envs)}"))
+                    continue
                 env = fn if isinstance(fn, EnvBase) else _Factory(fn, kwargs)
                 self.envs.append(make_env(where, env, None))
         except BaseException:
@@ -485,3 +516,92 @@ class _Factory:
 
     def __call__(self) -> EnvBase:
         return self.fn(**self.kwargs)
+
+
+class _ProcessEnv:
+    """An env built and stepped in a child process: what an env thread of the collector
+    calls (``batch_size``, ``reset``, ``step_and_maybe_reset``, ``rand_action``,
+    ``set_seed``, ``close``), each call one round trip over a pipe."""
+
+    def __init__(self, fn: Callable[..., EnvBase], kwargs: dict, name: str) -> None:
+        context = multiprocessing.get_context(default_start_method())
+        self._conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_env_process_main, args=(child, fn, kwargs), name=name, daemon=True
+        )
+        self.process.start()
+        child.close()
+        self._closed = False
+        self.batch_size = self._call("batch_size")
+
+    def _call(self, command: str, *args: Any) -> Any:
+        try:
+            self._conn.send((command, args))
+            ready = multiprocessing.connection.wait([self._conn, self.process.sentinel])
+            if self._conn not in ready and not self._conn.poll():
+                raise EOFError
+            status, payload = self._conn.recv()
+        except (EOFError, OSError, BrokenPipeError):
+            self.process.join(1.0)
+            raise RuntimeError(
+                f"the env process {self.process.name} (pid {self.process.pid}) died with exit "
+                f"code {self.process.exitcode} (killed, or out of memory?)."
+            ) from None
+        if status == "error":
+            raise RuntimeError(f"the env process {self.process.name} failed:\n{payload}")
+        return payload
+
+    def reset(self) -> TensorDictBase:
+        return self._call("reset")
+
+    def step_and_maybe_reset(self, td: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
+        return self._call("step_and_maybe_reset", td)
+
+    def rand_action(self, td: TensorDictBase) -> TensorDictBase:
+        return self._call("rand_action", td)
+
+    def set_seed(self, seed: int, static_seed: bool = False) -> int:
+        return self._call("set_seed", seed, static_seed)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self._conn.send(("close", ()))
+        self.process.join(5.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self._conn.close()
+
+
+def _env_process_main(conn: Any, fn: Callable[..., EnvBase], kwargs: dict) -> None:
+    torch.set_num_threads(1)
+    env = None
+    try:
+        env = make_env("AsyncBatchedCollector", _Factory(fn, kwargs), None)
+        while True:
+            command, args = conn.recv()
+            if command == "close":
+                return
+            try:
+                if command == "batch_size":
+                    result: Any = env.batch_size
+                elif command == "set_seed":
+                    result = env.set_seed(args[0], static_seed=args[1])
+                else:
+                    result = getattr(env, command)(*args)
+                conn.send(("ok", result))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+    except Exception:
+        with contextlib.suppress(OSError, ValueError):
+            conn.recv()  # the call that waits for an answer
+            conn.send(("error", traceback.format_exc()))
+    finally:
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()

@@ -1,5 +1,5 @@
 """Evaluator: runs evaluation episodes of a policy, blocking or in the background (a thread,
-or a process of its own), and logs the results."""
+a process of its own or a Ray actor), and logs the results."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from rl_core.keys import as_key_list
 
 __all__ = ["Evaluator"]
 
-BACKENDS = ("thread", "process")
+BACKENDS = ("thread", "process", "ray")
 BUSY_POLICIES = ("skip", "error")
 
 
@@ -121,6 +121,88 @@ class _ProcessRunner:
         self.conn.close()
 
 
+class _EvalActor:
+    """The ``"ray"`` backend's actor: holds the env and the policy where Ray placed it."""
+
+    def __init__(self, env_fn: Any, policy: Any, policy_factory: Any, settings: dict) -> None:
+        torch.set_num_threads(1)
+        if settings["init_fn"] is not None:
+            settings["init_fn"]()
+        self.settings = settings
+        self.env = make_env("Evaluator", env_fn, settings["max_steps"])
+        self.policy = policy_factory() if policy_factory is not None else policy
+
+    def run(self, weights: TensorDictBase | None) -> TensorDict:
+        if weights is not None:
+            with torch.no_grad():
+                TensorDict.from_module(self.policy).update_(weights)
+        settings = self.settings
+        return run_episodes(
+            self.env,
+            self.policy,
+            settings["num_trajectories"],
+            settings["reward_key"],
+            settings["done_key"],
+            settings["exploration_type"],
+        )
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class _RayRunner:
+    """The ``"ray"`` backend: one Ray actor holds the env and a policy copy; each evaluation
+    is one actor call with the weights."""
+
+    def __init__(
+        self,
+        env_fn: Any,
+        policy: Any,
+        policy_factory: Any,
+        settings: dict,
+        num_gpus: int,
+        ray_kwargs: dict[str, Any],
+    ) -> None:
+        try:
+            import ray
+        except ImportError as err:
+            raise ImportError(
+                'Evaluator(backend="ray") needs ray: pip install "rl-collectors[ray]"'
+            ) from err
+        self.ray = ray
+        if not ray.is_initialized():
+            ray.init()
+        gpus = ray.cluster_resources().get("GPU", 0)
+        if num_gpus > gpus:
+            raise ValueError(
+                f"Evaluator: backend='ray' asks for num_gpus={num_gpus} (TorchRL's default is "
+                f"1) but the Ray cluster has {gpus:g} GPUs; the actor would wait forever. "
+                f"Pass num_gpus=0 on a CPU-only cluster."
+            )
+        options = {"num_cpus": 1, "num_gpus": num_gpus, **ray_kwargs}
+        self.actor = ray.remote(**options)(_EvalActor).remote(
+            env_fn, policy, policy_factory, settings
+        )
+
+    def run(self, weights: TensorDictBase | None) -> TensorDict:
+        ray = self.ray
+        try:
+            return ray.get(self.actor.run.remote(weights))
+        except ray.exceptions.RayActorError as err:
+            raise RuntimeError(
+                f"Evaluator: the evaluation Ray actor died (killed, or its node lost?): {err}"
+            ) from None
+        except ray.exceptions.RayTaskError as err:
+            raise RuntimeError(f"Evaluator: the evaluation Ray actor failed:\n{err}") from None
+
+    def close(self) -> None:
+        ray = self.ray
+        with contextlib.suppress(Exception):
+            ray.get(self.actor.close.remote(), timeout=10.0)
+        with contextlib.suppress(Exception):
+            ray.kill(self.actor)
+
+
 def _process_main(conn: Any, env_fn: Any, policy: Any, policy_factory: Any, settings: dict) -> None:
     torch.set_num_threads(1)
     env = None
@@ -182,6 +264,9 @@ class Evaluator:
     is built there at the first evaluation); ``"process"`` runs them in a child process of
     its own (the env factory, and the policy or ``policy_factory``, must be picklable under
     the ``"spawn"`` start method, which is used where CUDA is initialised), weights sent
+    with each evaluation; ``"ray"`` runs them in a Ray actor (``ray.remote(num_cpus=1,
+    num_gpus=num_gpus, **ray_kwargs)``, on the running Ray instance or one ``ray.init()``
+    starts; the env factory and the policy or ``policy_factory`` travel to it), weights sent
     with each evaluation. One evaluation runs at a time: ``busy_policy="skip"`` ignores a
     ``trigger_eval`` made while one is pending (returns ``False``), ``"error"`` raises.
 
@@ -207,14 +292,18 @@ class Evaluator:
             holds ``"reward"`` and ``"episode_length"`` per episode; its keys get the prefix.
         on_result: called with each result.
         busy_policy: ``"skip"`` (the default) or ``"error"``.
-        backend: ``"thread"`` (the default) or ``"process"``.
+        backend: ``"thread"`` (the default), ``"process"`` or ``"ray"``.
         init_fn: called once where the evaluations run, before the first one.
+        num_gpus: (``"ray"`` only) GPUs the actor asks for. Defaults to 1, as TorchRL's;
+            more than the cluster has raises (pass 0 on CPU-only clusters).
+        ray_kwargs: (``"ray"`` only) more ``ray.remote`` options (``resources``, ...).
         logger: an object with ``log_scalar(name, value, step=None)``.
 
     Raises:
         ValueError: an unknown backend or busy policy, or a bad count.
         TypeError: both ``policy`` and ``policy_factory``, or an env instance for the
-            ``"process"`` backend.
+            ``"process"`` or ``"ray"`` backend.
+        ImportError: ``backend="ray"`` without Ray installed.
 
     Examples:
         >>> import torch
@@ -245,6 +334,8 @@ class Evaluator:
         busy_policy: str = "skip",
         backend: str = "thread",
         init_fn: Callable[[], None] | None = None,
+        num_gpus: int = 1,
+        ray_kwargs: dict[str, Any] | None = None,
         logger: Any = None,
     ) -> None:
         where = "Evaluator"
@@ -264,11 +355,18 @@ class Evaluator:
             )
         if policy is not None and policy_factory is not None:
             raise TypeError(f"{where}: pass policy or policy_factory, not both.")
-        if backend == "process" and isinstance(env, EnvBase):
+        if backend != "thread" and isinstance(env, EnvBase):
             raise TypeError(
-                f"{where}: the 'process' backend builds its env in the child process; expected "
+                f"{where}: the {backend!r} backend builds its env where it runs; expected "
                 f"an env factory (a callable returning an EnvBase), got an "
                 f"{type(env).__name__} instance."
+            )
+        if isinstance(num_gpus, bool) or not isinstance(num_gpus, int | float) or num_gpus < 0:
+            raise ValueError(f"{where}: expected num_gpus >= 0, got {num_gpus!r}.")
+        if ray_kwargs is not None and not isinstance(ray_kwargs, dict):
+            raise TypeError(
+                f"{where}: expected ray_kwargs as a dict of ray.remote options, got "
+                f"{type(ray_kwargs).__name__}."
             )
         if logger is not None and not callable(getattr(logger, "log_scalar", None)):
             raise TypeError(
@@ -291,8 +389,8 @@ class Evaluator:
         self.policy = policy
         self._policy_factory = policy_factory
         self._env: EnvBase | None = None
-        self._runner: _ProcessRunner | None = None
-        if backend == "process":
+        self._runner: _ProcessRunner | _RayRunner | None = None
+        if backend != "thread":
             settings = {
                 "num_trajectories": num_trajectories,
                 "max_steps": max_steps,
@@ -301,7 +399,12 @@ class Evaluator:
                 "exploration_type": exploration_type,
                 "init_fn": init_fn,
             }
-            self._runner = _ProcessRunner(env, policy, policy_factory, settings)
+            if backend == "process":
+                self._runner = _ProcessRunner(env, policy, policy_factory, settings)
+            else:
+                self._runner = _RayRunner(
+                    env, policy, policy_factory, settings, num_gpus, dict(ray_kwargs or {})
+                )
         self._jobs: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._pending = False
@@ -365,8 +468,8 @@ class Evaluator:
         return self.wait()
 
     def shutdown(self) -> None:
-        """Stops the background thread (after the running evaluation) and the process
-        backend's process, and closes the env; idempotent."""
+        """Stops the background thread (after the running evaluation), the process
+        backend's process or the Ray backend's actor, and closes the env; idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -389,7 +492,7 @@ class Evaluator:
     def _snapshot(self, weights: Any) -> TensorDictBase | None:
         """The weights to evaluate, copied now (the source may change while it runs)."""
         if weights is None:
-            if self.backend == "process" and isinstance(self.policy, nn.Module):
+            if self.backend != "thread" and isinstance(self.policy, nn.Module):
                 return TensorDict.from_module(self.policy).data.clone()
             return None
         return as_weights("Evaluator", weights).clone()
