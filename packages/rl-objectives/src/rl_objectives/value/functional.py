@@ -130,29 +130,12 @@ def td1_return_estimate(
     *,
     time_dim: int = -2,
 ) -> Tensor:
-    """Discounted return to the end of each episode, bootstrapped where the data stops.
+    """Discounted return to each episode's end, bootstrapped where the data stops: TD(lambda)
+    with ``lmbda=1``, run by :func:`rl_core.ops.td_lambda_return_estimate` (see it for the
+    equation, the arguments, shapes and errors).
 
-    ``G[t] = reward[t] + gamma * (1 - terminated[t]) * (G[t + 1] if not done[t] else
-    next_state_value[t])``; the last step bootstraps from ``next_state_value``. This is
-    TD(lambda) with ``lmbda=1`` (it runs the same op).
-
-    Args:
-        gamma: discount factor in ``[0, 1]``.
-        next_state_value: ``[*B, T, F]`` values of the states landed in.
-        reward: ``[*B, T, F]`` rewards.
-        done: ``[*B, T, F]`` bool episode ends.
-        terminated: ``[*B, T, F]`` bool terminal ends; defaults to ``done``.
-        rolling_gamma: TorchRL's switch for per-step gamma tensors; None or True (gamma is
-            a scalar here).
-
-    Keyword Args:
-        time_dim: the time dimension. Defaults to -2.
-
-    Returns:
-        The value target, shaped like ``reward``.
-
-    Raises:
-        RuntimeError: ``rolling_gamma=False`` (as TorchRL with a scalar gamma).
+    ``rolling_gamma`` is TorchRL's switch for per-step gamma tensors: None or True here, gamma
+    being a scalar; ``False`` raises a ``RuntimeError`` as TorchRL does with a scalar gamma.
 
     Examples:
         >>> import torch
@@ -205,30 +188,10 @@ def td_lambda_return_estimate(
     *,
     time_dim: int = -2,
 ) -> Tensor:
-    """TD(lambda) return (runs ``rl_core.ops.td_lambda_return_estimate``).
+    """TD(lambda) return, run by :func:`rl_core.ops.td_lambda_return_estimate` (see it for the
+    equation, the arguments, shapes and errors).
 
-    ``G[t] = reward[t] + gamma * (1 - terminated[t]) * ((1 - l[t]) * next_state_value[t]
-    + l[t] * G[t + 1])`` with ``l[t] = lmbda * (1 - done[t])``; every episode end and the
-    last step bootstrap from ``next_state_value``.
-
-    Args:
-        gamma: discount factor in ``[0, 1]``.
-        lmbda: mixing parameter in ``[0, 1]``.
-        next_state_value: ``[*B, T, F]`` values of the states landed in.
-        reward: ``[*B, T, F]`` rewards.
-        done: ``[*B, T, F]`` bool episode ends.
-        terminated: ``[*B, T, F]`` bool terminal ends; defaults to ``done``.
-        rolling_gamma: TorchRL's switch for per-step gamma tensors; None or True (gamma is
-            a scalar here).
-
-    Keyword Args:
-        time_dim: the time dimension. Defaults to -2.
-
-    Returns:
-        The value target, shaped like ``reward``.
-
-    Raises:
-        RuntimeError: ``rolling_gamma=False`` (as TorchRL with a scalar gamma).
+    ``rolling_gamma``: None or True, as for :func:`td1_return_estimate`.
 
     Examples:
         >>> import torch
@@ -283,26 +246,8 @@ def generalized_advantage_estimate(
     *,
     time_dim: int = -2,
 ) -> tuple[Tensor, Tensor]:
-    """GAE advantage and value target (runs ``rl_core.ops.generalized_advantage_estimate``).
-
-    ``delta[t] = reward[t] + gamma * (1 - terminated[t]) * next_state_value[t] -
-    state_value[t]``; ``advantage[t] = delta[t] + gamma * lmbda * (1 - done[t]) *
-    advantage[t + 1]``; ``value_target = advantage + state_value``.
-
-    Args:
-        gamma: discount factor in ``[0, 1]``.
-        lmbda: trace decay in ``[0, 1]``.
-        state_value: ``[*B, T, F]`` values of the states acted in.
-        next_state_value: ``[*B, T, F]`` values of the states landed in.
-        reward: ``[*B, T, F]`` rewards.
-        done: ``[*B, T, F]`` bool episode ends.
-        terminated: ``[*B, T, F]`` bool terminal ends; defaults to ``done``.
-
-    Keyword Args:
-        time_dim: the time dimension. Defaults to -2.
-
-    Returns:
-        ``(advantage, value_target)``, shaped like ``reward``.
+    """GAE advantage and value target, run by :func:`rl_core.ops.generalized_advantage_estimate`
+    (see it for the equations, the arguments, shapes and errors).
 
     Examples:
         >>> import torch
