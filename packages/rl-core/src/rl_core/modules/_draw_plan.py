@@ -82,8 +82,10 @@ class _OneHotCategoricalDraw:
     denominator, so a NaN sum, and fails it; a row without NaN has a finite maximum (the
     normalisation turns ``+inf`` and all ``-inf`` rows into NaN), so its softmax entries are
     ``exp(x - max) / sum >= 0``. The draw is the one of ``OneHotCategorical.sample``
-    (``Categorical.sample``, then ``one_hot``), and the log-probability is the normalised
-    logit of the drawn index (what ``log_prob`` reads for a one-hot value).
+    (``Categorical.sample``: one ``multinomial`` draw per row of ``probs``; then ``one_hot``),
+    written out here on the tensors instead of through the two distribution objects, and the
+    log-probability is the normalised logit of the drawn index (what ``log_prob`` reads for a
+    one-hot value).
     """
 
     __slots__ = ("hard", "logits", "validate_args")
@@ -105,17 +107,21 @@ class _OneHotCategoricalDraw:
         # The straight-through sample carries a gradient: the generic rsample then.
         if not self.hard and logits.requires_grad and torch.is_grad_enabled():
             return None
-        categorical = D.Categorical(logits=logits, validate_args=False)
-        probs = categorical.probs
+        # Categorical(logits=...): the normalised logits, their softmax (its ``probs``).
+        normalised = logits - logits.logsumexp(dim=-1, keepdim=True)
+        probs = F.softmax(normalised, dim=-1)
         if (validating(self.validate_args) or D.Distribution._validate_args) and not bool(
             ((probs.sum(-1) - 1).abs() < 1e-6).all()
         ):
             return None
-        index = categorical.sample()
-        sample = F.one_hot(index, categorical._num_events).to(probs)
+        # Categorical.sample(()): one multinomial draw per row, in the batch's shape.
+        events = normalised.shape[-1]
+        index = torch.multinomial(probs.reshape(-1, events), 1, True).T
+        index = index.reshape(normalised.shape[:-1])
+        sample = F.one_hot(index, events).to(probs)
         if not with_log_prob:
             return sample, None
-        return sample, categorical.logits.gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        return sample, normalised.gather(-1, index.unsqueeze(-1)).squeeze(-1)
 
 
 def _one_hot_categorical(head: Any) -> Draw | None:
