@@ -313,3 +313,19 @@ def test_tanh_normal_steps_aside_where_it_could_differ():
     actor = _tanh_normal(return_log_prob=True)
     assert not _draw_runs(actor, td, grad=True)
     assert _same(actor, td, grad=True)["action"].requires_grad
+
+
+def test_one_plan_draws_batches_of_several_shapes_as_the_generic_call():
+    # The draw keeps per-shape constants (the affine map's log-determinant): a plan called on
+    # batches of different sizes must still match the generic call at every size.
+    actor = _tanh_normal(distribution_kwargs={"low": -2.0, "high": 3.0}, return_log_prob=True)
+    plan = PolicyCallPlan(actor)
+    with set_exploration_type(ExplorationType.RANDOM), torch.no_grad():
+        for batch in (6, 4, 6, 1):
+            td = _obs(batch=batch, seed=batch)
+            torch.manual_seed(batch)
+            expected = actor(td.clone())
+            torch.manual_seed(batch)
+            got = plan(td.clone())
+            for key in ("action", "action_log_prob"):
+                torch.testing.assert_close(got[key], expected[key], rtol=0, atol=0)

@@ -169,6 +169,7 @@ class _TanhNormalDraw:
     """
 
     __slots__ = (
+        "affine_log_dets",
         "event_dims",
         "high",
         "loc",
@@ -191,6 +192,9 @@ class _TanhNormalDraw:
         self.validate_args = options.get("validate_args")
         # (dtype, device) -> the transforms TanhNormal builds, for their pure methods.
         self.transforms: dict[tuple[torch.dtype, torch.device], tuple[Any, Any]] = {}
+        # (dtype, device, shape) -> the affine map's log-determinant summed over the event: a
+        # constant of the bounds and the shape, computed once by the transform itself.
+        self.affine_log_dets: dict[tuple[torch.dtype, torch.device, torch.Size], Any] = {}
 
     def _transforms(self, like: torch.Tensor) -> tuple[Any, Any]:
         key = (like.dtype, like.device)
@@ -236,13 +240,20 @@ class _TanhNormalDraw:
             return sample, None
         log_prob = -((x - loc) ** 2) / (2 * scale**2) - scale.log() - _LOG_SQRT_2PI
         log_prob = _sum_rightmost(log_prob, self.event_dims)
-        dims = tuple(range(-self.event_dims, 0))
-        for transform, before, after in ((squash, x, squashed), (affine, squashed, sample)):
-            log_det = transform.log_abs_det_jacobian(before, after).expand(after.shape)
-            if dims:
-                log_det = log_det.sum(dims)
-            log_prob = log_prob - log_det
-        return sample, log_prob
+        log_prob = log_prob - self._summed(squash.log_abs_det_jacobian(x, squashed), sample)
+        key = (sample.dtype, sample.device, sample.shape)
+        affine_log_det = self.affine_log_dets.get(key)
+        if affine_log_det is None:
+            affine_log_det = self._summed(affine.log_abs_det_jacobian(squashed, sample), sample)
+            self.affine_log_dets[key] = affine_log_det
+        return sample, log_prob - affine_log_det
+
+    def _summed(self, log_det: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        # TanhNormal._score: broadcast to the sample, summed over the event dims.
+        log_det = log_det.expand(like.shape)
+        if self.event_dims:
+            log_det = log_det.sum(tuple(range(-self.event_dims, 0)))
+        return log_det
 
 
 def _tanh_normal(head: Any) -> Draw | None:
