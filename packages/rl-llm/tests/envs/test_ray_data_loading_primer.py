@@ -1,52 +1,19 @@
-import os
-import shutil
-import tempfile
 import time
 
 import pytest
 
 from rl_core import TransformedEnv
+from rl_core.testing.ray_cluster import local_ray_cluster
 from rl_llm.envs import DataLoadingPrimer, LLMEnv, RayDataLoadingPrimer
 
 pytestmark = pytest.mark.ray
-
-RAY_ENV = {
-    "RAY_AUTH_MODE": "disabled",
-    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-    "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0",
-}
 
 
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One real local Ray instance on loopback for the module, in a fresh temp dir."""
-    saved = {name: os.environ.get(name) for name in RAY_ENV}
-    os.environ.update(RAY_ENV)
-    temp_dir = None
-    try:
-        ray = pytest.importorskip("ray")
-        temp_dir = tempfile.mkdtemp(prefix="rl-llm-ray-")
-        ray.init(
-            address="local",
-            num_cpus=2,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=temp_dir,
-            include_dashboard=False,
-            object_store_memory=100 * 1024**2,
-            log_to_driver=False,
-        )
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-    finally:
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with local_ray_cluster("rl-llm-ray-") as ray:
+        yield ray
 
 
 def test_envs_share_one_data_loader_served_by_an_actor(ray_cluster):
