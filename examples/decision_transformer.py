@@ -1,4 +1,5 @@
-"""Offline Decision Transformer on Pendulum, from a dataset this script generates.
+"""Offline Decision Transformer on Pendulum, from a dataset this script generates, and its
+online fine-tuning (``--online``).
 
 One file, top to bottom: the config; the dataset (``expert_episodes`` episodes of a swing-up
 controller with exploration noise and ``random_episodes`` of a uniformly random policy, stored
@@ -9,12 +10,33 @@ last ``context`` observations, previous actions and returns-to-go go through the
 ``DecisionTransformerInferenceWrapper``, and the return-to-go starts at ``target_return`` and
 loses each reward (what rl-envs' ``TargetReturn`` does inside an env).
 
+The observation the transformer sees is Pendulum's ``[cos, sin, speed]`` and the elapsed
+fraction of the episode ``t / max_steps``. On a fixed horizon the return-to-go alone does not
+say which policy produced a step: 20 steps before its end, a random episode still has about
+-120 to collect, as much as the swing-up controller at its start. The original Decision
+Transformer embeds the time step for this reason; TorchRL's ``DecisionTransformer`` (and
+rl-core's) has only the positions inside the window, so the time goes in as a feature.
+Without it (``--no-time-feature``) the model averages the two policies there and the
+conditioned return stays near the random policy's.
+
+Actions are stored and predicted in ``[-1, 1]`` (the ``tanh`` range of the actors) and
+multiplied by Pendulum's maximum torque 2 before the env gets them.
+
+``--online``: the Online Decision Transformer recipe (Zheng et al., 2022). An
+``OnlineDTActor`` under a ``TanhNormal`` (a ``ProbabilisticActor``) is pretrained on the same
+dataset with ``OnlineDTLoss`` (log-likelihood, entropy bonus, learned temperature), then
+``online_iterations`` times: ``online_episodes`` episodes are collected with sampled actions
+conditioned on ``target_return``, relabelled with the returns-to-go they actually got and
+written into the same memmap storage, and ``online_updates`` more updates run on everything
+stored; each iteration is evaluated with the mean action.
+
 The data policy here is a hand-written energy-pumping swing-up controller, not a trained SAC
 agent: it gives good and mediocre episodes in seconds, so the run stays on a CPU budget.
 
 Run:  ``uv run python examples/decision_transformer.py`` (the figures it prints: the mean
 return of the dataset's expert and random episodes and of the DT conditioned on
-``target_return``). Every config field is a flag: ``--help`` lists them.
+``target_return``); ``uv run python examples/decision_transformer.py --online``. Every config
+field is a flag: ``--help`` lists them.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default), ``config.json`` and
 ``checkpoint.pt``.
@@ -32,13 +54,22 @@ from pathlib import Path
 import _recipe
 import torch
 from tensordict import TensorDict
-from tensordict.nn import TensorDictModule
+from tensordict.nn import InteractionType, TensorDictModule, set_interaction_type
 
 from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_core.modules import DecisionTransformerInferenceWrapper, DTActor
+from rl_core.modules import (
+    DecisionTransformerInferenceWrapper,
+    DTActor,
+    OnlineDTActor,
+    ProbabilisticActor,
+    TanhNormal,
+)
 from rl_envs import PendulumEnv
-from rl_objectives import DTLoss
+from rl_objectives import DTLoss, OnlineDTLoss
 from rl_objectives.loggers import get_logger
+
+MAX_TORQUE = 2.0
+IN_KEYS = ["observation", "action", "return_to_go"]
 
 
 @dataclass
@@ -50,19 +81,26 @@ class Config:
     random_episodes: int = 48  # episodes of the uniformly random policy in the dataset
     expert_noise: float = 0.3  # std of the Gaussian noise added to the controller's torque
     max_steps: int = 200  # Pendulum-v1's time limit
-    context: int = 20  # steps the transformer sees
+    time_feature: bool = True  # append t / max_steps to the observation (see the docstring)
+    context: int = 5  # steps the transformer sees
     n_embd: int = 64
     n_layer: int = 2
     n_head: int = 2
-    dropout: float = 0.1
+    dropout: float = 0.0
     return_scale: float = 1000.0  # returns-to-go are divided by this
     batch_size: int = 64  # context windows per update
-    updates: int = 3000  # Adam steps
-    lr: float = 3e-4
+    updates: int = 3000  # Adam steps on the offline dataset
+    lr: float = 1e-3
+    grad_clip: float = 1.0
     target_return: float = -150.0  # the return the DT is asked for at evaluation
     eval_episodes: int = 8
+    online: bool = False  # Online DT: OnlineDTActor + OnlineDTLoss, then online_iterations
+    online_iterations: int = 5  # rounds of collecting episodes and updating (with --online)
+    online_episodes: int = 8  # episodes collected per round
+    online_updates: int = 300  # Adam steps per round
+    alpha_init: float = 0.1  # OnlineDTLoss's initial entropy temperature
     logger: str = "csv"
-    exp_name: str | None = None  # defaults to dt_Pendulum_<seed>_<unix time>
+    exp_name: str | None = None  # defaults to dt_Pendulum_<seed>_<unix time> (odt_ with --online)
     out_dir: str = "runs"
 
 
@@ -83,7 +121,20 @@ def swing_up(obs: torch.Tensor) -> torch.Tensor:
     pump = 2.0 * torch.sign(speed + 1e-6) * torch.sign(15.0 - energy)
     hold = -(10.0 * theta + 2.0 * speed)
     torque = torch.where((cos > 0.85) & (speed.abs() < 4.0), hold, pump)
-    return torque.clamp(-2.0, 2.0).unsqueeze(-1)
+    return torque.clamp(-MAX_TORQUE, MAX_TORQUE).unsqueeze(-1)
+
+
+def features(cfg: Config, obs: torch.Tensor, step: int) -> torch.Tensor:
+    """What the transformer sees of Pendulum's observation at ``step``: ``[cos, sin, speed]``
+    and, with ``time_feature``, ``step / max_steps``."""
+    if not cfg.time_feature:
+        return obs
+    return torch.cat([obs, obs.new_full((*obs.shape[:-1], 1), step / cfg.max_steps)], dim=-1)
+
+
+def returns_to_go(reward: torch.Tensor) -> torch.Tensor:
+    """``R_t = r_t + r_{t+1} + ... + r_{T-1}`` along the time dim of ``[*B, T, 1]`` rewards."""
+    return reward.flip(-2).cumsum(-2).flip(-2)
 
 
 def generate_episodes(cfg: Config, episodes: int, expert: bool) -> TensorDict:
@@ -94,19 +145,21 @@ def generate_episodes(cfg: Config, episodes: int, expert: bool) -> TensorDict:
     def policy(td):
         if expert:
             noise = cfg.expert_noise * torch.randn(episodes, 1)
-            action = (swing_up(td["observation"]) + noise).clamp(-2.0, 2.0)
+            action = (swing_up(td["observation"]) + noise).clamp(-MAX_TORQUE, MAX_TORQUE)
         else:
-            action = torch.rand(episodes, 1) * 4.0 - 2.0
+            action = (torch.rand(episodes, 1) * 2.0 - 1.0) * MAX_TORQUE
         return td.set("action", action)
 
     traj = env.rollout(cfg.max_steps, policy)
     reward = traj["next", "reward"]
-    return_to_go = reward.flip(-2).cumsum(-2).flip(-2)
+    obs = torch.stack(
+        [features(cfg, traj["observation"][:, t], t) for t in range(cfg.max_steps)], dim=1
+    )
     return TensorDict(
-        observation=traj["observation"],
-        action=traj["action"],
+        observation=obs,
+        action=traj["action"] / MAX_TORQUE,  # the policies' [-1, 1] scale
         reward=reward,
-        return_to_go=return_to_go,
+        return_to_go=returns_to_go(reward),
         batch_size=traj.batch_size,
     )
 
@@ -128,40 +181,89 @@ def sample_windows(data: TensorDict, cfg: Config, generator: torch.Generator) ->
 
 
 @torch.no_grad()
-def evaluate(cfg: Config, wrapper: DecisionTransformerInferenceWrapper) -> float:
-    """Mean return of ``eval_episodes`` episodes conditioned on ``target_return``."""
-    n, k = cfg.eval_episodes, cfg.context
+def run_episodes(
+    cfg: Config, wrapper: DecisionTransformerInferenceWrapper, episodes: int, seed: int
+) -> TensorDict:
+    """``episodes`` episodes side by side, conditioned on ``target_return``: each step the last
+    ``context`` observations, previous actions and returns-to-go go through ``wrapper``; the
+    return-to-go starts at the target and loses each reward (``TargetReturn``). Returns the
+    episodes ``[episodes, max_steps]`` as stored in the dataset, with the returns-to-go they
+    actually got (hindsight relabelling, for ``--online``)."""
+    n, k = episodes, cfg.context
     env = PendulumEnv(batch_size=[n])
-    env.set_seed(cfg.seed + 100)
+    env.set_seed(seed)
     td = env.reset()
-    obs_hist = torch.zeros(n, k, 3)
-    act_hist = torch.zeros(n, k, 1)  # the k previous actions
+    obs_dim = features(cfg, td["observation"], 0).shape[-1]
+    obs_hist = torch.zeros(n, k, obs_dim)
+    act_hist = torch.zeros(n, k, 1)  # the k previous actions, in [-1, 1]
     rtg_hist = torch.zeros(n, k, 1)
     rtg = torch.full((n, 1), cfg.target_return / cfg.return_scale)
-    total = torch.zeros(n)
-    for _ in range(cfg.max_steps):
-        obs_hist = torch.cat([obs_hist[:, 1:], td["observation"][:, None]], dim=1)
+    observations, actions, rewards = [], [], []
+    for step in range(cfg.max_steps):
+        obs = features(cfg, td["observation"], step)
+        obs_hist = torch.cat([obs_hist[:, 1:], obs[:, None]], dim=1)
         rtg_hist = torch.cat([rtg_hist[:, 1:], rtg[:, None]], dim=1)
         inputs = TensorDict(
             observation=obs_hist, action=act_hist, return_to_go=rtg_hist, batch_size=[n]
         )
-        action = wrapper(inputs)["action"] * 2.0  # the actor's tanh output, scaled to [-2, 2]
-        td.set("action", action)
+        action = wrapper(inputs)["action"]
+        td.set("action", action * MAX_TORQUE)
         td = env.step(td)
         reward = td["next", "reward"]
-        total += reward.squeeze(-1)
         rtg = rtg - reward / cfg.return_scale  # the return still to collect (TargetReturn)
-        act_hist = torch.cat([act_hist[:, 1:], action[:, None] / 2.0], dim=1)
+        act_hist = torch.cat([act_hist[:, 1:], action[:, None]], dim=1)
+        observations.append(obs)
+        actions.append(action)
+        rewards.append(reward)
         td = td["next"]
-    return total.mean().item()
+    reward = torch.stack(rewards, dim=1)
+    return TensorDict(
+        observation=torch.stack(observations, dim=1),
+        action=torch.stack(actions, dim=1),
+        reward=reward,
+        return_to_go=returns_to_go(reward),
+        batch_size=[n, cfg.max_steps],
+    )
+
+
+def evaluate(cfg: Config, wrapper: DecisionTransformerInferenceWrapper) -> float:
+    """Mean return of ``eval_episodes`` episodes conditioned on ``target_return``, with the
+    deterministic action (the ``OnlineDTActor``'s ``tanh(loc)``)."""
+    with set_interaction_type(InteractionType.DETERMINISTIC):
+        episodes = run_episodes(cfg, wrapper, cfg.eval_episodes, cfg.seed + 100)
+    return episodes["reward"].sum((-1, -2)).mean().item()
+
+
+def make_policy(cfg: Config, obs_dim: int) -> tuple[torch.nn.Module, TensorDictModule]:
+    """The actor network and its TensorDict policy: a ``DTActor`` writing ``action``, or with
+    ``--online`` an ``OnlineDTActor`` writing ``loc``/``scale`` for a ``TanhNormal``."""
+    config = {
+        "n_embd": cfg.n_embd,
+        "n_layer": cfg.n_layer,
+        "n_head": cfg.n_head,
+        "n_inner": 4 * cfg.n_embd,
+        "n_positions": 3 * cfg.context,
+        "resid_pdrop": cfg.dropout,
+        "attn_pdrop": cfg.dropout,
+    }
+    if not cfg.online:
+        actor = DTActor(obs_dim, 1, transformer_config=config)
+        return actor, TensorDictModule(actor, IN_KEYS, ["action"])
+    actor = OnlineDTActor(obs_dim, 1, transformer_config=config)
+    params = TensorDictModule(actor, IN_KEYS, ["loc", "scale"])
+    return actor, ProbabilisticActor(params, ["loc", "scale"], distribution_class=TanhNormal)
 
 
 def train(cfg: Config) -> dict[str, float]:
-    """Generates and stores the dataset, trains the DT, evaluates it; returns the figures
-    (``expert_return``, ``random_return``, ``eval_return``, ``final_loss``, ``seconds``)."""
+    """Generates and stores the dataset, trains the DT (and with ``--online`` fine-tunes it
+    on the episodes it collects), evaluates it; returns the figures (``expert_return``,
+    ``random_return``, ``eval_return``, ``final_loss``, ``seconds``; with ``--online`` also
+    ``offline_return``, ``online_returns`` (the evaluation after each round) and
+    ``collected_returns`` (the mean return of each round's sampled episodes))."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small batches: threads cost more than they give on a shared CPU
-    exp_name = cfg.exp_name or f"dt_Pendulum_{cfg.seed}_{int(time.time())}"
+    algo = "odt" if cfg.online else "dt"
+    exp_name = cfg.exp_name or f"{algo}_Pendulum_{cfg.seed}_{int(time.time())}"
     run_dir = Path(cfg.out_dir) / exp_name
     run_dir.mkdir(parents=True, exist_ok=True)
     logger = get_logger(cfg.logger, str(run_dir), "logs")
@@ -174,63 +276,96 @@ def train(cfg: Config) -> dict[str, float]:
     expert_return = expert["reward"].sum((-1, -2)).mean().item()
     random_return = random["reward"].sum((-1, -2)).mean().item()
     episodes = torch.cat([expert, random], dim=0)
-    with tempfile.TemporaryDirectory() as scratch:
-        # the transitions, in episode order, memory-mapped on disk, then read back whole
-        storage = LazyMemmapStorage(episodes.numel(), scratch_dir=scratch, existsok=True)
-        buffer = TensorDictReplayBuffer(storage=storage)
-        buffer.extend(episodes.reshape(-1))
-        data = buffer[:].clone().reshape(episodes.shape)
-    # the actor's tanh output is in [-1, 1]: it regresses the actions divided by max torque
-    data["action"] = data["action"] / 2.0
     print(
         f"dataset: {episodes.shape[0]} episodes, expert return {expert_return:.0f}, "
         f"random return {random_return:.0f}"
     )
 
-    config = {
-        "n_embd": cfg.n_embd,
-        "n_layer": cfg.n_layer,
-        "n_head": cfg.n_head,
-        "n_inner": 4 * cfg.n_embd,
-        "n_positions": 3 * cfg.context,
-        "resid_pdrop": cfg.dropout,
-        "attn_pdrop": cfg.dropout,
-    }
-    actor = DTActor(3, 1, transformer_config=config)
-    policy = TensorDictModule(actor, ["observation", "action", "return_to_go"], ["action"])
-    loss_module = DTLoss(policy, loss_function="l2")
-    optim = torch.optim.AdamW(actor.parameters(), lr=cfg.lr, weight_decay=1e-4)
+    actor, policy = make_policy(cfg, episodes["observation"].shape[-1])
+    if cfg.online:
+        loss_module = OnlineDTLoss(policy, alpha_init=cfg.alpha_init)
+        params = list(loss_module.parameters())
+    else:
+        loss_module = DTLoss(policy, loss_function="l2")
+        params = list(actor.parameters())
+    optim = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=1e-4)
     generator = torch.Generator().manual_seed(cfg.seed)
-    loss = torch.tensor(math.nan)
-    for step in range(cfg.updates):
-        window = sample_windows(data, cfg, generator)
-        loss = loss_module(window)["loss"]
-        optim.zero_grad()
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(actor.parameters(), 0.25)
-        optim.step()
-        if step % 100 == 0:
-            logger.log_scalar("train/loss", loss.item(), step)
-
-    actor.eval()
     wrapper = DecisionTransformerInferenceWrapper(policy, inference_context=cfg.context)
-    eval_return = evaluate(cfg, wrapper)
+    figures: dict[str, float] = {}
+    step = 0
+
+    def update(data: TensorDict, updates: int) -> torch.Tensor:
+        nonlocal step
+        loss = torch.tensor(math.nan)
+        for _ in range(updates):
+            out = loss_module(sample_windows(data, cfg, generator))
+            if cfg.online:  # log-likelihood + entropy bonus for the actor, and the temperature
+                loss = out["loss_log_likelihood"] + out["loss_entropy"] + out["loss_alpha"]
+            else:
+                loss = out["loss"]
+            optim.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            optim.step()
+            if step % 100 == 0:
+                logger.log_scalar("train/loss", loss.item(), step)
+                if cfg.online:
+                    logger.log_scalar("train/alpha", out["alpha"].item(), step)
+            step += 1
+        return loss
+
+    online_capacity = cfg.online_iterations * cfg.online_episodes if cfg.online else 0
+    with tempfile.TemporaryDirectory() as scratch:
+        # one item per episode (a [max_steps] TensorDict), memory-mapped on disk; the online
+        # rounds append their episodes, and each training phase reads everything stored
+        storage = LazyMemmapStorage(
+            episodes.shape[0] + online_capacity, scratch_dir=scratch, existsok=True
+        )
+        buffer = TensorDictReplayBuffer(storage=storage)
+        buffer.extend(episodes)
+        loss = update(buffer[:].clone(), cfg.updates)
+        actor.eval()
+        eval_return = evaluate(cfg, wrapper)
+        logger.log_scalar("eval/return", eval_return, step)
+        if cfg.online:
+            figures["offline_return"] = eval_return
+            print(f"offline pretraining: conditioned on {cfg.target_return:.0f}: {eval_return:.0f}")
+            online_returns, collected_returns = [], []
+            for round_ in range(cfg.online_iterations):
+                with set_interaction_type(InteractionType.RANDOM):
+                    new = run_episodes(cfg, wrapper, cfg.online_episodes, cfg.seed + 1000 + round_)
+                collected = new["reward"].sum((-1, -2)).mean().item()
+                buffer.extend(new)
+                actor.train()
+                loss = update(buffer[:].clone(), cfg.online_updates)
+                actor.eval()
+                eval_return = evaluate(cfg, wrapper)
+                logger.log_scalar("online/collected_return", collected, step)
+                logger.log_scalar("eval/return", eval_return, step)
+                online_returns.append(eval_return)
+                collected_returns.append(collected)
+                print(
+                    f"online round {round_ + 1}: collected {collected:.0f}, "
+                    f"evaluation {eval_return:.0f} ({len(buffer)} episodes stored)"
+                )
+            figures["online_returns"] = online_returns
+            figures["collected_returns"] = collected_returns
     seconds = time.perf_counter() - start
-    logger.log_scalar("eval/return", eval_return, cfg.updates)
     torch.save(
         {"actor": actor.state_dict(), "config": dataclasses.asdict(cfg)}, run_dir / "checkpoint.pt"
     )
     print(
-        f"DT conditioned on {cfg.target_return:.0f}: mean return {eval_return:.0f} over "
-        f"{cfg.eval_episodes} episodes ({seconds:.0f} s)"
+        f"{'ODT' if cfg.online else 'DT'} conditioned on {cfg.target_return:.0f}: mean return "
+        f"{eval_return:.0f} over {cfg.eval_episodes} episodes ({seconds:.0f} s)"
     )
-    return {
-        "expert_return": expert_return,
-        "random_return": random_return,
-        "eval_return": eval_return,
-        "final_loss": loss.item(),
-        "seconds": seconds,
-    }
+    figures.update(
+        expert_return=expert_return,
+        random_return=random_return,
+        eval_return=eval_return,
+        final_loss=loss.item(),
+        seconds=seconds,
+    )
+    return figures
 
 
 if __name__ == "__main__":
