@@ -1,0 +1,126 @@
+"""The Decision Transformer example's data path, against hand-written references: the
+training windows (each action beside the state it was taken in, returns-to-go as sums of the
+rewards still to come, the elapsed-time feature, zero padding before the episode's start) and
+the evaluation's context (the previous actions shifted onto their states by the inference
+wrapper, the return-to-go losing each reward).
+
+The example's learning run (``uv run python examples/decision_transformer.py``: -196
+conditioned on -150, from a dataset of -124 and -1205 episodes) needs about 70 s of one CPU
+core, over the learning-test budget, so its figures are documented in ``examples/README.md``
+instead of tested here.
+"""
+
+import pytest
+import torch
+from tensordict.nn import TensorDictModule
+
+pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+
+from rl_core.modules import DecisionTransformerInferenceWrapper
+from rl_envs import PendulumEnv
+
+
+def _config(dt, tmp_path, *extra):
+    line = "--expert-episodes 3 --random-episodes 2 --max-steps 6 --context 4 --batch-size 32"
+    return dt.parse_config([*line.split(), *extra, "--out-dir", str(tmp_path)])
+
+
+def test_training_windows_line_up_states_actions_and_returns_to_go(load_example, tmp_path):
+    dt = load_example("decision_transformer")
+    cfg = _config(dt, tmp_path)
+    # the same rollout by hand: seed, controller, noise drawn in the same order
+    env = PendulumEnv(batch_size=[3])
+    env.set_seed(cfg.seed)
+    torch.manual_seed(0)
+    episodes = dt.generate_episodes(cfg, 3, expert=True)
+    torch.manual_seed(0)
+    td = env.reset()
+    obs, actions, rewards = [], [], []
+    for _ in range(cfg.max_steps):
+        action = (dt.swing_up(td["observation"]) + 0.3 * torch.randn(3, 1)).clamp(-2.0, 2.0)
+        obs.append(td["observation"])
+        actions.append(action)
+        td = env.step(td.set("action", action))
+        rewards.append(td["next", "reward"])
+        td = td["next"]
+    for t in range(cfg.max_steps):
+        torch.testing.assert_close(episodes["observation"][:, t, :3], obs[t])
+        torch.testing.assert_close(episodes["observation"][:, t, 3], torch.full((3,), t / 6))
+        torch.testing.assert_close(episodes["action"][:, t], actions[t] / 2.0)
+        to_go = sum(r.double() for r in rewards[t:])
+        torch.testing.assert_close(episodes["return_to_go"][:, t], to_go.float())
+
+    generator = torch.Generator().manual_seed(7)
+    window = dt.sample_windows(episodes, cfg, generator)
+    replay = torch.Generator().manual_seed(7)
+    ep = torch.randint(3, (cfg.batch_size,), generator=replay)
+    end = torch.randint(cfg.max_steps, (cfg.batch_size,), generator=replay)
+    for i in range(cfg.batch_size):
+        for j in range(cfg.context):
+            t = end[i].item() - (cfg.context - 1) + j  # window slot j holds step t
+            got = window[i, j]
+            if t < 0:  # before the episode's start: zeros, as at evaluation
+                assert got["observation"].abs().sum() == 0 and got["action"].abs().sum() == 0
+                assert got["return_to_go"].abs().sum() == 0
+                continue
+            e = ep[i].item()
+            torch.testing.assert_close(got["observation"][:3], obs[t][e])
+            torch.testing.assert_close(got["action"], actions[t][e] / 2.0)
+            to_go = sum(r[e].double() for r in rewards[t:]) / cfg.return_scale
+            torch.testing.assert_close(got["return_to_go"], to_go.float())
+
+
+class _Probe(torch.nn.Module):
+    """A policy that records what it sees and answers ``tanh`` of its last observation's sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def forward(self, observation, action, return_to_go):
+        self.seen.append((observation.clone(), action.clone(), return_to_go.clone()))
+        return torch.tanh(observation.sum(-1, keepdim=True))
+
+
+def test_evaluation_context_and_target_return_follow_the_definition(load_example, tmp_path):
+    dt = load_example("decision_transformer")
+    cfg = _config(dt, tmp_path, "--target-return", "-150", "--return-scale", "100")
+    probe = _Probe()
+    policy = TensorDictModule(probe, ["observation", "action", "return_to_go"], ["action"])
+    wrapper = DecisionTransformerInferenceWrapper(policy, inference_context=cfg.context)
+    out = dt.run_episodes(cfg, wrapper, 2, seed=11)
+
+    # the reference: the same env and the probe's rule stepped by hand
+    env = PendulumEnv(batch_size=[2])
+    env.set_seed(11)
+    td = env.reset()
+    feats, acts, rews = [], [], []
+    for t in range(cfg.max_steps):
+        feat = torch.cat([td["observation"], torch.full((2, 1), t / cfg.max_steps)], -1)
+        action = torch.tanh(feat.sum(-1, keepdim=True))
+        feats.append(feat)
+        acts.append(action)
+        td = env.step(td.set("action", 2.0 * action))  # the [-1, 1] action times max torque
+        rews.append(td["next", "reward"])
+        td = td["next"]
+
+    k = cfg.context
+    for t, (obs_seen, act_seen, rtg_seen) in enumerate(probe.seen):
+        for j in range(k):
+            s = t - (k - 1) + j  # slot j holds step s
+            if s < 0:
+                assert obs_seen[:, j].abs().sum() == 0 and rtg_seen[:, j].abs().sum() == 0
+                assert act_seen[:, j].abs().sum() == 0
+                continue
+            torch.testing.assert_close(obs_seen[:, j], feats[s])
+            # the action taken at step s sits beside s's state; the current one is unknown
+            expected = acts[s] if s < t else torch.zeros(2, 1)
+            torch.testing.assert_close(act_seen[:, j], expected)
+            remaining = -150.0 - sum((r.double() for r in rews[:s]), torch.zeros(2, 1))
+            torch.testing.assert_close(rtg_seen[:, j], (remaining / 100.0).float())
+    assert len(probe.seen) == cfg.max_steps
+    # the collected episodes carry the returns-to-go they actually got (hindsight)
+    for t in range(cfg.max_steps):
+        torch.testing.assert_close(out["action"][:, t], acts[t])
+        to_go = sum(r.double() for r in rews[t:])
+        torch.testing.assert_close(out["return_to_go"][:, t], to_go.float())
