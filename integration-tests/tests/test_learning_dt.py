@@ -60,7 +60,8 @@ def test_training_windows_line_up_states_actions_and_returns_to_go(load_example,
             t = end[i].item() - (cfg.context - 1) + j  # window slot j holds step t
             got = window[i, j]
             if t < 0:  # before the episode's start: zeros, as at evaluation
-                assert got["observation"].abs().sum() == 0 and got["action"].abs().sum() == 0
+                assert got["observation"].abs().sum() == 0
+                assert got["action"].abs().sum() == 0
                 assert got["return_to_go"].abs().sum() == 0
                 continue
             e = ep[i].item()
@@ -109,7 +110,8 @@ def test_evaluation_context_and_target_return_follow_the_definition(load_example
         for j in range(k):
             s = t - (k - 1) + j  # slot j holds step s
             if s < 0:
-                assert obs_seen[:, j].abs().sum() == 0 and rtg_seen[:, j].abs().sum() == 0
+                assert obs_seen[:, j].abs().sum() == 0
+                assert rtg_seen[:, j].abs().sum() == 0
                 assert act_seen[:, j].abs().sum() == 0
                 continue
             torch.testing.assert_close(obs_seen[:, j], feats[s])
