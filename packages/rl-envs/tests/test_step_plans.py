@@ -119,3 +119,6 @@ def test_the_check_catches_a_plan_that_differs():
 
     with pytest.raises(ConformanceError, match=r"check_step_plan.*'reward'.*differs"):
         check_step_plan(_stack(_cartpole(), _Double), steps=20)
+    # The random-rollout replay runs the lane plans too (on the trajectory's rows).
+    with pytest.raises(ConformanceError, match=r"check_random_rollout"):
+        check_random_rollout(_stack(_cartpole(), _Double), steps=60)

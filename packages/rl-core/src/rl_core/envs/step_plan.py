@@ -13,7 +13,13 @@ once per env and cached until its specs change, that owns every accelerated rout
   call (one round trip to worker processes, one gymnasium call);
 - :meth:`StepPlan.numpy_rows`: outputs that are views of numpy rows, for plans above;
 - :meth:`StepPlan.random_rollout`: a rollout with random actions without a TensorDict per
-  step.
+  step;
+- the env's entry points (:meth:`StepPlan.full_step`, :meth:`StepPlan.full_reset`,
+  :meth:`StepPlan.step_and_maybe_reset`, :meth:`StepPlan.rand_action`): ``EnvBase`` hands
+  them its ``step``, ``reset``, ``step_and_maybe_reset`` and ``rand_action`` calls, and
+  they run the routes above with the reference's bookkeeping (done completion, the write
+  under ``"next"``, the reset's completion and merge) done on plain TensorDicts' entry
+  dicts; ``EnvBase`` itself holds plain TensorDict code only.
 
 Every route returns ``None`` where it does not apply, and the reference runs instead. A route
 must give what the reference gives (values, dtypes, done flags, resets, seeds): the

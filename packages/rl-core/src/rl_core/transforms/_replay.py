@@ -10,7 +10,8 @@ transforms only map what the env gives (all ``fusable``, none intercepting reset
 inverse path, the action spec as the base env's), the base env runs its loop and
 :func:`replay_random_rollout` then walks its trajectory once with the generic loop's own
 calls, the base env's step replaced by a row of the trajectory: the transforms' ``_step`` on
-the base env's step output, ``_write_step``, ``step_mdp``, and at the end of an episode
+the base env's step output (through the numpy-row lane where the plan has one, the
+trajectory's rows as the base env's numpy rows), ``_write_step``, ``step_mdp``, and at the end of an episode
 ``reset`` of the finished sub-envs fed the base env's reset output (the trajectory's next
 root row) the way the fused step-and-reset feeds it. The result is what the generic loop
 gives for the same actions; ``rl_core.testing.check_random_rollout`` verifies it (tests on
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 from tensordict import TensorDictBase
 
@@ -96,30 +98,40 @@ def base_start(env: TransformedEnv, start: TensorDictBase) -> TensorDictBase | N
 CHUNK = 64
 
 
+def _numpy(value: torch.Tensor) -> np.ndarray | None:
+    """The numpy array sharing ``value``'s memory, or ``None`` (not on the CPU, or a dtype
+    numpy lacks)."""
+    if value.device.type != "cpu":
+        return None
+    try:
+        return value.numpy()
+    except TypeError:
+        return None
+
+
 def _rows(
-    values: dict[str, torch.Tensor], start: int, time_dim: int
+    values: dict[str, torch.Tensor], start: int, time_dim: int, numpy_rows: list | None = None
 ) -> dict[str, tuple[torch.Tensor, ...]]:
     """Per key, steps ``start`` to ``start + CHUNK`` as contiguous tensors, as the base env's
-    step gives them (the transforms' ops then see the layouts of the generic loop)."""
-    rows = {}
+    step gives them (the transforms' ops then see the layouts of the generic loop).
+
+    ``numpy_rows``: a list to fill, per step, with the ``(tensor, numpy array)`` pairs of
+    the rows (what the numpy-row lane's plans read the base env's outputs from); left empty
+    where a chunk is not on the CPU."""
+    rows, arrays = {}, []
     for key, value in values.items():
         value = value.narrow(time_dim, start, min(CHUNK, value.shape[time_dim] - start))
         if time_dim:
             value = value.movedim(time_dim, 0).contiguous()
         rows[key] = value.unbind(0)
+        if numpy_rows is not None:
+            # One numpy view per chunk, iterated below into per-step views of its memory.
+            arrays.append(_numpy(value))
+    if numpy_rows is not None and all(array is not None for array in arrays):
+        count = len(rows)
+        for step in zip(*rows.values(), *arrays, strict=True):
+            numpy_rows.append(list(zip(step[:count], step[count:], strict=True)))
     return rows
-
-
-def _numpy_rows(rows: dict[str, tuple[torch.Tensor, ...]]) -> list[list[tuple]] | None:
-    """Per step of a chunk, the ``(tensor, numpy array)`` pairs of its rows (for the
-    numpy-row lane: its plans read the base env's outputs as numpy arrays), or ``None``
-    where a row is not on the CPU."""
-    pairs = []
-    for chunk in rows.values():
-        if not chunk or chunk[0].device.type != "cpu":
-            return None
-        pairs.append([(row, row.numpy()) for row in chunk])
-    return [list(step) for step in zip(*pairs, strict=True)]
 
 
 def replay_random_rollout(
@@ -151,15 +163,14 @@ def replay_random_rollout(
     mdp = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
     lane = plan.lane  # the transforms on numpy rows, where each has a lane plan
-    numpy_rows = None
+    numpy_rows: list = []
     td = start
     for t in range(steps):
         i = t % CHUNK
         if not i:
             actions = _rows(action_values, t, time_dim)
-            next_rows = _rows(next_values, t, time_dim)
-            if lane is not None:
-                numpy_rows = _numpy_rows(next_rows)
+            numpy_rows = [] if lane is not None else None
+            next_rows = _rows(next_values, t, time_dim, numpy_rows)
         # rand_action: the action (the base env drew it from the same spec).
         if action_key is not None:
             set_leaf(td, action_key, actions[action_key][i])
@@ -170,10 +181,7 @@ def replay_random_rollout(
         raw = build_tensordict(
             {key: rows[i] for key, rows in next_rows.items()}, batch, next_device
         )
-        if numpy_rows is not None:
-            raw = lane.step(td, raw, numpy_rows[i])
-        else:
-            raw = transform._step(td, raw)
+        raw = lane.step(td, raw, numpy_rows[i]) if numpy_rows else transform._step(td, raw)
         td = plan.write_step(td, raw)
         writer.append(td)
         finished = any_set(entries(raw)[DONE])
