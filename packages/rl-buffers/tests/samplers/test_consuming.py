@@ -15,6 +15,7 @@ from rl_buffers import (
     ListStorage,
     ReplayBuffer,
     TensorDictMaxValueWriter,
+    TensorDictPrioritizedReplayBuffer,
     TensorDictReplayBuffer,
 )
 
@@ -189,3 +190,27 @@ def test_settings_torchrl_refuses():
             sampler=ConsumingSampler(),
             writer=TensorDictMaxValueWriter(rank_key="r"),
         )
+
+
+def test_consume_after_n_samples_builds_the_consuming_sampler():
+    # TorchRL: ReplayBuffer(consume_after_n_samples=n) is a ConsumingSampler(n) buffer
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(4), batch_size=4, consume_after_n_samples=2
+    )
+    assert isinstance(buffer.sampler, ConsumingSampler)
+    assert buffer.sampler.max_sample_count == 2
+    buffer.extend(TensorDict({"obs": torch.arange(3.0)}, [3]))
+    assert sorted(buffer.sample()["index"].tolist()) == [0, 1, 2]
+    assert len(buffer) == 3
+    assert sorted(buffer.sample()["index"].tolist()) == [0, 1, 2]
+    assert len(buffer) == 0
+    same = ConsumingSampler(2)
+    assert ReplayBuffer(sampler=same, consume_after_n_samples=2).sampler is same
+    with pytest.raises(ValueError, match="disagrees with the sampler's max_sample_count=1"):
+        ReplayBuffer(sampler=ConsumingSampler(), consume_after_n_samples=2)
+    with pytest.raises(ValueError, match="got PrioritizedSampler"):
+        TensorDictPrioritizedReplayBuffer(
+            alpha=0.7, beta=0.5, storage=LazyTensorStorage(4), consume_after_n_samples=1
+        )
+    with pytest.raises(ValueError, match="positive int or None, got 0"):
+        ReplayBuffer(consume_after_n_samples=0)

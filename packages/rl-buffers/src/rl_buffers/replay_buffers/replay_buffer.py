@@ -51,10 +51,18 @@ class ReplayBuffer:
             ``generator=``: a buffer seeded on its own draws the same batches whatever else
             uses torch's global generator. Defaults to None (the global generator). It does
             not reach the transforms. See :meth:`set_rng`.
+        consume_after_n_samples: TorchRL's shortcut for
+            ``sampler=ConsumingSampler(consume_after_n_samples)``: each item is consumed
+            after that many returns (``len`` drops it, writes refill its slot first). Only
+            with the default sampler or a ``ConsumingSampler`` of the same count. Defaults
+            to None (items are never consumed).
 
     Raises:
-        ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA.
-        TypeError: ``generator`` is not a ``torch.Generator``.
+        ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA, a
+            ``consume_after_n_samples`` the sampler contradicts, or (with a
+            ``ConsumingSampler``) ``prefetch`` or an ``ndim > 1`` storage.
+        TypeError: ``generator`` is not a ``torch.Generator``; with a ``ConsumingSampler``,
+            a storage other than list and tensor ones or a writer without ``write_at``.
 
     Examples:
         >>> import torch
@@ -77,10 +85,11 @@ class ReplayBuffer:
         transform: Transform | None = None,
         pin_memory: bool = False,
         generator: torch.Generator | None = None,
+        consume_after_n_samples: int | None = None,
     ) -> None:
         name = type(self).__name__
         self._storage = storage if storage is not None else ListStorage(1000)
-        self._sampler = sampler if sampler is not None else RandomSampler()
+        self._sampler = _consuming_sampler(name, sampler, consume_after_n_samples)
         # Samplers that read what was written (StreamingSliceSampler) define mark_update.
         self._mark_update = getattr(self._sampler, "mark_update", None)
         self._writer = writer if writer is not None else self._default_writer()
@@ -614,6 +623,37 @@ def _checked_transform(where: str, transform: Any) -> Transform:
             f"function in a Transform subclass."
         )
     return transform
+
+
+def _consuming_sampler(
+    name: str, sampler: Sampler | None, consume_after_n_samples: int | None
+) -> Sampler:
+    """The buffer's sampler: ``sampler`` (default ``RandomSampler``), or the
+    ``ConsumingSampler`` TorchRL builds for ``consume_after_n_samples``."""
+    if consume_after_n_samples is None:
+        return sampler if sampler is not None else RandomSampler()
+    if (
+        isinstance(consume_after_n_samples, bool)
+        or not isinstance(consume_after_n_samples, int)
+        or consume_after_n_samples < 1
+    ):
+        raise ValueError(
+            f"{name}: expected consume_after_n_samples to be a positive int or None, got "
+            f"{consume_after_n_samples!r}."
+        )
+    if isinstance(sampler, ConsumingSampler):
+        if sampler.max_sample_count != consume_after_n_samples:
+            raise ValueError(
+                f"{name}: consume_after_n_samples={consume_after_n_samples} disagrees with the "
+                f"sampler's max_sample_count={sampler.max_sample_count}. Pass one of them."
+            )
+        return sampler
+    if sampler is not None and type(sampler) is not RandomSampler:
+        raise ValueError(
+            f"{name}: consume_after_n_samples works with the default RandomSampler or a "
+            f"ConsumingSampler, got {type(sampler).__name__}."
+        )
+    return ConsumingSampler(max_sample_count=consume_after_n_samples)
 
 
 def _check_consuming(name: str, storage: Storage, writer: Writer, prefetch: int | None) -> None:
