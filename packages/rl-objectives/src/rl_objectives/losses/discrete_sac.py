@@ -86,15 +86,16 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         reduction: str | None = None,
         separate_losses: bool = False,
     ) -> None:
+        # "auto": a share of the largest entropy, log(n)
+        weight = float(target_entropy_weight)
+        auto = None if num_actions is None else weight * math.log(num_actions)
         super().__init__()
+        self.target_entropy_weight = weight
         self.delay_qvalue = delay_qvalue
         self.separate_losses = bool(separate_losses)
         self._init_actor_and_critics(
             actor_network, qvalue_network, num_qvalue_nets, q_out_key=K.ACTION_VALUE
         )
-        self.target_entropy_weight = float(target_entropy_weight)
-        # "auto": a share of the largest entropy, log(n)
-        auto = None if num_actions is None else self.target_entropy_weight * math.log(num_actions)
         self._init_temperature(alpha_init, fixed=fixed_alpha, target=target_entropy, auto=auto)
         self._init_estimator(loss_function=loss_function, gamma=gamma, reduction=reduction)
 

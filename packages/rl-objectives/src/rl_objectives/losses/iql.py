@@ -85,11 +85,11 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
         reduction: str | None = None,
         separate_losses: bool = False,
     ) -> None:
-        super().__init__()
         if not 0.0 < expectile < 1.0:
             raise ValueError(
                 f"{type(self).__name__}: expected expectile in (0, 1), got {expectile}."
             )
+        super().__init__()
         self.delay_qvalue = delay_qvalue
         self.separate_losses = bool(separate_losses)
         self._init_actor_and_critics(actor_network, qvalue_network, num_qvalue_nets)

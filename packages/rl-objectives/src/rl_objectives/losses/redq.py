@@ -72,12 +72,12 @@ class REDQLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, Loss
         reduction: str | None = None,
         separate_losses: bool = False,
     ) -> None:
-        super().__init__()
         if not 1 <= sub_sample_len <= num_qvalue_nets:
             raise ValueError(
                 f"{type(self).__name__}: expected 1 <= sub_sample_len <= num_qvalue_nets "
                 f"({num_qvalue_nets}), got {sub_sample_len}."
             )
+        super().__init__()
         self.sub_sample_len = sub_sample_len
         self.delay_qvalue = delay_qvalue
         self.separate_losses = bool(separate_losses)
