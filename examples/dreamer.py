@@ -97,6 +97,7 @@ class Config:
     num_classes: int = 8  # V3: classes of each
     num_bins: int = 255  # V3: symexp bins of the reward and value heads
     entropy_bonus: float = 3e-4  # V3: weight of the actor's entropy
+    kl_mode: Literal["separate", "balanced"] = "separate"  # V3: DreamerV3ModelLoss's kl_mode
     belief_dim: int = 32  # the RSSM's deterministic belief (GRU state)
     hidden: int = 32  # width of every hidden layer
     imagination_horizon: int = 15
@@ -239,7 +240,13 @@ class Agent:
                 TensorDictModule(value_net, ["state", "belief"], ["state_value_logits"]),
                 TensorDictModule(self.two_hot, ["state_value_logits"], ["state_value"]),
             )
-            self.model_loss = DreamerV3ModelLoss(world_model, num_reward_bins=cfg.num_bins)
+            # the paper's KL: 1 free nat on the sum over the categoricals, dynamics term 0.5
+            # and representation term 0.1 (TorchRL's default "balanced" mode clamps each
+            # categorical at 1 nat, which leaves the small prior here mostly untrained)
+            self.model_loss = DreamerV3ModelLoss(
+                world_model, num_reward_bins=cfg.num_bins, kl_mode=cfg.kl_mode, unimix=0.01,
+                lambda_dynamic=0.5, lambda_representation=0.1,
+            )  # fmt: skip
             self.actor_loss = DreamerV3ActorLoss(
                 self.actor, self.value, imagination, entropy_bonus=cfg.entropy_bonus,
                 imagination_horizon=cfg.imagination_horizon,
