@@ -99,6 +99,8 @@ class Config:
     online_episodes: int = 8  # episodes collected per round
     online_updates: int = 300  # Adam steps per round
     alpha_init: float = 0.1  # OnlineDTLoss's initial entropy temperature
+    action_clamp: float = 0.99  # OnlineDTLoss's target actions are clamped to +-this
+    eval_action: str = "mode"  # the OnlineDTActor's evaluation action: mode or deterministic
     logger: str = "csv"
     exp_name: str | None = None  # defaults to dt_Pendulum_<seed>_<unix time> (odt_ with --online)
     out_dir: str = "runs"
@@ -226,10 +228,18 @@ def run_episodes(
     )
 
 
+EVAL_ACTIONS = {"mode": InteractionType.MODE, "deterministic": InteractionType.DETERMINISTIC}
+
+
 def evaluate(cfg: Config, wrapper: DecisionTransformerInferenceWrapper) -> float:
-    """Mean return of ``eval_episodes`` episodes conditioned on ``target_return``, with the
-    deterministic action (the ``OnlineDTActor``'s ``tanh(loc)``)."""
-    with set_interaction_type(InteractionType.DETERMINISTIC):
+    """Mean return of ``eval_episodes`` episodes conditioned on ``target_return``. The
+    ``OnlineDTActor``'s action is its ``TanhNormal``'s mode (``eval_action="mode"``) or the
+    squashed mean ``tanh(loc)`` (``"deterministic"``); the ``DTActor`` has only one."""
+    if cfg.eval_action not in EVAL_ACTIONS:
+        raise ValueError(
+            f"eval_action must be one of {sorted(EVAL_ACTIONS)}, got {cfg.eval_action!r}."
+        )
+    with set_interaction_type(EVAL_ACTIONS[cfg.eval_action]):
         episodes = run_episodes(cfg, wrapper, cfg.eval_episodes, cfg.seed + 100)
     return episodes["reward"].sum((-1, -2)).mean().item()
 
@@ -298,7 +308,14 @@ def train(cfg: Config) -> dict[str, float]:
         nonlocal step
         loss = torch.tensor(math.nan)
         for _ in range(updates):
-            out = loss_module(sample_windows(data, cfg, generator))
+            window = sample_windows(data, cfg, generator)
+            if cfg.online:
+                # the TanhNormal's log-likelihood of actions on the bounds is that of atanh(+-1)
+                # clamped far out (about +-9): the controller's saturated torques would drag the
+                # Gaussian there; ``action_clamp`` keeps the targets inside
+                limit = cfg.action_clamp
+                window["action"] = window["action"].clamp(-limit, limit)
+            out = loss_module(window)
             if cfg.online:  # log-likelihood + entropy bonus for the actor, and the temperature
                 loss = out["loss_log_likelihood"] + out["loss_entropy"] + out["loss_alpha"]
             else:
