@@ -61,6 +61,29 @@ def cartpole_fixed(steps: int) -> Callable[[], float]:
     return run
 
 
+def cartpole_policy_loop(
+    steps: int, act: Callable[[torch.Tensor], np.ndarray]
+) -> Callable[[], float]:
+    """One CartPole driven by ``act`` under ``no_grad``, reset at each episode's end: seconds
+    per step (the single-env policy loop's reference)."""
+    env = gym.make("CartPole-v1")
+    state = {"obs": env.reset(seed=0)[0]}
+
+    def run() -> float:
+        obs = state["obs"]
+        start = time.process_time()
+        with torch.no_grad():
+            for _ in range(steps):
+                action = act(torch.as_tensor(obs, dtype=torch.float32))
+                obs, _, terminated, truncated, _ = env.step(action.item())
+                if terminated or truncated:
+                    obs, _ = env.reset()
+        state["obs"] = obs
+        return (time.process_time() - start) / steps
+
+    return run
+
+
 def vector_random(steps: int, *, asynchronous: bool = False) -> Callable[[], float]:
     """``SyncVectorEnv`` (or ``AsyncVectorEnv``: wall clock) of 8 CartPoles, random actions
     drawn ``CHUNK`` steps at a time: seconds per vector step."""

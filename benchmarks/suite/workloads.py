@@ -141,6 +141,41 @@ def envs(suite: Suite) -> None:
         "with a policy writing the action.",
     )
 
+    # The same loop with a sampling policy on both sides, called as users call it.
+    from tensordict.nn import TensorDictModule
+
+    from rl_core.modules import OneHotCategorical, ProbabilisticActor
+
+    net = plain.mlp(plain.OBS, 2)
+    actor = ProbabilisticActor(
+        TensorDictModule(net, ["observation"], ["logits"]),
+        ["logits"],
+        spec=env.action_spec,
+        distribution_class=OneHotCategorical,
+    )
+    actor_state = {"td": env.reset()}
+
+    def actor_loop() -> float:
+        td = actor_state["td"]
+        start = time.process_time()
+        with torch.no_grad():
+            for _ in range(steps):
+                _, td = env.step_and_maybe_reset(actor(td))
+        actor_state["td"] = td
+        return (time.process_time() - start) / steps
+
+    suite.run(
+        "envs",
+        "CartPole, ProbabilisticActor step loop",
+        {
+            "plain": plain.cartpole_policy_loop(steps, plain.categorical_action(net)),
+            "step_and_maybe_reset(policy(td)) loop": actor_loop,
+        },
+        notes="plain: gymnasium loop + MLP(64,64) + Categorical.sample under no_grad; ours: "
+        "td = env.step_and_maybe_reset(policy(td))[1] with ProbabilisticActor(OneHotCategorical) "
+        "called directly, under no_grad.",
+    )
+
     vsteps = steps // plain.NUM_ENVS
     serial = SerialEnv(plain.NUM_ENVS, batched.gym_cartpole)
     vector = GymEnv("CartPole-v1", num_envs=plain.NUM_ENVS)
@@ -174,7 +209,6 @@ def envs(suite: Suite) -> None:
         )
         parallel.close()
         reference.close()
-    del torch
 
 
 # --- collectors --------------------------------------------------------------------------
