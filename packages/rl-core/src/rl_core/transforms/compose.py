@@ -94,8 +94,7 @@ class Compose(Transform):
         return tensordict
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
-        # The ModuleList's own dict, read without nn.Module's attribute lookup (every step).
-        for t in self._modules["transforms"]._modules.values():
+        for t in self.transforms:
             next_tensordict = t._step(tensordict, next_tensordict)
         return next_tensordict
 
