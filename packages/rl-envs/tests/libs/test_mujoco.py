@@ -1,5 +1,10 @@
 """MuJoCo: gymnasium's v5 tasks through GymEnv, and the native MujocoEnv base (PointMassEnv)."""
 
+import functools
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -10,6 +15,8 @@ from rl_envs import GymEnv, MujocoEnv, PointMassEnv
 
 from ._batched_checks import ParallelEnv, SerialEnv, check_batched_rollouts
 
+# Headless rendering for the pixel tests (CI sets it too): read when mujoco is first imported.
+os.environ.setdefault("MUJOCO_GL", "egl")
 mujoco = pytest.importorskip("mujoco", reason='pip install "rl-envs[mujoco]"')
 
 
@@ -162,3 +169,129 @@ def test_bad_models_and_arguments_raise(tmp_path):
 @pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
 def test_serial_and_parallel_envs(batched):
     check_batched_rollouts(PointMassEnv, batched)
+
+
+# ---------------------------------------------------------------------- pixels
+SMALL = {"height": 48, "width": 64}
+
+
+@pytest.fixture
+def can_render():
+    """Skips where mujoco cannot render offscreen (no EGL/OSMesa under this MUJOCO_GL)."""
+    try:
+        env = PointMassEnv(from_pixels=True, render_kwargs=SMALL)
+        env.reset()
+        env.close()
+    except RuntimeError as err:
+        pytest.skip(f"mujoco cannot render here (MUJOCO_GL={os.environ.get('MUJOCO_GL')}): {err}")
+
+
+def _render_by_hand(model, qpos, qvel, camera="top"):
+    data = mujoco.MjData(model)
+    data.qpos[:], data.qvel[:] = qpos.numpy(), qvel.numpy()
+    mujoco.mj_forward(model, data)
+    with mujoco.Renderer(model, height=SMALL["height"], width=SMALL["width"]) as renderer:
+        renderer.update_scene(data, camera=camera)
+        return torch.from_numpy(renderer.render().copy())
+
+
+def test_pixels_are_mujocos_frames_of_each_env(can_render):
+    env = PointMassEnv(num_envs=2, from_pixels=True, pixels_only=False, render_kwargs=SMALL, seed=3)
+    try:
+        assert set(env.observation_spec.keys()) == {"observation", "pixels"}
+        assert env.observation_spec["pixels"].shape == (2, 48, 64, 3)
+        check_env_specs(env)
+        traj = env.rollout(3)
+        state = env.get_state()
+        for i in range(2):
+            want = _render_by_hand(env.model, state["qpos"][i], state["qvel"][i])
+            assert torch.equal(traj["next", "pixels"][i, -1], want)
+    finally:
+        env.close()
+    frames = traj["next", "pixels"]
+    assert frames.dtype == torch.uint8
+    assert frames.shape == (2, 3, 48, 64, 3)
+    assert not torch.equal(frames[0, -1], frames[1, -1])  # two masses, two places
+    assert not torch.equal(traj["pixels"][0, 0], frames[0, -1])  # the mass moved
+
+
+def test_pixels_only_drops_the_state_and_the_free_camera_is_the_default(can_render):
+    class NoCamera(MujocoEnv):
+        XML = """<mujoco><worldbody><light pos="0 0 2"/><body name="b" pos="0 0 1">
+            <freejoint/><geom type="box" size=".1 .1 .1"/></body></worldbody></mujoco>"""
+
+        def _compute_reward(self, state, action, next_state):
+            return torch.zeros(self.num_envs, 1)
+
+        def _compute_done(self, state, next_state):
+            return torch.zeros(self.num_envs, 1, dtype=torch.bool)
+
+    env = NoCamera(from_pixels=True, render_kwargs=SMALL, max_episode_steps=2)
+    try:
+        assert env.render_kwargs["camera"] == -1
+        assert set(env.observation_spec.keys()) == {"pixels"}
+        check_env_specs(env)
+        traj = env.rollout(2)
+        state = env.get_state()
+        want = _render_by_hand(env.model, state["qpos"][0], state["qvel"][0], camera=-1)
+    finally:
+        env.close()
+    assert set(traj["next"].keys()) >= {"pixels"}
+    assert "observation" not in traj["next"].keys()
+    assert torch.equal(traj["next", "pixels"][0, -1], want)
+
+
+@pytest.mark.slow
+def test_pixels_in_a_spawned_parallel_env_match_each_env_alone(can_render):
+    # This process has rendered (can_render): forked workers would inherit Mesa's EGL state
+    # without its threads and hang at their first frame, so the workers are spawned.
+    make = functools.partial(
+        PointMassEnv, from_pixels=True, render_kwargs=SMALL, max_episode_steps=5
+    )
+    env = ParallelEnv(2, make, mp_start_method="spawn", timeout=300)
+    try:
+        env.set_seed(5)
+        action = torch.tensor([[[0.5, -0.5]], [[-1.0, 1.0]]])
+        traj = env.rollout(2, lambda td: td.set("action", action), break_when_any_done=False)
+    finally:
+        env.close()
+    for i in range(2):
+        single = make()
+        try:
+            single.set_seed(5 + i)
+            ref = single.rollout(2, lambda td, a=action[i]: td.set("action", a))
+        finally:
+            single.close()
+        assert torch.equal(traj[i]["next", "pixels"], ref["next", "pixels"])
+
+
+def test_bad_render_arguments_raise(can_render):
+    with pytest.raises(ValueError, match=r"unknown render_kwargs \['camera_id'\]"):
+        PointMassEnv(from_pixels=True, render_kwargs={"camera_id": 0})
+    with pytest.raises(ValueError, match="camera='side' is not a camera of the model"):
+        PointMassEnv(from_pixels=True, render_kwargs={"camera": "side"})
+    with pytest.raises(ValueError, match="camera=1 is not a camera of the model"):
+        PointMassEnv(from_pixels=True, render_kwargs={"camera": 1})
+    with pytest.raises(ValueError, match=r"exceed the model's offscreen buffer \(480 x 640\)"):
+        PointMassEnv(from_pixels=True, render_kwargs={"height": 2000, "width": 64})
+    with pytest.raises(ValueError, match=r"render_kwargs\['width'\] to be an int >= 1, got 0"):
+        PointMassEnv(from_pixels=True, render_kwargs={"height": 8, "width": 0})
+    with pytest.raises(RuntimeError, match="built without from_pixels"):
+        PointMassEnv().render_pixels()
+
+
+def test_from_pixels_without_a_headless_gl_says_how_to_fix_it():
+    # glfw needs a display: without one the renderer cannot be made.
+    code = (
+        "from rl_envs import PointMassEnv\n"
+        "try:\n    PointMassEnv(from_pixels=True).reset()\n"
+        "except RuntimeError as err:\n    print(err)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env["MUJOCO_GL"] = "glfw"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "could not create a mujoco.Renderer" in out.stdout, out.stdout + out.stderr
+    assert "MUJOCO_GL='glfw'" in out.stdout
+    assert "MUJOCO_GL=egl" in out.stdout

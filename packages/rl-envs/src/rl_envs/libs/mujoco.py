@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import abc
+import atexit
+import os
+import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -11,11 +15,21 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import EnvBase
-from rl_core.keys import ACTION, DONE, OBSERVATION, RESET, REWARD, TERMINATED, TRUNCATED
+from rl_core.keys import (
+    ACTION,
+    DONE,
+    OBSERVATION,
+    PIXELS,
+    RESET,
+    REWARD,
+    TERMINATED,
+    TRUNCATED,
+)
 from rl_core.specs import Bounded, Categorical, Composite, Unbounded
 
 _INSTALL = 'pip install "rl-envs[mujoco]"'
 QPOS, QVEL, TIME = "qpos", "qvel", "time"
+_RENDER_KEYS = ("height", "width", "camera")
 
 
 def import_mujoco(who: str) -> Any:
@@ -54,6 +68,12 @@ class MujocoEnv(EnvBase):
     (``[-1, 1]`` for actuators without one); actions, observations and rewards have
     ``dtype``. Episodes are ``truncated`` after ``max_episode_steps`` steps.
 
+    Pixels: with ``from_pixels``, every env's frame (uint8 ``(height, width, 3)``, rendered by
+    one ``mujoco.Renderer`` from ``render_kwargs["camera"]``) goes under ``"pixels"``
+    (``(num_envs, height, width, 3)``); ``pixels_only`` drops the state observations.
+    Rendering without a display needs ``MUJOCO_GL=egl`` (Mesa renders in software on a
+    CPU-only machine) or ``MUJOCO_GL=osmesa`` set before mujoco is first imported.
+
     Seeding: ``seed=`` or ``set_seed(seed)`` seeds the ``torch.Generator`` (``self.rng``)
     that initial states are drawn from.
 
@@ -69,11 +89,19 @@ class MujocoEnv(EnvBase):
             ``RESET_NOISE_SCALE`` (0.01).
         max_episode_steps: truncation horizon. Defaults to 1000.
         dtype: floating dtype of actions, observations and rewards. Defaults to float32.
+        from_pixels: add rendered frames under ``"pixels"``. Defaults to ``False``.
+        pixels_only: with ``from_pixels``, drop the state observations. Defaults to ``True``.
+        render_kwargs: ``height`` and ``width`` of the frames (at most the model's offscreen
+            buffer, 480 x 640 unless its ``<visual><global>`` says otherwise) and ``camera``
+            (a camera's name or id, or -1 for the free camera). Defaults to 240 x 320 from
+            camera 0, or from the free camera when the model has no camera.
 
     Raises:
         ImportError: the mujoco bindings are not installed.
         ValueError: no model, a model that does not compile, an unknown ``backend``, or a bad
-            ``num_envs``/``frame_skip``/``max_episode_steps``.
+            ``num_envs``/``frame_skip``/``max_episode_steps``/``render_kwargs``.
+        RuntimeError: at the first frame (``reset``), ``from_pixels`` and mujoco cannot render
+            (no working ``MUJOCO_GL``).
 
     Examples:
         >>> from rl_envs.libs import PointMassEnv  # the example task
@@ -101,6 +129,9 @@ class MujocoEnv(EnvBase):
         reset_noise_scale: float | None = None,
         max_episode_steps: int = 1000,
         dtype: torch.dtype = torch.float32,
+        from_pixels: bool = False,
+        pixels_only: bool = True,
+        render_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         who = type(self).__name__
         mujoco = import_mujoco(who)
@@ -131,6 +162,10 @@ class MujocoEnv(EnvBase):
         if seed is not None:
             self.rng.manual_seed(int(seed))
         self._step_count = torch.zeros(num_envs, dtype=torch.int64)
+        self.from_pixels = bool(from_pixels)
+        self.pixels_only = bool(pixels_only)
+        self.render_kwargs = self._check_render_kwargs(render_kwargs, who)
+        self._renderer: Any = None  # made at the first frame (see _make_renderer)
         self._make_specs()
 
     def _load_model(self, mujoco: Any, xml_path: str | Path | None, who: str) -> Any:
@@ -146,6 +181,80 @@ class MujocoEnv(EnvBase):
             f"{who}: no model; set the class attribute XML_PATH (an MJCF file) or XML (MJCF "
             f"text), or pass xml_path=..."
         )
+
+    def _check_render_kwargs(self, render_kwargs: Mapping[str, Any] | None, who: str) -> dict:
+        kwargs = dict(render_kwargs or {})
+        unknown = sorted(set(kwargs) - set(_RENDER_KEYS))
+        if unknown:
+            raise ValueError(
+                f"{who}: unknown render_kwargs {unknown}; expected some of {list(_RENDER_KEYS)}."
+            )
+        kwargs.setdefault("height", 240)
+        kwargs.setdefault("width", 320)
+        kwargs.setdefault("camera", 0 if self.model.ncam > 0 else -1)
+        for key in ("height", "width"):
+            _positive_int(kwargs[key], f"render_kwargs[{key!r}]", who)
+        buffer = self.model.vis.global_
+        if kwargs["height"] > buffer.offheight or kwargs["width"] > buffer.offwidth:
+            raise ValueError(
+                f"{who}: render_kwargs height={kwargs['height']}, width={kwargs['width']} exceed "
+                f"the model's offscreen buffer ({buffer.offheight} x {buffer.offwidth}); render "
+                f"smaller frames or raise <visual><global offheight=... offwidth=.../>."
+            )
+        camera = kwargs["camera"]
+        if isinstance(camera, str):
+            found = self._mujoco.mj_name2id(self.model, self._mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        else:
+            found = camera if isinstance(camera, int) and -1 <= camera < self.model.ncam else -2
+        if found < -1 or (isinstance(camera, str) and found == -1):
+            raise ValueError(
+                f"{who}: render_kwargs camera={camera!r} is not a camera of the model (expected "
+                f"a camera name, an id below {self.model.ncam}, or -1 for the free camera)."
+            )
+        return kwargs
+
+    def _make_renderer(self, who: str) -> Any:
+        # Made at the first frame, not in __init__: a ParallelEnv builds one env in the parent
+        # to read its specs, and a GL context made there hangs its forked workers (Mesa's
+        # threads do not survive the fork).
+        mujoco = self._mujoco
+        height, width = self.render_kwargs["height"], self.render_kwargs["width"]
+        try:
+            renderer = mujoco.Renderer(self.model, height=height, width=width)
+        except Exception as err:
+            gl = os.environ.get("MUJOCO_GL")
+            raise RuntimeError(
+                f"{who}: from_pixels could not create a mujoco.Renderer ({type(err).__name__}: "
+                f"{err}) with MUJOCO_GL={gl!r}. Headless rendering needs MUJOCO_GL=egl (Mesa's "
+                f"software EGL on a CPU machine) or MUJOCO_GL=osmesa (needs libOSMesa), set "
+                f"before mujoco is first imported; or pass from_pixels=False."
+            ) from err
+        # Freed with the env, and at exit before mujoco's own atexit hook (registered when the
+        # renderer made its GL context) terminates EGL: a renderer freed after that errors.
+        self._renderer_finalizer = weakref.finalize(self, renderer.close)
+        self._renderer_finalizer.atexit = False
+        atexit.register(self._renderer_finalizer)
+        return renderer
+
+    def render_pixels(self) -> torch.Tensor:
+        """Every env's frame now, uint8 ``(num_envs, height, width, 3)`` (needs
+        ``from_pixels``)."""
+        if not self.from_pixels:
+            raise RuntimeError(
+                f"{type(self).__name__}.render_pixels: the env was built without from_pixels; "
+                f"pass from_pixels=True."
+            )
+        if self._renderer is None:
+            self._renderer = self._make_renderer(type(self).__name__)
+        camera, mujoco = self.render_kwargs["camera"], self._mujoco
+        frames = []
+        for data in self._data:
+            # After mj_step the body poses are those of the step's start: recompute them from
+            # qpos so the frame shows the state the observation reports.
+            mujoco.mj_forward(self.model, data)
+            self._renderer.update_scene(data, camera=camera)
+            frames.append(self._renderer.render())
+        return torch.from_numpy(np.stack(frames))
 
     # ------------------------------------------------------------------ the task
     @abc.abstractmethod
@@ -195,7 +304,14 @@ class MujocoEnv(EnvBase):
 
     def _make_specs(self) -> None:
         n, nu = self.num_envs, self.model.nu
-        self.observation_spec = self._make_obs_spec()
+        if self.from_pixels and self.pixels_only:
+            observation = Composite(shape=(n,))
+        else:
+            observation = self._make_obs_spec()
+        if self.from_pixels:
+            height, width = self.render_kwargs["height"], self.render_kwargs["width"]
+            observation[PIXELS] = Bounded(0, 255, shape=(n, height, width, 3), dtype=torch.uint8)
+        self.observation_spec = observation
         ranges = torch.from_numpy(np.array(self.model.actuator_ctrlrange).reshape(nu, 2))
         limited = torch.from_numpy(np.array(self.model.actuator_ctrllimited, dtype=bool))
         low = torch.where(limited, ranges[:, 0], torch.full((nu,), -1.0, dtype=torch.float64))
@@ -265,7 +381,20 @@ class MujocoEnv(EnvBase):
         return TensorDict(out, batch_size=self.batch_size, device=self.device)
 
     def _observations(self, state: TensorDictBase) -> dict[str, Any]:
-        return {OBSERVATION: self._make_obs(state)}
+        out: dict[str, Any] = {}
+        if not (self.from_pixels and self.pixels_only):
+            out[OBSERVATION] = self._make_obs(state)
+        if self.from_pixels:
+            out[PIXELS] = self.render_pixels()
+        return out
+
+    def close(self) -> None:
+        """Frees the renderer (once)."""
+        if self._renderer is not None:
+            self._renderer_finalizer()
+            atexit.unregister(self._renderer_finalizer)
+            self._renderer = None
+        super().close()
 
 
 __all__ = ["MujocoEnv"]

@@ -13,11 +13,17 @@ _POINT_MASS = """
 <mujoco model="point_mass">
   <option timestep="0.02"/>
   <worldbody>
-    <geom name="target" type="sphere" pos="0 0 0" size="0.02" contype="0" conaffinity="0"/>
+    <light name="top" pos="0 0 1" dir="0 0 -1"/>
+    <camera name="top" pos="0 0 0.9"/>
+    <geom name="floor" type="plane" pos="0 0 -0.03" size="0.35 0.35 0.01" rgba="0.2 0.3 0.4 1"
+          contype="0" conaffinity="0"/>
+    <geom name="target" type="sphere" pos="0 0 0" size="0.02" rgba="0.9 0.2 0.2 1" contype="0"
+          conaffinity="0"/>
     <body name="mass">
       <joint name="x" type="slide" axis="1 0 0" damping="0.5" limited="true" range="-0.3 0.3"/>
       <joint name="y" type="slide" axis="0 1 0" damping="0.5" limited="true" range="-0.3 0.3"/>
-      <geom name="mass" type="sphere" size="0.02" mass="0.3" contype="0" conaffinity="0"/>
+      <geom name="mass" type="sphere" size="0.02" mass="0.3" rgba="0.9 0.9 0.9 1" contype="0"
+            conaffinity="0"/>
     </body>
   </worldbody>
   <actuator>
@@ -36,6 +42,8 @@ class PointMassEnv(MujocoEnv):
     is ``-||(x, y)||`` after it (0 at the target); the task never terminates (episodes are
     truncated after ``max_episode_steps``). Initial positions are uniform in
     ``[-0.25, 0.25]`` (``RESET_NOISE_SCALE``), velocities too are drawn in that range.
+    Its camera ``"top"`` looks down on the plane (the red target, the white mass) for
+    ``from_pixels``.
 
     Keyword Args: see :class:`MujocoEnv` (``FRAME_SKIP`` is 2: 0.04 s per step).
 
