@@ -98,3 +98,58 @@ def test_bad_arguments_raise():
 @pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
 def test_serial_and_parallel_envs(batched):
     check_batched_rollouts(lambda: MultiThreadedEnv(2, "CartPole-v1"), batched)
+
+
+def _pong(frame_skip, **kwargs):
+    return MultiThreadedEnv(
+        2,
+        "Pong-v5",
+        categorical_action_encoding=True,
+        seed=1,
+        create_env_kwargs={"frame_skip": frame_skip, "stack_num": 1, "noop_max": 1, **kwargs},
+    )
+
+
+def test_atari_frame_skip_passes_through_to_envpool():
+    # Actions 2 and 3 (up, down) move the paddle, so skipped frames change what is seen.
+    actions = torch.tensor([[2, 3], [3, 2], [2, 2], [3, 3], [2, 3], [3, 2]])
+    env = _pong(3)
+    try:
+        assert env.env.spec.config.frame_skip == 3
+        env.set_seed(1)  # rebuilds the pool: the kwargs stay
+        assert env.env.spec.config.frame_skip == 3
+        assert env.env.spec.config.stack_num == 1
+        assert env.observation_spec["observation"].shape == (2, 1, 84, 84)
+        steps = iter(actions)
+        traj = env.rollout(6, lambda td: td.set("action", next(steps)), break_when_any_done=False)
+    finally:
+        env.close()
+    ref = envpool.make(
+        "Pong-v5", env_type="gymnasium", num_envs=2, seed=1, frame_skip=3, stack_num=1, noop_max=1
+    )
+    try:
+        obs, _ = ref.reset()
+        np.testing.assert_array_equal(traj["observation"][:, 0].numpy(), obs)
+        for t in range(6):
+            obs, reward, *_ = ref.step(actions[t].numpy())
+            np.testing.assert_array_equal(traj["next", "observation"][:, t].numpy(), obs)
+            np.testing.assert_array_equal(traj["next", "reward"][:, t, 0].numpy(), reward)
+    finally:
+        ref.close()
+    single = _pong(1)
+    try:
+        steps = iter(actions)
+        unskipped = single.rollout(
+            6, lambda td: td.set("action", next(steps)), break_when_any_done=False
+        )
+    finally:
+        single.close()
+    # Three emulator frames per action, not one: the same actions end elsewhere.
+    assert not torch.equal(unskipped["next", "observation"], traj["next", "observation"])
+
+
+def test_create_env_kwargs_the_task_does_not_take_raise():
+    with pytest.raises(ValueError, match=r"'CartPole-v1' does not take create_env_kwargs"):
+        MultiThreadedEnv(2, "CartPole-v1", create_env_kwargs={"frame_skip": 4})
+    with pytest.raises(ValueError, match=r"may not set \['num_envs'\]"):
+        MultiThreadedEnv(2, "CartPole-v1", create_env_kwargs={"num_envs": 4})

@@ -178,15 +178,18 @@ class MultiThreadedEnv(MultiThreadedEnvWrapper):
             ``"HalfCheetah-v4"``, ...).
 
     Keyword Args:
-        create_env_kwargs: passed to ``envpool.make`` (``num_threads``, ``max_episode_steps``,
-            ...).
+        create_env_kwargs: passed to ``envpool.make``: ``num_threads``, ``max_episode_steps``,
+            and the task's own options, e.g. Atari's ``frame_skip`` (4 by default: each action
+            repeated on 4 emulator frames, the last two max-pooled, rewards summed),
+            ``stack_num``, ``noop_max``, ``img_height``/``img_width``. ``set_seed`` keeps them.
         categorical_action_encoding: ``Discrete`` actions as indices. Defaults to ``False``.
         seed: seed of the pool (sub-env ``i`` gets ``seed + i``). Defaults to 0.
         device: where the output tensors live.
 
     Raises:
         ImportError: EnvPool is not installed.
-        ValueError: an unknown task, or a bad ``num_workers``.
+        ValueError: an unknown task, a bad ``num_workers``, or ``create_env_kwargs`` the task
+            does not take (or that set ``env_type``/``num_envs``/``batch_size``).
 
     Examples:
         >>> from rl_envs.libs import MultiThreadedEnv
@@ -217,10 +220,24 @@ class MultiThreadedEnv(MultiThreadedEnvWrapper):
                 f"{len(tasks)} (e.g. 'CartPole-v1', 'Pendulum-v1', 'Pong-v5')."
             )
         kwargs = dict(create_env_kwargs or {})
+        reserved = sorted(set(kwargs) & {"env_type", "num_envs", "batch_size"})
+        if reserved:
+            raise ValueError(
+                f"{who}: create_env_kwargs may not set {reserved}: the wrapper builds a "
+                f"synchronous gymnasium-API pool of num_workers envs; pass num_workers instead."
+            )
         kwargs.setdefault("seed", seed)
-        env = envpool.make(
-            env_name, env_type="gymnasium", num_envs=num_workers, batch_size=num_workers, **kwargs
-        )
+        try:
+            env = envpool.make(
+                env_name, env_type="gymnasium", num_envs=num_workers, batch_size=num_workers,
+                **kwargs,
+            )  # fmt: skip
+        except TypeError as err:  # a keyword the task's config does not have
+            known = sorted(envpool.make_spec(env_name).config._fields)
+            raise ValueError(
+                f"{who}: EnvPool's {env_name!r} does not take create_env_kwargs "
+                f"{sorted(kwargs)} ({err}); its config keys are {known}."
+            ) from err
         super().__init__(
             env, categorical_action_encoding=categorical_action_encoding, device=device
         )
