@@ -3,13 +3,15 @@
 Importing brax and compiling take 10-40 s here, so every test that builds an env is `slow`.
 """
 
+import functools
+
 import pytest
 import torch
 
 from rl_core.envs import check_env_specs
 from rl_envs import BraxEnv, BraxWrapper, JumanjiEnv, JumanjiWrapper
 
-from ._batched_checks import SerialEnv, check_batched_rollouts
+from ._batched_checks import ParallelEnv, SerialEnv, check_batched_rollouts
 
 jax = pytest.importorskip("jax", reason='pip install "rl-envs[brax]" (or "rl-envs[jumanji]")')
 
@@ -103,9 +105,16 @@ def test_jumanji_specs_rollout_and_seeding(jumanji_env):
         JumanjiEnv("Nope-v0")
 
 
-# ParallelEnv is not tested with JAX envs: its workers are forked, and JAX (multithreaded
-# once used in the parent) deadlocks in forked children. Batch inside the env instead
-# (batch_size=[n]); see the README.
+# A forked ParallelEnv (the default) deadlocks with JAX envs: JAX is multithreaded once it
+# has run in the parent (the parent builds one env to read the specs). Spawned workers start
+# clean; batching inside the env (batch_size=[n]) is still the fast way (see the README).
+@pytest.mark.slow
+def test_brax_in_a_spawned_parallel_env():
+    pytest.importorskip("brax", reason='pip install "rl-envs[brax]"')
+    spawned = functools.partial(ParallelEnv, mp_start_method="spawn", timeout=300)
+    check_batched_rollouts(functools.partial(BraxEnv, "fast", batch_size=[2]), spawned)
+
+
 @pytest.mark.slow
 def test_brax_in_a_serial_env():
     pytest.importorskip("brax", reason='pip install "rl-envs[brax]"')
