@@ -1,0 +1,275 @@
+"""SAC on a MuJoCo task from states: DeepMind Control's cartpole-balance, or a gymnasium task.
+
+The same SAC as ``sac.py`` (tanh-Gaussian actor, twin Q-networks, learned temperature,
+Polyak-averaged target critics) on physics simulated by MuJoCo, with what those tasks add:
+
+- DeepMind Control tasks (``--suite dm_control``, default ``cartpole-balance``) come through
+  ``DMControlEnv`` (one env each, batched with ``SerialEnv``), repeat each action
+  ``frame_skip`` times and observe a dict of float64 arrays (``"position"``, ``"velocity"``,
+  ...): ``CatTensors`` joins them into one ``"observation"`` vector, ``DoubleToFloat`` casts
+  them, the reward and (inverse) the float32 actions the env reads as float64;
+- gymnasium's MuJoCo tasks (``--suite gym --env-name InvertedPendulum-v5``) come through
+  ``GymEnv(num_envs=...)`` and observe float64 vectors: ``DoubleToFloat`` casts them.
+
+The deterministic policy (the tanh of the Gaussian's mean) is evaluated before training and
+at the end, next to the return of uniform-random actions, on ``eval_episodes`` envs of their
+own (each plays one full episode).
+
+Run:  ``uv run python examples/sac_mujoco.py``; ``--help`` lists every flag. A gymnasium
+MuJoCo task: ``uv run python examples/sac_mujoco.py --suite gym --env-name
+InvertedPendulum-v5 --frame-skip 1`` (runs; these defaults are not tuned for it).
+
+Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
+``checkpoint.pt`` (actor, critics, optimiser, config) and ``learning_curve.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import _recipe
+import torch
+from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import (
+    Compose,
+    DoubleToFloat,
+    ExplorationType,
+    RewardSum,
+    TransformedEnv,
+    set_exploration_type,
+)
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_core.objectives import SoftUpdate
+from rl_envs import CatTensors, DMControlEnv, GymEnv, SerialEnv
+from rl_objectives import SACLoss
+from rl_objectives.loggers import get_logger
+
+
+@dataclass
+class Config:
+    """Every knob of the run; each field is also a command-line flag (``--num-envs 4``)."""
+
+    suite: Literal["dm_control", "gym"] = "dm_control"  # DeepMind Control or gymnasium
+    env_name: str = "cartpole-balance"  # "<domain>-<task>" for dm_control, or a gymnasium id
+    frame_skip: int = 4  # action repeat: 1000 control steps are 250 env steps
+    seed: int = 0
+    num_envs: int = 4  # envs stepped together by the collector
+    total_frames: int = 10_000  # env steps summed over all envs
+    frames_per_batch: int = 32  # collected per iteration
+    init_random_frames: int = 1_000  # uniform-random actions before learning starts
+    updates_per_batch: int = 16  # gradient steps per collected batch
+    batch_size: int = 128
+    buffer_size: int = 100_000
+    lr: float = 1e-3  # actor, critics and temperature
+    gamma: float = 0.99
+    tau: float = 0.01  # share of the online critics mixed into the targets per step
+    hidden: int = 64  # width of the two hidden layers of every network
+    eval_episodes: int = 4  # episodes of the deterministic policy before and after training
+    target_return: float | None = None  # stop once the last-10-episode mean reaches it
+    logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
+    exp_name: str | None = None  # defaults to sac_mujoco_<env>_<seed>_<unix time>
+    out_dir: str = "runs"
+    plot: bool = True
+
+
+def parse_config(argv: list[str] | None = None) -> Config:
+    """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+
+
+def make_env(cfg: Config, num_envs: int, seed: int) -> TransformedEnv:
+    """``num_envs`` copies of the task with float32 observations under ``"observation"`` and
+    the episode returns summed at ``"episode_reward"``."""
+    if cfg.suite == "dm_control":
+        domain, _, task = cfg.env_name.partition("-")
+        if not task:
+            raise SystemExit(
+                f"sac_mujoco: expected --env-name <domain>-<task> with --suite dm_control "
+                f"(e.g. cartpole-balance), got {cfg.env_name!r}."
+            )
+        base = SerialEnv(num_envs, lambda: DMControlEnv(domain, task, frame_skip=cfg.frame_skip))
+        state_keys = list(base.observation_spec.keys())  # "position", "velocity", ...
+        transform = Compose(
+            CatTensors(state_keys, "observation"),
+            DoubleToFloat(in_keys_inv=["action"]),  # the policy acts in float32
+            RewardSum(),
+        )
+    else:
+        base = GymEnv(cfg.env_name, num_envs=num_envs, frame_skip=cfg.frame_skip)
+        transform = Compose(DoubleToFloat(), RewardSum())
+    env = TransformedEnv(base, transform)
+    env.set_seed(seed)
+    return env
+
+
+def make_actor_critic(env: TransformedEnv, hidden: int) -> tuple[ProbabilisticActor, ValueOperator]:
+    """A tanh-Gaussian policy squashed onto the action box and a Q-network on
+    ``(observation, action)``."""
+    obs_dim = env.observation_spec["observation"].shape[-1]
+    action_spec = env.action_spec
+    n_act = action_spec.shape[-1]
+    net = torch.nn.Sequential(
+        MLP(obs_dim, 2 * n_act, depth=2, num_cells=hidden), NormalParamExtractor()
+    )
+    # The spec's bounds are per env ([num_envs, n_act]); the policy needs one copy.
+    low, high = action_spec.low.reshape(-1, n_act)[0], action_spec.high.reshape(-1, n_act)[0]
+    actor = ProbabilisticActor(
+        TensorDictModule(net, ["observation"], ["loc", "scale"]), ["loc", "scale"],
+        spec=action_spec, distribution_class=TanhNormal,
+        distribution_kwargs={"low": low.float(), "high": high.float()}, return_log_prob=True,
+    )  # fmt: skip
+    qvalue = ValueOperator(
+        MLP(obs_dim + n_act, 1, depth=2, num_cells=hidden), ["observation", "action"]
+    )
+    return actor, qvalue
+
+
+def evaluate(env: TransformedEnv, policy: ProbabilisticActor | None) -> float:
+    """Mean return of the first episode of every env of ``env``: the deterministic policy,
+    or uniform-random actions when ``policy`` is ``None``."""
+    with set_exploration_type(ExplorationType.DETERMINISTIC), torch.no_grad():
+        traj = env.rollout(100_000, policy, break_when_all_done=True)
+    done = traj["next", "done"].reshape(env.batch_size.numel(), -1)
+    first_end = done.int().argmax(-1)  # the step each env's first episode ended at
+    returns = traj["next", "episode_reward"].reshape(done.shape)
+    return returns[torch.arange(done.shape[0]), first_end].mean().item()
+
+
+def save_curve(frames: list[int], returns: list[float], path: Path, title: str) -> None:
+    """Episode returns against frames, with a running mean over 10 episodes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(frames, returns, ".", alpha=0.3, label="episode")
+    smooth = [sum(returns[max(0, i - 9) : i + 1]) / len(returns[max(0, i - 9) : i + 1])
+              for i in range(len(returns))]  # fmt: skip
+    ax.plot(frames, smooth, label="mean of last 10")
+    ax.set_xlabel("frames")
+    ax.set_ylabel("return")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def train(cfg: Config) -> dict[str, float]:
+    """Runs SAC; returns the final figures (``random_return``, ``eval_return_before``,
+    ``eval_return``, ``mean_return_last10``, ``frames``, ``seconds``, ``frames_to_target``)."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(1)  # small networks: threads cost more than they give
+    exp_name = cfg.exp_name or f"sac_mujoco_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
+    run_dir = Path(cfg.out_dir) / exp_name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    logger = get_logger(cfg.logger, str(run_dir), "logs")
+    logger.log_hparams(dataclasses.asdict(cfg))
+    _recipe.save_config(cfg, run_dir)
+
+    env = make_env(cfg, cfg.num_envs, cfg.seed)
+    eval_env = make_env(cfg, cfg.eval_episodes, cfg.seed + 1_000)
+    actor, qvalue = make_actor_critic(env, cfg.hidden)
+    random_return = evaluate(eval_env, None)
+    eval_before = evaluate(eval_env, actor)
+    print(f"before training: random actions {random_return:.1f}, policy {eval_before:.1f}")
+
+    collector = SyncDataCollector(
+        env,
+        actor,
+        frames_per_batch=cfg.frames_per_batch,
+        total_frames=cfg.total_frames,
+        init_random_frames=cfg.init_random_frames,
+    )
+    loss_fn = SACLoss(actor, qvalue, num_qvalue_nets=2, loss_function="l2")
+    loss_fn.make_value_estimator(gamma=cfg.gamma)
+    target_updater = SoftUpdate(loss_fn, tau=cfg.tau)
+    buffer = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(cfg.buffer_size), batch_size=cfg.batch_size
+    )
+    # The actor loss sees frozen critics and each term moves only its own parameters, so one
+    # optimiser over the sum is three optimisers with one learning rate.
+    optim = torch.optim.Adam(loss_fn.parameters(), lr=cfg.lr)
+
+    ep_frames: list[int] = []
+    ep_returns: list[float] = []
+    last10: deque[float] = deque(maxlen=10)
+    frames, frames_to_target, start = 0, None, time.perf_counter()
+    bar = tqdm(total=cfg.total_frames, unit="frames", dynamic_ncols=True)
+    for batch in collector:
+        frames += batch.numel()
+        bar.update(batch.numel())
+        for r in batch["next", "episode_reward"][batch["next", "done"]].tolist():
+            ep_frames.append(frames)
+            ep_returns.append(r)
+            last10.append(r)
+            logger.log_scalar("train/episode_return", r, step=frames)
+        # Random-action batches carry no log-probabilities: store only what every batch has.
+        buffer.extend(batch.reshape(-1).select("observation", "action", "next"))
+
+        if frames >= cfg.init_random_frames:
+            for _ in range(cfg.updates_per_batch):
+                out = loss_fn(buffer.sample())
+                loss = out["loss_actor"] + out["loss_qvalue"] + out["loss_alpha"]
+                optim.zero_grad()
+                loss.backward()
+                optim.step()
+                target_updater.step()
+            logger.log_scalar("train/loss_qvalue", out["loss_qvalue"].item(), step=frames)
+            logger.log_scalar("train/alpha", out["alpha"].item(), step=frames)
+            collector.update_policy_weights_()
+
+        mean10 = sum(last10) / len(last10) if last10 else float("nan")
+        bar.set_postfix(episodes=len(ep_returns), return_last10=f"{mean10:.1f}")
+        if cfg.target_return is not None and len(last10) == 10 and mean10 >= cfg.target_return:
+            frames_to_target = frames
+            break
+    bar.close()
+    collector.shutdown()
+    seconds = time.perf_counter() - start
+    eval_return = evaluate(eval_env, actor)
+    logger.log_scalar("eval/return", eval_return, step=frames)
+    eval_env.close()
+
+    torch.save(
+        {
+            "loss_module": loss_fn.state_dict(),  # actor, critics, targets and temperature
+            "optimizer": optim.state_dict(),
+            "config": dataclasses.asdict(cfg),
+            "frames": frames,
+        },
+        run_dir / "checkpoint.pt",
+    )
+    if cfg.plot and ep_returns:
+        save_curve(ep_frames, ep_returns, run_dir / "learning_curve.png", f"SAC {cfg.env_name}")
+    logger.close()
+    mean10 = sum(last10) / len(last10) if last10 else float("nan")
+    print(
+        f"done: {frames} frames in {seconds:.1f} s, {len(ep_returns)} episodes, mean return of "
+        f"the last 10: {mean10:.1f}; deterministic policy {eval_return:.1f} (before training "
+        f"{eval_before:.1f}, random actions {random_return:.1f}); outputs in {run_dir}"
+    )
+    return {
+        "random_return": random_return,
+        "eval_return_before": eval_before,
+        "eval_return": eval_return,
+        "mean_return_last10": mean10,
+        "frames": frames,
+        "seconds": seconds,
+        "frames_to_target": frames_to_target,
+    }
+
+
+if __name__ == "__main__":
+    train(parse_config())
