@@ -5,7 +5,7 @@ the evaluation's context (the previous actions shifted onto their states by the 
 wrapper, the return-to-go losing each reward).
 
 The example's learning run (``uv run python examples/decision_transformer.py``: -196
-conditioned on -150, from a dataset of -124 and -1205 episodes) needs about 70 s of one CPU
+conditioned on -150, from a dataset of -124 and -1205 episodes) needs about 65 s of one CPU
 core, over the learning-test budget, so its figures are documented in ``examples/README.md``
 instead of tested here.
 """
