@@ -22,7 +22,9 @@ one-hot vectors of ``num_classes``, straight-through gradients, 1% unimix: ``RSS
 (``SymExpTwoHot``) trained by two-hot cross-entropy, and the three V3 losses
 (``DreamerV3ModelLoss``: balanced KL with free bits, symlog reconstruction;
 ``DreamerV3ActorLoss``: lambda-returns divided by their moving 5-95 percentile range, entropy
-bonus; ``DreamerV3ValueLoss``).
+bonus; ``DreamerV3ValueLoss``). It runs (smoke-tested) but does not learn Pendulum yet at this
+size: ``--v3 --iterations 20`` ends at -1431 over the last 3 evaluations against -1088 random
+(10 min at load average 6-8; examples/README.md).
 
 Run:  ``uv run python examples/dreamer.py`` (25.6k frames, 3000 steps of each loss; 12.8 min on
 a 2-core CPU shared at load average about 14): the deterministic policy's return goes from
