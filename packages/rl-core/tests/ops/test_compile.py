@@ -55,6 +55,7 @@ def test_aot_eager_fullgraph_traces_every_op_through_its_fake_kernel():
 
 
 @pytest.mark.slow
+@pytest.mark.compile
 @pytest.mark.filterwarnings("ignore:.*script_method.*:DeprecationWarning")
 def test_inductor_fullgraph_gae_and_prefixsum_search():
     torch._dynamo.reset()

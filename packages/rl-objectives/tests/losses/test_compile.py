@@ -44,7 +44,7 @@ from rl_objectives import (
 )
 from rl_objectives.mixers import QMixer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.compile]
 
 
 def _onpolicy():

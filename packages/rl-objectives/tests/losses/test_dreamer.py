@@ -306,6 +306,7 @@ def test_value_loss_matches_reference(discount, dist):
 
 
 @pytest.mark.slow
+@pytest.mark.compile
 def test_value_and_model_losses_compile_without_graph_breaks():
     _, value = _actor_value()
     fake = TensorDict(state=torch.randn(6, 4, 1, dtype=D64), belief=torch.randn(6, 4, 1, dtype=D64),

@@ -594,6 +594,7 @@ def test_value_loss_takes_gamma_from_the_actor_loss_and_refuses_bad_input():
 
 
 @pytest.mark.slow
+@pytest.mark.compile
 def test_model_and_value_losses_and_kl_compile_without_graph_breaks():
     model_loss = DreamerV3ModelLoss(_world_model(), kl_mode="separate", unimix=0.01,
                                     lambda_continue=1.0)  # fmt: skip
