@@ -122,6 +122,13 @@ def test_brax_in_a_serial_env():
 
 
 @pytest.mark.slow
+def test_jumanji_in_a_spawned_parallel_env():
+    pytest.importorskip("jumanji", reason='pip install "rl-envs[jumanji]"')
+    spawned = functools.partial(ParallelEnv, mp_start_method="spawn", timeout=300)
+    check_batched_rollouts(functools.partial(JumanjiEnv, "Game2048-v1"), spawned)
+
+
+@pytest.mark.slow
 def test_jumanji_in_a_serial_env():
     pytest.importorskip("jumanji", reason='pip install "rl-envs[jumanji]"')
     check_batched_rollouts(lambda: JumanjiEnv("Game2048-v1"), SerialEnv)
