@@ -198,7 +198,105 @@ class DreamerModelLoss(LossModule):
         return losses, tensordict.detach()
 
 
-class DreamerActorLoss(LossModule):
+class _ImaginationActorLoss(LossModule):
+    """What Dreamer's and DreamerV3's actor losses share: the constructor's checks (``gamma``
+    and ``lmbda`` refused, ``imagination_horizon``, ``model_based_env``), the held-out value
+    network and env, the TD estimators, and the imagined rollout with its lambda-returns.
+
+    A subclass declares ``_AcceptedKeys`` (with ``belief``, ``reward``, ``value``, ``done`` and
+    ``terminated``), sets what else it needs and then calls ``make_value_estimator()``.
+    """
+
+    default_value_estimator = ValueEstimators.TDLambda
+
+    def __init__(
+        self,
+        actor_model: nn.Module,
+        value_model: nn.Module,
+        model_based_env: Any,
+        *,
+        imagination_horizon: int,
+        discount_loss: bool,
+        gamma: float | None,
+        lmbda: float | None,
+    ) -> None:
+        super().__init__()
+        owner = type(self).__name__
+        for name, value in (("gamma", gamma), ("lmbda", lmbda)):
+            if value is not None:
+                raise TypeError(
+                    f"{owner}: {name} is not a constructor argument (as in TorchRL); set it "
+                    f"with loss.make_value_estimator({name}={value})."
+                )
+        if not isinstance(imagination_horizon, int) or imagination_horizon < 1:
+            raise ValueError(
+                f"{owner}: expected imagination_horizon as a positive int, got "
+                f"{imagination_horizon!r}."
+            )
+        if not hasattr(model_based_env, "rollout"):
+            raise TypeError(
+                f"{owner}: expected model_based_env as an env (a DreamerEnv), got "
+                f"{type(model_based_env).__name__}."
+            )
+        self.convert_to_functional(actor_model, "actor_model", functional=False)
+        # neither registered: their parameters are not this loss's (they are held out)
+        self.__dict__["value_model"] = value_model
+        self.__dict__["model_based_env"] = model_based_env
+        self.imagination_horizon = imagination_horizon
+        self.discount_loss = discount_loss
+
+    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
+        hyperparams.setdefault("skip_existing", True)
+        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
+        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
+
+    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
+        C.forward_estimator_keys(self, kwargs)
+
+    def lambda_target(self, reward: Tensor, value: Tensor) -> Tensor:
+        """The value estimator's return of ``reward`` and the next ``value`` (``[N, T, 1]``),
+        with no episode end."""
+        keys = self.tensor_keys
+        done = torch.zeros(reward.shape, dtype=torch.bool, device=reward.device)
+        data = TensorDict(
+            {
+                (NEXT, keys.reward): reward,
+                (NEXT, keys.value): value,
+                (NEXT, keys.done): done,
+                (NEXT, keys.terminated): done.clone(),
+            },
+            batch_size=reward.shape[:-1],
+        )
+        return self.value_estimator.value_estimate(data)
+
+    def _imagine(
+        self, tensordict: TensorDictBase, state_key: NestedKey, **rollout_kwargs: Any
+    ) -> tuple[TensorDictBase, Tensor]:
+        """Imagines ``imagination_horizon`` steps from the detached, flattened latents
+        (``state_key`` and ``belief``) under the actor (exploration RANDOM), values the next
+        states, and returns the trajectory (with ``"lambda_target"`` set) and the
+        lambda-returns; the env and the value network are held out."""
+        keys = self.tensor_keys
+        start = tensordict.select(state_key, keys.belief).detach().reshape(-1)
+        env = self.model_based_env
+        with _held_out(env), set_exploration_type(ExplorationType.RANDOM):
+            start = env.reset(start.copy())
+            fake_data = env.rollout(
+                self.imagination_horizon,
+                self.actor_model,
+                auto_reset=False,
+                tensordict=start,
+                **rollout_kwargs,
+            )
+            with _held_out(self.value_model):
+                next_td = self.value_model(fake_data.get(NEXT).copy())
+        reward = fake_data.get((NEXT, keys.reward))
+        lambda_target = self.lambda_target(reward, next_td.get(keys.value))
+        fake_data.set("lambda_target", lambda_target)
+        return fake_data, lambda_target
+
+
+class DreamerActorLoss(_ImaginationActorLoss):
     """The actor loss: minus the (discounted) lambda-returns of imagined trajectories.
 
     From the latents ``"state"`` and ``belief`` of the batch (detached, flattened to one batch
@@ -279,8 +377,6 @@ class DreamerActorLoss(LossModule):
         done: NestedKey = "done"
         terminated: NestedKey = "terminated"
 
-    default_value_estimator = ValueEstimators.TDLambda
-
     def __init__(
         self,
         actor_model: nn.Module,
@@ -292,83 +388,44 @@ class DreamerActorLoss(LossModule):
         gamma: float | None = None,
         lmbda: float | None = None,
     ) -> None:
-        super().__init__()
-        owner = type(self).__name__
-        for name, value in (("gamma", gamma), ("lmbda", lmbda)):
-            if value is not None:
-                raise TypeError(
-                    f"{owner}: {name} is not a constructor argument (as in TorchRL); set it "
-                    f"with loss.make_value_estimator({name}={value})."
-                )
-        if not isinstance(imagination_horizon, int) or imagination_horizon < 1:
-            raise ValueError(
-                f"{owner}: expected imagination_horizon as a positive int, got "
-                f"{imagination_horizon!r}."
-            )
-        if not hasattr(model_based_env, "rollout"):
-            raise TypeError(
-                f"{owner}: expected model_based_env as an env (a DreamerEnv), got "
-                f"{type(model_based_env).__name__}."
-            )
-        self.convert_to_functional(actor_model, "actor_model", functional=False)
-        # neither registered: their parameters are not this loss's (they are held out)
-        self.__dict__["value_model"] = value_model
-        self.__dict__["model_based_env"] = model_based_env
-        self.imagination_horizon = imagination_horizon
-        self.discount_loss = discount_loss
+        super().__init__(
+            actor_model,
+            value_model,
+            model_based_env,
+            imagination_horizon=imagination_horizon,
+            discount_loss=discount_loss,
+            gamma=gamma,
+            lmbda=lmbda,
+        )
         self.make_value_estimator()
-
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        hyperparams.setdefault("skip_existing", True)
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
-
-    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
-        C.forward_estimator_keys(self, kwargs)
 
     def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
         return ["state", self.tensor_keys.belief]
 
-    def lambda_target(self, reward: Tensor, value: Tensor) -> Tensor:
-        """The value estimator's return of ``reward`` and the next ``value`` (``[N, T, 1]``),
-        with no episode end."""
-        keys = self.tensor_keys
-        done = torch.zeros(reward.shape, dtype=torch.bool, device=reward.device)
-        data = TensorDict(
-            {
-                (NEXT, keys.reward): reward,
-                (NEXT, keys.value): value,
-                (NEXT, keys.done): done,
-                (NEXT, keys.terminated): done.clone(),
-            },
-            batch_size=reward.shape[:-1],
-        )
-        return self.value_estimator.value_estimate(data)
-
     def forward(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
-        keys = self.tensor_keys
-        start = tensordict.select("state", keys.belief).detach().reshape(-1)
-        env = self.model_based_env
-        with _held_out(env), set_exploration_type(ExplorationType.RANDOM):
-            start = env.reset(start.copy())
-            fake_data = env.rollout(
-                self.imagination_horizon,
-                self.actor_model,
-                auto_reset=False,
-                tensordict=start,
-            )
-            with _held_out(self.value_model):
-                next_td = self.value_model(fake_data.get(NEXT).copy())
-        reward = fake_data.get((NEXT, keys.reward))
-        lambda_target = self.lambda_target(reward, next_td.get(keys.value))
-        fake_data.set("lambda_target", lambda_target)
+        fake_data, lambda_target = self._imagine(tensordict, "state")
         if self.discount_loss:
             lambda_target = lambda_target * _discounts(self.value_estimator.gamma, lambda_target)
         actor_loss = -lambda_target.sum((-2, -1)).mean()
         return TensorDict(loss_actor=actor_loss), fake_data.detach()
 
 
-class DreamerValueLoss(LossModule):
+class _ImaginedValueLoss(LossModule):
+    """What Dreamer's and DreamerV3's value losses share: they read ``value_model``'s inputs
+    and the ``"lambda_target"`` of an imagined trajectory."""
+
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
+        return [*self._network_in_keys("value_model"), "lambda_target"]
+
+    def _value_output(self, fake_data: TensorDictBase) -> TensorDictBase:
+        """``value_model`` run on its inputs selected from ``fake_data`` (a copy of all of it
+        when the model declares no ``in_keys``)."""
+        in_keys = getattr(self.value_model, "in_keys", None)
+        inputs = fake_data.select(*in_keys, strict=False) if in_keys else fake_data.copy()
+        return self.value_model(inputs)
+
+
+class DreamerValueLoss(_ImaginedValueLoss):
     """The value loss: the value of imagined states regressed on their lambda-returns.
 
     ``loss_value = mean_batch(sum_t w_t d(V(s_t), G_t))`` over the imagined trajectory of
@@ -415,14 +472,9 @@ class DreamerValueLoss(LossModule):
         self.discount_loss = discount_loss
         self.gamma = gamma
 
-    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
-        return [*self._network_in_keys("value_model"), "lambda_target"]
-
     def forward(self, fake_data: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         lambda_target = fake_data.get("lambda_target").detach()
-        in_keys = getattr(self.value_model, "in_keys", None)
-        inputs = fake_data.select(*in_keys, strict=False) if in_keys else fake_data.copy()
-        value = self.value_model(inputs).get(self.tensor_keys.value)
+        value = self._value_output(fake_data).get(self.tensor_keys.value)
         error = distance_loss(value, lambda_target, self.value_loss)
         if self.discount_loss:
             error = error * _discounts(self.gamma, error)

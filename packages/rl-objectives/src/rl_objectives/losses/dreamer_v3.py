@@ -28,13 +28,11 @@ from tensordict import TensorDict, TensorDictBase
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from rl_core.exploration import ExplorationType, set_exploration_type
 from rl_core.keys import NEXT, NestedKey
 from rl_core.modules import SymExpTwoHot, symlog, two_hot_cross_entropy
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses.dreamer import _discounts, _held_out
-from rl_objectives.utils import ValueEstimators
+from rl_objectives.losses.dreamer import _discounts, _ImaginationActorLoss, _ImaginedValueLoss
 from rl_objectives.value.value_norm import PercentileValueNorm
 
 __all__ = [
@@ -413,7 +411,7 @@ class DreamerV3ModelLoss(LossModule):
         return losses, tensordict.detach() if self.detach_output else tensordict
 
 
-class DreamerV3ActorLoss(LossModule):
+class DreamerV3ActorLoss(_ImaginationActorLoss):
     """DreamerV3's actor loss: normalised lambda-returns of imagined trajectories, plus entropy.
 
     As :class:`~rl_objectives.DreamerActorLoss`, ``model_based_env`` imagines
@@ -512,8 +510,6 @@ class DreamerV3ActorLoss(LossModule):
         terminated: NestedKey = "terminated"
         discount_weight: NestedKey = "discount_weight"
 
-    default_value_estimator = ValueEstimators.TDLambda
-
     def __init__(
         self,
         actor_model: nn.Module,
@@ -531,29 +527,15 @@ class DreamerV3ActorLoss(LossModule):
         gamma: float | None = None,
         lmbda: float | None = None,
     ) -> None:
-        super().__init__()
-        owner = type(self).__name__
-        for name, value in (("gamma", gamma), ("lmbda", lmbda)):
-            if value is not None:
-                raise TypeError(
-                    f"{owner}: {name} is not a constructor argument (as in TorchRL); set it "
-                    f"with loss.make_value_estimator({name}={value})."
-                )
-        if not isinstance(imagination_horizon, int) or imagination_horizon < 1:
-            raise ValueError(
-                f"{owner}: expected imagination_horizon as a positive int, got "
-                f"{imagination_horizon!r}."
-            )
-        if not hasattr(model_based_env, "rollout"):
-            raise TypeError(
-                f"{owner}: expected model_based_env as an env (a DreamerEnv), got "
-                f"{type(model_based_env).__name__}."
-            )
-        self.convert_to_functional(actor_model, "actor_model", functional=False)
-        self.__dict__["value_model"] = value_model
-        self.__dict__["model_based_env"] = model_based_env
-        self.imagination_horizon = imagination_horizon
-        self.discount_loss = discount_loss
+        super().__init__(
+            actor_model,
+            value_model,
+            model_based_env,
+            imagination_horizon=imagination_horizon,
+            discount_loss=discount_loss,
+            gamma=gamma,
+            lmbda=lmbda,
+        )
         self.entropy_bonus = entropy_bonus
         self.use_reinforce = use_reinforce
         self.return_normalization = return_normalization
@@ -574,32 +556,8 @@ class DreamerV3ActorLoss(LossModule):
         """The moving high quantile of the returns (a 0-dim view)."""
         return self.retnorm.high.squeeze(-1)
 
-    def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        hyperparams.setdefault("skip_existing", True)
-        allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
-
-    def _forward_value_estimator_keys(self, **kwargs: Any) -> None:
-        C.forward_estimator_keys(self, kwargs)
-
     def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
         return [self.tensor_keys.state, self.tensor_keys.belief]
-
-    def lambda_target(self, reward: Tensor, value: Tensor) -> Tensor:
-        """The value estimator's return of ``reward`` and the next ``value`` (``[N, T, 1]``),
-        with no episode end."""
-        keys = self.tensor_keys
-        done = torch.zeros(reward.shape, dtype=torch.bool, device=reward.device)
-        data = TensorDict(
-            {
-                (NEXT, keys.reward): reward,
-                (NEXT, keys.value): value,
-                (NEXT, keys.done): done,
-                (NEXT, keys.terminated): done.clone(),
-            },
-            batch_size=reward.shape[:-1],
-        )
-        return self.value_estimator.value_estimate(data)
 
     def _return_scale(self, returns: Tensor) -> Tensor:
         if not self.return_normalization:
@@ -610,22 +568,7 @@ class DreamerV3ActorLoss(LossModule):
 
     def forward(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         keys = self.tensor_keys
-        start = tensordict.select(keys.state, keys.belief).detach().reshape(-1)
-        env = self.model_based_env
-        with _held_out(env), set_exploration_type(ExplorationType.RANDOM):
-            start = env.reset(start.copy())
-            fake_data = env.rollout(
-                self.imagination_horizon,
-                self.actor_model,
-                auto_reset=False,
-                tensordict=start,
-                break_when_any_done=False,
-            )
-            with _held_out(self.value_model):
-                next_td = self.value_model(fake_data.get(NEXT).copy())
-        reward = fake_data.get((NEXT, keys.reward))
-        lambda_target = self.lambda_target(reward, next_td.get(keys.value))
-        fake_data.set("lambda_target", lambda_target)
+        fake_data, lambda_target = self._imagine(tensordict, keys.state, break_when_any_done=False)
         if self.discount_loss:
             discount = _discounts(self.value_estimator.gamma, lambda_target)
         else:
@@ -686,7 +629,7 @@ def _match_trailing_dim(source: Tensor, reference: Tensor) -> Tensor:
     return source
 
 
-class DreamerV3ValueLoss(LossModule):
+class DreamerV3ValueLoss(_ImaginedValueLoss):
     """DreamerV3's value loss: the value of imagined states regressed on their lambda-returns.
 
     Over the imagined trajectory of :class:`DreamerV3ActorLoss` (``"lambda_target"`` ``G``,
@@ -764,9 +707,6 @@ class DreamerV3ValueLoss(LossModule):
         self.__dict__["_actor_loss"] = actor_loss
         self.register_buffer("value_bins", SymExpTwoHot(num_value_bins).bins)
 
-    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
-        return [*self._network_in_keys("value_model"), "lambda_target"]
-
     def _gamma(self) -> Any:
         actor_loss = self.__dict__.get("_actor_loss")
         return self.gamma if actor_loss is None else actor_loss.value_estimator.gamma
@@ -774,9 +714,7 @@ class DreamerV3ValueLoss(LossModule):
     def forward(self, fake_data: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         keys = self.tensor_keys
         target = fake_data.get("lambda_target").detach()
-        in_keys = getattr(self.value_model, "in_keys", None)
-        inputs = fake_data.select(*in_keys, strict=False) if in_keys else fake_data.copy()
-        out = self.value_model(inputs)
+        out = self._value_output(fake_data)
         discount = fake_data.get(keys.discount_weight, None)
         if discount is None:
             if self.discount_loss and target.ndim >= 3:
