@@ -68,6 +68,21 @@ def as_key_list(keys: NestedKey | Sequence[NestedKey] | None, where: str) -> lis
     return out
 
 
+def key_path(key: NestedKey) -> tuple[str, ...]:
+    """A key as the tuple of names leading to its entry: ``"a"`` is ``("a",)``.
+
+    Args:
+        key: a str or a tuple of str (nested tuples are not flattened here: see
+            ``tensordict.unravel_key`` for that).
+
+    Examples:
+        >>> from rl_core.keys import key_path
+        >>> key_path("reward"), key_path(("agents", "reward"))
+        (('reward',), ('agents', 'reward'))
+    """
+    return (key,) if isinstance(key, str) else tuple(key)
+
+
 # The transition layout.
 OBSERVATION = "observation"
 PIXELS = "pixels"
@@ -109,6 +124,7 @@ AGENTS = "agents"
 __all__ = [
     "NestedKey",
     "as_key_list",
+    "key_path",
     "OBSERVATION",
     "PIXELS",
     "ACTION",

@@ -21,7 +21,7 @@ from rl_core._fast_td import (
     device_of,
     entries,
 )
-from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list
+from rl_core.keys import ACTION, DONE_KEYS, NEXT, RESET, REWARD, NestedKey, as_key_list, key_path
 
 # An exclusion tree: name -> True (drop this entry) or a nested tree (recurse into it).
 _Tree = dict[str, Any]
@@ -67,7 +67,7 @@ def _exclusion_trees(
 def _action_paths(action_keys: Any) -> tuple[tuple[str, ...], ...]:
     """The action keys as paths, for ``keep_other=False, exclude_action=False``."""
     keys = _as_key_tuple(action_keys, "action_keys")
-    return tuple((key,) if isinstance(key, str) else tuple(key) for key in keys)
+    return tuple(key_path(key) for key in keys)
 
 
 def _tree(keys: Iterable[NestedKey]) -> _Tree:
@@ -373,7 +373,7 @@ class StepMdpPlan(StepMdpMerge):
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:
     groups: dict[tuple[str, ...], list] = {}
     for key in done_keys:
-        path = (key,) if isinstance(key, str) else tuple(key)
+        path = key_path(key)
         groups.setdefault(path[:-1], []).append(path)
     return groups
 
@@ -453,8 +453,8 @@ def terminated_or_truncated(
         level_done = bool(flags.any())
         any_done = any_done or level_done
         if key is not None and (level_done or write_full_false):
-            key_path = (key,) if isinstance(key, str) else tuple(key)
-            data.set(level + key_path, flags.bool() if flags.dtype != torch.bool else flags)
+            path = key_path(key)
+            data.set(level + path, flags.bool() if flags.dtype != torch.bool else flags)
     return any_done
 
 

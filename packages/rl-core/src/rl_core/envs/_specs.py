@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from rl_core.keys import DONE, DONE_KEYS, RESET, TERMINATED, TRUNCATED, NestedKey
+from rl_core.keys import DONE, DONE_KEYS, RESET, TERMINATED, TRUNCATED, NestedKey, key_path
 from rl_core.specs import Categorical, Composite, TensorSpec, Unbounded
 
 
@@ -21,10 +21,6 @@ def default_done_flag(batch_size: torch.Size, device: torch.device | None) -> Ca
 def default_done_spec(batch_size: torch.Size, device: torch.device | None) -> Composite:
     flag = default_done_flag(batch_size, device)
     return Composite({name: flag.clone() for name in DONE_KEYS}, shape=batch_size, device=device)
-
-
-def as_path(key: NestedKey) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def leaf_keys(spec: Composite) -> list[NestedKey]:
@@ -75,7 +71,7 @@ def complete_done_spec(spec: Composite) -> Composite:
     """
     levels: dict[tuple[str, ...], dict[str, TensorSpec]] = {}
     for key in leaf_keys(spec):
-        path = as_path(key)
+        path = key_path(key)
         if path[-1] in DONE_KEYS:
             levels.setdefault(path[:-1], {})[path[-1]] = spec[key]
     for level, present in levels.items():
@@ -90,7 +86,7 @@ def done_levels(spec: Composite) -> list[tuple[str, ...]]:
     """The levels (``()`` for the root, ``("agents",)`` for a group) that hold done flags."""
     seen: dict[tuple[str, ...], None] = {}
     for key in leaf_keys(spec):
-        path = as_path(key)
+        path = key_path(key)
         if path[-1] in DONE_KEYS:
             seen.setdefault(path[:-1], None)
     return list(seen)
@@ -104,7 +100,6 @@ def reset_keys(spec: Composite) -> list[NestedKey]:
 
 
 __all__ = [
-    "as_path",
     "check_batch_shape",
     "complete_done_spec",
     "default_done_flag",

@@ -42,6 +42,7 @@ from torch.distributions.utils import _standard_normal, _sum_rightmost
 from torch.nn import functional as F
 
 from rl_core._fast_td import get_leaf
+from rl_core.keys import key_path
 from rl_core.modules.distributions import OneHotCategorical, TanhNormal
 from rl_core.modules.distributions._checks import validating
 from rl_core.modules.distributions._tanh import _ClampedTanhTransform
@@ -51,10 +52,6 @@ from rl_core.modules.distributions.discrete import ReparamGradientStrategy
 Draw = Callable[[TensorDictBase, bool], "tuple[torch.Tensor, torch.Tensor | None] | None"]
 
 _FLOATS = (torch.float32, torch.float64)
-
-
-def _path(key: Any) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def _dist_kwargs(head: Any) -> dict[str, Any] | None:
@@ -67,7 +64,7 @@ def _dist_kwargs(head: Any) -> dict[str, Any] | None:
         names.append(name)
     if len(set(names)) != len(names) or len(names) != len(head.in_keys):
         return None
-    return {name: _path(key) for name, key in zip(names, head.in_keys, strict=True)}
+    return {name: key_path(key) for name, key in zip(names, head.in_keys, strict=True)}
 
 
 class _OneHotCategoricalDraw:

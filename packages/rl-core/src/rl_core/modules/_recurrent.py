@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from rl_core._transform.primer import TensorDictPrimer
-from rl_core.keys import NEXT, NestedKey
+from rl_core.keys import NEXT, NestedKey, key_path
 from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
 
@@ -140,8 +140,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
                 primer could not carry the state from one step to the next).
         """
         for in_key, out_key in zip(self.in_keys[1:], self.out_keys[1:]):
-            path = (in_key,) if isinstance(in_key, str) else tuple(in_key)
-            got = (out_key,) if isinstance(out_key, str) else tuple(out_key)
+            path = key_path(in_key)
+            got = key_path(out_key)
             if got != (NEXT, *path):
                 raise RuntimeError(
                     f"{type(self).__name__}.make_tensordict_primer: expected each output state "

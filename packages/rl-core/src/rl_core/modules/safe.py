@@ -8,7 +8,7 @@ from typing import Any
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictSequential, dispatch
 
-from rl_core.keys import NestedKey
+from rl_core.keys import NestedKey, key_path
 from rl_core.modules._spec_utils import as_composite, project_into
 from rl_core.specs import Composite, TensorSpec
 
@@ -43,9 +43,9 @@ def _output_spec(
         )
     composite = as_composite(spec, out_keys, where)
     out = Composite() if composite is None else composite.clone()
-    outputs = {(k,) if isinstance(k, str) else tuple(k) for k in out_keys}
+    outputs = {key_path(k) for k in out_keys}
     for key in out.keys(include_nested=True, leaves_only=True):
-        path = (key,) if isinstance(key, str) else tuple(key)
+        path = key_path(key)
         if not any(path[: len(o)] == o for o in outputs):
             raise ValueError(
                 f"{where}: the spec has an entry {key!r} that is not an output; out_keys are "

@@ -24,6 +24,8 @@ from tensordict.utils import unravel_key
 from torch import nn
 from torch.nn import functional as F
 
+from rl_core.keys import key_path
+
 __all__ = ["RSSMPrior", "RSSMPosterior", "RSSMRollout", "WorldModelWrapper"]
 
 
@@ -203,8 +205,7 @@ class RSSMPosterior(nn.Module):
 
 
 def _key_tuple(key: Any) -> tuple[str, ...]:
-    key = unravel_key(key)
-    return (key,) if isinstance(key, str) else tuple(key)
+    return key_path(unravel_key(key))
 
 
 class RSSMRollout(TensorDictModuleBase):

@@ -26,7 +26,7 @@ from tensordict import TensorDictBase
 from rl_core.envs import EnvBase, check_env_specs
 from rl_core.envs.checks import _same_device
 from rl_core.envs.step_plan import reference_only
-from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED
+from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED, key_path
 from rl_core.ted import step_mdp
 from rl_core.testing._plan_check import check_step_plan as _check_step_plan
 from rl_core.testing._plan_check import seeded_twins
@@ -113,7 +113,7 @@ def check_step_mdp_round_trip(make_env: EnvFactory) -> None:
             _fail("check_step_mdp_round_trip", env, "step wrote no 'next' entry.")
         nxt = step_mdp(td, **env._step_mdp_kwargs())
         for key in env.observation_keys:
-            if not _same(nxt.get(key), td.get((NEXT, *_path(key)))):
+            if not _same(nxt.get(key), td.get((NEXT, *key_path(key)))):
                 _fail("check_step_mdp_round_trip", env, f"step_mdp moved {key!r} wrongly.")
         for key in env.action_keys:
             if nxt.get(key, None) is not None:
@@ -266,15 +266,15 @@ def check_partial_reset(
                     "check_partial_reset", env, f"{key!r} changed in a sub-env that was not reset."
                 )
         for key in out.keys(True, True):
-            if _path(key)[-1] == RESET:
+            if key_path(key)[-1] == RESET:
                 _fail("check_partial_reset", env, "the reset output still holds '_reset'.")
         actions = env.full_action_spec.rand()
         stepped = env.step(out.update(actions.clone()))
         if twin is not None:
             twin_stepped = twin.step(roots[1].update(actions.clone()))
             for key in env.observation_keys:
-                mine = _rows(stepped.get((NEXT, *_path(key))), keep)
-                theirs = _rows(twin_stepped.get((NEXT, *_path(key))), keep)
+                mine = _rows(stepped.get((NEXT, *key_path(key))), keep)
+                theirs = _rows(twin_stepped.get((NEXT, *key_path(key))), keep)
                 if not _same(mine, theirs):
                     _fail(
                         "check_partial_reset",
@@ -338,10 +338,6 @@ def check_close(make_env: EnvFactory) -> None:
     env = make_env()
     env.close()
     env.close()
-
-
-def _path(key) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def _same(a, b) -> bool:

@@ -8,12 +8,8 @@ import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
-from rl_core.keys import NEXT, NestedKey
+from rl_core.keys import NEXT, NestedKey, key_path
 from rl_core.transforms.transform import Transform
-
-
-def _path(key: NestedKey) -> tuple[str, ...]:
-    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def _unpath(path: tuple[str, ...]) -> NestedKey:
@@ -86,10 +82,10 @@ class BurnInTransform(Transform):
             raise ValueError(f"BurnInTransform: expected burn_in an int >= 1, got {burn_in!r}.")
         if out_keys is None:
             out_keys = [
-                _unpath(_path(key)[1:])
+                _unpath(key_path(key)[1:])
                 for module in modules
                 for key in module.out_keys
-                if len(_path(key)) > 1 and _path(key)[0] == NEXT
+                if len(key_path(key)) > 1 and key_path(key)[0] == NEXT
             ]
         out_keys = list(out_keys)
         if not out_keys:
@@ -122,7 +118,7 @@ class BurnInTransform(Transform):
             for module in self.burn_in_modules:
                 burn = module(burn)
         for key in self.out_keys:
-            state = burn.get((NEXT, *_path(key))).select(time_dim, -1)
+            state = burn.get((NEXT, *key_path(key))).select(time_dim, -1)
             stored = out.get(key, None)
             if stored is None:
                 new = state.new_zeros((*out.batch_size, *state.shape[time_dim:]))
