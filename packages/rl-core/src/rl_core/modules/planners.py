@@ -53,6 +53,43 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
 
     Raises:
         KeyError: ``action_key`` is not an action of ``env``.
+
+    Examples:
+        A random-shooting planner: the first action of the best of 32 random sequences.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_core.envs import EnvBase
+        >>> from rl_core.modules import MPCPlannerBase
+        >>> from rl_core.specs import Bounded, Composite, Unbounded
+        >>> class Drift(EnvBase):  # x' = x + a, reward -x'^2; steps any batch
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.observation_spec = Composite(observation=Unbounded(shape=(1,)))
+        ...         self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        ...     def _reset(self, td):
+        ...         return TensorDict(observation=torch.ones(1))
+        ...     def _step(self, td):
+        ...         x = td["observation"] + td["action"]
+        ...         return TensorDict(observation=x, reward=-x.square(),
+        ...                           terminated=torch.zeros_like(x, dtype=torch.bool),
+        ...                           batch_size=td.batch_size)
+        ...     def _set_seed(self, seed):
+        ...         torch.manual_seed(seed)
+        >>> class RandomShooting(MPCPlannerBase):
+        ...     def planning(self, tensordict):
+        ...         batch = tensordict.batch_size
+        ...         actions = torch.rand(*batch, 32, 2, *self.action_shape) * 2 - 1
+        ...         traj = self.rollout_candidates(tensordict, actions)
+        ...         returns = traj["next", "reward"].sum(dim=(-2, -1))  # [*B, 32]
+        ...         best = returns.argmax(-1)
+        ...         return actions[torch.arange(batch.numel()), best, 0]
+        >>> _ = torch.manual_seed(0)
+        >>> planner = RandomShooting(Drift())
+        >>> state = TensorDict(observation=torch.tensor([[0.8], [-0.5]]), batch_size=[2])
+        >>> action = planner(state)["action"]
+        >>> action.shape, bool((action + state["observation"]).abs().max() < 0.3)
+        (torch.Size([2, 1]), True)
     """
 
     def __init__(self, env: EnvBase, action_key: NestedKey = ACTION) -> None:
