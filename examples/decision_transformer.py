@@ -27,18 +27,31 @@ multiplied by Pendulum's maximum torque 2 before the env gets them.
 
 ``--online``: the Online Decision Transformer recipe (Zheng et al., 2022). An
 ``OnlineDTActor`` under a ``TanhNormal`` (a ``ProbabilisticActor``) is pretrained on the same
-dataset with ``OnlineDTLoss`` (log-likelihood, entropy bonus, learned temperature), then
-``online_iterations`` times: ``online_episodes`` episodes are collected with sampled actions
-conditioned on ``target_return``, relabelled with the returns-to-go they actually got and
-written into the same memmap storage, and ``online_updates`` more updates run on everything
-stored; each round is evaluated with the ``TanhNormal``'s ``tanh(loc)`` (``--eval-action
-mode``: its mode). The targets of ``OnlineDTLoss`` are clamped to ``+-action_clamp``: at
-``+-1`` the log-likelihood is that of ``atanh`` clamped far out, and the controller's saturated
-torques would drag the Gaussian there. What it does here (seed 0, 5 rounds of 8 episodes and
-300 updates): the pretrained ODT's evaluation is about -1360, its sampled episodes -506; over
-the rounds the sampled episodes improve to -295 to -372, the evaluations swing between -450
-and -1427 (the mode: -741 to -1611); the online phase does not yet give a policy that beats
-the offline ``DTActor``.
+dataset with ``OnlineDTLoss`` (log-likelihood, entropy bonus, learned temperature) and the same
+learning-rate schedule, then ``online_iterations`` times: ``online_episodes`` episodes are
+collected with sampled actions conditioned on ``online_target_return`` (by default
+``target_return``), relabelled with the returns-to-go they actually got and written into the
+same memmap storage, and ``online_updates`` more updates at the constant ``online_lr`` run on
+everything stored; each round is evaluated with the ``TanhNormal``'s ``tanh(loc)``
+(``--eval-action mode``: its mode). The targets of ``OnlineDTLoss`` are clamped to
+``+-action_clamp``: at ``+-1`` the log-likelihood is that of ``atanh`` clamped far out, and the
+controller's saturated torques would drag the Gaussian there. What it does here (seed 0, 5
+rounds of 8 episodes and 300 updates): the pretrained ODT gets -180, the rounds' sampled
+episodes -109 to -275, the evaluations -180, -180, -180, -180, -179 (seed 1: pretrained -158,
+rounds -270, then -137 four times; the offline ``DTActor`` of that seed: -154).
+
+Why the evaluations once swung (-450 to -1427 over the rounds, sampled episodes -295 to
+-372): the pretraining stopped at a constant learning rate of 1e-3 on 64 windows, and each
+round's 300 updates at that rate moved a policy that sits between "swing up and hold" and "give
+up after the swing-up" on the same 8 evaluation starts; an under-trained ``TanhNormal`` is also
+wide where the controller's torque changes sign, so ``tanh(loc)`` is a weak torque there
+(seed 0, evaluated halfway through the 2000 pretraining updates: ``tanh(loc)`` -1050, the
+squashed distribution's mean -428, samples -329; at the end they agree: -264, -247, -278). The target return matters as much: -150 is below
+the controller's usual -120, and an episode that has collected -120 in its swing-up still has
+-30 "to lose", which in the data only the mediocre episodes have (a DT of 1000 updates, seed 1:
+-657 conditioned on -150, -244 on 0). Asking the collection for 0 (``--online-target-return
+0``, the paper's higher exploration target) made the sampled episodes worse (-339 to -516) and
+left the evaluations at -180.
 
 The data policy here is a hand-written energy-pumping swing-up controller, not a trained SAC
 agent: it gives good and mediocre episodes in seconds, so the run stays on a CPU budget.
@@ -109,8 +122,9 @@ class Config:
     online: bool = False  # Online DT: OnlineDTActor + OnlineDTLoss, then online_iterations
     online_iterations: int = 5  # rounds of collecting episodes and updating (with --online)
     online_episodes: int = 8  # episodes collected per round
+    online_target_return: float | None = None  # what collected episodes ask (None: target_return)
     online_updates: int = 300  # Adam steps per round
-    online_lr: float | None = None  # learning rate of the online rounds (None: lr)
+    online_lr: float | None = 3e-4  # learning rate of the online rounds (None: lr)
     alpha_init: float = 0.1  # OnlineDTLoss's initial entropy temperature
     action_clamp: float = 0.99  # OnlineDTLoss's target actions are clamped to +-this
     eval_action: str = "deterministic"  # the OnlineDTActor's evaluation action (or "mode")
@@ -375,9 +389,14 @@ def train(cfg: Config) -> dict[str, float]:
             online_returns, collected_returns = [], []
             for group in optim.param_groups:  # a constant rate after the offline schedule
                 group["lr"] = cfg.lr if cfg.online_lr is None else cfg.online_lr
+            explore_cfg = cfg
+            if cfg.online_target_return is not None:
+                explore_cfg = dataclasses.replace(cfg, target_return=cfg.online_target_return)
             for round_ in range(cfg.online_iterations):
                 with set_interaction_type(InteractionType.RANDOM):
-                    new = run_episodes(cfg, wrapper, cfg.online_episodes, cfg.seed + 1000 + round_)
+                    new = run_episodes(
+                        explore_cfg, wrapper, cfg.online_episodes, cfg.seed + 1000 + round_
+                    )
                 collected = new["reward"].sum((-1, -2)).mean().item()
                 buffer.extend(new)
                 actor.train()
