@@ -149,6 +149,18 @@ def test_process_backend_reports_the_child_traceback():
     evaluator.shutdown()
 
 
+def _unbuildable_env():
+    raise ValueError("this env cannot be built")
+
+
+def test_process_backend_reports_an_env_that_cannot_be_built():
+    # The child's setup fails before its loop: the error answers the first call.
+    evaluator = Evaluator(_unbuildable_env, None, num_trajectories=1, backend="process")
+    with pytest.raises(RuntimeError, match="this env cannot be built"):
+        evaluator.evaluate()
+    evaluator.shutdown()
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="backend in"):
         Evaluator(CountingEnv, backend="monarch")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +48,51 @@ def make_env(
         check_positive_int(where, "max_frames_per_traj", max_frames_per_traj)
         env = TransformedEnv(env, StepCounter(max_steps=max_frames_per_traj))
     return env
+
+
+def serve_env_calls(
+    conn: Any,
+    make: Callable[[], EnvBase],
+    bind: Callable[[EnvBase], Callable[[str, Any], Any]],
+    ok: str,
+) -> None:
+    """The loop of a worker process that owns an env and answers its parent over ``conn``.
+
+    Builds the env (``make()``) and the answering function (``bind(env)``), then answers each
+    ``(command, args)`` message with ``(ok, answer(command, args))``, or ``("error",
+    traceback)`` when the answer raises, until a ``"close"`` command. A setup that fails is
+    reported as the answer to the first call the parent makes; a parent gone (EOF) ends the
+    loop quietly; the env is closed on the way out.
+
+    Args:
+        conn: the worker's end of the pipe.
+        make: builds the env, in the worker.
+        bind: returns the answering function of that env.
+        ok: the tag of a successful answer.
+    """
+    torch.set_num_threads(1)
+    env = None
+    try:
+        env = make()
+        answer = bind(env)
+        while True:
+            command, args = conn.recv()
+            if command == "close":
+                return
+            try:
+                conn.send((ok, answer(command, args)))
+            except Exception:
+                conn.send(("error", traceback.format_exc()))
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+    except Exception:
+        with contextlib.suppress(OSError, ValueError):
+            conn.recv()  # the call that waits for an answer
+            conn.send(("error", traceback.format_exc()))
+    finally:
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
 
 
 def as_device(device: Any) -> torch.device | None:

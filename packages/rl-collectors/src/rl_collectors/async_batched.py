@@ -15,7 +15,12 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_collectors._common import check_positive_int, check_total_frames, make_env
+from rl_collectors._common import (
+    check_positive_int,
+    check_total_frames,
+    make_env,
+    serve_env_calls,
+)
 from rl_collectors._multi import default_start_method
 from rl_collectors.base import BaseCollector
 from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
@@ -577,31 +582,17 @@ class _ProcessEnv:
 
 
 def _env_process_main(conn: Any, fn: Callable[..., EnvBase], kwargs: dict) -> None:
-    torch.set_num_threads(1)
-    env = None
-    try:
-        env = make_env("AsyncBatchedCollector", _Factory(fn, kwargs), None)
-        while True:
-            command, args = conn.recv()
-            if command == "close":
-                return
-            try:
-                if command == "batch_size":
-                    result: Any = env.batch_size
-                elif command == "set_seed":
-                    result = env.set_seed(args[0], static_seed=args[1])
-                else:
-                    result = getattr(env, command)(*args)
-                conn.send(("ok", result))
-            except Exception:
-                conn.send(("error", traceback.format_exc()))
-    except (EOFError, OSError, KeyboardInterrupt):
-        return
-    except Exception:
-        with contextlib.suppress(OSError, ValueError):
-            conn.recv()  # the call that waits for an answer
-            conn.send(("error", traceback.format_exc()))
-    finally:
-        if env is not None:
-            with contextlib.suppress(Exception):
-                env.close()
+    def make() -> EnvBase:
+        return make_env("AsyncBatchedCollector", _Factory(fn, kwargs), None)
+
+    def bind(env: EnvBase) -> Callable[[str, Any], Any]:
+        def answer(command: str, args: Any) -> Any:
+            if command == "batch_size":
+                return env.batch_size
+            if command == "set_seed":
+                return env.set_seed(args[0], static_seed=args[1])
+            return getattr(env, command)(*args)
+
+        return answer
+
+    serve_env_calls(conn, make, bind, "ok")

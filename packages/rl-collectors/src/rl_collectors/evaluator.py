@@ -17,7 +17,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_collectors._common import make_env
+from rl_collectors._common import make_env, serve_env_calls
 from rl_collectors._multi import default_start_method
 from rl_collectors.weight_update import as_weights
 from rl_core import EnvBase, ExplorationType, set_exploration_type
@@ -204,43 +204,30 @@ class _RayRunner:
 
 
 def _process_main(conn: Any, env_fn: Any, policy: Any, policy_factory: Any, settings: dict) -> None:
-    torch.set_num_threads(1)
-    env = None
-    try:
+    def make() -> EnvBase:
         if settings["init_fn"] is not None:
             settings["init_fn"]()
-        env = make_env("Evaluator", env_fn, settings["max_steps"])
-        if policy_factory is not None:
-            policy = policy_factory()
-        while True:
-            command, weights = conn.recv()
-            if command == "close":
-                return
-            try:
-                if weights is not None:
-                    with torch.no_grad():
-                        TensorDict.from_module(policy).update_(weights)
-                result = run_episodes(
-                    env,
-                    policy,
-                    settings["num_trajectories"],
-                    settings["reward_key"],
-                    settings["done_key"],
-                    settings["exploration_type"],
-                )
-                conn.send(("result", result))
-            except Exception:
-                conn.send(("error", traceback.format_exc()))
-    except (EOFError, OSError, KeyboardInterrupt):
-        return
-    except Exception:
-        with contextlib.suppress(OSError, ValueError):
-            conn.recv()  # the evaluation that waits for an answer
-            conn.send(("error", traceback.format_exc()))
-    finally:
-        if env is not None:
-            with contextlib.suppress(Exception):
-                env.close()
+        return make_env("Evaluator", env_fn, settings["max_steps"])
+
+    def bind(env: EnvBase) -> Callable[[str, Any], Any]:
+        owned = policy_factory() if policy_factory is not None else policy
+
+        def evaluate(command: str, weights: Any) -> TensorDict:
+            if weights is not None:
+                with torch.no_grad():
+                    TensorDict.from_module(owned).update_(weights)
+            return run_episodes(
+                env,
+                owned,
+                settings["num_trajectories"],
+                settings["reward_key"],
+                settings["done_key"],
+                settings["exploration_type"],
+            )
+
+        return evaluate
+
+    serve_env_calls(conn, make, bind, "result")
 
 
 class Evaluator:
