@@ -13,7 +13,7 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core import EnvBase, StepCounter, TransformedEnv
-from rl_core.keys import DONE, NEXT, TRUNCATED
+from rl_core.keys import DONE, NEXT, TRUNCATED, key_path
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -142,7 +142,7 @@ def done_paths(env: EnvBase) -> list[tuple[str, ...]]:
     """The ``("next", ..., "done")`` path of every level of the env holding done flags."""
     paths = []
     for key in env.done_keys:
-        path = (key,) if isinstance(key, str) else tuple(key)
+        path = key_path(key)
         if path[-1] == DONE:
             paths.append((NEXT, *path))
     return paths

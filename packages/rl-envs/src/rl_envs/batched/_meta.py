@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from rl_core.envs import EnvBase
+from rl_core.keys import key_path
 from rl_core.specs import Composite
 
 Path = tuple[str, ...]
@@ -123,10 +124,7 @@ def _bind(fn: Callable[..., EnvBase], kwargs: dict[str, Any]) -> Callable[[], En
 
 def spec_leaf_paths(spec: Composite) -> list[Path]:
     """The leaf paths of ``spec`` as tuples of strings."""
-    return [
-        (key,) if isinstance(key, str) else tuple(key)
-        for key in spec.keys(include_nested=True, leaves_only=True)
-    ]
+    return [key_path(key) for key in spec.keys(include_nested=True, leaves_only=True)]
 
 
 def unique(paths: Sequence[Path]) -> list[Path]:
