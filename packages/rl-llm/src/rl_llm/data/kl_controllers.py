@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import abc
+import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,15 +66,23 @@ class AdaptiveKLController(KLControllerBase):
     After ``n`` observed KL values with mean ``KL``::
 
         error = clip(KL / target - 1, -0.2, 0.2)
-        coef <- coef * (1 + error * n / horizon)
+        coef <- coef * (1 + error * min(n / horizon, 1))
 
     so the coefficient grows when the policy strays further than ``target`` from the
-    reference and shrinks when it stays closer.
+    reference and shrinks when it stays closer. The step factor ``n / horizon`` is the
+    paper's; it is clamped to 1 so that one update never corrects by more than the clip
+    range (a factor between 0.8 and 1.2): an update that saw ``horizon`` values or more has
+    seen a whole horizon. Without the clamp, 100 values of KL 0 with ``horizon=10`` would
+    multiply the coefficient by ``1 - 0.2 * 10 = -1`` and turn the penalty into a bonus.
+
+    Non-finite KL values (NaN, inf) are skipped with a ``RuntimeWarning``: ``n`` and the
+    mean count the finite ones only, and an update with none leaves the coefficient as it
+    was.
 
     Args:
         init_kl_coef: the starting coefficient.
         target: the desired KL.
-        horizon: how many steps a full 20 % correction is spread over.
+        horizon: how many KL values a full 20 % correction is spread over.
         model: optional object whose ``kl_coef`` attribute follows the coefficient.
 
     Examples:
@@ -80,6 +90,8 @@ class AdaptiveKLController(KLControllerBase):
         >>> ctl = AdaptiveKLController(init_kl_coef=0.2, target=6.0, horizon=10)
         >>> round(ctl.update([12.0, 12.0]), 6)  # error clipped to 0.2: 0.2 * (1 + 0.2 * 2 / 10)
         0.208
+        >>> round(ctl.update([0.0] * 40), 6)  # 40 values >= horizon: 0.208 * (1 - 0.2)
+        0.1664
     """
 
     def __init__(
@@ -99,8 +111,17 @@ class AdaptiveKLController(KLControllerBase):
             raise ValueError(
                 "AdaptiveKLController.update: expected at least one KL value, got none."
             )
-        kl = sum(values) / len(values)
-        error = min(max(kl / self.target - 1.0, -0.2), 0.2)
-        self.coef *= 1.0 + error * len(values) / self.horizon
+        finite = [v for v in values if math.isfinite(v)]
+        if len(finite) < len(values):
+            warnings.warn(
+                f"AdaptiveKLController.update: skipped {len(values) - len(finite)} non-finite "
+                f"kl value(s) of {len(values)}; the coefficient follows the finite ones only.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        if finite:
+            kl = sum(finite) / len(finite)
+            error = min(max(kl / self.target - 1.0, -0.2), 0.2)
+            self.coef *= 1.0 + error * min(len(finite) / self.horizon, 1.0)
         self._write()
         return self.coef
