@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -399,26 +399,16 @@ class TensorSpec(ABC):
         """
         if func is not torch.stack:
             return NotImplemented
-        return _torch_stack(*args, **(kwargs or {}))
+        return _STACK_HOOK["stack"](*args, **(kwargs or {}))
 
     __hash__ = None  # type: ignore[assignment]
 
 
-def _torch_stack(specs: Any, dim: int = 0, *, out: Any = None) -> TensorSpec:
-    """``torch.stack`` on specs: checks the arguments, then :func:`stack_specs`."""
-    from rl_core.specs.stacked_composite import stack_specs
-
-    if out is not None:
-        raise TypeError("torch.stack: specs are immutable values; expected out=None, got a value.")
-    if not isinstance(specs, Sequence) or isinstance(specs, str) or not specs:
-        raise TypeError(f"torch.stack: expected a non-empty list of specs, got {specs!r}.")
-    for i, spec in enumerate(specs):
-        if not isinstance(spec, TensorSpec):
-            raise TypeError(
-                f"torch.stack: cannot stack a spec with a {type(spec).__name__} (position {i}); "
-                f"expected only TensorSpecs."
-            )
-    return stack_specs(list(specs), dim)
+#: ``torch.stack`` on specs (:func:`rl_core.specs.stack_specs` behind its argument checks). The
+#: stacked types sit above this module, so :mod:`rl_core.specs.stacked_composite`, which defines
+#: them, fills this slot when it is imported; the package ``rl_core.specs`` imports it, and any
+#: import of a spec module imports the package first.
+_STACK_HOOK: dict[str, Callable[..., TensorSpec]] = {}
 
 
 __all__ = ["TensorSpec"]

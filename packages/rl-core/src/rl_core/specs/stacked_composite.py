@@ -8,7 +8,7 @@ from typing import Any
 from tensordict import LazyStackedTensorDict, TensorDictBase
 
 from rl_core.keys import NestedKey
-from rl_core.specs._base import TensorSpec, _fmt_shape, _norm_dim
+from rl_core.specs._base import _STACK_HOOK, TensorSpec, _fmt_shape, _norm_dim
 from rl_core.specs._stacking import _StackBase
 from rl_core.specs._tree import _as_path, _is_key, _show
 from rl_core.specs.composite import Composite
@@ -158,3 +158,21 @@ def stack_specs(specs: Sequence[TensorSpec], dim: int = 0) -> TensorSpec:
     if composites[0]:
         return StackedComposite(*specs, dim=dim)
     return Stacked(*specs, dim=dim)
+
+
+def _torch_stack(specs: Any, dim: int = 0, *, out: Any = None) -> TensorSpec:
+    """``torch.stack`` on specs: checks the arguments, then :func:`stack_specs`."""
+    if out is not None:
+        raise TypeError("torch.stack: specs are immutable values; expected out=None, got a value.")
+    if not isinstance(specs, Sequence) or isinstance(specs, str) or not specs:
+        raise TypeError(f"torch.stack: expected a non-empty list of specs, got {specs!r}.")
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, TensorSpec):
+            raise TypeError(
+                f"torch.stack: cannot stack a spec with a {type(spec).__name__} (position {i}); "
+                f"expected only TensorSpecs."
+            )
+    return stack_specs(list(specs), dim)
+
+
+_STACK_HOOK["stack"] = _torch_stack
