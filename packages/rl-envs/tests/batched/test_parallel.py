@@ -2,6 +2,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -235,6 +236,39 @@ def test_killed_worker_raises_instead_of_hanging():
     assert not any(p.is_alive() for p in env._pool.processes)
     with pytest.raises(RuntimeError, match="the env is closed"):
         env.rand_step(td)
+
+
+class SlowStepEnv(CountingEnv):
+    def _step(self, tensordict):
+        time.sleep(0.02)
+        return super()._step(tensordict)
+
+
+def test_worker_killed_during_a_rollout_is_reported_within_3_s():
+    # A random rollout runs inside the workers: the survivor is busy for its whole rollout
+    # (~8 s) and cannot read a close message; the death must be raised without waiting for it.
+    env = ParallelEnv(2, SlowStepEnv)
+    processes = list(env._pool.processes)
+    killed_at = []
+
+    def kill_worker_1():
+        time.sleep(0.5)
+        killed_at.append(time.monotonic())
+        os.kill(processes[1].pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill_worker_1)
+    killer.start()
+    try:
+        with pytest.raises(RuntimeError, match=r"worker 1 \(pid \d+\) died with exit code -9"):
+            env.rollout(400, break_when_any_done=False)
+        elapsed = time.monotonic() - killed_at[0]
+    finally:
+        killer.join()
+        env.close()
+    assert elapsed < 3.0, f"the death was reported {elapsed:.1f} s after the SIGKILL"
+    assert not any(p.is_alive() for p in processes)
+    # The survivor was terminated and unwound (closing its env): SystemExit(128 + SIGTERM).
+    assert processes[0].exitcode == 128 + signal.SIGTERM
 
 
 def test_worker_dying_while_building_its_env():

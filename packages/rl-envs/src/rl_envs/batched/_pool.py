@@ -27,6 +27,8 @@ SPIN_AFTER_REPLY_SECONDS = 50e-6
 # Pipes read as file descriptors and watched with poll (Linux, macOS); elsewhere through
 # multiprocessing.connection.
 _POSIX_PIPES = os.name == "posix" and hasattr(select, "poll")
+# Seconds a terminated worker has to close its env before it is killed.
+TERMINATE_SECONDS = 1.0
 
 # Builtin exception types a worker's error is raised as in the parent; others: RuntimeError.
 REMOTE_ERRORS: dict[str, type[Exception]] = {
@@ -55,7 +57,8 @@ class WorkerPool:
 
     A worker that dies makes the next exchange with it raise ``RuntimeError`` (its pipe reads
     EOF, as only the worker holds the other end); a worker that does not answer within
-    ``timeout`` raises ``TimeoutError``. Either way the pool shuts down first (``closed``).
+    ``timeout`` raises ``TimeoutError``. Either way the pool shuts down first (``closed``),
+    terminating the other workers at once rather than waiting for their running commands.
 
     Args:
         context: the multiprocessing context.
@@ -214,6 +217,9 @@ class WorkerPool:
         process = self.processes[index]
         process.join(timeout=1.0)
         code = process.exitcode
+        # The others may be busy (a rollout runs inside them) and would read the close message
+        # only when done: they are terminated at once instead (they close their envs).
+        self.grace = 0.0
         self.close()
         raise RuntimeError(
             f"ParallelEnv: worker {index} (pid {process.pid}) died with exit code {code} while "
@@ -221,7 +227,8 @@ class WorkerPool:
         )
 
     def close(self) -> None:
-        """Asks each worker to stop, joins it, and terminates (then kills) any that lingers."""
+        """Asks each worker to stop and joins it; those still running after ``grace`` seconds
+        are terminated (they close their envs), and killed ``TERMINATE_SECONDS`` later."""
         if self.closed:
             return
         self.closed = True
@@ -232,9 +239,12 @@ class WorkerPool:
         deadline = time.monotonic() + self.grace
         for process in self.processes:
             process.join(timeout=max(deadline - time.monotonic(), 0.0))
-            if process.is_alive():
-                process.terminate()
-                process.join(timeout=1.0)
+        lingering = [process for process in self.processes if process.is_alive()]
+        for process in lingering:
+            process.terminate()
+        deadline = time.monotonic() + TERMINATE_SECONDS
+        for process in lingering:
+            process.join(timeout=max(deadline - time.monotonic(), 0.0))
             if process.is_alive():
                 process.kill()
                 process.join()

@@ -1,6 +1,6 @@
 """The worker process of ParallelEnv: builds one env and serves the parent's commands.
 
-Protocol (one message each way per command, over a ``multiprocessing`` pipe; the bytes are in
+Protocol (one message each way per command but ``CLOSE``, over a ``multiprocessing`` pipe; the bytes are in
 :mod:`rl_envs.batched._wire`): the first byte names the command, the rest is a pickled
 argument where there is one. The handlers are those of the worker side of the transport the
 parent chose (:mod:`rl_envs.batched._worker_transport`); this module runs the command loop.
@@ -20,7 +20,7 @@ parent chose (:mod:`rl_envs.batched._worker_transport`); this module runs the co
 - ``ROOT``: argument the root TensorDict the next step starts from.
 - ``SEED``: argument ``(seed, static_seed)``; seeds the env and this process's torch RNG (the
   random actions of ``ROLLOUT`` come from it); replies with the next seed.
-- ``CLOSE``: closes the env and ends the process.
+- ``CLOSE``: closes the env and ends the process, without a reply (so does ``SIGTERM``).
 
 Replies: ``OK`` (plus a pickled payload where there is one) or ``ERROR`` with a pickled
 ``(exception type name, message, traceback text)``.
@@ -34,6 +34,7 @@ import multiprocessing.connection
 import os
 import pickle
 import select
+import signal
 import time
 import traceback
 from typing import Any
@@ -85,20 +86,36 @@ def worker_main(
             return read_frame(fd)
     else:
         receive = conn.recv_bytes
+    # SIGTERM (the pool's terminate() when a worker died or hung) unwinds through the
+    # finally below: the env is closed, so processes it started end with it.
+    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    env = None
     try:
-        env = create_env_fn()
-        difference = reference.difference(EnvMetadata.from_env(env))
-        if difference is not None:
-            raise ValueError(
-                f"ParallelEnv: the env of worker {index} ({type(env).__name__}) has {difference}, "
-                f"unlike the env the specs come from ({reference.env_type}). All workers' envs "
-                f"must have the same specs, batch size and device."
-            )
-        worker = worker_env(index, env, shared, paths)
-    except Exception as err:
-        conn.send_bytes(ERROR + pickle.dumps(_describe(err)))
-        return
-    conn.send_bytes(OK)
+        try:
+            env = create_env_fn()
+            difference = reference.difference(EnvMetadata.from_env(env))
+            if difference is not None:
+                raise ValueError(
+                    f"ParallelEnv: the env of worker {index} ({type(env).__name__}) has "
+                    f"{difference}, unlike the env the specs come from ({reference.env_type}). "
+                    f"All workers' envs must have the same specs, batch size and device."
+                )
+            worker = worker_env(index, env, shared, paths)
+        except Exception as err:
+            conn.send_bytes(ERROR + pickle.dumps(_describe(err)))
+            return
+        conn.send_bytes(OK)
+        _serve(worker, wait, receive, conn)
+    finally:
+        # A SIGTERM now does not cut the env's close short (the pool kills a worker that lingers).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if env is not None:
+            env.close()
+        conn.close()
+
+
+def _serve(worker: Any, wait: Any, receive: Any, conn: Any) -> None:
+    """Answers the parent's commands until ``CLOSE``, a closed pipe or the parent's end."""
     handlers = {
         STEP: worker.step,
         STEP_AND_RESET: worker.step_and_reset,
@@ -109,22 +126,23 @@ def worker_main(
     }
     while True:
         if not wait():
-            break  # the parent process is gone
+            return  # the parent process is gone
         try:
             message = receive()
         except (EOFError, OSError):
-            break
+            return
         command, payload = message[:1], message[1:]
         if command == CLOSE:
-            env.close()
-            conn.send_bytes(OK)
-            break
+            return
         try:
             reply = OK + handlers[command](payload)
         except Exception as err:
             reply = ERROR + pickle.dumps(_describe(err))
         conn.send_bytes(reply)
-    conn.close()
+
+
+def _stop_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _batch_scheduling() -> None:
