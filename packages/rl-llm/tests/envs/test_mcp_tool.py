@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 from tensordict import TensorDict
@@ -18,6 +21,7 @@ pytest.importorskip("mcp")
 SERVER = textwrap.dedent(
     '''
     import os
+    import subprocess
     import time
 
     from mcp.server.mcpserver import MCPServer
@@ -48,6 +52,14 @@ SERVER = textwrap.dedent(
     def die() -> str:
         """Kills the server process."""
         os._exit(3)
+
+
+    @server.tool()
+    def spawn() -> str:
+        """Starts two background sleepers: one in the server's group, one in a new group."""
+        grouped = subprocess.Popen(["sleep", "1000"], stdin=subprocess.DEVNULL)
+        regrouped = subprocess.Popen(["sleep", "1000"], process_group=0)
+        return f"{grouped.pid} {regrouped.pid}"
 
 
     if __name__ == "__main__":
@@ -163,3 +175,36 @@ def test_bad_configs_are_refused():
         MCPToolTransform({"calc": {"args": []}})
     with pytest.raises(ValueError, match="tool_name must be a chat role"):
         MCPToolTransform({"calc": {"command": "x"}}, tool_name="robot")
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time (from /proc), None once it is gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None if fields[0] in "ZX" else fields[19]
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_close_kills_the_processes_the_servers_tools_started(server_config):
+    transform = MCPToolTransform({"calc": server_config}, timeout=20.0)
+    pids = []
+    try:
+        out = transform.call("calc.spawn")
+        assert out.startswith("calc.spawn: "), out
+        pids = [int(p) for p in out.removeprefix("calc.spawn: ").split()]
+        started = {pid: _start_time(pid) for pid in pids}
+        assert all(started.values()), out
+        transform.close()
+        deadline = time.monotonic() + 10.0
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            alive = [pid for pid in pids if _start_time(pid) == started[pid]]
+            time.sleep(0.05)
+        assert alive == [], f"still running after close: {alive}"
+    finally:
+        transform.close()
+        for pid in pids:  # the test's own sleepers, if close left them
+            if _start_time(pid) is not None:
+                os.kill(pid, signal.SIGKILL)

@@ -7,7 +7,11 @@ import contextlib
 import json
 import os
 import re
+import signal
+import sys
+import tempfile
 import threading
+from pathlib import Path
 from typing import Any
 
 from tensordict import TensorDictBase
@@ -17,6 +21,55 @@ from rl_llm.data.history import ROLES
 from rl_llm.envs._tool_utils import append_tool_messages, last_replies
 
 DEFAULT_TOOL_CALL_PATTERN = r"<tool>([\w.-]+)\n(.*?)</tool>"
+
+# Runs first in the server's process (which the SDK starts in a new session): writes its pid,
+# which is also the session id, to the file argv[1], then execs the server command in place.
+# A failed exec is written to the file as "errno strerror" for the host's error message.
+_LAUNCH = """import os, sys
+with open(sys.argv[1], "w") as f:
+    f.write(str(os.getpid()))
+try:
+    os.execvp(sys.argv[2], sys.argv[2:])
+except OSError as err:
+    with open(sys.argv[1], "a") as f:
+        f.write(f"\\n{err.errno} {err.strerror}")
+    os._exit(127)
+"""
+
+
+def _session_members(sid: int) -> list[int]:
+    """The live (not zombie) processes of session ``sid``, read from ``/proc``."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # gone meanwhile
+            continue
+        if int(fields[3]) == sid and fields[0] not in "ZX":  # state, ppid, pgrp, session
+            members.append(int(entry.name))
+    return members
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILLs every process of session ``sid`` (Linux, ``/proc``), else its process group.
+
+    A new process group does not leave the session, so on Linux this also reaches what a
+    tool started with ``setpgid``; only ``setsid()`` escapes it. The scan repeats until no
+    member is left, so a process forked between two scans is killed too.
+    """
+    if not Path("/proc/self/stat").exists():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(sid, signal.SIGKILL)
+        return
+    for _ in range(100):
+        members = _session_members(sid)
+        if not members:
+            return
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class _Server:
@@ -28,6 +81,9 @@ class _Server:
         self.session: Any = None
         self._task: asyncio.Task | None = None
         self._stop: asyncio.Event | None = None
+        # POSIX: the launcher writes the server's pid (= its session id) here.
+        self._pid_file: str | None = None
+        self.sid: int | None = None
 
     @property
     def alive(self) -> bool:
@@ -37,11 +93,16 @@ class _Server:
         from mcp import ClientSession, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        command, args = self.config["command"], list(self.config.get("args", []))
+        if os.name == "posix":
+            fd, self._pid_file = tempfile.mkstemp(prefix="rl_llm_mcp_", suffix=".pid")
+            os.close(fd)
+            command, args = (
+                sys.executable,
+                ["-I", "-S", "-c", _LAUNCH, self._pid_file, command, *args],
+            )
         params = StdioServerParameters(
-            command=self.config["command"],
-            args=list(self.config.get("args", [])),
-            env=self.config.get("env"),
-            cwd=self.config.get("cwd"),
+            command=command, args=args, env=self.config.get("env"), cwd=self.config.get("cwd")
         )
         with open(os.devnull, "w") as errlog:
             try:
@@ -51,15 +112,44 @@ class _Server:
                 ):
                     await session.initialize()
                     self.session = session
+                    self.sid, _ = self._launch_report()
                     ready.set_result(None)
                     await self._stop.wait()
             except BaseException as err:
                 if not ready.done():
-                    ready.set_exception(err if isinstance(err, Exception) else RuntimeError(err))
+                    self.sid, failed = self._launch_report()  # failed: the command could not run
+                    if failed is None:
+                        failed = err if isinstance(err, Exception) else RuntimeError(err)
+                    ready.set_exception(failed)
                 if not isinstance(err, Exception):
                     raise
             finally:
                 self.session = None
+
+    def _launch_report(self) -> tuple[int | None, OSError | None]:
+        """The server's pid from the launcher's file, and the error of a failed exec."""
+        if self._pid_file is None:
+            return None, None
+        try:
+            pid, _, failure = Path(self._pid_file).read_text().partition("\n")
+        except OSError:
+            return None, None
+        if failure:
+            errno, _, strerror = failure.partition(" ")
+            return None, OSError(int(errno), strerror, self.config["command"])
+        return (int(pid) if pid else None), None
+
+    def _kill_leftovers(self) -> None:
+        """Kills what is left of the server's session and removes the launcher's pid file."""
+        if self.sid is None:
+            self.sid, _ = self._launch_report()
+        if self.sid is not None:
+            _kill_session(self.sid)
+            self.sid = None
+        if self._pid_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._pid_file)
+            self._pid_file = None
 
     async def start(self, timeout: float) -> None:
         self._stop = asyncio.Event()
@@ -72,16 +162,21 @@ class _Server:
             raise
 
     async def stop(self) -> None:
+        """Shuts the server down gracefully (stdin closed, then the SDK's escalation), then
+        kills every process left in its session: what its tools started included."""
         task, self._task = self._task, None
-        if task is None or task.done():
-            return
-        self._stop.set()
         try:
-            await asyncio.wait_for(asyncio.shield(task), 3.0)
-        except BaseException:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(task, 3.0)
+            if task is None or task.done():
+                return
+            self._stop.set()
+            try:
+                await asyncio.wait_for(asyncio.shield(task), 3.0)
+            except BaseException:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(task, 3.0)
+        finally:
+            self._kill_leftovers()
 
 
 class MCPToolTransform(Transform):
@@ -241,7 +336,13 @@ class MCPToolTransform(Transform):
         return tensordict_reset
 
     def close(self) -> None:
-        """Stops every server and the event loop (the transform restarts them if used again)."""
+        """Stops every server and the event loop (the transform restarts them if used again).
+
+        Each server is first asked to exit (its stdin closed, the SDK's grace period); then
+        every process left in its session is killed, so nothing its tools started (in the
+        server's process group or in a new one) outlives the transform. On systems without
+        ``/proc`` the server's process group is killed instead.
+        """
         if self._loop is None or self._loop.is_closed():
             return
 
