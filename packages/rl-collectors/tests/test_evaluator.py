@@ -1,5 +1,6 @@
 import os
 import signal
+import threading
 import time
 from functools import partial
 
@@ -10,6 +11,7 @@ from tensordict.nn import TensorDictModule
 from torch import nn
 
 from rl_collectors import Evaluator
+from rl_core import ExplorationType
 from rl_core.testing import CountingEnv
 
 
@@ -161,20 +163,119 @@ def test_process_backend_reports_an_env_that_cannot_be_built():
     evaluator.shutdown()
 
 
+def _shutdown_within(evaluator, grace, limit):
+    """Runs ``evaluator.shutdown(grace)`` in a thread; its duration, or None if it blocks
+    past ``limit`` seconds."""
+    start = time.monotonic()
+    closer = threading.Thread(target=evaluator.shutdown, args=(grace,), daemon=True)
+    closer.start()
+    closer.join(limit)
+    return None if closer.is_alive() else time.monotonic() - start
+
+
+@pytest.mark.parametrize("backend", ["process", "thread"])
+def test_shutdown_stops_an_evaluation_whose_episodes_never_end(backend):
+    # Random actions add 0.5 a step on average: a count of 10**9 is never reached.
+    evaluator = Evaluator(partial(SlowEnv, max_count=10**9), None, backend=backend)
+    child = evaluator._runner.process if backend == "process" else None
+    try:
+        assert evaluator.trigger_eval()
+        time.sleep(0.3)  # the evaluation is under way
+        took = _shutdown_within(evaluator, 0.5, limit=10.0)
+        assert took is not None, "shutdown() blocked"
+        assert took < 0.5 + 3.0
+        with pytest.raises(RuntimeError, match="stopped by"):
+            evaluator.wait(timeout=5)
+        assert not evaluator._thread.is_alive()
+        if child is not None:
+            assert not child.is_alive()
+            assert child.exitcode == -signal.SIGKILL
+    finally:
+        if child is not None and child.is_alive():
+            child.kill()
+            child.join()
+
+
+def test_shutdown_lets_a_running_evaluation_finish_within_grace():
+    evaluator = Evaluator(partial(SlowEnv, max_count=3), None, num_trajectories=1, max_steps=5)
+    assert evaluator.trigger_eval(step=4)
+    evaluator.shutdown(grace=30.0)
+    assert int(evaluator.wait(timeout=0)["eval/step"]) == 4
+
+
+@pytest.mark.parametrize("grace", [-1.0, float("nan"), float("inf"), "5", True])
+def test_shutdown_grace_is_validated(grace):
+    evaluator = Evaluator(CountingEnv, num_trajectories=1)
+    with pytest.raises(ValueError, match=r"shutdown: expected grace as a finite number .* got"):
+        evaluator.shutdown(grace)
+    evaluator.shutdown()
+
+
+def _not_an_env():
+    return "not an env"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"backend": "monarch"}, ValueError, "expected backend in .* got 'monarch'"),
+        ({"busy_policy": "queue"}, ValueError, "expected busy_policy in .* got 'queue'"),
+        ({"num_trajectories": 0}, ValueError, "expected num_trajectories as an int >= 1, got 0"),
+        (
+            {"num_trajectories": 2.0},
+            ValueError,
+            "expected num_trajectories as an int >= 1, got 2.0",
+        ),
+        ({"max_steps": 0}, ValueError, "expected max_steps as an int >= 1, got 0"),
+        ({"max_steps": -3}, ValueError, "expected max_steps as an int >= 1, got -3"),
+        ({"max_steps": 2.5}, ValueError, "expected max_steps as an int >= 1, got 2.5"),
+        ({"env": 3}, TypeError, "expected env as an EnvBase or a callable .* got int"),
+        ({"policy": "greedy"}, TypeError, "expected policy as a callable or None, got str"),
+        ({"policy_factory": 1}, TypeError, "expected policy_factory as a callable .* got int"),
+        ({"metrics_fn": {}}, TypeError, "expected metrics_fn as a callable .* got dict"),
+        ({"on_result": []}, TypeError, "expected on_result as a callable .* got list"),
+        ({"init_fn": 0}, TypeError, "expected init_fn as a callable or None, got int"),
+        ({"log_prefix": ""}, ValueError, "expected log_prefix as a non-empty str.* got ''"),
+        ({"log_prefix": 7}, TypeError, "expected log_prefix as a str, got int"),
+        ({"reward_keys": None}, TypeError, "expected reward_keys as a key .* got NoneType"),
+        (
+            {"reward_keys": ["r", "s"]},
+            ValueError,
+            r"expected reward_keys as one key, got \['r', 's'\]",
+        ),
+        ({"reward_keys": 5}, TypeError, "expected reward_keys as a key .* got int"),
+        ({"reward_keys": [5]}, TypeError, "reward_keys must be a key .* got 5"),
+        ({"done_keys": []}, ValueError, r"expected done_keys as one key, got \[\]"),
+        (
+            {"exploration_type": "greedy"},
+            ValueError,
+            "expected exploration_type as an .* got 'greedy'",
+        ),
+        ({"num_gpus": -1}, ValueError, "expected num_gpus as a number >= 0, got -1"),
+        ({"num_gpus": "1"}, ValueError, "expected num_gpus as a number >= 0, got '1'"),
+        ({"ray_kwargs": ["num_cpus"]}, TypeError, "expected ray_kwargs as a dict .* got list"),
+        ({"logger": object()}, TypeError, "expected logger to have a log_scalar.* got object"),
+    ],
+)
+def test_each_bad_argument_is_refused_at_construction_naming_it(kwargs, error, match):
+    kwargs = {"env": CountingEnv, **kwargs}
+    with pytest.raises(error, match=f"^Evaluator: {match}"):
+        Evaluator(**kwargs)
+
+
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="backend in"):
-        Evaluator(CountingEnv, backend="monarch")
-    with pytest.raises(ValueError, match="busy_policy in"):
-        Evaluator(CountingEnv, busy_policy="queue")
-    with pytest.raises(ValueError, match="num_trajectories as an int >= 1"):
-        Evaluator(CountingEnv, num_trajectories=0)
     with pytest.raises(TypeError, match="not both"):
         Evaluator(CountingEnv, bias_policy(), policy_factory=bias_policy)
     with pytest.raises(TypeError, match="expected an env factory"):
         Evaluator(CountingEnv(), backend="process")
-    with pytest.raises(ValueError, match="num_gpus >= 0"):
-        Evaluator(CountingEnv, num_gpus=-1)
-    with pytest.raises(TypeError, match="ray_kwargs as a dict"):
-        Evaluator(CountingEnv, ray_kwargs=["num_cpus"])
-    with pytest.raises(TypeError, match="log_scalar"):
-        Evaluator(CountingEnv, logger=object())
+    # A factory that returns something else is reported when it is called.
+    evaluator = Evaluator(_not_an_env, num_trajectories=1)
+    with pytest.raises(RuntimeError, match="expected create_env_fn to be an EnvBase"):
+        evaluator.evaluate()
+    evaluator.shutdown()
+
+
+def test_exploration_type_by_name():
+    evaluator = Evaluator(CountingEnv, exploration_type="random")
+    assert evaluator.exploration_type is ExplorationType.RANDOM
+    evaluator.shutdown()

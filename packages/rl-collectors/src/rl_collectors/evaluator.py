@@ -4,6 +4,7 @@ a process of its own or a Ray actor), and logs the results."""
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import multiprocessing.connection
 import queue
@@ -17,7 +18,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_collectors._common import make_env, serve_env_calls
+from rl_collectors._common import check_positive_int, make_env, serve_env_calls
 from rl_collectors._multi import default_start_method
 from rl_collectors.weight_update import as_weights
 from rl_core import EnvBase, ExplorationType, set_exploration_type
@@ -27,6 +28,10 @@ __all__ = ["Evaluator"]
 
 BACKENDS = ("thread", "process", "ray")
 BUSY_POLICIES = ("skip", "error")
+# Seconds shutdown() waits for a stopped evaluation's thread after the grace period: the
+# child process or Ray actor was killed, or the thread backend's loop checks its stop flag
+# at every step.
+STOP_WAIT = 2.0
 
 
 def run_episodes(
@@ -36,13 +41,15 @@ def run_episodes(
     reward_key: Any,
     done_key: Any,
     exploration_type: ExplorationType,
+    stop: threading.Event | None = None,
 ) -> TensorDict:
     """Steps ``env`` with ``policy`` until ``num_trajectories`` episodes ended; returns
     ``[num_trajectories]`` entries ``"reward"`` (each episode's summed reward) and
     ``"episode_length"``, episodes in the order they ended (sub-envs in order within a step).
 
     The reward and done entries are reduced over the dims after the env's batch dims (sum
-    and any), so multi-agent rewards add up."""
+    and any), so multi-agent rewards add up. A ``stop`` event set while it runs ends it with
+    a ``RuntimeError`` at the next step."""
     batch_dims = len(env.batch_size)
     flat = max(env.batch_size.numel(), 1)
     returns = torch.zeros(flat, dtype=torch.float64)
@@ -53,6 +60,11 @@ def run_episodes(
     td = env.reset()
     with torch.no_grad(), set_exploration_type(exploration_type, thread_local=True):
         while count < num_trajectories:
+            if stop is not None and stop.is_set():
+                raise RuntimeError(
+                    f"Evaluator: the evaluation was stopped by shutdown() after {count} of "
+                    f"{num_trajectories} episodes ended."
+                )
             td = env.rand_action(td) if policy is None else policy(td)
             td, next_td = env.step_and_maybe_reset(td)
             reward = td.get(reward_key)
@@ -75,6 +87,32 @@ def run_episodes(
             "episode_length": torch.cat(ended_lengths)[:num_trajectories],
         },
         batch_size=[num_trajectories],
+    )
+
+
+def _one_key(where: str, name: str, keys: Any) -> Any:
+    """The single key of ``keys`` (a key, or a list holding one)."""
+    if not isinstance(keys, str | tuple | list):
+        raise TypeError(
+            f"{where}: expected {name} as a key (a str or a tuple of str), got "
+            f"{type(keys).__name__}."
+        )
+    found = as_key_list(keys, f"{where}: {name}")
+    if len(found) != 1:
+        raise ValueError(f"{where}: expected {name} as one key, got {keys!r}.")
+    return found[0]
+
+
+def _as_exploration_type(where: str, value: Any) -> ExplorationType:
+    """An ``ExplorationType``, or one of its names (``"random"``, ...) as one."""
+    if isinstance(value, ExplorationType):
+        return value
+    names = [member.value for member in ExplorationType]
+    if isinstance(value, str) and value in names:
+        return ExplorationType(value)
+    raise ValueError(
+        f"{where}: expected exploration_type as an ExplorationType or one of {names}, got "
+        f"{value!r}."
     )
 
 
@@ -111,10 +149,15 @@ class _ProcessRunner:
             raise RuntimeError(f"Evaluator: the evaluation process failed:\n{payload}")
         return payload
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Kills the child: the evaluation it runs ends, and ``run`` reports its death."""
+        self.process.kill()
+
+    def close(self, timeout: float) -> None:
+        """Asks the child to close its env and end; kills it after ``timeout`` seconds."""
         with contextlib.suppress(OSError, EOFError, ValueError, BrokenPipeError):
             self.conn.send(("close", None))
-        self.process.join(5.0)
+        self.process.join(timeout)
         if self.process.is_alive():
             self.process.kill()
             self.process.join()
@@ -195,10 +238,16 @@ class _RayRunner:
         except ray.exceptions.RayTaskError as err:
             raise RuntimeError(f"Evaluator: the evaluation Ray actor failed:\n{err}") from None
 
-    def close(self) -> None:
+    def stop(self) -> None:
+        """Kills the actor: the evaluation it runs ends, and ``run`` reports its death."""
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actor)
+
+    def close(self, timeout: float) -> None:
+        """Asks the actor to close its env (up to ``timeout`` seconds), then kills it."""
         ray = self.ray
         with contextlib.suppress(Exception):
-            ray.get(self.actor.close.remote(), timeout=10.0)
+            ray.get(self.actor.close.remote(), timeout=timeout)
         with contextlib.suppress(Exception):
             ray.kill(self.actor)
 
@@ -287,9 +336,13 @@ class Evaluator:
         logger: an object with ``log_scalar(name, value, step=None)``.
 
     Raises:
-        ValueError: an unknown backend or busy policy, or a bad count.
-        TypeError: both ``policy`` and ``policy_factory``, or an env instance for the
-            ``"process"`` or ``"ray"`` backend.
+        ValueError: an unknown backend, busy policy or exploration type, a count that is not
+            an int >= 1 (``num_trajectories``, ``max_steps``), an empty ``log_prefix``,
+            ``reward_keys``/``done_keys`` not one key, or ``num_gpus`` < 0; each error names
+            its argument.
+        TypeError: both ``policy`` and ``policy_factory``, an env instance for the
+            ``"process"`` or ``"ray"`` backend, or an argument of the wrong type (a callback
+            that is not callable, a logger without ``log_scalar``, ...).
         ImportError: ``backend="ray"`` without Ray installed.
 
     Examples:
@@ -332,24 +385,45 @@ class Evaluator:
             raise ValueError(
                 f"{where}: expected busy_policy in {BUSY_POLICIES}, got {busy_policy!r}."
             )
-        if (
-            not isinstance(num_trajectories, int)
-            or isinstance(num_trajectories, bool)
-            or num_trajectories < 1
-        ):
-            raise ValueError(
-                f"{where}: expected num_trajectories as an int >= 1, got {num_trajectories!r}."
+        check_positive_int(where, "num_trajectories", num_trajectories)
+        if max_steps is not None:
+            check_positive_int(where, "max_steps", max_steps)
+        if not isinstance(env, EnvBase) and not callable(env):
+            raise TypeError(
+                f"{where}: expected env as an EnvBase or a callable returning one, got "
+                f"{type(env).__name__}."
             )
-        if policy is not None and policy_factory is not None:
-            raise TypeError(f"{where}: pass policy or policy_factory, not both.")
         if backend != "thread" and isinstance(env, EnvBase):
             raise TypeError(
                 f"{where}: the {backend!r} backend builds its env where it runs; expected "
                 f"an env factory (a callable returning an EnvBase), got an "
                 f"{type(env).__name__} instance."
             )
+        if policy is not None and policy_factory is not None:
+            raise TypeError(f"{where}: pass policy or policy_factory, not both.")
+        for name, value in (
+            ("policy", policy),
+            ("policy_factory", policy_factory),
+            ("metrics_fn", metrics_fn),
+            ("on_result", on_result),
+            ("init_fn", init_fn),
+        ):
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"{where}: expected {name} as a callable or None, got {type(value).__name__}."
+                )
+        if not isinstance(log_prefix, str):
+            raise TypeError(
+                f"{where}: expected log_prefix as a str, got {type(log_prefix).__name__}."
+            )
+        if not log_prefix:
+            raise ValueError(
+                f"{where}: expected log_prefix as a non-empty str (the result keys are "
+                f"'{{log_prefix}}/reward', ...), got {log_prefix!r}."
+            )
+        exploration_type = _as_exploration_type(where, exploration_type)
         if isinstance(num_gpus, bool) or not isinstance(num_gpus, int | float) or num_gpus < 0:
-            raise ValueError(f"{where}: expected num_gpus >= 0, got {num_gpus!r}.")
+            raise ValueError(f"{where}: expected num_gpus as a number >= 0, got {num_gpus!r}.")
         if ray_kwargs is not None and not isinstance(ray_kwargs, dict):
             raise TypeError(
                 f"{where}: expected ray_kwargs as a dict of ray.remote options, got "
@@ -360,11 +434,13 @@ class Evaluator:
                 f"{where}: expected logger to have a log_scalar(name, value, step) method, got "
                 f"{type(logger).__name__}."
             )
+        reward_key = _one_key(where, "reward_keys", reward_keys)
+        done_key = _one_key(where, "done_keys", done_keys)
         self.num_trajectories = num_trajectories
         self.max_steps = max_steps
         self.log_prefix = log_prefix
-        self.reward_key = as_key_list(reward_keys, "Evaluator: reward_keys")[0]
-        self.done_key = as_key_list(done_keys, "Evaluator: done_keys")[0]
+        self.reward_key = reward_key
+        self.done_key = done_key
         self.exploration_type = exploration_type
         self.metrics_fn = metrics_fn
         self.on_result = on_result
@@ -399,6 +475,7 @@ class Evaluator:
         self._result: TensorDict | None = None
         self._error: str | None = None
         self._closed = False
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="Evaluator", daemon=True)
         self._thread.start()
 
@@ -454,17 +531,49 @@ class Evaluator:
         self.trigger_eval(weights, step)
         return self.wait()
 
-    def shutdown(self) -> None:
-        """Stops the background thread (after the running evaluation), the process
-        backend's process or the Ray backend's actor, and closes the env; idempotent."""
+    def shutdown(self, grace: float = 5.0) -> None:
+        """Stops the background thread, the process backend's process or the Ray backend's
+        actor, and closes the env; idempotent.
+
+        A running evaluation may finish for up to ``grace`` seconds; after that it is stopped
+        (the process backend's child is killed, the Ray actor is killed, the thread backend's
+        loop ends at its next env step) and its result, collected with ``wait``/``poll``,
+        is an error. Returns within about ``grace`` seconds plus a few more to close the
+        env, even when the episodes never end (a thread backend's env whose ``step`` itself
+        never returns is left to its daemon thread, unclosed).
+
+        Args:
+            grace: seconds a running evaluation, then the child closing its env, may take.
+                Defaults to 5.
+
+        Raises:
+            ValueError: ``grace`` is not a finite number >= 0.
+        """
+        if (
+            isinstance(grace, bool)
+            or not isinstance(grace, int | float)
+            or not math.isfinite(grace)
+            or grace < 0
+        ):
+            raise ValueError(
+                f"Evaluator.shutdown: expected grace as a finite number of seconds >= 0, got "
+                f"{grace!r}."
+            )
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + grace
         self._jobs.put(None)
-        self._thread.join()
+        self._thread.join(grace)
+        if self._thread.is_alive():
+            self._stop.set()
+            if self._runner is not None:
+                self._runner.stop()
+            self._thread.join(STOP_WAIT)
         if self._runner is not None:
-            self._runner.close()
-        if self._env is not None and not isinstance(self._env_fn, EnvBase):
+            self._runner.close(max(deadline - time.monotonic(), 0.0))
+        thread_env = self._env is not None and not isinstance(self._env_fn, EnvBase)
+        if thread_env and not self._thread.is_alive():
             self._env.close()
 
     def __del__(self) -> None:
@@ -504,6 +613,8 @@ class Evaluator:
                 self._publish(result)
             except Exception:
                 self._error = traceback.format_exc()
+                if self._stop.is_set():
+                    self._error += "(stopped by Evaluator.shutdown after its grace period)\n"
             finally:
                 self._done.set()
 
@@ -533,6 +644,7 @@ class Evaluator:
                 self.reward_key,
                 self.done_key,
                 self.exploration_type,
+                self._stop,
             )
         elapsed = time.perf_counter() - start
         return self._metrics(episodes, step, elapsed)
