@@ -4,7 +4,7 @@ act on dialogs (data loading, templates, tools, KL, reward shaping)."""
 from rl_llm.envs._reward_parser import RewardParserBase
 from rl_llm.envs.chat_env import ChatEnv
 from rl_llm.envs.countdown import CountdownEnv, CountdownRewardParser, make_countdown_dataset
-from rl_llm.envs.data_loading_primer import DataLoadingPrimer
+from rl_llm.envs.data_loading_primer import DataLoadingPrimer, RayDataLoadingPrimer
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 from rl_llm.envs.gsm8k import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
 from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
@@ -14,7 +14,6 @@ from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.mcp_tool import MCPToolTransform
 from rl_llm.envs.python_interpreter import PythonInterpreter
-from rl_llm.envs.ray_data_loading_primer import RayDataLoadingPrimer
 from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
 from rl_llm.envs.template import TemplateTransform
