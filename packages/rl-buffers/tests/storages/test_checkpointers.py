@@ -120,7 +120,9 @@ def test_a_dump_without_its_record_or_with_damaged_files_is_refused(tmp_path):
     storage.dumps(tmp_path / "b")
     leaf = next((tmp_path / "b" / "data").rglob("observation.memmap"))
     leaf.write_bytes(leaf.read_bytes()[:10])
-    with pytest.raises(ValueError, match="cannot be read"):
+    with pytest.raises(
+        ValueError, match=r"observation\.memmap is damaged: expected 120 bytes, got 10"
+    ):
         target.loads(tmp_path / "b")
     assert len(target) == 3
     assert torch.equal(target[:]["observation"], before["observation"])
@@ -141,7 +143,7 @@ def test_h5_file_is_hdf5_with_the_dataset_options(tmp_path):
     (tmp_path / "rb.h5").write_bytes(raw[: len(raw) // 2])
     other = LazyTensorStorage(20)
     other.checkpointer = H5StorageCheckpointer(checkpoint_file="rb.h5")
-    with pytest.raises(ValueError, match="cannot be read"):
+    with pytest.raises(ValueError, match=r"rb\.h5 is damaged: expected \d+ bytes"):
         other.loads(tmp_path)
     assert len(other) == 0
     # plain tensors are saved uncompacted
@@ -263,3 +265,113 @@ def test_nested_checkpointer_saves_one_component_per_trajectory(tmp_path):
     assert observation.is_nested
     assert [piece.shape for piece in observation.unbind(0)] == [(5, 3), (9, 3), (7, 3)]
     assert TensorDict.load_memmap(tmp_path / "next_kept").batch_size == torch.Size([3])
+
+
+def _filled(checkpointer, start=500):
+    """A storage of 3 items (a target that a refused loads must leave as it was)."""
+    storage = LazyTensorStorage(20)
+    storage.checkpointer = checkpointer()
+    storage.set(torch.arange(3), episodes([3], start=start))
+    return storage
+
+
+def _assert_unchanged(storage, before, next_row):
+    assert len(storage) == len(before)
+    assert storage.next_row == next_row
+    got = storage[:]
+    for key in before.keys(True, True):
+        assert got[key].dtype == before[key].dtype
+        assert torch.equal(got[key], before[key]), key
+
+
+@pytest.mark.parametrize("checkpointer", CHECKPOINTERS)
+@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+def test_a_truncated_or_altered_data_file_is_refused_and_nothing_restored(
+    tmp_path, checkpointer, damage
+):
+    # FlatStorageCheckpointer and NestedStorageCheckpointer loaded a data file cut to half
+    # its size (tensordict pads it with zeros), and no checkpointer noticed a changed byte
+    source = LazyTensorStorage(20)
+    source.checkpointer = checkpointer()
+    source.set(torch.arange(20), episodes([10, 10]))
+    source.dumps(tmp_path / "ckpt")
+    files = sorted(
+        file
+        for file in (tmp_path / "ckpt").rglob("*")
+        if file.suffix in (".memmap", ".h5") and not file.name.endswith(".shape.memmap")
+    )
+    assert files
+    for file in files:
+        raw = file.read_bytes()
+        if damage == "truncated":
+            file.write_bytes(raw[: len(raw) // 2])
+        else:
+            middle = len(raw) // 2
+            file.write_bytes(raw[:middle] + bytes([raw[middle] ^ 0x5A]) + raw[middle + 1 :])
+        target = _filled(checkpointer)
+        before = target[:].clone()
+        with pytest.raises(ValueError, match=rf"{file.name} is damaged: expected .*Nothing was"):
+            target.loads(tmp_path / "ckpt")
+        _assert_unchanged(target, before, next_row=3)
+        file.write_bytes(raw)
+    target = _filled(checkpointer)
+    target.loads(tmp_path / "ckpt")  # intact again: loads
+    assert torch.equal(target[:]["next", "observation"], source[:]["next", "observation"])
+
+
+@pytest.mark.parametrize(
+    "checkpointer", [TensorStorageCheckpointer, FlatStorageCheckpointer, NestedStorageCheckpointer]
+)
+def test_a_checkpoint_without_a_file_list_still_loads_and_a_truncated_file_is_refused(
+    tmp_path, checkpointer
+):
+    # checkpoints written before the file list (size, CRC-32) was added to the record load
+    # unchecked against it; a truncated memory-mapped file is still refused by its size
+    import json
+
+    source = LazyTensorStorage(20)
+    source.checkpointer = checkpointer()
+    source.set(torch.arange(12), episodes([6, 6]))
+    source.dumps(tmp_path)
+    record_file = tmp_path / "rl_buffers_checkpoint.json"
+    record = json.loads(record_file.read_text())
+    assert set(record["files"]) >= {"data/observation.memmap"}
+    del record["files"]
+    record_file.write_text(json.dumps(record))
+    target = _filled(checkpointer)
+    target.loads(tmp_path)
+    assert torch.equal(target[:]["observation"], source[:]["observation"])
+    leaf = tmp_path / "data" / "observation.memmap"
+    leaf.write_bytes(leaf.read_bytes()[:40])
+    target = _filled(checkpointer)
+    before = target[:].clone()
+    with pytest.raises(ValueError, match=r"observation\.memmap is truncated"):
+        target.loads(tmp_path)
+    _assert_unchanged(target, before, next_row=3)
+
+
+def _storage(storage_cls, tmp_path, name, max_size=4):
+    if storage_cls is LazyMemmapStorage:
+        return LazyMemmapStorage(max_size, scratch_dir=tmp_path / name)
+    return storage_cls(max_size)
+
+
+@pytest.mark.parametrize("checkpointer", [None, *CHECKPOINTERS])
+@pytest.mark.parametrize("storage_cls", [LazyTensorStorage, LazyMemmapStorage])
+def test_loads_refuses_an_entry_of_another_dtype(tmp_path, checkpointer, storage_cls):
+    # a float checkpoint of 0.5, 1.5 was cast into an int64 storage: 0, 1
+    source = _storage(storage_cls, tmp_path, "source")
+    target = _storage(storage_cls, tmp_path, "target")
+    if checkpointer is not None:
+        source.checkpointer = checkpointer()
+        target.checkpointer = checkpointer()
+    source.set(torch.arange(2), TensorDict({"x": torch.tensor([0.5, 1.5])}, [2]))
+    source.dumps(tmp_path / "ckpt")
+    target.set(torch.arange(3), TensorDict({"x": torch.tensor([7, 8, 9])}, [3]))
+    with pytest.raises(
+        ValueError, match=r"key 'x' is torch\.float32 in the checkpoint but torch\.int64 in "
+    ):
+        target.loads(tmp_path / "ckpt")
+    assert len(target) == 3
+    assert target[:]["x"].tolist() == [7, 8, 9]
+    assert target[:]["x"].dtype == torch.int64

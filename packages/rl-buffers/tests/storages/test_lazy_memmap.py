@@ -284,3 +284,37 @@ def test_episode_batch_of_other_length_is_refused(tmp_path):
     buffer.extend(episodes(2, 5))
     with pytest.raises(ValueError, match="shape"):
         buffer.extend(episodes(2, 6))
+
+
+def test_a_dump_lists_its_files_and_a_changed_byte_is_refused(tmp_path):
+    # a dump's memory-mapped file with one byte changed loaded as it was
+    storage = LazyMemmapStorage(10, scratch_dir=tmp_path / "scratch")
+    storage.set(torch.arange(6), batch(6))
+    storage.dumps(tmp_path / "dump")
+    leaf = tmp_path / "dump" / "obs.memmap"
+    raw = leaf.read_bytes()
+    middle = len(raw) // 2
+    leaf.write_bytes(raw[:middle] + bytes([raw[middle] ^ 0x5A]) + raw[middle + 1 :])
+    target = LazyMemmapStorage(10, scratch_dir=tmp_path / "target")
+    target.set(torch.arange(2), batch(2, start=50))
+    with pytest.raises(ValueError, match=r"obs\.memmap is damaged: expected CRC-32"):
+        target.loads(tmp_path / "dump")
+    assert target[:]["step"].tolist() == [50, 51]
+    with pytest.raises(ValueError, match=r"obs\.memmap is damaged"):
+        LazyMemmapStorage.load(tmp_path / "dump")
+    leaf.write_bytes(raw)
+    # reopened in place, the dump becomes a scratch dir: its file list goes, writes follow
+    reopened = LazyMemmapStorage.load(tmp_path / "dump")
+    reopened.set(torch.arange(6, 8), batch(2, start=6))
+    assert LazyMemmapStorage.load(tmp_path / "dump")[:]["step"].tolist() == list(range(8))
+
+
+def test_a_dump_of_another_size_is_refused(tmp_path):
+    source = LazyMemmapStorage(20, scratch_dir=tmp_path / "scratch")
+    source.set(torch.arange(20), batch(20))
+    source.dumps(tmp_path / "dump")
+    target = LazyMemmapStorage(10, scratch_dir=tmp_path / "target")
+    with pytest.raises(ValueError, match=r"max_size=20, ndim=1; this one has max_size=10"):
+        target.loads(tmp_path / "dump")
+    assert len(target) == 0
+    assert target.max_size == 10

@@ -12,7 +12,7 @@ from tensordict import TensorDict
 from torch import Tensor
 
 from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
-from rl_buffers.storages.storage import atomic_write_json
+from rl_buffers.storages._files import atomic_write_json
 from rl_buffers.storages.tensor_storage import TensorStorage
 
 __all__ = ["MinariExperienceReplay"]

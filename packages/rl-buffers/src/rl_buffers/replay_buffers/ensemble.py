@@ -12,8 +12,8 @@ from torch import Tensor
 
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.samplers.ensemble import SamplerEnsemble
+from rl_buffers.storages._files import atomic_save, atomic_write_json, load_file
 from rl_buffers.storages.ensemble import StorageEnsemble
-from rl_buffers.storages.storage import atomic_save, atomic_write_json, load_file
 from rl_buffers.writers.ensemble import WriterEnsemble
 from rl_core.transforms import Transform
 

@@ -16,8 +16,10 @@ from rl_buffers.replay_buffers._prefetch import Prefetcher
 from rl_buffers.samplers.consuming import ConsumingSampler
 from rl_buffers.samplers.random import RandomSampler
 from rl_buffers.samplers.sampler import Sampler, check_batch_size, check_not_empty
+from rl_buffers.storages._files import atomic_save, atomic_write_json, load_file
+from rl_buffers.storages._manifest import check_files, describe_files
 from rl_buffers.storages.list_storage import ListStorage, stack_items
-from rl_buffers.storages.storage import Storage, atomic_save, atomic_write_json, load_file
+from rl_buffers.storages.storage import Storage
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.round_robin import RoundRobinWriter, batch_len
 from rl_buffers.writers.writer import Writer
@@ -503,7 +505,15 @@ class ReplayBuffer:
             (path / "rng.pt").unlink(missing_ok=True)
             if self._rng is not None:
                 atomic_save(_rng_state(self._rng), path / "rng.pt")
-            atomic_write_json({"type": type(self).__name__, "len": len(self)}, path / "buffer.json")
+            parts = [path / f"{name}.pt" for name in ("sampler", "writer", "transform", "rng")]
+            atomic_write_json(
+                {
+                    "type": type(self).__name__,
+                    "len": len(self),
+                    "files": describe_files(path, parts),  # (the storage lists its own)
+                },
+                path / "buffer.json",
+            )
 
     def loads(self, path: str | Path) -> None:
         """Restores a checkpoint written by :meth:`dumps`: all of it, or nothing.
@@ -528,11 +538,14 @@ class ReplayBuffer:
         try:
             meta = json.loads(meta_file.read_text())
             expected_len = int(meta["len"])
-        except (ValueError, KeyError, TypeError) as error:
+            files = meta.get("files")  # (a checkpoint of an earlier version lists none)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(
                 f"{where}: {meta_file} is damaged ({type(error).__name__}: {error}). Nothing "
                 f"was restored."
             ) from error
+        if files is not None:
+            check_files(where, path, files)
         parts = {
             name: load_file(where, path / f"{name}.pt")
             for name in ("sampler", "writer", "transform")

@@ -389,6 +389,30 @@ def check_match(
         )
 
 
+def check_dtypes(
+    where: str, leaves: list[tuple[NestedKey, Tensor]], data: Tensor | TensorDictBase
+) -> None:
+    """Raises ValueError where an entry of the saved ``data`` has another dtype than the
+    storage's leaf of the same key (a load would cast it silently)."""
+    stored = dict(leaves)
+    if isinstance(data, Tensor):
+        saved: list[tuple[NestedKey, Tensor]] = [((), data)]
+    else:
+        saved = [
+            (key if isinstance(key, tuple) else (key,), value)
+            for key, value in data.items(include_nested=True, leaves_only=True)
+        ]
+    for key, value in saved:
+        leaf = stored.get(key)
+        if leaf is not None and value.dtype != leaf.dtype:
+            what = f"key {_name(key)} is" if key else "the items are"
+            raise ValueError(
+                f"{where}: {what} {value.dtype} in the checkpoint but {leaf.dtype} in the "
+                f"storage; loading would cast them. Load the checkpoint into a new storage, "
+                f"or save data of the storage's dtypes."
+            )
+
+
 def _name(key: NestedKey) -> str:
     return repr(key[0]) if len(key) == 1 else repr(key)
 

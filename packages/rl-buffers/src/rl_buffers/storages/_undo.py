@@ -26,7 +26,7 @@ import torch
 from tensordict import MemoryMappedTensor, TensorDictBase
 from torch import Tensor
 
-from rl_buffers.storages.storage import atomic_write_json
+from rl_buffers.storages._files import atomic_write_json
 
 FOLDER = "rl_buffers_undo"
 _LAYOUT = "layout.json"

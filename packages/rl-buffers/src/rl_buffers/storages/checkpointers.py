@@ -4,8 +4,9 @@ Set one on a storage (``storage.checkpointer = H5StorageCheckpointer()``), as in
 ``storage.dumps(path)``, ``storage.loads(path)`` and the buffer's ``dumps``/``loads`` then go
 through it. Every checkpointer writes its data first and a small JSON record last (renamed
 into place), after removing the old record: a directory whose dump was killed halfway has no
-record and is refused by ``loads`` rather than read as old metadata over new data. ``loads``
-reads and checks everything before it changes the storage, and restores a
+record and is refused by ``loads`` rather than read as old metadata over new data. The record
+lists every data file with its size and CRC-32 (``_manifest``); ``loads`` checks them, then
+reads and checks everything else before it changes the storage, and restores a
 ``LazyMemmapStorage`` through its own crash-safe path (length record removed, rows copied,
 record written back).
 """
@@ -23,7 +24,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
-from rl_buffers.storages.storage import atomic_write_json
+from rl_buffers.storages._files import atomic_write_json
+from rl_buffers.storages._manifest import check_files, describe_files
 
 __all__ = [
     "FlatStorageCheckpointer",
@@ -66,6 +68,7 @@ class StorageCheckpointerBase:
             rows = TensorDict({_TENSOR: rows}, batch_size=rows.shape[:1])
         self._write(rows.cpu(), path)
         record = {
+            "files": describe_files(path, self._data_paths(path)),
             "checkpointer": type(self).__name__,
             "len_rows": len_rows,
             "next_row": storage.next_row,
@@ -99,6 +102,8 @@ class StorageCheckpointerBase:
         try:
             record = json.loads(record_file.read_text())
             keys = ("checkpointer", "len_rows", "next_row", "rows", "max_size", "ndim")
+            # (a checkpoint of an earlier version lists no files)
+            files = record.get("files")
             record = {key: record[key] for key in (*keys, "is_tensor")}
         except (ValueError, KeyError, TypeError) as error:
             raise ValueError(
@@ -116,6 +121,8 @@ class StorageCheckpointerBase:
                 f"ndim={record['ndim']}; this one has max_size={storage.max_size}, "
                 f"ndim={storage.ndim}. Nothing was restored."
             )
+        if files is not None:
+            check_files(where, path, files)
         try:
             rows = self._read_files(path, record["len_rows"])
         except FileNotFoundError:
@@ -141,6 +148,11 @@ class StorageCheckpointerBase:
 
     def _write(self, rows: TensorDictBase, path: Path) -> None:
         raise NotImplementedError
+
+    def _data_paths(self, path: Path) -> list[Path]:
+        """The files and folders :meth:`_write` writes under ``path`` (those that do not
+        exist are skipped)."""
+        return [path / name for name in _PARTS]
 
     def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
         raise NotImplementedError
@@ -175,15 +187,7 @@ class TensorStorageCheckpointer(StorageCheckpointerBase):
         rows.memmap(prefix=path / "data", copy_existing=True, existsok=True)
 
     def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
-        folder = path / "data"
-        sizes = {file.resolve(): file.stat().st_size for file in folder.rglob("*.memmap")}
-        rows = TensorDict.load_memmap(folder)
-        for leaf in rows.values(include_nested=True, leaves_only=True):
-            filename = getattr(leaf, "filename", None)
-            expected = leaf.numel() * leaf.element_size()
-            if filename is not None and sizes.get(Path(filename).resolve(), expected) < expected:
-                raise ValueError(f"{filename} is truncated ({expected} bytes expected)")
-        return rows.clone()  # (the files may be replaced by a later dump to this path)
+        return _load_memmap(path / "data")
 
 
 class FlatStorageCheckpointer(StorageCheckpointerBase):
@@ -227,7 +231,7 @@ class FlatStorageCheckpointer(StorageCheckpointerBase):
             part.memmap(prefix=path / name, copy_existing=True, existsok=True)
 
     def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
-        parts = {name: TensorDict.load_memmap(path / name).clone() for name in _PARTS}
+        parts = {name: _load_memmap(path / name) for name in _PARTS}
         return expand_ted(parts)
 
     def __repr__(self) -> str:
@@ -264,7 +268,7 @@ class NestedStorageCheckpointer(FlatStorageCheckpointer):
         parts["next_kept"].memmap(prefix=path / "next_kept", copy_existing=True, existsok=True)
 
     def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
-        nested = TensorDict.load_memmap(path / "data")
+        nested = _load_memmap(path / "data")
         lengths = None
         flat = TensorDict(batch_size=[len_rows])
         for key, value in nested.items(include_nested=True, leaves_only=True):
@@ -275,7 +279,7 @@ class NestedStorageCheckpointer(FlatStorageCheckpointer):
             raise ValueError("the nested data holds no entry")
         kept = torch.zeros(len_rows, dtype=torch.bool)
         kept[torch.tensor(lengths).cumsum(0) - 1] = True
-        next_kept = TensorDict.load_memmap(path / "next_kept").clone()
+        next_kept = _load_memmap(path / "next_kept")
         return expand_ted(
             {"data": flat, "next_kept": next_kept, "kept": TensorDict({"kept": kept}, [len_rows])}
         )
@@ -330,6 +334,9 @@ class H5StorageCheckpointer(FlatStorageCheckpointer):
             os.fsync(raw.fileno())
         os.replace(tmp, file)
 
+    def _data_paths(self, path: Path) -> list[Path]:
+        return [path / self.checkpoint_file]
+
     def _read_files(self, path: Path, len_rows: int) -> TensorDictBase:
         h5py = _import_h5py()
         file = path / self.checkpoint_file
@@ -351,6 +358,22 @@ class H5StorageCheckpointer(FlatStorageCheckpointer):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(checkpoint_file={self.checkpoint_file!r})"
+
+
+def _load_memmap(folder: Path) -> TensorDictBase:
+    """A copy of the memory-mapped TensorDict in ``folder`` (a later dump to the same path
+    may replace its files). A file shorter than its tensor is refused: tensordict would map
+    it grown with zeros (the only check of a checkpoint without a file list)."""
+    sizes = {file.resolve(): file.stat().st_size for file in folder.rglob("*.memmap")}
+    rows = TensorDict.load_memmap(folder)
+    for leaf in rows.values(include_nested=True, leaves_only=True):
+        filename = getattr(leaf, "filename", None)
+        if filename is None:
+            continue
+        expected = leaf.numel() * leaf.element_size()
+        if sizes.get(Path(filename).resolve(), expected) < expected:
+            raise ValueError(f"{filename} is truncated ({expected} bytes expected)")
+    return rows.clone()
 
 
 def _import_h5py() -> Any:

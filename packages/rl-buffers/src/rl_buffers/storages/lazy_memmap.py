@@ -13,7 +13,8 @@ from tensordict import MemoryMappedTensor, TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.storages import _undo
-from rl_buffers.storages.storage import atomic_write_json
+from rl_buffers.storages._files import atomic_write_json
+from rl_buffers.storages._manifest import check_files, describe_files
 from rl_buffers.storages.tensor_storage import TensorStorage
 
 __all__ = ["LazyMemmapStorage"]
@@ -169,20 +170,21 @@ class LazyMemmapStorage(TensorStorage):
         if self._journal is not None:
             self._journal.clear()
 
-    def _publish(self, folder: Path) -> None:
-        """Writes the length word, then renames the layout record into ``folder``."""
+    def _publish(self, folder: Path, *, files: dict[str, Any] | None = None) -> None:
+        """Writes the length word, then renames the layout record into ``folder``; a dump's
+        record lists its data ``files`` (a live scratch dir's cannot: its files change)."""
         _write_length_file(folder, self._len_rows, self._next_row)
-        atomic_write_json(
-            {
-                "max_size": self.max_size,
-                "ndim": self.ndim,
-                "len_rows": self._len_rows,
-                "next_row": self._next_row,
-                "is_tensor": isinstance(self._data, Tensor),
-                "length_file": _LENGTH,
-            },
-            folder / _META,
-        )
+        record = {
+            "max_size": self.max_size,
+            "ndim": self.ndim,
+            "len_rows": self._len_rows,
+            "next_row": self._next_row,
+            "is_tensor": isinstance(self._data, Tensor),
+            "length_file": _LENGTH,
+        }
+        if files is not None:
+            record["files"] = files
+        atomic_write_json(record, folder / _META)
 
     # ---------------------------------------------------------------- disk
     def dumps(self, path: str | Path) -> None:
@@ -207,7 +209,7 @@ class LazyMemmapStorage(TensorStorage):
             )
         else:
             self._data.memmap(prefix=path, copy_existing=True, existsok=True)
-        self._publish(path)
+        self._publish(path, files=describe_files(path, _data_files(path)))
 
     def loads(self, path: str | Path) -> None:
         """Reads a storage saved by :meth:`dumps` (or a scratch dir) into this one.
@@ -226,6 +228,20 @@ class LazyMemmapStorage(TensorStorage):
         if self._checkpointer is not None:
             return super()._read_saved(path)
         data, meta = _read(path)
+        in_place = (
+            self.scratch_dir is not None and self.scratch_dir.resolve() == Path(path).resolve()
+        )
+        if (
+            self._data is None
+            and not in_place
+            and ((meta["max_size"], meta["ndim"]) != (self.max_size, self.ndim))
+        ):
+            raise ValueError(
+                f"LazyMemmapStorage.loads: the storage saved in {path} has "
+                f"max_size={meta['max_size']}, ndim={meta['ndim']}; this one has "
+                f"max_size={self.max_size}, ndim={self.ndim}. Nothing was restored; load it "
+                f"into a storage of max_size={meta['max_size']} (or LazyMemmapStorage.load)."
+            )
         if self._data is not None:
             try:
                 self._check_saved(data)
@@ -251,6 +267,8 @@ class LazyMemmapStorage(TensorStorage):
             self.max_size = meta["max_size"]
             self._adopt(data, len_rows=meta["len_rows"])
             self._next_row = meta["next_row"]
+            if meta["files"] is not None:  # a dump becomes a scratch dir: its files will change
+                self._publish(Path(path))
             self._length = _open_length(path) if (Path(path) / _LENGTH).exists() else None
             return
         if self._data is None:
@@ -301,6 +319,17 @@ class LazyMemmapStorage(TensorStorage):
         return state
 
 
+def _data_files(path: Path) -> list[Path]:
+    """The files a dump wrote under ``path`` besides its records (tensordict's memory-mapped
+    files and their ``meta.json``)."""
+    records = {_META, _LENGTH, _undo.FOLDER}
+    return sorted(
+        file
+        for file in path.iterdir()
+        if file.name not in records and not file.name.endswith(".tmp")
+    )
+
+
 def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
     path = Path(path)
     meta_file = path / _META
@@ -312,6 +341,7 @@ def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
     try:
         meta = json.loads(meta_file.read_text())
         length_file = meta.get("length_file")
+        files = meta.get("files")  # (a dump's; a scratch dir's files change)
         meta = {key: meta[key] for key in ("max_size", "ndim", "len_rows", "next_row", "is_tensor")}
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(
@@ -328,6 +358,9 @@ def _read(path: str | Path) -> tuple[Tensor | TensorDictBase, dict[str, Any]]:
             )
         packed = int.from_bytes(raw, "little", signed=True)
         meta["len_rows"], meta["next_row"] = divmod(packed, _HALF)
+    meta["files"] = files
+    if files is not None:
+        check_files("LazyMemmapStorage.load", path, files)
     if meta["is_tensor"]:
         raise NotImplementedError(
             "LazyMemmapStorage.load: reopening a storage of plain tensors is not supported; "

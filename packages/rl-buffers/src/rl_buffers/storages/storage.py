@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor
+
+from rl_buffers.storages._files import atomic_save, atomic_write_json, load_file
+from rl_buffers.storages._manifest import FILES_RECORD, check_files_record, describe_files
+from rl_buffers.storages.checkpointers import StorageCheckpointerBase
 
 __all__ = ["Storage"]
 
@@ -78,8 +80,6 @@ class Storage:
 
     @checkpointer.setter
     def checkpointer(self, value: Any) -> None:
-        from rl_buffers.storages.checkpointers import StorageCheckpointerBase
-
         name = type(self).__name__
         if value is not None and not isinstance(value, StorageCheckpointerBase):
             raise TypeError(
@@ -184,14 +184,22 @@ class Storage:
             return
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
+        # the manifest goes first and comes back last: a dump killed in between leaves
+        # storage.pt (renamed into place whole) without one, read as an earlier version's
+        (path / FILES_RECORD).unlink(missing_ok=True)
         atomic_save(self.state_dict(), path / "storage.pt")
+        atomic_write_json(
+            {"files": describe_files(path, [path / "storage.pt"])}, path / FILES_RECORD
+        )
 
     def loads(self, path: str | Path) -> None:
         """Restores what :meth:`dumps` saved under ``path``.
 
         Raises:
             FileNotFoundError: ``path`` holds no saved storage.
-            ValueError: a saved file is damaged; the storage is left as it was.
+            ValueError: a saved file is damaged (its size or CRC-32 differs from the
+                manifest the dump wrote), or the saved storage does not fit this one; the
+                storage is left as it was.
         """
         self._load_saved(self._read_saved(path))
 
@@ -200,13 +208,20 @@ class Storage:
         first half of :meth:`loads` (a buffer reads every part before it restores any)."""
         if self._checkpointer is not None:
             return _Checkpoint(self._checkpointer.read(self, path))
+        where = f"{type(self).__name__}.loads"
         file = Path(path) / "storage.pt"
         if not file.exists():
             raise FileNotFoundError(
-                f"{type(self).__name__}.loads: no saved storage at {file}. Pass the directory "
-                f"given to dumps()."
+                f"{where}: no saved storage at {file}. Pass the directory given to dumps()."
             )
-        return load_file(f"{type(self).__name__}.loads", file)
+        check_files_record(where, Path(path))
+        state = load_file(where, file)
+        self._check_state(where, state)
+        return state
+
+    def _check_state(self, where: str, state: Any) -> None:
+        """Raises ValueError unless the state dict ``state`` fits this storage; changes
+        nothing. (The base accepts any: a list storage takes what it is given.)"""
 
     def _load_saved(self, saved: Any) -> None:
         """Restores what :meth:`_read_saved` returned; the second half of :meth:`loads`."""
@@ -221,42 +236,3 @@ class _Checkpoint:
 
     def __init__(self, content: Any) -> None:
         self.content = content
-
-
-def load_file(where: str, file: Path) -> Any:
-    """``torch.load(file)``, with an error naming the file when it is missing or damaged.
-
-    Raises:
-        FileNotFoundError: ``file`` does not exist.
-        ValueError: ``file`` cannot be read back (truncated, overwritten, not a torch file).
-    """
-    if not file.exists():
-        raise FileNotFoundError(
-            f"{where}: {file} is missing; the checkpoint is incomplete. Nothing was restored."
-        )
-    try:
-        return torch.load(file, weights_only=False)
-    except Exception as error:  # torch.load raises many types for a damaged file
-        raise ValueError(
-            f"{where}: {file} is damaged or not a file that dumps() wrote "
-            f"({type(error).__name__}: {error}). Nothing was restored; pass an intact "
-            f"checkpoint."
-        ) from error
-
-
-def atomic_save(obj: Any, file: Path) -> None:
-    """``torch.save`` to a temporary file, then an atomic rename over ``file``."""
-    tmp = file.with_name(file.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        torch.save(obj, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, file)
-
-
-def atomic_write_json(obj: Any, file: Path) -> None:
-    """Writes JSON to a temporary file, then renames it over ``file`` (readers never see half)."""
-    tmp = file.with_name(file.name + ".tmp")
-    with open(tmp, "w") as handle:
-        json.dump(obj, handle)
-    os.replace(tmp, file)

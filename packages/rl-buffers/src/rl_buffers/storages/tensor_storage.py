@@ -9,7 +9,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
-from rl_buffers.storages._tree import LeafTree, check_match
+from rl_buffers.storages._tree import LeafTree, check_dtypes, check_match
 from rl_buffers.storages.storage import Storage
 
 __all__ = ["TensorStorage"]
@@ -329,6 +329,13 @@ class TensorStorage(Storage):
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores :meth:`state_dict`'s output.
+
+        Raises:
+            ValueError: the saved storage has another size, layout or dtypes than this one
+                (checked before anything changes).
+        """
+        self._check_state(f"{type(self).__name__}.load_state_dict", state_dict)
         data = state_dict["data"]
         if data is None:
             self._data, self._tree, self._len_rows = None, None, 0
@@ -340,6 +347,40 @@ class TensorStorage(Storage):
         self._copy_in(data)
         self._len_rows = state_dict["len_rows"]
         self._next_row = state_dict.get("next_row", self._len_rows % self._rows)
+
+    def _check_state(self, where: str, state: Any) -> None:
+        if not isinstance(state, dict) or "data" not in state:
+            raise ValueError(
+                f"{where}: expected a state dict with a 'data' entry (as state_dict() "
+                f"returns), got {type(state).__name__}. Nothing was restored."
+            )
+        data = state["data"]
+        if data is None:
+            return
+        if not isinstance(data, Tensor | TensorDictBase):
+            raise ValueError(
+                f"{where}: expected the saved 'data' to be a tensor or a TensorDict, got "
+                f"{type(data).__name__}. Nothing was restored."
+            )
+        ndim = state.get("ndim", self.ndim)
+        if ndim != self.ndim or len(data.shape) < ndim:
+            raise ValueError(
+                f"{where}: the checkpoint holds a storage of ndim={ndim} (batch "
+                f"{tuple(data.shape)}), this one has ndim={self.ndim}. Nothing was restored."
+            )
+        rows = self._rows if self._data is not None else self.rows_for(data)
+        if data.shape[0] != rows:
+            saved = state.get("max_size", math.prod(data.shape[:ndim]))
+            raise ValueError(
+                f"{where}: the checkpoint holds a storage of max_size={saved} ({data.shape[0]} "
+                f"rows), this one has max_size={self.max_size} ({rows} rows). Nothing was "
+                f"restored; load it into a storage of max_size={saved}."
+            )
+        if self._data is not None:
+            try:
+                self._check_saved(data, where)
+            except (TypeError, ValueError, KeyError) as error:
+                raise ValueError(f"{error.args[0]} Nothing was restored.") from error
 
     def _check_restorable(self, where: str, data: Tensor | TensorDictBase, rows: int) -> None:
         """Raises ValueError unless checkpointed rows ``data`` (of a storage of ``rows``
@@ -353,6 +394,7 @@ class TensorStorage(Storage):
             )
         try:
             check_match(where, self._tree.leaf_shapes, data, self.ndim, self._tree.shape[1:])
+            check_dtypes(where, self._tree.leaves, data)
         except (TypeError, ValueError, KeyError) as error:
             raise ValueError(f"{error} Nothing was restored.") from error
 
@@ -370,20 +412,16 @@ class TensorStorage(Storage):
         self._check_saved(data)
         self._data.copy_(data) if isinstance(data, Tensor) else self._data.update_(data)
 
-    def _check_saved(self, data: Tensor | TensorDictBase) -> None:
-        """Raises unless ``data`` has this (allocated) storage's shape and layout."""
+    def _check_saved(self, data: Tensor | TensorDictBase, where: str | None = None) -> None:
+        """Raises unless ``data`` has this (allocated) storage's shape, layout and dtypes."""
+        where = where or f"{type(self).__name__}.load_state_dict"
         if self._data.shape[: self.ndim] != data.shape[: self.ndim]:
             raise ValueError(
-                f"{type(self).__name__}.load_state_dict: the saved storage has shape "
-                f"{tuple(data.shape[: self.ndim])}, this one {tuple(self._data.shape[: self.ndim])}."
+                f"{where}: the saved storage has shape {tuple(data.shape[: self.ndim])}, this "
+                f"one {tuple(self._data.shape[: self.ndim])}."
             )
-        check_match(
-            f"{type(self).__name__}.load_state_dict",
-            self._tree.leaf_shapes,
-            data,
-            self.ndim,
-            self._tree.shape[1:],
-        )
+        check_match(where, self._tree.leaf_shapes, data, self.ndim, self._tree.shape[1:])
+        check_dtypes(where, self._tree.leaves, data)
 
     def _empty(self) -> None:
         self._len_rows = 0
