@@ -80,16 +80,11 @@ from tensordict import TensorDict
 from tensordict.nn import InteractionType, TensorDictModule, set_interaction_type
 
 from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_core.modules import (
-    DecisionTransformerInferenceWrapper,
-    DTActor,
-    OnlineDTActor,
-    ProbabilisticActor,
-    TanhNormal,
-)
+from rl_core.modules import ProbabilisticActor, TanhNormal
 from rl_envs import PendulumEnv
 from rl_objectives import DTLoss, OnlineDTLoss
 from rl_objectives.loggers import get_logger
+from rl_objectives.modules import DecisionTransformerInferenceWrapper, DTActor, OnlineDTActor
 
 MAX_TORQUE = 2.0
 IN_KEYS = ["observation", "action", "return_to_go"]

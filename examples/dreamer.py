@@ -55,21 +55,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from tqdm import tqdm
 
 from rl_core.exploration import ExplorationType, set_exploration_type
-from rl_core.modules import (
-    MLP,
-    DreamerActor,
-    ObsDecoder,
-    ObsEncoder,
-    ProbabilisticActor,
-    RSSMPosterior,
-    RSSMPosteriorV3,
-    RSSMPrior,
-    RSSMPriorV3,
-    RSSMRollout,
-    SymExpTwoHot,
-    TanhNormal,
-    WorldModelWrapper,
-)
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal
 from rl_envs import DreamerEnv, PendulumEnv
 from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE
 from rl_objectives import (
@@ -82,6 +68,18 @@ from rl_objectives import (
     ValueEstimators,
 )
 from rl_objectives.loggers import get_logger
+from rl_objectives.modules import (
+    DreamerActor,
+    ObsDecoder,
+    ObsEncoder,
+    RSSMPosterior,
+    RSSMPosteriorV3,
+    RSSMPrior,
+    RSSMPriorV3,
+    RSSMRollout,
+    SymExpTwoHot,
+    WorldModelWrapper,
+)
 
 
 @dataclass

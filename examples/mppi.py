@@ -35,9 +35,9 @@ from tensordict.nn import TensorDictModule
 from tqdm import tqdm
 
 from rl_core.keys import NEXT, REWARD
-from rl_core.modules import MLP, CEMPlanner, MPCPlannerBase, MPPIPlanner
+from rl_core.modules import MLP
 from rl_core.specs import Bounded, Composite, Unbounded
-from rl_envs import ModelBasedEnvBase, PendulumEnv
+from rl_envs import CEMPlanner, ModelBasedEnvBase, MPCPlannerBase, MPPIPlanner, PendulumEnv
 from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE, pendulum_step
 from rl_objectives.loggers import get_logger
 

@@ -304,7 +304,7 @@ def test_distributed_sac_example_runs_on_a_local_ray(tmp_path):
 
 
 def test_decision_transformer_example_runs_to_completion(load_example, tmp_path):
-    pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+    pytest.importorskip("transformers", reason='pip install "rl-objectives[transformers]"')
     dt = load_example("decision_transformer")
     line = (
         "--expert-episodes 4 --random-episodes 4 --max-steps 40 --context 8 --n-embd 16 "
@@ -320,7 +320,7 @@ def test_decision_transformer_example_runs_to_completion(load_example, tmp_path)
 
 
 def test_decision_transformer_online_phase_runs(load_example, tmp_path):
-    pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+    pytest.importorskip("transformers", reason='pip install "rl-objectives[transformers]"')
     dt = load_example("decision_transformer")
     line = (
         "--online --expert-episodes 4 --random-episodes 4 --max-steps 30 --context 4 "

@@ -17,10 +17,10 @@ import pytest
 import torch
 from tensordict.nn import TensorDictModule
 
-pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+pytest.importorskip("transformers", reason='pip install "rl-objectives[transformers]"')
 
-from rl_core.modules import DecisionTransformerInferenceWrapper
 from rl_envs import PendulumEnv
+from rl_objectives.modules import DecisionTransformerInferenceWrapper
 
 
 @pytest.mark.learning

@@ -148,3 +148,59 @@ def test_codemod_cli_check_and_rewrite(migrate, tmp_path, capsys):
         "migrate_torchrl: 1 file(s) rewritten, 1 TorchRL name(s) with no counterpart here "
         "(bound to placeholders), 1 statement(s) that need a person"
     )
+
+
+# Issue 50: the networks of one algorithm family left rl-core for the package of that family.
+FAMILY_NETWORKS = {
+    "rl_objectives.modules": [
+        "RSSMPrior",
+        "RSSMPosterior",
+        "RSSMRollout",
+        "WorldModelWrapper",
+        "RSSMPriorV3",
+        "RSSMPosteriorV3",
+        "ObsEncoder",
+        "ObsDecoder",
+        "DreamerActor",
+        "SymExpTwoHot",
+        "DecisionTransformer",
+        "DTActor",
+        "OnlineDTActor",
+        "MultiAgentMLP",
+        "MultiAgentConvNet",
+        "CrossGroupCritic",
+        "CrossCriticGroupSpec",
+        "DuelingCnnDQNet",
+        "NoisyLinear",
+        "reset_noise",
+        "DistributionalQValueModule",
+        "DistributionalQValueActor",
+    ],
+    "rl_envs": ["MPCPlannerBase", "CEMPlanner", "MPPIPlanner"],
+}
+
+
+@pytest.mark.parametrize("home", sorted(FAMILY_NETWORKS))
+def test_algorithm_family_networks_map_to_their_family_not_to_rl_core(import_map, home):
+    import rl_core.modules
+
+    module = importlib.import_module(home)
+    for name in FAMILY_NETWORKS[home]:
+        assert import_map.targets[name].module == home, name
+        assert hasattr(module, name), f"{home} has no {name}"
+        assert not hasattr(rl_core.modules, name), f"rl_core.modules still exports {name}"
+
+
+def test_codemod_sends_torchrl_family_networks_to_their_new_homes(migrate, import_map):
+    source = "from torchrl.modules import MLP, CEMPlanner, RSSMPrior\n"
+    out, report = migrate.rewrite_source(source, import_map, "t.py", placeholders=False)
+    assert sorted(out.splitlines()) == [
+        "from rl_core.modules import MLP",
+        "from rl_envs import CEMPlanner",
+        "from rl_objectives.modules import RSSMPrior",
+    ]
+    assert not report.unknown
+    symbols = {}
+    exec(out, symbols)  # the rewritten imports run
+    assert symbols["RSSMPrior"].__module__ == "rl_objectives.modules.world_models"
+    assert symbols["CEMPlanner"].__module__ == "rl_envs.model_based.planners"

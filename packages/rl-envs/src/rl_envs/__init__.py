@@ -41,7 +41,13 @@ from rl_envs.libs import (
     gym_space_to_spec,
     spec_to_gym_space,
 )
-from rl_envs.model_based import DreamerEnv, ModelBasedEnvBase
+from rl_envs.model_based import (
+    CEMPlanner,
+    DreamerEnv,
+    ModelBasedEnvBase,
+    MPCPlannerBase,
+    MPPIPlanner,
+)
 from rl_envs.native import CartPoleEnv, PendulumEnv
 from rl_envs.transforms import (
     ActionDiscretizer,
@@ -138,6 +144,9 @@ __all__ = [
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",
+    "MPCPlannerBase",
+    "CEMPlanner",
+    "MPPIPlanner",
     # batched
     "BatchedEnvBase",
     "EnvCreator",

@@ -3,15 +3,31 @@
 import pytest
 import torch
 from tensordict import TensorDict
-from tensordict.nn import TensorDictModule
+from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from rl_core.envs import check_env_specs
-from rl_core.modules import MLP, ObsDecoder, RSSMPrior, WorldModelWrapper
+from rl_core.modules import MLP
 from rl_core.transforms import RewardSum, TransformedEnv
 from rl_envs import PendulumEnv
 from rl_envs.model_based import DreamerEnv
 
 S, H = 3, 5
+
+
+class Prior(torch.nn.Module):
+    """A small stochastic latent transition with an RSSM prior's signature: (state, belief,
+    action) -> (mean, std, next state, next belief), the next state drawn from N(mean, std)."""
+
+    def __init__(self):
+        super().__init__()
+        self.belief = torch.nn.GRUCell(S + 1, H)
+        self.head = MLP(H, 2 * S, depth=1, num_cells=8)
+
+    def forward(self, state, belief, action):
+        belief = self.belief(torch.cat([state, action], -1), belief)
+        mean, raw_std = self.head(belief).chunk(2, -1)
+        std = torch.nn.functional.softplus(raw_std) + 0.1
+        return mean, std, mean + std * torch.randn_like(std), belief
 
 
 class Cat(torch.nn.Module):
@@ -25,16 +41,16 @@ class Cat(torch.nn.Module):
 
 def _env(batch_size=(), decoder=False):
     torch.manual_seed(0)
-    prior = RSSMPrior(action_dim=1, hidden_dim=8, rnn_hidden_dim=H, state_dim=S)
+    prior = Prior()
     reward = Cat(MLP(S + H, 1, depth=1, num_cells=8))
-    model = WorldModelWrapper(
+    model = TensorDictSequential(
         TensorDictModule(prior, ["state", "belief", "action"], ["_", "_", "state", "belief"]),
         TensorDictModule(reward, ["state", "belief"], ["reward"]),
     )
     dec = None
     if decoder:
         dec = TensorDictModule(
-            ObsDecoder(channels=2, num_layers=2, latent_dim=S + H, out_features=3),
+            MLP(S + H, 3, depth=1, num_cells=8),
             ["state", "belief"],
             ["reco_observation"],
         )

@@ -9,8 +9,8 @@ from tensordict import TensorDict
 
 from rl_core import RewardSum, TransformedEnv
 from rl_core.envs import EnvBase
-from rl_core.modules import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_core.specs import Bounded, Composite, Unbounded
+from rl_envs.model_based import CEMPlanner, MPCPlannerBase, MPPIPlanner
 
 
 class Drift(EnvBase):

@@ -7,9 +7,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import CEMPlanner
 from rl_core.specs import Bounded, Composite, Unbounded
 from rl_envs import ModelBasedEnvBase, PendulumEnv
+from rl_envs.model_based import CEMPlanner
 from rl_envs.native.pendulum import pendulum_step
 
 

@@ -1,4 +1,5 @@
-"""Losses and value estimators built on the rl-core LossModule base."""
+"""Losses and value estimators built on the rl-core LossModule base, and the networks of
+the algorithm families they train (:mod:`rl_objectives.modules`)."""
 
 # ruff: noqa: E402  (the rl-core version guard runs before the imports it protects)
 from rl_core.compat import check_rl_core
@@ -7,7 +8,7 @@ check_rl_core("rl-objectives")  # first: an rl-core outside the declared range f
 
 from importlib.metadata import version as _version
 
-from rl_objectives import losses, mixers, value
+from rl_objectives import losses, mixers, modules, value
 from rl_objectives.losses import (
     A2CLoss,
     BCLoss,
@@ -123,3 +124,6 @@ __all__ += [
     "QMixer",
     "VDNMixer",
 ]
+
+# networks of one algorithm family (world models, Decision Transformer, multi-agent, DQN)
+__all__ += ["modules"]

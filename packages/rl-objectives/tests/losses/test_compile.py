@@ -15,7 +15,7 @@ from _nets import N_ACT, OBS, categorical_actor, offpolicy_batch, onpolicy_batch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import MLP, Actor, MultiAgentMLP, QValueActor, ValueOperator
+from rl_core.modules import MLP, Actor, QValueActor, ValueOperator
 from rl_objectives import (
     A2CLoss,
     BCLoss,
@@ -43,6 +43,7 @@ from rl_objectives import (
     TQCLoss,
 )
 from rl_objectives.mixers import QMixer
+from rl_objectives.modules import MultiAgentMLP
 
 pytestmark = [pytest.mark.slow, pytest.mark.compile]
 

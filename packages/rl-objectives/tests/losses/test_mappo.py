@@ -8,8 +8,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import MultiAgentMLP, OneHotCategorical, ProbabilisticActor, ValueOperator
+from rl_core.modules import OneHotCategorical, ProbabilisticActor, ValueOperator
 from rl_objectives import IPPOLoss, MAPPOLoss, RunningValueNorm
+from rl_objectives.modules import MultiAgentMLP
 from rl_objectives.utils import ValueEstimators
 from rl_objectives.value import MultiAgentGAE
 

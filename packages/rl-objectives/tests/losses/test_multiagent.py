@@ -4,8 +4,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import MultiAgentMLP, OneHotCategorical, ProbabilisticActor, ValueOperator
+from rl_core.modules import OneHotCategorical, ProbabilisticActor, ValueOperator
 from rl_objectives import ClipPPOLoss
+from rl_objectives.modules import MultiAgentMLP
 from rl_objectives.value import MultiAgentGAE
 
 B, T, N, OBS, ACT = 2, 5, 3, 4, 2

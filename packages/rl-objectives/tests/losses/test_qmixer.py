@@ -10,9 +10,10 @@ from tensordict.nn import TensorDictModule
 sys.path.insert(0, str(Path(__file__).parent))
 from _nets import assert_same_grads, grads
 
-from rl_core.modules import MultiAgentMLP, QValueActor
+from rl_core.modules import QValueActor
 from rl_objectives import QMixerLoss
 from rl_objectives.mixers import QMixer, VDNMixer
+from rl_objectives.modules import MultiAgentMLP
 
 B, N, OBS, ACT, STATE = 6, 3, 4, 2, 5
 

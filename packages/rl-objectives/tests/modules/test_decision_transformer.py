@@ -3,9 +3,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-pytest.importorskip("transformers", reason='pip install "rl-core[transformers]"')
+pytest.importorskip("transformers", reason='pip install "rl-objectives[transformers]"')
 
-from rl_core.modules import (
+from rl_objectives.modules import (
     DecisionTransformer,
     DecisionTransformerInferenceWrapper,
     DTActor,

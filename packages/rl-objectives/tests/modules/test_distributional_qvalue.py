@@ -3,8 +3,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import MLP, DistributionalQValueActor, DistributionalQValueModule
+from rl_core.modules import MLP
 from rl_core.specs import Categorical, MultiOneHot, OneHot
+from rl_objectives.modules import DistributionalQValueActor, DistributionalQValueModule
 
 
 def _reference_action(log_probs, support, mask=None):

@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from rl_core.modules import MLP, DuelingCnnDQNet, NoisyLinear, reset_noise
+from rl_core.modules import MLP
+from rl_objectives.modules import DuelingCnnDQNet, NoisyLinear, reset_noise
 
 
 def _f(x: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from rl_core.modules import DreamerActor, ObsDecoder, ObsEncoder
+from rl_objectives.modules import DreamerActor, ObsDecoder, ObsEncoder
 
 
 def test_pixel_encoder_shapes_and_layers():

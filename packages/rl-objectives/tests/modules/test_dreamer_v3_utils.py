@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from rl_core.modules import symexp, symlog, two_hot_decode, two_hot_encode
+from rl_objectives.modules import symexp, symlog, two_hot_decode, two_hot_encode
 
 VALUES = [-1234.5, -20.0, -1.0, -0.3, 0.0, 1e-4, 0.7, 3.0, 88.0, 5000.0]
 
@@ -119,7 +119,7 @@ def test_decode_refuses_logits_of_the_wrong_width():
 
 
 def test_two_hot_cross_entropy_matches_definition_with_gradient():
-    from rl_core.modules import two_hot_cross_entropy
+    from rl_objectives.modules import two_hot_cross_entropy
 
     bins = [ref_symexp(v) for v in (-3.0, -1.5, 0.0, 1.5, 3.0)]
     torch.manual_seed(0)
@@ -141,7 +141,7 @@ def test_two_hot_cross_entropy_matches_definition_with_gradient():
 
 
 def test_two_hot_cross_entropy_refuses_mismatched_targets():
-    from rl_core.modules import two_hot_cross_entropy
+    from rl_objectives.modules import two_hot_cross_entropy
 
     with pytest.raises(ValueError, match=r"expected target of shape \(2,\) or \(2, 1\)"):
         two_hot_cross_entropy(torch.zeros(2, 3), torch.zeros(3), torch.tensor([0.0, 1.0, 2.0]))
@@ -151,7 +151,7 @@ def test_two_hot_cross_entropy_refuses_mismatched_targets():
 
 @pytest.mark.parametrize("num_bins", [5, 6, 255])
 def test_symexp_two_hot_bins_are_symexp_of_an_even_grid(num_bins):
-    from rl_core.modules import SymExpTwoHot
+    from rl_objectives.modules import SymExpTwoHot
 
     two_hot = SymExpTwoHot(num_bins)
     step = 40.0 / (num_bins - 1)

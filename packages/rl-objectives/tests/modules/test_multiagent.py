@@ -4,7 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from rl_core.modules import MLP, MultiAgentMLP
+from rl_core.modules import MLP
+from rl_objectives.modules import MultiAgentMLP
 
 N_AGENTS, N_IN, N_OUT = 3, 4, 2
 

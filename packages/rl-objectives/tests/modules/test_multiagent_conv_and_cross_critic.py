@@ -6,7 +6,7 @@ import torch.nn.functional as F
 from tensordict import TensorDict
 from torch import nn
 
-from rl_core.modules import CrossCriticGroupSpec, CrossGroupCritic, MultiAgentConvNet
+from rl_objectives.modules import CrossCriticGroupSpec, CrossGroupCritic, MultiAgentConvNet
 
 
 def _conv_reference(weights, x):

@@ -7,8 +7,8 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from torch.nn import functional as F
 
-from rl_core.modules import RSSMPosterior, RSSMPrior, RSSMRollout, WorldModelWrapper
 from rl_core.specs import Bounded
+from rl_objectives.modules import RSSMPosterior, RSSMPrior, RSSMRollout, WorldModelWrapper
 
 S, H, A, E, HID = 3, 5, 2, 4, 6
 

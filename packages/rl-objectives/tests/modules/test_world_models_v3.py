@@ -8,8 +8,8 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core.modules import RSSMPosteriorV3, RSSMPriorV3, RSSMRollout
 from rl_core.specs import Bounded
+from rl_objectives.modules import RSSMPosteriorV3, RSSMPriorV3, RSSMRollout
 
 
 def ref_probs(row: list[float], unimix: float) -> list[float]:

@@ -9,7 +9,8 @@ from tensordict import TensorDict
 sys.path.insert(0, str(Path(__file__).parent))
 from _reference import apply_per_sequence, seq_gae
 
-from rl_core.modules import MultiAgentMLP, ValueOperator
+from rl_core.modules import ValueOperator
+from rl_objectives.modules import MultiAgentMLP
 from rl_objectives.value import MultiAgentGAE
 
 

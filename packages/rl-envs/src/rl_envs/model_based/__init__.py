@@ -1,6 +1,8 @@
-"""Model-based environments: envs whose step is a learned or given model of the dynamics."""
+"""Model-based environments: envs whose step is a learned or given model of the dynamics, and
+the model-predictive-control planners that plan through them."""
 
 from rl_envs.model_based.common import ModelBasedEnvBase
 from rl_envs.model_based.dreamer import DreamerEnv
+from rl_envs.model_based.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 
-__all__ = ["ModelBasedEnvBase", "DreamerEnv"]
+__all__ = ["ModelBasedEnvBase", "DreamerEnv", "MPCPlannerBase", "CEMPlanner", "MPPIPlanner"]

@@ -23,7 +23,7 @@ class DreamerEnv(ModelBasedEnvBase):
 
     The observations are the latents ``"state"`` (stochastic, ``prior_shape``) and
     ``"belief"`` (deterministic, ``belief_shape``); ``world_model`` (usually a
-    :class:`~rl_core.modules.WorldModelWrapper` of the RSSM prior and the reward model) reads
+    ``WorldModelWrapper`` of rl-objectives' RSSM prior and the reward model) reads
     ``"state"``, ``"belief"`` and the action and writes the next ``"state"``, ``"belief"`` and
     ``"reward"``. Episodes never end (``terminated`` is False) unless the model writes done
     flags.
@@ -51,15 +51,24 @@ class DreamerEnv(ModelBasedEnvBase):
         ValueError: ``reset`` got a TensorDict of another batch size without both latents.
 
     Examples:
+        A toy world model: one MLP for the next latents, one for the reward (a Dreamer
+        world model, e.g. rl-objectives' ``RSSMPrior`` in a ``WorldModelWrapper``, reads and
+        writes the same keys).
+
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import MLP, RSSMPrior, WorldModelWrapper
+        >>> from tensordict.nn import TensorDictModule, TensorDictSequential
+        >>> from rl_core.modules import MLP
         >>> from rl_core.specs import Bounded
         >>> from rl_envs.model_based import DreamerEnv
-        >>> prior = RSSMPrior(action_dim=1, hidden_dim=8, rnn_hidden_dim=6, state_dim=4)
-        >>> model = WorldModelWrapper(
-        ...     TensorDictModule(prior, ["state", "belief", "action"], ["_", "_", "state", "belief"]),
+        >>> class Transition(torch.nn.Module):  # (state, belief, action) -> next (state, belief)
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.net = MLP(4 + 6 + 1, 4 + 6, depth=1, num_cells=8)
+        ...     def forward(self, state, belief, action):
+        ...         return self.net(state, belief, action).split([4, 6], -1)
+        >>> model = TensorDictSequential(
+        ...     TensorDictModule(Transition(), ["state", "belief", "action"], ["state", "belief"]),
         ...     TensorDictModule(MLP(10, 1, depth=1, num_cells=8), ["state", "belief"], ["reward"]))
         >>> env = DreamerEnv(model, prior_shape=(4,), belief_shape=(6,))
         >>> env.action_spec = Bounded(-2.0, 2.0, shape=(1,))

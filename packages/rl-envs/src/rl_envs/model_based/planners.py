@@ -5,24 +5,22 @@ A planner reads the current state from the TensorDict, simulates candidate actio
 an env (the true env or a model-based one), and writes the first action of the best plan. All
 candidates are stepped together: the state of each batch element is expanded to
 ``[*batch, num_candidates]`` and the env steps that batch. An env whose step accepts any batch
-(``rl_envs.model_based.ModelBasedEnvBase``) works with any input batch; a batch-locked env
+(:class:`~rl_envs.model_based.ModelBasedEnvBase`) works with any input batch; a batch-locked env
 must have ``batch_size == (*input_batch, num_candidates)``.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
+from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, NEXT, REWARD, NestedKey
-
-if TYPE_CHECKING:  # envs sit above modules (a rollout calls policies through modules)
-    from rl_core.envs import EnvBase
 
 
 class _ActionSequence:
@@ -60,7 +58,7 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from rl_core.envs import EnvBase
-        >>> from rl_core.modules import MPCPlannerBase
+        >>> from rl_envs.model_based import MPCPlannerBase
         >>> from rl_core.specs import Bounded, Composite, Unbounded
         >>> class Drift(EnvBase):  # x' = x + a, reward -x'^2; steps any batch
         ...     def __init__(self):
@@ -214,7 +212,7 @@ class CEMPlanner(MPCPlannerBase):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from rl_core.envs import EnvBase
-        >>> from rl_core.modules import CEMPlanner
+        >>> from rl_envs.model_based import CEMPlanner
         >>> from rl_core.specs import Bounded, Composite, Unbounded
         >>> class Drift(EnvBase):  # x' = x + a, reward -x'^2; steps any batch
         ...     def __init__(self):
@@ -320,7 +318,7 @@ class MPPIPlanner(MPCPlannerBase):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from rl_core.envs import EnvBase
-        >>> from rl_core.modules import MPPIPlanner
+        >>> from rl_envs.model_based import MPPIPlanner
         >>> from rl_core.specs import Bounded, Composite, Unbounded
         >>> class Drift(EnvBase):  # x' = x + a, reward -x'^2; steps any batch
         ...     def __init__(self):

@@ -79,8 +79,8 @@ class DreamerModelLoss(LossModule):
     ``global_average``). Each term is a scalar (TorchRL's have shape ``[1]``).
 
     Args:
-        world_model: a TensorDict module, e.g. a :class:`~rl_core.modules.WorldModelWrapper`
-            of (encoder, :class:`~rl_core.modules.RSSMRollout`, decoder) and a reward model.
+        world_model: a TensorDict module, e.g. a :class:`~rl_objectives.modules.WorldModelWrapper`
+            of (encoder, :class:`~rl_objectives.modules.RSSMRollout`, decoder) and a reward model.
 
     Keyword Args:
         lambda_kl: weight of the KL term. Defaults to 1.0.

@@ -10,7 +10,7 @@ https://arxiv.org/abs/2301.04104). Where they differ from Dreamer (V1, ``dreamer
   by ``free_bits``;
 - observations are reconstructed in ``symlog`` space;
 - reward (and value) heads are categorical over ``symexp`` bins, trained by two-hot
-  cross-entropy (``rl_core.modules.two_hot_cross_entropy``);
+  cross-entropy (``rl_objectives.modules.two_hot_cross_entropy``);
 - the actor divides the lambda-returns by ``max(min_scale, P95 - P5)`` of their moving
   percentiles (:class:`~rl_objectives.value.PercentileValueNorm`) and adds an entropy bonus.
 
@@ -29,10 +29,10 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from rl_core.keys import NEXT, NestedKey
-from rl_core.modules import SymExpTwoHot, symlog, two_hot_cross_entropy
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
 from rl_objectives.losses.dreamer import _discounts, _ImaginationActorLoss, _ImaginedValueLoss
+from rl_objectives.modules.dreamer_v3_utils import SymExpTwoHot, symlog, two_hot_cross_entropy
 from rl_objectives.value.value_norm import PercentileValueNorm
 
 __all__ = [

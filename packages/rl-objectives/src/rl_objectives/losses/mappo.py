@@ -192,8 +192,8 @@ class MAPPOLoss(_MultiAgentPPOLoss):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import MultiAgentMLP, OneHotCategorical, ProbabilisticActor
-        >>> from rl_core.modules import ValueOperator
+        >>> from rl_core.modules import OneHotCategorical, ProbabilisticActor, ValueOperator
+        >>> from rl_objectives.modules import MultiAgentMLP
         >>> from rl_objectives import MAPPOLoss, PopArtValueNorm
         >>> net = MultiAgentMLP(4, 2, n_agents=3, centralized=False, share_params=True)
         >>> actor = ProbabilisticActor(
@@ -238,8 +238,8 @@ class IPPOLoss(_MultiAgentPPOLoss):
     Examples:
         >>> import torch
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import MultiAgentMLP, OneHotCategorical, ProbabilisticActor
-        >>> from rl_core.modules import ValueOperator
+        >>> from rl_core.modules import OneHotCategorical, ProbabilisticActor, ValueOperator
+        >>> from rl_objectives.modules import MultiAgentMLP
         >>> from rl_objectives import IPPOLoss
         >>> net = MultiAgentMLP(4, 2, n_agents=3, centralized=False, share_params=True)
         >>> actor = ProbabilisticActor(

@@ -36,7 +36,7 @@ class OnlineDTLoss(LossModule):
       temperature while the entropy is above its target and raises it below.
 
     Args:
-        actor_network: a probabilistic actor (``get_dist``), e.g. an :class:`OnlineDTActor`
+        actor_network: a probabilistic actor (``get_dist``), e.g. an :class:`~rl_objectives.modules.OnlineDTActor`
             writing ``loc``/``scale`` into a ``ProbabilisticActor`` with ``TanhNormal``.
 
     Keyword Args:

@@ -43,7 +43,8 @@ class QMixerLoss(C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import MultiAgentMLP, QValueActor
+        >>> from rl_core.modules import QValueActor
+        >>> from rl_objectives.modules import MultiAgentMLP
         >>> from rl_objectives import QMixerLoss
         >>> from rl_objectives.mixers import VDNMixer
         >>> local = QValueActor(

@@ -136,7 +136,7 @@ class CrossGroupCritic(TensorDictModule):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.modules import CrossCriticGroupSpec, CrossGroupCritic
+        >>> from rl_objectives.modules import CrossCriticGroupSpec, CrossGroupCritic
         >>> critic = CrossGroupCritic(
         ...     {
         ...         "red": CrossCriticGroupSpec(4, 2, ("red", "observation"), ("red", "state_value")),

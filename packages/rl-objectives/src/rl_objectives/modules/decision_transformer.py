@@ -1,8 +1,8 @@
 """Decision Transformer networks on transformers' GPT-2 blocks: the sequence model and the
 deterministic (DT) and Gaussian (online DT) action heads.
 
-transformers is an optional dependency (``pip install "rl-core[transformers]"``); it is imported
-when a model is built, never when ``rl_core`` is imported.
+transformers is an optional dependency (``pip install "rl-objectives[transformers]"``); it is imported
+when a model is built, never when ``rl_objectives`` is imported.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-_INSTALL = 'pip install "rl-core[transformers]"'
+_INSTALL = 'pip install "rl-objectives[transformers]"'
 
 
 def _gpt2():
@@ -85,7 +85,7 @@ class DecisionTransformer(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import DecisionTransformer
+        >>> from rl_objectives.modules import DecisionTransformer
         >>> config = DecisionTransformer.DTConfig(n_embd=16, n_layer=1, n_head=2, n_inner=32)
         >>> model = DecisionTransformer(state_dim=4, action_dim=2, config=config)
         >>> out = model(torch.randn(3, 10, 4), torch.randn(3, 10, 2), torch.randn(3, 10, 1))
@@ -196,7 +196,7 @@ class DTActor(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import DTActor
+        >>> from rl_objectives.modules import DTActor
         >>> actor = DTActor(4, 2, transformer_config={"n_embd": 16, "n_layer": 1, "n_inner": 32})
         >>> actor(torch.randn(5, 8, 4), torch.randn(5, 8, 2), torch.randn(5, 8, 1)).shape
         torch.Size([5, 8, 2])
@@ -241,7 +241,7 @@ class OnlineDTActor(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import OnlineDTActor
+        >>> from rl_objectives.modules import OnlineDTActor
         >>> actor = OnlineDTActor(4, 2, transformer_config={"n_embd": 16, "n_layer": 1})
         >>> mu, std = actor(torch.randn(5, 8, 4), torch.randn(5, 8, 2), torch.randn(5, 8, 1))
         >>> mu.shape, std.shape

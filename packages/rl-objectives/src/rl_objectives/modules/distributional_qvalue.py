@@ -9,10 +9,8 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequential
 from torch import nn
 
-from rl_core._fast_td import set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
-from rl_core.modules._spec_utils import expand_to
-from rl_core.modules.qvalue import QValueModule, _action_value_network
+from rl_core.modules import QValueModule
 from rl_core.specs import TensorSpec
 
 
@@ -150,11 +148,15 @@ class DistributionalQValueModule(QValueModule):
                 )
         action, _ = self._single(expected_action_value(log_probs, self.support), mask)
         if self.safe and self.action_spec is not None:
-            action = expand_to(self.action_spec, action.shape).project(action)
+            spec = self.action_spec
+            extra = action.ndim - spec.ndim  # data may carry more leading dims than the spec
+            if extra > 0:
+                spec = spec.expand(*action.shape[:extra], *spec.shape)
+            action = spec.project(action)
         key_action, key_values = self.out_keys
-        set_leaf(tensordict, key_action, action)
+        tensordict.set(key_action, action)
         if key_values != self.action_value_key:
-            set_leaf(tensordict, key_values, log_probs)
+            tensordict.set(key_values, log_probs)
         return tensordict
 
 
@@ -195,7 +197,8 @@ class DistributionalQValueActor(TensorDictSequential):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.modules import MLP, DistributionalQValueActor
+        >>> from rl_core.modules import MLP
+        >>> from rl_objectives.modules import DistributionalQValueActor
         >>> from rl_core.specs import OneHot
         >>> net = MLP(4, (5, 3), depth=1, num_cells=8)  # 5 atoms, 3 actions
         >>> actor = DistributionalQValueActor(net, torch.linspace(-1, 1, 5), spec=OneHot(3))
@@ -218,9 +221,7 @@ class DistributionalQValueActor(TensorDictSequential):
         make_log_softmax: bool = True,
     ) -> None:
         action_value_key = ACTION_VALUE if action_value_key is None else action_value_key
-        value_net = _action_value_network(
-            "DistributionalQValueActor", module, in_keys, action_value_key
-        )
+        value_net = _value_network(module, in_keys, action_value_key)
         qvalue = DistributionalQValueModule(
             action_space,
             support,
@@ -248,3 +249,23 @@ class DistributionalQValueActor(TensorDictSequential):
 
 
 __all__ = ["DistributionalQValueModule", "DistributionalQValueActor", "expected_action_value"]
+
+
+def _value_network(
+    module: nn.Module,
+    in_keys: NestedKey | Sequence[NestedKey] | None,
+    action_value_key: NestedKey,
+) -> TensorDictModuleBase:
+    """``module`` itself when it is a TensorDict module writing ``action_value_key``, else
+    ``module`` wrapped to read ``in_keys`` (the observation when ``None``) and write it."""
+    if isinstance(module, TensorDictModuleBase):
+        if action_value_key not in module.out_keys:
+            raise ValueError(
+                f"DistributionalQValueActor: the TensorDict module writes {module.out_keys}, "
+                f"expected it to write the action values at {action_value_key!r}. Set "
+                f"action_value_key or the module's out_keys."
+            )
+        return module
+    in_keys = (OBSERVATION,) if in_keys is None else in_keys
+    keys = [in_keys] if isinstance(in_keys, str | tuple) else list(in_keys)
+    return TensorDictModule(module, in_keys=keys, out_keys=[action_value_key])

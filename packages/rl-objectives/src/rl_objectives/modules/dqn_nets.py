@@ -9,8 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rl_core.modules.convnet import ConvNet
-from rl_core.modules.mlp import MLP
+from rl_core.modules import MLP, ConvNet
 
 
 def _scaled_noise(size: int, *, generator: torch.Generator | None, like: torch.Tensor):
@@ -47,7 +46,7 @@ class NoisyLinear(nn.Linear):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import NoisyLinear
+        >>> from rl_objectives.modules import NoisyLinear
         >>> layer = NoisyLinear(4, 2)
         >>> x = torch.randn(3, 4)
         >>> layer(x).shape
@@ -141,7 +140,8 @@ def reset_noise(layer: nn.Module) -> None:
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import MLP, NoisyLinear, reset_noise
+        >>> from rl_core.modules import MLP
+        >>> from rl_objectives.modules import NoisyLinear, reset_noise
         >>> net = MLP(3, 2, num_cells=[8], layer_class=NoisyLinear)
         >>> _ = net.apply(reset_noise)
         >>> net(torch.zeros(3)).shape
@@ -176,7 +176,7 @@ class DuelingCnnDQNet(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import DuelingCnnDQNet
+        >>> from rl_objectives.modules import DuelingCnnDQNet
         >>> net = DuelingCnnDQNet(6, cnn_kwargs={"num_cells": [8, 8], "strides": [2, 1],
         ...     "kernel_sizes": [3, 3]}, mlp_kwargs={"num_cells": 16})
         >>> net(torch.zeros(5, 3, 12, 12)).shape

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from rl_core.modules.mlp import MLP
+from rl_core.modules import MLP
 
 __all__ = ["ObsEncoder", "ObsDecoder", "DreamerActor"]
 
@@ -57,7 +57,7 @@ class ObsEncoder(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import ObsEncoder
+        >>> from rl_objectives.modules import ObsEncoder
         >>> ObsEncoder(in_channels=3)(torch.zeros(2, 5, 3, 64, 64)).shape
         torch.Size([2, 5, 1024])
         >>> ObsEncoder(channels=4, num_layers=2, in_features=3)(torch.zeros(7, 3)).shape
@@ -143,7 +143,7 @@ class ObsDecoder(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import ObsDecoder
+        >>> from rl_objectives.modules import ObsDecoder
         >>> ObsDecoder(latent_dim=10)(torch.zeros(2, 4), torch.zeros(2, 6)).shape
         torch.Size([2, 3, 64, 64])
         >>> ObsDecoder(channels=4, latent_dim=10, out_features=3)(torch.zeros(4, 4), torch.zeros(4, 6)).shape
@@ -240,7 +240,7 @@ class DreamerActor(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import DreamerActor
+        >>> from rl_objectives.modules import DreamerActor
         >>> actor = DreamerActor(2, depth=1, num_cells=8, in_features=10)
         >>> loc, scale = actor(torch.zeros(3, 4), torch.zeros(3, 6))
         >>> loc.shape, bool((scale > 0).all())

@@ -26,7 +26,7 @@ def symlog(x: torch.Tensor) -> torch.Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import symlog
+        >>> from rl_objectives.modules import symlog
         >>> symlog(torch.tensor([-100.0, 0.0, 1.0])).tolist()  # doctest: +ELLIPSIS
         [-4.61512..., 0.0, 0.69314...]
     """
@@ -38,7 +38,7 @@ def symexp(x: torch.Tensor) -> torch.Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import symexp, symlog
+        >>> from rl_objectives.modules import symexp, symlog
         >>> x = torch.tensor([-50.0, 0.0, 3.0], dtype=torch.float64)
         >>> torch.allclose(symexp(symlog(x)), x)
         True
@@ -77,7 +77,7 @@ def two_hot_encode(x: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import two_hot_encode
+        >>> from rl_objectives.modules import two_hot_encode
         >>> bins = torch.tensor([-1.0, 0.0, 1.0])
         >>> two_hot_encode(torch.tensor([0.25, -3.0]), bins).tolist()
         [[0.0, 0.75, 0.25], [1.0, 0.0, 0.0]]
@@ -111,7 +111,7 @@ def two_hot_decode(logits: torch.Tensor, bins: torch.Tensor) -> torch.Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import two_hot_decode, two_hot_encode
+        >>> from rl_objectives.modules import two_hot_decode, two_hot_encode
         >>> bins = torch.linspace(-2.0, 2.0, 5, dtype=torch.float64)
         >>> target = torch.tensor([0.3, -1.7], dtype=torch.float64)
         >>> two_hot_decode(two_hot_encode(target, bins).log(), bins).tolist()
@@ -146,7 +146,7 @@ def two_hot_cross_entropy(
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import two_hot_cross_entropy
+        >>> from rl_objectives.modules import two_hot_cross_entropy
         >>> loss = two_hot_cross_entropy(torch.zeros(2, 3), torch.tensor([-0.5, 0.5]),
         ...                              torch.tensor([-1.0, 0.0, 1.0]))
         >>> [round(x, 4) for x in loss.tolist()]  # log(3): uniform prediction
@@ -198,7 +198,7 @@ class SymExpTwoHot(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import SymExpTwoHot
+        >>> from rl_objectives.modules import SymExpTwoHot
         >>> two_hot = SymExpTwoHot(num_bins=5)
         >>> target = torch.tensor([-10.0, 0.0, 10.0])
         >>> torch.allclose(two_hot.decode(two_hot.encode(target).log()), target, atol=1e-3)

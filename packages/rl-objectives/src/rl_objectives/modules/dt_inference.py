@@ -49,7 +49,7 @@ class DecisionTransformerInferenceWrapper(TensorDictModuleBase):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import DecisionTransformerInferenceWrapper, DTActor
+        >>> from rl_objectives.modules import DecisionTransformerInferenceWrapper, DTActor
         >>> actor = DTActor(3, 2, transformer_config={"n_embd": 16, "n_layer": 1, "n_inner": 32})
         >>> policy = TensorDictModule(actor, ["observation", "action", "return_to_go"], ["action"])
         >>> wrapper = DecisionTransformerInferenceWrapper(policy, inference_context=4)

@@ -12,8 +12,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictParams
 from torch import nn
 
-from rl_core.modules.convnet import ConvNet
-from rl_core.modules.mlp import MLP
+from rl_core.modules import MLP, ConvNet
 
 
 class _AgentNetworks(nn.Module):
@@ -85,7 +84,7 @@ class MultiAgentMLP(_AgentNetworks):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import MultiAgentMLP
+        >>> from rl_objectives.modules import MultiAgentMLP
         >>> net = MultiAgentMLP(4, 2, n_agents=3, centralized=True, share_params=False)
         >>> net(torch.zeros(10, 3, 4)).shape
         torch.Size([10, 3, 2])
@@ -203,7 +202,7 @@ class MultiAgentConvNet(_AgentNetworks):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import MultiAgentConvNet
+        >>> from rl_objectives.modules import MultiAgentConvNet
         >>> net = MultiAgentConvNet(
         ...     3, centralized=False, share_params=False, in_features=2, num_cells=[4],
         ...     kernel_sizes=3, strides=1,

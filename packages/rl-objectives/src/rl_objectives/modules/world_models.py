@@ -72,7 +72,7 @@ class RSSMPrior(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import RSSMPrior
+        >>> from rl_objectives.modules import RSSMPrior
         >>> from rl_core.specs import Bounded
         >>> prior = RSSMPrior(Bounded(-1.0, 1.0, shape=(2,)), hidden_dim=8, rnn_hidden_dim=6,
         ...                   state_dim=4)
@@ -161,7 +161,7 @@ class RSSMPosterior(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import RSSMPosterior
+        >>> from rl_objectives.modules import RSSMPosterior
         >>> post = RSSMPosterior(hidden_dim=8, state_dim=4, rnn_hidden_dim=6, obs_embed_dim=3)
         >>> mean, std, state = post(torch.zeros(2, 7, 6), torch.zeros(2, 7, 3))
         >>> state.shape
@@ -232,7 +232,7 @@ class RSSMRollout(TensorDictModuleBase):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import RSSMPosterior, RSSMPrior, RSSMRollout
+        >>> from rl_objectives.modules import RSSMPosterior, RSSMPrior, RSSMRollout
         >>> prior = TensorDictModule(
         ...     RSSMPrior(action_dim=1, hidden_dim=8, rnn_hidden_dim=6, state_dim=4),
         ...     in_keys=["state", "belief", "action"],
@@ -310,7 +310,7 @@ class WorldModelWrapper(TensorDictSequential):
         >>> import torch
         >>> from tensordict import TensorDict
         >>> from tensordict.nn import TensorDictModule
-        >>> from rl_core.modules import WorldModelWrapper
+        >>> from rl_objectives.modules import WorldModelWrapper
         >>> model = WorldModelWrapper(
         ...     TensorDictModule(torch.nn.Linear(2, 2), ["observation"], ["latent"]),
         ...     TensorDictModule(torch.nn.Linear(2, 1), ["latent"], ["reward"]))

@@ -15,7 +15,7 @@ vectors of ``num_classes`` classes each (32 x 32 in the paper), flattened to
 Both networks return the raw logits (``[*B, num_categoricals, num_classes]``), which the KL
 terms of ``DreamerV3ModelLoss`` read. Their recurrent core is a ``GRUCell`` with SiLU
 projections (TorchRL's ``recurrent_model="gru"``); the block GRU and RMS-normalised layers of
-the paper's larger models are not built here. :class:`~rl_core.modules.RSSMRollout` filters a
+the paper's larger models are not built here. :class:`~rl_objectives.modules.RSSMRollout` filters a
 sequence through them as through the V1 networks.
 """
 
@@ -97,7 +97,7 @@ class RSSMPriorV3(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import RSSMPriorV3
+        >>> from rl_objectives.modules import RSSMPriorV3
         >>> prior = RSSMPriorV3(action_dim=2, hidden_dim=16, rnn_hidden_dim=8,
         ...                     num_categoricals=4, num_classes=3, unimix=0.01)
         >>> logits, state, belief = prior(torch.zeros(5, 12), torch.zeros(5, 8), torch.zeros(5, 2))
@@ -211,7 +211,7 @@ class RSSMPosteriorV3(nn.Module):
 
     Examples:
         >>> import torch
-        >>> from rl_core.modules import RSSMPosteriorV3
+        >>> from rl_objectives.modules import RSSMPosteriorV3
         >>> post = RSSMPosteriorV3(hidden_dim=16, num_categoricals=4, num_classes=3,
         ...                        rnn_hidden_dim=8, obs_embed_dim=6)
         >>> logits, state = post(torch.zeros(2, 7, 8), torch.zeros(2, 7, 6))

@@ -1,0 +1,73 @@
+"""Networks designed for one family of algorithms, beside the losses that train them.
+
+World models and Dreamer networks (``RSSMPrior``, ``RSSMRollout``, ``WorldModelWrapper``,
+``ObsEncoder``, ``DreamerActor``, DreamerV3's categorical latents and two-hot heads), Decision
+Transformer networks, multi-agent networks and the cross-group critic, and DQN-specific
+networks (noisy layers, the dueling net, distributional Q-value heads). The building blocks
+every policy needs (``MLP``, ``ConvNet``, actors, ``QValueActor``, distributions) stay in
+:mod:`rl_core.modules`.
+"""
+
+from rl_objectives.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
+from rl_objectives.modules.decision_transformer import DecisionTransformer, DTActor, OnlineDTActor
+from rl_objectives.modules.distributional_qvalue import (
+    DistributionalQValueActor,
+    DistributionalQValueModule,
+    expected_action_value,
+)
+from rl_objectives.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
+from rl_objectives.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
+from rl_objectives.modules.dreamer_v3_utils import (
+    SymExpTwoHot,
+    symexp,
+    symlog,
+    two_hot_cross_entropy,
+    two_hot_decode,
+    two_hot_encode,
+)
+from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
+from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
+from rl_objectives.modules.world_models import (
+    RSSMPosterior,
+    RSSMPrior,
+    RSSMRollout,
+    WorldModelWrapper,
+)
+from rl_objectives.modules.world_models_v3 import RSSMPosteriorV3, RSSMPriorV3
+
+__all__ = [
+    # Dreamer: world model and actor
+    "RSSMPrior",
+    "RSSMPosterior",
+    "RSSMRollout",
+    "WorldModelWrapper",
+    "ObsEncoder",
+    "ObsDecoder",
+    "DreamerActor",
+    # DreamerV3: categorical latents and the scalar transforms of its heads
+    "RSSMPriorV3",
+    "RSSMPosteriorV3",
+    "symlog",
+    "symexp",
+    "two_hot_encode",
+    "two_hot_decode",
+    "two_hot_cross_entropy",
+    "SymExpTwoHot",
+    # Decision Transformer (GPT-2 blocks from transformers)
+    "DecisionTransformer",
+    "DTActor",
+    "OnlineDTActor",
+    "DecisionTransformerInferenceWrapper",
+    # multi-agent
+    "MultiAgentMLP",
+    "MultiAgentConvNet",
+    "CrossGroupCritic",
+    "CrossCriticGroupSpec",
+    # DQN family
+    "DuelingCnnDQNet",
+    "NoisyLinear",
+    "reset_noise",
+    "DistributionalQValueModule",
+    "DistributionalQValueActor",
+    "expected_action_value",
+]
