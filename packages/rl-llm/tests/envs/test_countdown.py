@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 import torch
@@ -76,3 +77,30 @@ def test_evaluator_is_exact():
     value, used = evaluate("1/3 + 1/3 + 1/3")
     assert value == 1
     assert used == [1, 3, 1, 3, 1, 3]
+
+
+# Issue 49: a non-integer target (or number) is refused, not truncated.
+@pytest.mark.parametrize(
+    ("puzzle", "message"),
+    [
+        ({"numbers": [2, 3, 5], "target": 16.5}, "expected an integer target, got 16.5"),
+        ({"numbers": [2, 3, 5], "target": "16.5"}, "expected an integer target, got '16.5'"),
+        ({"numbers": [2, 3, 5], "target": True}, "expected an integer target, got True"),
+        ({"numbers": [2, 3.5, 5], "target": 16}, "expected an integer number, got 3.5"),
+        ({"numbers": "235", "target": 16}, "expected 'numbers' as a list of integers"),
+    ],
+)
+def test_env_refuses_non_integer_puzzles(puzzle, message):
+    with pytest.raises(ValueError, match=f"CountdownEnv: {re.escape(message)}"):
+        CountdownEnv([puzzle])
+
+
+def test_integral_values_of_other_types_are_accepted():
+    env = CountdownEnv([{"numbers": [2.0, "3", 5], "target": 16.0}])
+    assert json.loads(env.items[0][1]) == {"numbers": [2, 3, 5], "target": 16}
+
+
+def test_parser_refuses_a_non_integer_target():
+    ref = json.dumps({"numbers": [2, 3, 5], "target": 16.5})
+    with pytest.raises(ValueError, match=r"CountdownRewardParser: expected an integer target"):
+        CountdownRewardParser().score("<answer>(3+5)*2</answer>", ref)

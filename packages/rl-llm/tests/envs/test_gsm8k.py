@@ -1,8 +1,16 @@
+import time
+
 import pytest
 import torch
 
 from rl_llm.data import History
-from rl_llm.envs import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
+from rl_llm.envs import (
+    GSM8KEnv,
+    answer_reward,
+    make_arithmetic_dataset,
+    make_gsm8k_env,
+    parse_answer,
+)
 
 
 def test_parse_answer_takes_the_last_tag():
@@ -59,3 +67,43 @@ def test_step_rewards_tagged_answers_and_ends_the_dialog():
 def test_items_need_answers():
     with pytest.raises(ValueError, match="every item needs an 'answer'"):
         GSM8KEnv([{"question": "x"}], batch_size=(1,))
+
+
+# Issue 49: numbers compare exactly (the rule MATHRewardParser uses), never as floats.
+@pytest.mark.parametrize(
+    ("response", "reference", "expected"),
+    [
+        ("<answer>10000000000000001</answer>", "10000000000000000", 0.1),
+        ("<answer>10000000000000000</answer>", "#### 10,000,000,000,000,000", 1.0),
+        ("<answer>" + "1" * 400 + "</answer>", "2" * 400, 0.1),
+        ("<answer>" + "9" * 399 + "8</answer>", "9" * 400, 0.1),
+        ("<answer>" + "9" * 400 + "</answer>", "9" * 400, 1.0),
+        ("<answer>0.30000000000000001</answer>", "0.3", 0.1),
+        ("<answer>-12.50</answer>", "-12.5", 1.0),
+        ("<answer>" + "1" * 5000 + "</answer>", "1" * 5000, 0.1),  # too long to hold exactly
+    ],
+)
+def test_answer_reward_compares_exactly(response, reference, expected):
+    start = time.process_time()
+    assert answer_reward(response, reference) == expected
+    assert time.process_time() - start < 0.25
+
+
+def test_env_step_compares_large_numbers_exactly():
+    data = [{"question": "big?", "answer": "#### 10000000000000000"}]
+    env = GSM8KEnv(data, batch_size=(3,), repeats=3)
+    replies = ["<answer>10000000000000001</answer>", "<answer>10000000000000000</answer>", "x"]
+    td = env.reset()
+    td["history"].full = td["history"].prompt.append(
+        History.from_chats([[{"role": "assistant", "content": r}] for r in replies])
+    )
+    out = env.step(td)
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0, 0.0])
+
+
+def test_make_gsm8k_env_compares_400_digit_numbers_exactly():
+    a, b = "3" * 400, "3" * 399 + "4"
+    env = make_gsm8k_env([{"question": "q", "answer": a}], repeats=2)
+    td = env.reset()
+    td["response"] = [f"<answer>{b}</answer>", f"<answer>{a}</answer>"]
+    assert env.step(td)["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0])

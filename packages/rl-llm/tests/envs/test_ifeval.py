@@ -118,3 +118,53 @@ def test_env_with_a_local_dataset():
     assert out["next", "done"].all()
     with pytest.raises(ValueError, match="unknown instruction ids"):
         IFEvalEnv([{"prompt": "x", "instruction_id_list": ["nope"], "kwargs": [{}]}])
+
+
+# Issue 49: the case checks need cased letters; kwargs entries must be dicts.
+CASE_IDS = ["change_case:english_capital", "change_case:english_lowercase"]
+
+
+@pytest.mark.parametrize("reply", ["", "123 456", "  ", "42!"])
+def test_case_checks_need_letters(reply):
+    assert check_instructions(reply, CASE_IDS, [{}, {}]) == [False, False]
+    ref = json.dumps({"instruction_id_list": CASE_IDS, "kwargs": [{}, {}]})
+    assert IfEvalScorer().score(reply, ref) == (0.0, True)
+
+
+def test_case_checks_keep_digits_beside_letters():
+    assert check_instructions("ABC 123", CASE_IDS, [{}, {}]) == [True, False]
+    assert check_instructions("abc 123", CASE_IDS, [{}, {}]) == [False, True]
+
+
+def test_env_step_scores_replies_without_letters_zero():
+    items = [
+        {"prompt": "Shout.", "instruction_id_list": [CASE_IDS[0]], "kwargs": [{}]},
+        {"prompt": "Whisper.", "instruction_id_list": [CASE_IDS[1]], "kwargs": [None]},
+    ]
+    env = IFEvalEnv(items, batch_size=(4,), repeats=2)
+    td = env.reset()
+    replies = ["", "OK 1", "123 456", "ok 1"]
+    td["history"].full = td["history"].prompt.append(
+        History.from_chats([[{"role": "assistant", "content": r}] for r in replies])
+    )
+    out = env.step(td)
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ([["a"]], r"expected kwargs\[0\] \(for 'punctuation:no_comma'\) to be a dict"),
+        (["num_words"], r"expected kwargs\[0\] \(for 'punctuation:no_comma'\) to be a dict"),
+        ({"a": 1}, "expected kwargs as a list of one dict per instruction, got dict"),
+    ],
+)
+def test_kwargs_that_are_not_dicts_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=f"IfEvalScorer: {message}"):
+        check_instructions("x", ["punctuation:no_comma"], kwargs)
+    ref = json.dumps({"instruction_id_list": ["punctuation:no_comma"], "kwargs": kwargs})
+    with pytest.raises(ValueError, match=f"IfEvalScorer: {message}"):
+        IfEvalScorer().score("x", ref)
+    item = {"prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": kwargs}
+    with pytest.raises(ValueError, match=f"IFEvalEnv: {message}"):
+        IFEvalEnv([item])

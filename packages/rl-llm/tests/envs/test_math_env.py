@@ -1,3 +1,5 @@
+import time
+
 import pytest
 import torch
 
@@ -82,3 +84,105 @@ def test_parser_as_a_transform_on_a_dataset_env():
 def test_missing_solution_is_refused():
     with pytest.raises(ValueError, match="every item needs a 'solution'"):
         MATHEnv([{"problem": "x"}])
+
+
+# Issue 49: integers and exact rationals compare exactly; tolerance only for inexact values.
+@pytest.mark.parametrize(
+    ("reply", "solution", "expected"),
+    [
+        ("<answer>1000001</answer>", r"\boxed{1000000}", 0.1),
+        ("<answer>1000000</answer>", r"\boxed{1000000}", 1.0),
+        ("<answer>1048577</answer>", r"\boxed{2^{20}}", 0.1),
+        ("<answer>2^{20}+1</answer>", r"\boxed{1048576}", 0.1),
+        ("<answer>2^{20}</answer>", r"\boxed{1048576}", 1.0),
+        (r"<answer>\frac{1000001}{3}</answer>", r"\boxed{\frac{1000000}{3}}", 0.1),
+        ("<answer>0.3333333</answer>", r"\boxed{\frac13}", 0.1),
+        # An inexact term cannot stretch the tolerance across integers.
+        (r"<answer>1000001+\pi-\pi</answer>", r"\boxed{1000000}", 0.1),
+        # Inexact values (pi, irrational roots) keep the relative tolerance of 1e-6.
+        (r"<answer>\pi/2</answer>", r"\boxed{1.5707963}", 1.0),
+        (r"<answer>\sqrt{2}</answer>", r"\boxed{1.41421356}", 1.0),
+    ],
+)
+def test_integers_and_rationals_compare_exactly(reply, solution, expected):
+    assert MATHRewardParser().score(reply, solution) == (expected, True)
+
+
+def test_env_step_compares_large_integers_exactly():
+    env = MATHEnv(
+        [{"problem": "10^6?", "solution": r"\boxed{1000000}"}], batch_size=(3,), repeats=3
+    )
+    replies = ["<answer>1000001</answer>", "<answer>1000000</answer>", "<answer>2^{20}+1</answer>"]
+    out = env.step(_reply(env.reset(), replies))
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0, 0.1])
+    assert out["next", "success"].squeeze(-1).tolist() == [False, True, False]
+
+
+@pytest.mark.parametrize(
+    ("reply", "solution", "expected"),
+    [
+        ("<answer>(1, 2)</answer>", r"\boxed{[1, 2]}", 0.1),
+        ("<answer>[1, 2]</answer>", r"\boxed{(1, 2)}", 0.1),
+        ("<answer>[1, 2)</answer>", r"\boxed{[1, 2]}", 0.1),
+        ("<answer>[1, 2)</answer>", r"\boxed{\left[1,2\right)}", 1.0),
+        ("<answer>(1, 2)</answer>", r"\boxed{(1,2)}", 1.0),
+    ],
+)
+def test_open_and_closed_intervals_differ(reply, solution, expected):
+    assert MATHRewardParser().score(reply, solution) == (expected, True)
+
+
+def test_env_step_tells_open_from_closed_intervals():
+    env = MATHEnv([{"problem": "I?", "solution": r"\boxed{[1, 2]}"}], batch_size=(2,), repeats=2)
+    out = env.step(_reply(env.reset(), ["<answer>(1, 2)</answer>", "<answer>[1,2]</answer>"]))
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0])
+
+
+BIG = "7" * 400
+HOSTILE = [
+    f"<answer>{BIG}</answer>",
+    f"<answer>{BIG}.5</answer>",
+    f"<answer>{BIG}/3</answer>",
+    rf"<answer>\frac{{1}}{{{BIG}}}</answer>",
+    "<answer>1e999999</answer>",
+    "<answer>9**9**9**9</answer>",
+    "<answer>9^{9^{9^{9}}}</answer>",
+    "<answer>((9^{64})^{64})^{64}</answer>",
+    "<answer>(2^{64})^{64}*(2^{64})^{64}</answer>",
+    r"<answer>\sqrt{" + BIG + "}</answer>",
+    "<answer>" + "{" * 3000 + "1" + "}" * 3000 + "</answer>",
+    r"\boxed{" + "{" * 3000 + "1" + "}" * 3000 + "}",
+    "<answer>" + "(" * 3000 + "1" + ")" * 3000 + "</answer>",
+    "<answer>" + "{" * 400 + "1" + "}" * 400 + "</answer>",
+    "<answer>" + "(" * 150 + "1" + ")" * 150 + "</answer>",
+    "<answer>" + r"\sqrt{" * 300 + "4" + "}" * 300 + "</answer>",
+    r"<answer>" + r"\frac{" * 3000 + "1" + "}{2}" * 3000 + "</answer>",
+    "<answer>" + "-" * 3000 + "1</answer>",
+    "<answer>" + "+".join(["1"] * 3000) + "</answer>",
+]
+
+
+@pytest.mark.parametrize("reply", HOSTILE, ids=range(len(HOSTILE)))
+def test_any_reply_is_scored_quickly_never_raised(reply):
+    parser = MATHRewardParser()
+    start = time.process_time()  # CPU time: bounded work, whatever else the machine runs
+    score = parser.score(reply, r"\boxed{3}")
+    assert time.process_time() - start < 0.25
+    assert score == (0.1, True)  # an answer is there, and it is not 3
+
+
+def test_a_huge_correct_integer_is_still_rewarded():
+    parser = MATHRewardParser()
+    assert parser.score(f"<answer>{BIG}</answer>", rf"\boxed{{{BIG}}}") == (1.0, True)
+    assert parser.score(f"<answer>{BIG}</answer>", rf"\boxed{{{BIG[:-1]}6}}") == (0.1, True)
+
+
+def test_env_step_scores_hostile_replies_without_raising():
+    n = len(HOSTILE)
+    env = MATHEnv([{"problem": "?", "solution": r"\boxed{3}"}], batch_size=(n,), repeats=n)
+    td = _reply(env.reset(), HOSTILE)
+    start = time.process_time()
+    out = env.step(td)
+    assert time.process_time() - start < 1.0
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1] * n)
+    assert out["next", "done"].all()

@@ -81,16 +81,46 @@ def countdown_score(
     return value == Fraction(target), expression
 
 
+def _integer(value: Any, field: str, where: str, puzzle: Any) -> int:
+    """``value`` as an int; a non-integer (16.5, "x", True) is refused, naming ``field``."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple)):
+        value = value.item()  # a numpy or torch scalar
+    exact = None
+    if not isinstance(value, bool) and isinstance(value, (int, float, str)):
+        try:
+            exact = Fraction(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            exact = None
+    if exact is None or exact.denominator != 1:
+        raise ValueError(
+            f"{where}: expected an integer {field}, got {value!r} in the puzzle {puzzle!r}. "
+            f"Countdown puzzles use whole numbers; drop the puzzle or make its {field} an int."
+        )
+    return int(exact)
+
+
+def _as_puzzle(numbers: Any, target: Any, where: str, puzzle: Any) -> tuple[list[int], int]:
+    """The puzzle's numbers and target as ints, each checked (see :func:`_integer`)."""
+    if isinstance(numbers, (str, bytes)) or not hasattr(numbers, "__iter__"):
+        raise ValueError(
+            f"{where}: expected 'numbers' as a list of integers, got {numbers!r} in the "
+            f"puzzle {puzzle!r}."
+        )
+    checked = [_integer(x, "number", where, puzzle) for x in numbers]
+    return checked, _integer(target, "target", where, puzzle)
+
+
 def _puzzle(answer: str) -> tuple[list[int], int]:
+    where = "CountdownRewardParser"
     try:
         data = json.loads(answer)
-        numbers, target = [int(x) for x in data["numbers"]], int(data["target"])
+        numbers, target = data["numbers"], data["target"]
     except (ValueError, KeyError, TypeError) as err:
         raise ValueError(
-            f"CountdownRewardParser: expected the answer as JSON "
+            f"{where}: expected the answer as JSON "
             f'{{"numbers": [...], "target": t}}, got {answer!r} ({err}).'
         ) from None
-    return numbers, target
+    return _as_puzzle(numbers, target, where, answer)
 
 
 class CountdownRewardParser(RewardParserBase):
@@ -186,7 +216,7 @@ class CountdownEnv(DatasetChatEnv):
         numbers = puzzle.get("numbers", puzzle.get("nums"))
         if numbers is None:
             raise ValueError(f"CountdownEnv: the puzzle {puzzle!r} has no 'numbers'.")
-        numbers, target = [int(x) for x in numbers], int(puzzle["target"])
+        numbers, target = _as_puzzle(numbers, puzzle["target"], "CountdownEnv", puzzle)
         return {
             "question": countdown_question(numbers, target),
             "answer": json.dumps({"numbers": numbers, "target": target}),

@@ -11,6 +11,7 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_llm._utils import as_strings
+from rl_llm.envs._arith import exact_decimal, same_number
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 from rl_llm.keys import ANSWER, HISTORY
 
@@ -30,7 +31,11 @@ def parse_answer(response: str) -> str | None:
 def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) -> float:
     """1 when the tagged answer equals the reference number, ``format_reward`` for a tag alone.
 
-    The reference may be a GSM8K solution: the number after its last ``####`` is used.
+    The reference may be a GSM8K solution: the number after its last ``####`` is used. The
+    last number of the tag and of the reference compare exactly (as written, thousands
+    separators dropped: ``7.0`` equals ``7``, ``10000000000000001`` differs from
+    ``10000000000000000``), by :func:`~rl_llm.envs._arith.same_number`; a number too long to
+    hold exactly (over about 1,200 digits) matches nothing.
 
     Examples:
         >>> from rl_llm.envs.gsm8k import answer_reward
@@ -47,8 +52,10 @@ def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) 
         _NUMBER.findall(answer.replace(",", "")),
         _NUMBER.findall(reference.replace(",", "")),
     )
-    if got and want and float(got[-1]) == float(want[-1]):
-        return 1.0
+    if got and want:
+        a, b = exact_decimal(got[-1]), exact_decimal(want[-1])
+        if a is not None and b is not None and same_number(a, b):
+            return 1.0
     return format_reward
 
 

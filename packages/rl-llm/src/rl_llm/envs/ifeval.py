@@ -33,11 +33,13 @@ def _no_comma(text: str) -> bool:
 
 
 def _lowercase(text: str) -> bool:
-    return text == text.lower()
+    # str.islower: at least one cased letter, and every cased letter lower case ("" and
+    # "123 456" are not lower-case text).
+    return text.islower()
 
 
 def _capital(text: str) -> bool:
-    return text == text.upper()
+    return text.isupper()
 
 
 def _number_words(text: str, *, num_words: int, relation: str) -> bool:
@@ -111,13 +113,41 @@ IFEVAL_CHECKS: dict[str, Callable[..., bool]] = {
 }
 
 
+def _instruction_kwargs(
+    instruction_id_list: list[str], kwargs: Any, *, where: str = "IfEvalScorer"
+) -> list[dict[str, Any]]:
+    """``kwargs`` checked: a list of one dict (or ``None``, read as ``{}``) per instruction.
+
+    Raises:
+        ValueError: ``kwargs`` is not such a list, naming ``kwargs`` and the entry.
+    """
+    if not isinstance(kwargs, (list, tuple)):
+        raise ValueError(
+            f"{where}: expected kwargs as a list of one dict per instruction, got "
+            f"{type(kwargs).__name__} {kwargs!r}."
+        )
+    if len(kwargs) != len(instruction_id_list):
+        raise ValueError(
+            f"{where}: expected one kwargs dict per instruction, got {len(kwargs)} for "
+            f"{len(instruction_id_list)} instructions."
+        )
+    for i, (iid, kw) in enumerate(zip(instruction_id_list, kwargs)):
+        if kw is not None and not isinstance(kw, dict):
+            raise ValueError(
+                f"{where}: expected kwargs[{i}] (for {iid!r}) to be a dict of the "
+                f"instruction's arguments or None, got {type(kw).__name__} {kw!r}."
+            )
+    return [dict(kw or {}) for kw in kwargs]
+
+
 def check_instructions(
     response: str, instruction_id_list: list[str], kwargs: list[dict[str, Any] | None]
 ) -> list[bool]:
     """Whether ``response`` follows each instruction (IFEval ids and their kwargs).
 
     Raises:
-        ValueError: an instruction id this module does not check, or kwargs that do not fit.
+        ValueError: an instruction id this module does not check, ``kwargs`` that is not a
+            list of one dict (or ``None``) per instruction, or kwargs that do not fit.
 
     Examples:
         >>> from rl_llm.envs.ifeval import check_instructions
@@ -125,20 +155,15 @@ def check_instructions(
         ...     "punctuation:no_comma"], [{}, {}])
         [True, False]
     """
-    if len(kwargs) != len(instruction_id_list):
-        raise ValueError(
-            f"IfEvalScorer: expected one kwargs dict per instruction, got {len(kwargs)} for "
-            f"{len(instruction_id_list)} instructions."
-        )
     out = []
-    for iid, kw in zip(instruction_id_list, kwargs):
+    for iid, kw in zip(instruction_id_list, _instruction_kwargs(instruction_id_list, kwargs)):
         check = IFEVAL_CHECKS.get(iid)
         if check is None:
             raise ValueError(
                 f"IfEvalScorer: unknown instruction id {iid!r}; the checked ones are "
                 f"{sorted(IFEVAL_CHECKS)}."
             )
-        kw = {k: v for k, v in (kw or {}).items() if v is not None}
+        kw = {k: v for k, v in kw.items() if v is not None}
         try:
             out.append(bool(check(response, **kw)))
         except TypeError as err:
@@ -243,7 +268,7 @@ class IFEvalEnv(DatasetChatEnv):
                 f"got {item!r}."
             )
         ids = list(item["instruction_id_list"])
-        kwargs = [dict(k or {}) for k in item.get("kwargs", [{}] * len(ids))]
+        kwargs = _instruction_kwargs(ids, item.get("kwargs", [{}] * len(ids)), where="IFEvalEnv")
         unknown = [i for i in ids if i not in IFEVAL_CHECKS]
         if unknown:
             raise ValueError(

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_llm.envs._arith import ArithmeticError_, evaluate
+from rl_llm.envs._arith import ArithmeticError_, Number, evaluate, same_number
 from rl_llm.envs._reward_parser import RewardParserBase
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
@@ -17,6 +17,10 @@ MATH_PROMPT = (
     "Solve the problem. Think briefly, then give the final answer inside <answer></answer>."
 )
 _TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
+#: Answers longer than this compare as canonical strings only (no value is computed).
+_MAX_ANSWER_CHARS = 1000
+#: LaTeX groups nested deeper than this have no value.
+_MAX_LATEX_DEPTH = 50
 
 
 def last_boxed(text: str) -> str | None:
@@ -62,22 +66,25 @@ def _brace_arg(s: str, i: int) -> tuple[str, int]:
     return s[i + 1 :], len(s)
 
 
-def _latex_to_python(s: str) -> str:
+def _latex_to_python(s: str, depth: int = 0) -> str:
+    if depth > _MAX_LATEX_DEPTH:
+        raise ArithmeticError_(f"groups nested deeper than {_MAX_LATEX_DEPTH}")
     out, i = [], 0
     while i < len(s):
         for cmd in ("\\dfrac", "\\tfrac", "\\frac"):
             if s.startswith(cmd, i):
                 num, i = _brace_arg(s, i + len(cmd))
                 den, i = _brace_arg(s, i)
-                out.append(f"(({_latex_to_python(num)})/({_latex_to_python(den)}))")
+                num, den = _latex_to_python(num, depth + 1), _latex_to_python(den, depth + 1)
+                out.append(f"(({num})/({den}))")
                 break
         else:
             if s.startswith("\\sqrt", i):
                 arg, i = _brace_arg(s, i + len("\\sqrt"))
-                out.append(f"sqrt({_latex_to_python(arg)})")
+                out.append(f"sqrt({_latex_to_python(arg, depth + 1)})")
             elif s[i] == "{":
                 arg, i = _brace_arg(s, i)
-                out.append(f"({_latex_to_python(arg)})")
+                out.append(f"({_latex_to_python(arg, depth + 1)})")
             else:
                 out.append(s[i])
                 i += 1
@@ -109,44 +116,64 @@ def normalize_math_answer(answer: str) -> str:
     return s
 
 
-def _value(s: str) -> complex | float | None:
-    expr = _latex_to_python(s)
-    expr = expr.replace("\\cdot", "*").replace("\\times", "*").replace("\\pi", "pi")
-    expr = expr.replace("^", "**")
-    expr = re.sub(r"(\d)\s*(pi|sqrt|\()", r"\1*\2", expr)
+def _value(s: str) -> Number | None:
     try:
+        expr = _latex_to_python(s)
+        expr = expr.replace("\\cdot", "*").replace("\\times", "*").replace("\\pi", "pi")
+        expr = expr.replace("^", "**")
+        expr = re.sub(r"(\d)\s*(pi|sqrt|\()", r"\1*\2", expr)
         value, _ = evaluate(expr, allow_functions=True)
-    except (ArithmeticError_, OverflowError, ZeroDivisionError, ValueError):
+    except ArithmeticError_:
         return None
-    return float(value)
+    return value
+
+
+def _bracketed(s: str) -> bool:
+    return len(s) > 1 and s[0] in "([" and s[-1] in ")]"
+
+
+def _scalar_equivalent(a: str, b: str) -> bool:
+    """Equal canonical strings, or equal values (:func:`~rl_llm.envs._arith.same_number`)."""
+    if a == b:
+        return True
+    if len(a) > _MAX_ANSWER_CHARS or len(b) > _MAX_ANSWER_CHARS:
+        return False
+    va, vb = _value(a), _value(b)
+    return va is not None and vb is not None and same_number(va, vb)
 
 
 def math_equivalent(predicted: str, reference: str) -> bool:
     """Whether two simple answers are equal: same canonical string, or same numeric value.
 
-    Numeric values come from fractions (``\\frac``, ``/``), roots (``\\sqrt``), ``\\pi``,
-    powers and decimals, compared to a relative tolerance of 1e-6; tuples compare entry by
-    entry.
+    Numeric values come from integers, decimals, fractions (``\\frac``, ``/``), roots
+    (``\\sqrt``), ``\\pi`` and powers. Integers and exact rationals compare exactly; a
+    relative tolerance of 1e-6 applies only to inexact values (``\\pi``, irrational roots),
+    see :func:`~rl_llm.envs._arith.same_number`. Tuples and intervals compare entry by entry
+    and need the same brackets: ``(1, 2)`` (open) differs from ``[1, 2]`` (closed). Answers
+    over 1000 characters compare as strings only; any input returns, none raises.
 
     Examples:
         >>> from rl_llm.envs.math_env import math_equivalent
         >>> math_equivalent(r"\\frac{1}{2}", "0.5"), math_equivalent(r"2\\sqrt{2}", r"\\sqrt{8}")
         (True, True)
-        >>> math_equivalent("(1, 2)", r"\\left(1,2\\right)"), math_equivalent("3", "4")
+        >>> math_equivalent("(1, 2)", r"\\left(1,2\\right)"), math_equivalent("(1, 2)", "[1, 2]")
         (True, False)
+        >>> math_equivalent("1000001", "1000000"), math_equivalent("3", "4")
+        (False, False)
     """
+    if len(predicted) > 4 * _MAX_ANSWER_CHARS or len(reference) > 4 * _MAX_ANSWER_CHARS:
+        return predicted.strip() == reference.strip()
     a, b = normalize_math_answer(predicted), normalize_math_answer(reference)
     if not a or not b:
         return False
     if a == b:
         return True
-    if a[0] in "([" and b[0] in "([" and a[-1] in ")]" and b[-1] in ")]":
+    if _bracketed(a) and _bracketed(b):
+        if (a[0], a[-1]) != (b[0], b[-1]):
+            return False
         xs, ys = a[1:-1].split(","), b[1:-1].split(",")
-        return len(xs) == len(ys) and all(math_equivalent(x, y) for x, y in zip(xs, ys))
-    va, vb = _value(a), _value(b)
-    if va is None or vb is None:
-        return False
-    return abs(va - vb) <= 1e-6 * max(1.0, abs(vb))
+        return len(xs) == len(ys) and all(_scalar_equivalent(x, y) for x, y in zip(xs, ys))
+    return _scalar_equivalent(a, b)
 
 
 def extract_math_answer(response: str) -> str | None:
