@@ -125,3 +125,48 @@ def test_missing_zstandard_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "zstandard", None)  # makes `import zstandard` fail
     with pytest.raises(ImportError, match=r'pip install "rl-buffers\[compress\]"'):
         CompressedListStorage(4)
+
+
+def test_a_checkpoint_with_a_byte_flipped_in_the_middle_is_refused(tmp_path):
+    # the damaged storage.pt loaded and served altered frames
+    buffer = ReplayBuffer(storage=CompressedListStorage(8), batch_size=4)
+    buffer.extend(_frames(5))
+    buffer.dumps(tmp_path / "rb")
+    file = tmp_path / "rb" / "storage" / "storage.pt"
+    raw = bytearray(file.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    file.write_bytes(bytes(raw))
+    other = ReplayBuffer(storage=CompressedListStorage(8), batch_size=4)
+    other.extend(_frames(2, seed=1))
+    with pytest.raises(ValueError, match=r"storage\.pt is damaged: expected CRC-32 0x[0-9a-f]{8}"):
+        other.loads(tmp_path / "rb")
+    assert len(other) == 2
+    assert torch.equal(other.storage.get(1), _frames(2, seed=1)[1])
+
+
+def test_empty_tensors_are_stored_and_never_poison_the_buffer():
+    # an item of no elements was accepted, after which every read and sample() failed
+    buffer = ReplayBuffer(storage=CompressedListStorage(4), batch_size=3)
+    buffer.add(torch.zeros(0, 3))
+    item = buffer[0]
+    assert item.shape == (0, 3)
+    assert item.dtype == torch.float32
+    assert buffer.sample().shape == (3, 0, 3)
+    td = TensorDictReplayBuffer(storage=CompressedListStorage(4), batch_size=2)
+    td.add(TensorDict({"obs": torch.ones(2), "empty": torch.zeros(2, 0, dtype=torch.int16)}, [2]))
+    got = td[0]
+    assert got["empty"].shape == (2, 0)
+    assert got["empty"].dtype == torch.int16
+    assert got["obs"].tolist() == [1.0, 1.0]
+    assert td.sample()["empty"].shape == (2, 2, 0)
+
+
+def test_conjugate_and_negative_views_are_stored_with_their_values():
+    # a conjugate view failed with "view is not supported for conjugate view tensors"
+    storage = CompressedListStorage(3)
+    z = torch.tensor([1 + 2j, -3 - 4j], dtype=torch.complex64)
+    storage.set(torch.arange(3), [z.conj(), torch.conj_physical(z).imag.neg(), z.conj().neg()])
+    assert storage.get(0).tolist() == [1 - 2j, -3 + 4j]
+    assert storage.get(1).tolist() == [2.0, -4.0]
+    assert storage.get(2).tolist() == [-1 + 2j, 3 - 4j]
+    assert not storage.get(0).is_conj()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,8 +29,11 @@ class CompressedListStorage(ListStorage):
     """Keeps items compressed: each tensor, and each tensor entry of a TensorDict item.
 
     An item is compressed when it is written and decompressed when it is read; ``get``
-    returns new tensors (or TensorDicts) equal to what was written, on ``device``. Other
-    objects are kept as they are. Useful for image observations, which compress well
+    returns new tensors (or TensorDicts) equal to what was written, on ``device``
+    (conjugate and negative views are stored with their values; tensors of no elements are
+    stored as their shape and dtype, without calling the compression functions). Other
+    objects are kept as they are. ``dumps`` checksums its file, and ``loads`` refuses a
+    damaged one (see :meth:`Storage.loads`). Useful for image observations, which compress well
     (``benchmarks/rl_buffers/bench_compressed.py``).
 
     Args:
@@ -105,11 +109,18 @@ class CompressedListStorage(ListStorage):
 
     # ---------------------------------------------------------------- compression
     def _pack(self, tensor: Tensor) -> tuple[Tensor, dict[str, Any]]:
+        # A conjugate or negative view stores its values (the compressor reads raw memory);
+        # a tensor of no elements has no bytes to compress: its metadata is the item.
+        tensor = tensor.resolve_conj().resolve_neg()
         meta = {"shape": tuple(tensor.shape), "dtype": tensor.dtype, "device": str(tensor.device)}
+        if not tensor.numel():
+            return torch.empty(0, dtype=torch.uint8), meta
         return self.compression_fn(tensor), meta
 
     def _unpack(self, record: tuple[Tensor, dict[str, Any]]) -> Tensor:
         compressed, meta = record
+        if not math.prod(meta["shape"]):
+            return torch.empty(meta["shape"], dtype=meta["dtype"], device=self.device)
         return self.decompression_fn(compressed, meta).to(self.device)
 
     def _put(self, position: int, item: Any) -> None:
