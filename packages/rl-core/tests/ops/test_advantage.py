@@ -145,8 +145,16 @@ def _gae_args(shape=(2, 5, 1)):
             r"generalized_advantage_estimate: expected gamma in \[0, 1\], got 1.5",
         ),
         ({"lmbda": -0.1}, ValueError, r"expected lmbda in \[0, 1\], got -0.1"),
-        ({"gamma": torch.ones(3)}, TypeError, r"expected gamma to be a float or a 0-dim tensor"),
-        ({"gamma": "0.9"}, TypeError, r"expected gamma to be a float or a 0-dim tensor, got str"),
+        (
+            {"gamma": torch.ones(3)},
+            TypeError,
+            r"expected gamma to be a float or a one-element tensor, got a tensor of shape \(3,\)",
+        ),
+        (
+            {"gamma": "0.9"},
+            TypeError,
+            r"expected gamma to be a float or a one-element tensor, got str",
+        ),
         (
             {"reward": torch.zeros(2, 4, 1)},
             ValueError,
@@ -191,6 +199,22 @@ def test_gae_argument_errors(change, error, match):
     kwargs.update(change)
     with pytest.raises(error, match=match):
         generalized_advantage_estimate(**kwargs)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (1, 1)])
+def test_gamma_and_lmbda_as_one_element_tensors(shape):
+    # One float each way: 0.5 and 1.0 as floats or as one-element tensors of any shape.
+    state_value, next_state_value, reward, done = _gae_args((1, 3, 1))
+    reward += 1.0
+    as_floats = generalized_advantage_estimate(
+        0.5, 1.0, state_value, next_state_value, reward, done
+    )
+    as_tensors = generalized_advantage_estimate(
+        torch.full(shape, 0.5), torch.full(shape, 1.0), state_value, next_state_value, reward, done
+    )
+    assert as_floats[0].flatten().tolist() == [1.75, 1.5, 1.0]
+    for a, b in zip(as_floats, as_tensors, strict=True):
+        assert torch.equal(a, b)
 
 
 def test_td_lambda_and_td0_argument_errors():

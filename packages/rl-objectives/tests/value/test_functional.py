@@ -118,14 +118,15 @@ def test_vectorized_gradients_match_looped():
 
 
 def test_vectorized_rejects_bad_input():
+    # The vec_* names run their looped twins: the errors name the function that checks.
     v, nv, r, done, term = make((5, 1), 0)
     with pytest.raises(
-        ValueError, match=r"vec_generalized_advantage_estimate: expected lmbda in \[0, 1\]"
+        ValueError, match=r"^generalized_advantage_estimate: expected lmbda in \[0, 1\]"
     ):
         F.vec_generalized_advantage_estimate(0.9, 1.5, v, nv, r, done, term, time_dim=0)
     with pytest.raises(ValueError, match="expected reward of shape"):
         F.vec_generalized_advantage_estimate(0.9, 0.5, v, nv, r[:3], done, term, time_dim=0)
-    with pytest.raises(TypeError, match="expected done to be bool"):
+    with pytest.raises(TypeError, match=r"expected done to be a torch\.bool tensor"):
         F.vec_td_lambda_return_estimate(0.9, 0.5, nv, r, done.float(), None, time_dim=0)
     with pytest.raises(ValueError, match="time_dim=3 is out of range"):
         F.vec_td1_return_estimate(0.9, nv, r, done, time_dim=3)
@@ -192,13 +193,45 @@ def test_vec_td1_advantage_matches_reference_loop(shape, time_dim):
 
 def test_vec_advantages_reject_mismatched_state_value():
     v, nv, r, done, term = make((6, 1), 0)
-    with pytest.raises(
-        ValueError,
-        match=r"vec_td_lambda_advantage_estimate: expected next_state_value of shape \(4, 1\)",
-    ):
-        F.vec_td_lambda_advantage_estimate(0.9, 0.5, v[:4], nv, r, done, term, time_dim=0)
-    with pytest.raises(TypeError, match=r"vec_td1_return_estimate: expected gamma to be a float"):
+    match = r"td_lambda_advantage_estimate: expected state_value of shape \(6, 1\) like reward"
+    for fn in (F.td_lambda_advantage_estimate, F.vec_td_lambda_advantage_estimate):
+        with pytest.raises(ValueError, match=rf"^{match}, got \(4, 1\)"):
+            fn(0.9, 0.5, v[:4], nv, r, done, term, time_dim=0)
+    for fn in (F.td1_advantage_estimate, F.vec_td1_advantage_estimate):
+        with pytest.raises(TypeError, match=r"^td1_advantage_estimate: expected state_value to"):
+            fn(0.9, v.long(), nv, r, done, term, time_dim=0)
+    with pytest.raises(ValueError, match=r"^td0_advantage_estimate: expected state_value of"):
+        F.td0_advantage_estimate(0.9, v[:4], nv, r, term)
+    with pytest.raises(TypeError, match=r"td_lambda_return_estimate: expected gamma to be a float"):
         F.vec_td1_return_estimate(torch.full((6, 1), 0.9), nv, r, done, time_dim=0)
+
+
+def test_vec_names_share_their_twins_signature_and_docstring():
+    import inspect
+
+    assert F.vec_generalized_advantage_estimate is F.generalized_advantage_estimate
+    for name in (
+        "td_lambda_return_estimate",
+        "td_lambda_advantage_estimate",
+        "td1_return_estimate",
+        "td1_advantage_estimate",
+    ):
+        looped, vec = getattr(F, name), getattr(F, f"vec_{name}")
+        assert vec.__name__ == f"vec_{name}"
+        assert inspect.signature(vec) == inspect.signature(looped)
+        assert vec.__doc__ == looped.__doc__
+
+
+def test_one_definition_per_estimator():
+    # The functional layer is rl_core.ops' wrappers, not a copy of them.
+    import rl_core.ops
+
+    for name in (
+        "generalized_advantage_estimate",
+        "vtrace_advantage_estimate",
+        "td0_return_estimate",
+    ):
+        assert getattr(F, name) is getattr(rl_core.ops, name)
 
 
 @pytest.mark.parametrize("rolling_gamma", [None, True])

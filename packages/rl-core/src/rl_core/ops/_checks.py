@@ -11,18 +11,19 @@ from torch import Tensor
 
 
 def scalar(where: str, arg: str, value: float | Tensor) -> float:
-    """Returns ``value`` as a Python float; accepts numbers and one-element 0-dim tensors."""
+    """Returns ``value`` as a Python float; accepts numbers and one-element tensors."""
     if isinstance(value, Tensor):
-        if value.dim() != 0:
+        if value.numel() != 1:
             raise TypeError(
-                f"{where}: expected {arg} to be a float or a 0-dim tensor, got a tensor of "
-                f"shape {tuple(value.shape)}. Per-step values are not supported; pass one "
+                f"{where}: expected {arg} to be a float or a one-element tensor, got a tensor "
+                f"of shape {tuple(value.shape)}. Per-step values are not supported; pass one "
                 f"scalar."
             )
         return float(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(
-            f"{where}: expected {arg} to be a float or a 0-dim tensor, got {type(value).__name__}."
+            f"{where}: expected {arg} to be a float or a one-element tensor, got "
+            f"{type(value).__name__}."
         )
     return float(value)
 

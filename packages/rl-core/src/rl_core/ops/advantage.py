@@ -47,8 +47,8 @@ def generalized_advantage_estimate(
     state_value``. Runs ``torch.ops.rl_core.generalized_advantage_estimate``.
 
     Args:
-        gamma: discount factor in ``[0, 1]`` (float or 0-dim tensor).
-        lmbda: trace-decay parameter in ``[0, 1]`` (float or 0-dim tensor).
+        gamma: discount factor in ``[0, 1]`` (float or one-element tensor).
+        lmbda: trace-decay parameter in ``[0, 1]`` (float or one-element tensor).
         state_value: ``[*B, T, F]`` values of the states acted in.
         next_state_value: ``[*B, T, F]`` values of the states landed in.
         reward: ``[*B, T, F]`` rewards.
@@ -117,8 +117,8 @@ def td_lambda_return_estimate(
     ``torch.ops.rl_core.td_lambda_return_estimate``.
 
     Args:
-        gamma: discount factor in ``[0, 1]`` (float or 0-dim tensor).
-        lmbda: mixing parameter in ``[0, 1]`` (float or 0-dim tensor).
+        gamma: discount factor in ``[0, 1]`` (float or one-element tensor).
+        lmbda: mixing parameter in ``[0, 1]`` (float or one-element tensor).
         next_state_value: ``[*B, T, F]`` values of the states landed in.
         reward: ``[*B, T, F]`` rewards.
         done: ``[*B, T, F]`` bool, True where an episode ends.
@@ -175,7 +175,7 @@ def td0_return_estimate(
     as long as the three tensors match.
 
     Args:
-        gamma: discount factor in ``[0, 1]`` (float or 0-dim tensor).
+        gamma: discount factor in ``[0, 1]`` (float or one-element tensor).
         next_state_value: values of the states landed in.
         reward: rewards, same shape.
         terminated: bool, same shape, True where the episode ended in a terminal state.

@@ -1,9 +1,14 @@
 """Pure-torch reference kernels of the ``rl_core`` ops, in the kernel layout.
 
 These functions are what ``torch.ops.rl_core.<name>`` runs when no faster kernel is
-registered, and they are the test oracle for packages that register one (``rl-kernels``).
-They take exactly the arguments of the op schema, in the kernel layout, with no reshaping
-and no argument coercion:
+registered (``_library`` registers them as the ops' default kernels), so each is *the*
+definition of its op's math: GAE, TD(lambda) and V-trace are written here once, and every
+public value function (:mod:`rl_core.ops`, ``rl_objectives.value.functional`` and its
+``vec_*`` names) runs them through the op. A compiled kernel (``rl-kernels``) is tested
+against them; they are tested in turn against float64 loops written from the papers'
+formulas inside the tests (``tests/ops/test_reference.py``). They take exactly the
+arguments of the op schema, in the kernel layout, with no reshaping and no argument
+coercion:
 
 - Value ops: every tensor is ``[T, N]`` with **time first**: row ``t`` holds time step ``t``
   of ``N`` independent sequences. Float tensors share one floating dtype and the device;

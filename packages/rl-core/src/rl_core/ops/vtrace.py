@@ -46,7 +46,7 @@ def vtrace_advantage_estimate(
     ``torch.ops.rl_core.vtrace_advantage_estimate``.
 
     Args:
-        gamma: discount factor in ``[0, 1]`` (float or 0-dim tensor).
+        gamma: discount factor in ``[0, 1]`` (float or one-element tensor).
         log_pi: ``[*B, T, F]`` log-probabilities of the taken actions under the learner policy.
         log_mu: ``[*B, T, F]`` log-probabilities under the behaviour policy that acted.
         state_value: ``[*B, T, F]`` values of the states acted in.
