@@ -6,12 +6,14 @@ sends a signal that could do harm (SIGKILL) to a process the test started, and i
 same test proved that the sandbox cannot reach the test's own process.
 """
 
+import itertools
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -229,7 +231,7 @@ def test_no_process_outlives_run(use_pidns, own_tmp):
     )
     start = time.monotonic()
     res = _sandbox.run_sandboxed(
-        code, timeout=1.5, use_pidns=use_pidns, use_signal_scope=not use_pidns
+        code, timeout=1.5, use_pidns=use_pidns, use_signal_scope=not use_pidns, max_processes=256
     )
     elapsed = time.monotonic() - start
     leftover = _processes_naming(own_tmp)
@@ -324,3 +326,99 @@ def test_limits_are_set_in_every_process():
     )
     res = _sandbox.run_sandboxed(code, timeout=3.0, memory_mb=200)
     assert res.stdout == f"(4, 5) ({200 * 2**20}, {200 * 2**20})\n"
+
+
+# A fork bomb with a guard for the test machine: each process forks until it has made 9
+# successful forks in all (its parent's count included), so at most 2**9 = 512 processes exist
+# if nothing caps them. A process that cannot fork tries again at once, as a bomb does.
+_FORK_BOMB = """
+import os, time
+made = 0
+while made < 9:
+    try:
+        os.fork()
+        made += 1
+    except OSError:
+        pass
+time.sleep(60)
+"""
+
+
+def _bomb_while_counting(
+    own_tmp: str, **kwargs
+) -> tuple[_sandbox.SandboxResult, float, int, int, float]:
+    """Runs the fork bomb while a host thread ticks (a 10 ms sleep, then a count) and this
+    thread counts the run's processes.
+
+    Returns the result, the run's duration, the most processes seen at once, the host thread's
+    ticks and the longest gap between two of them.
+    """
+    done: dict = {}
+    ticks: list[float] = [time.monotonic()]
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.is_set():
+            time.sleep(0.01)
+            ticks.append(time.monotonic())
+
+    def run() -> None:
+        start = time.monotonic()
+        try:
+            done["res"] = _sandbox.run_sandboxed(_FORK_BOMB, timeout=2.0, **kwargs)
+        finally:
+            done["elapsed"] = time.monotonic() - start
+            stop.set()
+
+    threads = [threading.Thread(target=tick), threading.Thread(target=run)]
+    for thread in threads:
+        thread.start()
+    most = 0
+    try:
+        while not stop.is_set():
+            most = max(most, len(_processes_naming(own_tmp)))
+    finally:
+        for thread in threads:
+            thread.join()
+        leftover = _processes_naming(own_tmp)
+        for pid in leftover:
+            os.kill(pid, signal.SIGKILL)
+    assert leftover == [], f"{len(leftover)} processes of the run left"
+    gap = max(b - a for a, b in itertools.pairwise(ticks))
+    return done["res"], done["elapsed"], most, len(ticks) - 1, gap
+
+
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_a_fork_bomb_is_capped_and_the_host_keeps_running(use_pidns, own_tmp):
+    res, elapsed, most, ticks, gap = _bomb_while_counting(
+        own_tmp, max_processes=16, use_pidns=use_pidns, use_signal_scope=not use_pidns
+    )
+    # The run's processes: the launcher, the init and the code's; never more than the cap.
+    assert 4 <= most <= 16, f"{most} processes at once"
+    assert res.timed_out
+    assert elapsed < 2.0 + 2.5, f"run took {elapsed:.1f} s"
+    # This thread kept running while the bomb spun at the cap.
+    assert gap < 1.0, f"the host thread stalled for {gap:.2f} s"
+    assert ticks >= 50, f"the host thread ticked {ticks} times in {elapsed:.1f} s"
+
+
+def test_without_a_pids_cgroup_only_a_non_root_user_is_capped(own_tmp):
+    if os.geteuid() == 0:  # root is exempt from RLIMIT_NPROC: refused, unless no cap is asked
+        with pytest.raises(RuntimeError, match=r"could not cap the code's processes \(max_proc"):
+            _sandbox.run_sandboxed("print(1)", max_processes=16, use_cgroup=False)
+        res = _sandbox.run_sandboxed("print(1)", max_processes=None, use_cgroup=False)
+        assert res.stdout == "1\n"
+    elif not _sandbox.pidns_available():
+        pytest.skip("RLIMIT_NPROC confines a run only in its own user namespace")
+    else:
+        _, _, most, _, _ = _bomb_while_counting(own_tmp, max_processes=16, use_cgroup=False)
+        assert 4 <= most <= 16, f"{most} processes at once"
+
+
+def test_max_processes_is_validated():
+    for bad in (3, 0, -1, 2.5, "64", True):
+        with pytest.raises(ValueError, match=f"expected max_processes an int >= 4 .* got {bad!r}"):
+            PythonInterpreter(max_processes=bad)
+    with pytest.raises(ValueError, match="got 2"):
+        _sandbox.run_sandboxed("print(1)", max_processes=2)
+    assert PythonInterpreter(max_processes=None).run("print(1)") == "stdout:\n1\n"

@@ -10,6 +10,14 @@ What is enforced (each layer is kernel-side, none relies on the child's cooperat
   kills every process the code started, including children that called ``setsid()``: in a PID
   namespace the kernel does it when the init exits; without one the init is a child
   subreaper and kills its (adopted) children until none is left.
+- Number of processes: at most ``max_processes`` processes and threads of the run exist at
+  any time, so a fork bomb cannot starve the host. Where a pids cgroup can be created (cgroup
+  v2 with the pids controller available below this process's cgroup, or a writable cgroup v1
+  ``pids`` hierarchy; root, usually) each run gets one with ``pids.max`` (see
+  ``_pids_cgroup``). Otherwise, for a user other than root running the code in its own user
+  namespace, ``RLIMIT_NPROC`` (counted per user and namespace, so only the run's processes).
+  Root is exempt from ``RLIMIT_NPROC``, and switching to an unprivileged uid is not built, so
+  root without a writable pids cgroup is refused (``max_processes=None`` runs uncapped).
 - Time: the init kills the code at the wall-clock limit; ``RLIMIT_CPU`` also stops a CPU-bound
   child; the host kills the whole group shortly after the limit in any case.
 - Memory: ``RLIMIT_AS`` (address space) and ``RLIMIT_FSIZE`` (largest file written). The host
@@ -43,6 +51,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rl_llm.envs._pids_cgroup import PidsCgroup, pids_cgroup_parent
 
 _SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446
 # After the init's deadline: how long the host waits before it kills the group itself, and
@@ -115,6 +125,36 @@ def check_supported(*, use_pidns: bool = True, use_signal_scope: bool = True) ->
         )
 
 
+def process_cap(
+    max_processes: int | None, *, use_pidns: bool = True, use_cgroup: bool = True
+) -> str:
+    """How ``max_processes`` is enforced here: ``"cgroup"``, ``"rlimit"`` or ``"none"`` (no cap asked).
+
+    Raises:
+        ValueError: ``max_processes`` is not an int >= 4 (the sandbox's own processes count).
+        RuntimeError: a cap is asked and neither a pids cgroup nor ``RLIMIT_NPROC`` in a user
+            namespace of a non-root user can enforce it here.
+    """
+    if max_processes is None:
+        return "none"
+    if isinstance(max_processes, bool) or not isinstance(max_processes, int) or max_processes < 4:
+        raise ValueError(
+            f"PythonInterpreter: expected max_processes an int >= 4 (the sandbox's own launcher "
+            f"and init count too) or None for no cap, got {max_processes!r}."
+        )
+    if use_cgroup and pids_cgroup_parent() is not None:
+        return "cgroup"
+    if os.geteuid() != 0 and use_pidns and pidns_available():
+        return "rlimit"
+    raise RuntimeError(
+        f"PythonInterpreter: could not cap the code's processes (max_processes={max_processes}) "
+        f"here: no pids cgroup can be created (cgroup v2 with the pids controller delegated, or "
+        f"a writable cgroup v1 pids hierarchy), and RLIMIT_NPROC cannot confine the run (it "
+        f"needs a non-root user in a user namespace; running as uid {os.geteuid()}). Give the "
+        f"process a delegated cgroup, or pass max_processes=None to run without a cap."
+    )
+
+
 def read_only_roots() -> list[str]:
     """Directories the child may read and execute from: the interpreter and system libraries."""
     roots = {sys.base_prefix, sys.base_exec_prefix, "/usr/lib", "/usr/lib64", "/lib", "/lib64"}
@@ -151,6 +191,8 @@ if child == 0:
     resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["file_bytes"], cfg["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cfg["nproc"]:  # no pids cgroup: a non-root user's process count in its user namespace
+        resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))
     abi = cfg["abi"]
     fs_all = (1 << 13) - 1
     if abi >= 2: fs_all |= 1 << 13
@@ -286,6 +328,8 @@ def run_sandboxed(
     use_pidns: bool = True,
     use_signal_scope: bool = True,
     max_output_chars: int | None = None,
+    max_processes: int | None = 64,
+    use_cgroup: bool = True,
 ) -> SandboxResult:
     """Runs ``code`` in a fresh confined child (see the module docstring); never raises on its errors.
 
@@ -302,14 +346,22 @@ def run_sandboxed(
             for tests of each layer alone).
         max_output_chars: keep the first this many characters of stdout and the last of
             stderr, reading at most four bytes per character (bounded memory); all otherwise.
+        max_processes: the most processes and threads the run may hold at once, the sandbox's
+            launcher and init included (a fork beyond fails with ``BlockingIOError``); None
+            for no cap.
+        use_cgroup: use a pids cgroup where one can be created (a switch for tests of the
+            ``RLIMIT_NPROC`` fallback).
 
     Raises:
+        ValueError: ``max_processes`` is not None or an int >= 4.
         RuntimeError: the kernel has no Landlock (files could not be confined), or neither a
             PID namespace nor Landlock's signal scope is available (signals could not be
             confined), or neither a network namespace nor Landlock's TCP rule (ABI >= 4) is
-            available (no network confinement).
+            available (no network confinement), or ``max_processes`` cannot be enforced here
+            (see :func:`process_cap`).
     """
     check_supported(use_pidns=use_pidns, use_signal_scope=use_signal_scope)
+    cap = process_cap(max_processes, use_pidns=use_pidns, use_cgroup=use_cgroup)
     abi = landlock_abi()
     netns = use_netns and netns_available()
     if not netns and abi < 4:
@@ -323,6 +375,7 @@ def run_sandboxed(
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rl_llm_sandbox_") as workdir:
         Path(workdir, "main.py").write_text(code)
+        cgroup = PidsCgroup(pids_cgroup_parent(), max_processes) if cap == "cgroup" else None
         status_r, status_w = os.pipe()
         cfg = {
             "memory_bytes": memory_mb * 2**20,
@@ -334,6 +387,7 @@ def run_sandboxed(
             "workdir": str(Path(workdir).resolve()),
             "deadline": start + timeout,
             "status_fd": status_w,
+            "nproc": max_processes if cap == "rlimit" else 0,
         }
         cmd = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(cfg)]
         flags = (["--net"] if netns else []) + (
@@ -341,23 +395,29 @@ def run_sandboxed(
         )
         if flags:
             cmd = ["unshare", "--map-root-user", *flags, *cmd]
+        if cgroup is not None:
+            cmd = cgroup.wrap(cmd)
         try:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                pass_fds=(status_w,),
-                start_new_session=True,
-                env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"},
-            )
+            try:
+                proc = subprocess.Popen(
+                    cmd,
+                    cwd=workdir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    pass_fds=(status_w,),
+                    start_new_session=True,
+                    env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"},
+                )
+            finally:
+                os.close(status_w)
+            out, err = _Capped(limit, keep_tail=False), _Capped(limit, keep_tail=True)
+            status = _Capped(1 << 12, keep_tail=False)
+            sinks = {status_r: status, proc.stdout: out, proc.stderr: err}
+            killed = _read_until_closed(proc, sinks, start + timeout + _HOST_MARGIN_S)
         finally:
-            os.close(status_w)
-        out, err = _Capped(limit, keep_tail=False), _Capped(limit, keep_tail=True)
-        status = _Capped(1 << 12, keep_tail=False)
-        sinks = {status_r: status, proc.stdout: out, proc.stderr: err}
-        killed = _read_until_closed(proc, sinks, start + timeout + _HOST_MARGIN_S)
+            if cgroup is not None:  # kills what is left in it, removes it
+                cgroup.close()
     report = json.loads(status.data) if status.data and not killed else None
     stdout, stdout_cut = out.text(max_output_chars)
     stderr, stderr_cut = err.text(max_output_chars)

@@ -22,7 +22,9 @@ class PythonInterpreter(Transform):
     killed) is appended to the next prompt. What the sandbox enforces, kernel-side (see
     ``rl_llm.envs._sandbox`` and the package README's threat model): signals reach only the
     run's own processes (a PID namespace where user namespaces are allowed, and Landlock's
-    signal scope on Linux >= 6.12); no process the code started outlives :meth:`run`, which
+    signal scope on Linux >= 6.12); at most ``max_processes`` processes and threads at once (a
+    pids cgroup, or ``RLIMIT_NPROC`` for a non-root user in its own user namespace), so a fork
+    bomb cannot starve the host; no process the code started outlives :meth:`run`, which
     returns within ``timeout`` plus 1.5 s; a wall-clock time limit and ``RLIMIT_CPU``; an
     address-space limit (``RLIMIT_AS``) and a file-size limit; output read with bounded memory
     (at most ``4 * max_output_chars`` bytes kept per stream); Landlock file rules that allow
@@ -37,12 +39,16 @@ class PythonInterpreter(Transform):
         max_output_chars: stdout is cut to its first, stderr to its last, this many
             characters (a note in the message says so).
         max_workers: dialogs whose code runs at the same time.
+        max_processes: the most processes and threads one run may hold at once, the sandbox's
+            launcher and init included (default 64); ``None`` runs without a cap.
 
     Raises:
         RuntimeError: the kernel has no Landlock (file access could not be confined), or
             neither a PID namespace nor Landlock's signal scope is available (signals could
-            not be confined).
-        ValueError: ``timeout``, ``memory_mb`` or ``max_output_chars`` is not positive.
+            not be confined), or ``max_processes`` cannot be enforced here (no pids cgroup can
+            be created, and the process runs as root or without a user namespace).
+        ValueError: ``timeout``, ``memory_mb`` or ``max_output_chars`` is not positive, or
+            ``max_processes`` is not None or an int >= 4.
 
     Examples:
         >>> from tensordict import TensorDict
@@ -67,9 +73,11 @@ class PythonInterpreter(Transform):
         memory_mb: int = 256,
         max_output_chars: int = 2000,
         max_workers: int = 4,
+        max_processes: int | None = 64,
     ) -> None:
         super().__init__()
         _sandbox.check_supported()
+        _sandbox.process_cap(max_processes)
         if timeout <= 0 or memory_mb <= 0:
             raise ValueError(
                 f"PythonInterpreter: expected timeout > 0 and memory_mb > 0, got "
@@ -83,6 +91,7 @@ class PythonInterpreter(Transform):
         self.memory_mb = memory_mb
         self.max_output_chars = max_output_chars
         self.max_workers = max_workers
+        self.max_processes = max_processes
 
     @property
     def network_namespace(self) -> bool:
@@ -93,7 +102,11 @@ class PythonInterpreter(Transform):
         """Runs ``code`` in the sandbox; returns the tool message text."""
         n = self.max_output_chars
         res = _sandbox.run_sandboxed(
-            code, timeout=self.timeout, memory_mb=self.memory_mb, max_output_chars=n
+            code,
+            timeout=self.timeout,
+            memory_mb=self.memory_mb,
+            max_output_chars=n,
+            max_processes=self.max_processes,
         )
         parts = []
         if res.stdout:
