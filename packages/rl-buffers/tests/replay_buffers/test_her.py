@@ -269,3 +269,44 @@ def test_bit_flipping_relabelled_rewards_match_the_definition():
         assert float(batch["next", "reward"][row]) == (0.0 if hit else -1.0)
     # relabelling makes successes that random play almost never has
     assert (batch["next", "reward"][:head] == 0).sum() > head // 10
+
+
+def test_reward_fn_output_of_another_shape_names_reward_fn_and_both_shapes():
+    # a reward_fn returning extra columns failed with "shape '[6, 1]' is invalid"
+    buffer = HERReplayBuffer(
+        lambda td: torch.zeros(td.batch_size[0], 3),
+        storage=LazyTensorStorage(10),
+        batch_size=6,
+        her_ratio=1.0,
+    )
+    buffer.extend(_episodes([4]))
+    with pytest.raises(
+        ValueError,
+        match=r"expected reward_fn to return a tensor of 6 rewards, one per relabelled item, "
+        r"shaped \[6\] or \[6, 1\] \(as the stored \('next', 'reward'\)\), got \(6, 3\)",
+    ):
+        buffer.sample()
+    buffer.reward_fn = lambda td: torch.zeros(td.batch_size[0], 1, 1)
+    with pytest.raises(ValueError, match=r"reward_fn .* got \(6, 1, 1\)"):
+        buffer.sample()
+    buffer.reward_fn = lambda td: [0.0] * td.batch_size[0]
+    with pytest.raises(ValueError, match=r"reward_fn .* got list"):
+        buffer.sample()
+    buffer.reward_fn = lambda td: torch.zeros(td.batch_size[0])  # [n] is taken as [n, 1]
+    assert buffer.sample()["next", "reward"].tolist() == [[0.0]] * 6
+
+
+def test_desired_goal_of_another_shape_names_both_keys_and_shapes():
+    # a desired_goal of another shape than the achieved goal gave torch's "expanded size"
+    # error, naming neither key
+    data = _episodes([4])
+    data["desired_goal"] = torch.zeros(4, 2)
+    data["next", "desired_goal"] = torch.zeros(4, 2)
+    buffer = _buffer("final", batch_size=4)
+    buffer.extend(data)
+    with pytest.raises(
+        ValueError,
+        match=r"the desired goal 'desired_goal' has per-item shape \(2,\) but the achieved "
+        r"goal \('next', 'achieved_goal'\) has \(1,\)",
+    ):
+        buffer.sample()

@@ -8,6 +8,7 @@ reward is recomputed for that goal.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -208,9 +209,10 @@ class HERReplayBuffer(TensorDictReplayBuffer):
         where = f"{type(self).__name__}.sample"
         goal_path = self._path(self.goal_key)
         achieved = self._path(self.achieved_goal_key)
-        source = self._column(("next", *achieved))
+        source_key: Any = ("next", *achieved)
+        source = self._column(source_key)
         if source is None:
-            source = self._column(achieved)
+            source_key, source = self.achieved_goal_key, self._column(achieved)
         keys = data.keys(True, True)
         if source is None or goal_path not in {self._path(k) for k in keys}:
             raise KeyError(
@@ -218,24 +220,49 @@ class HERReplayBuffer(TensorDictReplayBuffer):
                 f"achieved_goal_key={self.achieved_goal_key!r} (or ('next', "
                 f"{self.achieved_goal_key!r})); pass the keys your items use."
             )
+        goal = data.get(self.goal_key)
+        next_goal = ("next", *goal_path)
+        targets = [(self.goal_key, goal)]
+        if next_goal in {self._path(k) for k in keys}:
+            targets.append((next_goal, data.get(next_goal)))
+        for key, entry in targets:  # (a goal is copied into them: same per-item shape)
+            if entry.shape[1:] != source.shape[1:]:
+                raise ValueError(
+                    f"{where}: the desired goal {key!r} has per-item shape "
+                    f"{tuple(entry.shape[1:])} but the achieved goal {source_key!r} has "
+                    f"{tuple(source.shape[1:])}; relabelling copies achieved goals into the "
+                    f"desired goal. Store both with the same shape, or pass goal_key= and "
+                    f"achieved_goal_key= of matching entries."
+                )
         items = index[:count].to(torch.long).cpu()
         goals = source[self._goal_positions(self._trajectories(), items)]
-        goal = data.get(self.goal_key)
-        goal[:count] = goals.to(goal.device, goal.dtype)
-        next_goal = ("next", *goal_path)
-        if next_goal in {self._path(k) for k in keys}:
-            entry = data.get(next_goal)
+        for _, entry in targets:
             entry[:count] = goals.to(entry.device, entry.dtype)
         reward = self.reward_fn(data[:count])
-        if not isinstance(reward, Tensor) or reward.shape[:1] != (count,):
-            raise ValueError(
-                f"{where}: expected reward_fn to return a tensor of {count} rewards "
-                f"([{count}] or [{count}, 1]), got "
-                f"{tuple(reward.shape) if isinstance(reward, Tensor) else type(reward).__name__}."
-            )
         stored = data.get(self.reward_key, None)
+        self._check_reward(where, reward, count, stored)
         if stored is None:
             data.set(self.reward_key, torch.zeros((index.shape[0], *reward.shape[1:])).to(reward))
             stored = data.get(self.reward_key)
         stored[:count] = reward.reshape(stored[:count].shape).to(stored.dtype)
         return data
+
+    def _check_reward(self, where: str, reward: Any, count: int, stored: Tensor | None) -> None:
+        """Raises unless ``reward_fn``'s output holds one reward per relabelled item, shaped
+        ``[count]`` or as the stored ``reward_key`` entry (``[count, *item_shape]``)."""
+        item = tuple(stored.shape[1:]) if stored is not None else None
+        if isinstance(reward, Tensor):
+            got = tuple(reward.shape)
+            if got[:1] == (count,) and (
+                item is None or got[1:] == item or (got == (count,) and math.prod(item) == 1)
+            ):
+                return
+        else:
+            got = type(reward).__name__
+        shapes = f"[{count}]" + ("" if item is None else f" or {[count, *item]}")
+        raise ValueError(
+            f"{where}: expected reward_fn to return a tensor of {count} rewards, one per "
+            f"relabelled item, shaped {shapes}"
+            + ("" if item is None else f" (as the stored {self.reward_key!r})")
+            + f", got {got}. Return one reward per item of the TensorDict reward_fn is given."
+        )
