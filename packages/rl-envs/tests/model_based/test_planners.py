@@ -2,6 +2,7 @@
 planning quality, batching and the errors."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -131,7 +132,9 @@ def test_constructor_errors():
         CEMPlanner(env, 3, 2, 4, 5)
     with pytest.raises(ValueError, match="expected planning_horizon as a positive int, got 0"):
         CEMPlanner(env, 0, 2, 4, 2)
-    with pytest.raises(ValueError, match=r"expected a positive temperature, got 0\.0"):
+    with pytest.raises(
+        ValueError, match=r"expected temperature as a positive finite number, got 0\.0"
+    ):
         MPPIPlanner(env, reward_to_go, 0.0, 3, 2, 4, 2)
     with pytest.raises(KeyError, match="expected action_key to be one of the env's action keys"):
         CEMPlanner(env, 3, 2, 4, 2, action_key="torque")
@@ -142,4 +145,71 @@ def test_constructor_errors():
 def test_mppi_refuses_an_advantage_module_that_writes_no_advantage():
     planner = MPPIPlanner(Drift(), lambda td: td, 1.0, 2, 1, 4, 2)
     with pytest.raises(KeyError, match="expected advantage_module to write 'advantage'"):
+        planner(TensorDict(observation=torch.zeros(2)))
+
+
+# Issue 49: sizes and arguments that used to pass the checks (a bool, NaN, inf) or fail with an
+# error naming nothing; each is refused at construction, naming the argument.
+@pytest.mark.parametrize("name", ["planning_horizon", "optim_steps", "num_candidates", "top_k"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), True, -2, 0.5])
+def test_every_size_is_refused_unless_a_positive_int(name, value):
+    sizes = {"planning_horizon": 3, "optim_steps": 2, "num_candidates": 4, "top_k": 2}
+    sizes[name] = value
+    message = re.escape(f"expected {name} as a positive int, got {value!r}")
+    with pytest.raises(ValueError, match=message):
+        CEMPlanner(Drift(), **sizes)
+    with pytest.raises(ValueError, match=message):
+        MPPIPlanner(Drift(), reward_to_go, 1.0, **sizes)
+
+
+@pytest.mark.parametrize("temperature", [float("inf"), float("nan"), -1.0, "1.0", True])
+def test_mppi_refuses_a_temperature_that_is_not_a_positive_finite_number(temperature):
+    with pytest.raises(ValueError, match="MPPIPlanner: expected temperature as a positive finite"):
+        MPPIPlanner(Drift(), reward_to_go, temperature, 3, 2, 4, 2)
+
+
+def test_planners_refuse_a_non_env_and_a_missing_advantage_module_at_construction():
+    with pytest.raises(TypeError, match=r"CEMPlanner: expected env as an EnvBase .*, got str"):
+        CEMPlanner("Pendulum-v1", 3, 2, 4, 2)
+    with pytest.raises(TypeError, match=r"MPPIPlanner: expected advantage_module .* got NoneType"):
+        MPPIPlanner(Drift(), None, 1.0, 3, 2, 4, 2)
+
+
+class NaNReward(Drift):
+    """Drift whose rewards are NaN: a learned model that diverged."""
+
+    def _step(self, tensordict):
+        out = super()._step(tensordict)
+        return out.set("reward", out["reward"] * float("nan"))
+
+
+@pytest.mark.parametrize("kind", ["cem", "mppi"])
+def test_a_nan_state_is_refused_naming_its_key(kind):
+    planner = (
+        CEMPlanner(Drift(), 3, 2, 8, 2)
+        if kind == "cem"
+        else MPPIPlanner(Drift(), reward_to_go, 1.0, 3, 2, 8, 2)
+    )
+    state = TensorDict(observation=torch.tensor([0.5, float("nan")]))
+    with pytest.raises(ValueError, match=r"the state entry 'observation': 1 NaN or infinite value"):
+        planner(state)
+    assert "action" not in state.keys()
+
+
+def test_cem_refuses_nan_rewards_instead_of_planning_on_them():
+    # before: topk over NaN returns picked arbitrary elites and a finite, meaningless action
+    planner = CEMPlanner(NaNReward(), 3, 2, 8, 2)
+    with pytest.raises(ValueError, match=r"CEMPlanner: the rewards at \('next', 'reward'\)"):
+        planner(TensorDict(observation=torch.zeros(2)))
+
+
+def test_mppi_refuses_nan_advantages_instead_of_returning_a_nan_action():
+    planner = MPPIPlanner(NaNReward(), reward_to_go, 1.0, 3, 2, 8, 2)
+    with pytest.raises(ValueError, match="MPPIPlanner: the 'advantage' that advantage_module"):
+        planner(TensorDict(observation=torch.zeros(2)))
+
+
+def test_cem_names_a_reward_key_the_env_does_not_write():
+    planner = CEMPlanner(Drift(), 3, 2, 8, 2, reward_key="cost")
+    with pytest.raises(KeyError, match=r"no reward at \('next', 'cost'\) \(reward_key\)"):
         planner(TensorDict(observation=torch.zeros(2)))

@@ -12,6 +12,8 @@ must have ``batch_size == (*input_batch, num_candidates)``.
 from __future__ import annotations
 
 import abc
+import math
+from numbers import Real
 from typing import Any
 
 import torch
@@ -50,7 +52,9 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
         action_key: where the action is written. Defaults to ``"action"``.
 
     Raises:
+        TypeError: ``env`` is not an ``EnvBase``.
         KeyError: ``action_key`` is not an action of ``env``.
+        ValueError: (when called) a state entry holds NaN or infinite values.
 
     Examples:
         A random-shooting planner: the first action of the best of 32 random sequences.
@@ -92,6 +96,11 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
 
     def __init__(self, env: EnvBase, action_key: NestedKey = ACTION) -> None:
         super().__init__()
+        if not isinstance(env, EnvBase):
+            raise TypeError(
+                f"{type(self).__name__}: expected env as an EnvBase to plan in (the true env or "
+                f"a ModelBasedEnvBase), got {type(env).__name__}."
+            )
         if action_key not in env.full_action_spec.keys(include_nested=True):
             raise KeyError(
                 f"{type(self).__name__}: expected action_key to be one of the env's action keys "
@@ -148,7 +157,16 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
         )
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Plans from the state in ``tensordict`` and writes the action into it."""
+        """Plans from the state in ``tensordict`` and writes the action into it.
+
+        Raises:
+            ValueError: a state entry the planner reads holds NaN or infinite values (every
+                candidate would start from it, and the plan would be meaningless).
+        """
+        for key in self.in_keys:
+            value = tensordict.get(key, None)
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                _refuse_non_finite(type(self).__name__, f"the state entry {key!r}", value)
         with torch.no_grad():
             action = self.planning(tensordict)
         tensordict.set(self.action_key, self.clamp_action(action).to(self.action_spec.dtype))
@@ -163,7 +181,14 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
             ("num_candidates", num_candidates),
             ("top_k", top_k),
         ):
-            if int(value) != value or value < 1:
+            # a bool is an int to Python; NaN and inf are floats that int() cannot take
+            whole = (
+                isinstance(value, Real)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and int(value) == value
+            )
+            if not whole or value < 1:
                 raise ValueError(
                     f"{type(self).__name__}: expected {name} as a positive int, got {value!r}."
                 )
@@ -187,6 +212,16 @@ def _float_dtype(spec: Any) -> torch.dtype:
     return dtype if dtype.is_floating_point else torch.get_default_dtype()
 
 
+def _refuse_non_finite(owner: str, what: str, value: torch.Tensor, fix: str = "") -> None:
+    """Raises a ValueError naming ``what`` when ``value`` holds NaN or infinite values."""
+    finite = torch.isfinite(value)
+    if not bool(finite.all()):
+        raise ValueError(
+            f"{owner}: {what}: {int((~finite).sum())} NaN or infinite value(s) out of "
+            f"{value.numel()}; planning needs finite values.{fix}"
+        )
+
+
 class CEMPlanner(MPCPlannerBase):
     """Cross-entropy-method planner (as used in PlaNet, Hafner et al. 2019).
 
@@ -206,7 +241,10 @@ class CEMPlanner(MPCPlannerBase):
         action_key: the action entry. Defaults to ``"action"``.
 
     Raises:
-        ValueError: a size is not a positive int, or ``top_k > num_candidates``.
+        TypeError: ``env`` is not an ``EnvBase``.
+        ValueError: a size is not a positive int, or ``top_k > num_candidates``; (when
+            called) the state or the simulated rewards hold NaN or infinite values.
+        KeyError: (when called) the env writes no reward at ``("next", reward_key)``.
 
     Examples:
         >>> import torch
@@ -272,8 +310,20 @@ class CEMPlanner(MPCPlannerBase):
                 mean + std * torch.randn(shape, device=mean.device, dtype=mean.dtype)
             )
             traj = self.rollout_candidates(tensordict, actions)
-            rewards = traj.get((NEXT, self.reward_key))  # [*B, K, T, 1]
+            rewards = traj.get((NEXT, self.reward_key), None)  # [*B, K, T, 1]
+            if rewards is None:
+                raise KeyError(
+                    f"CEMPlanner: the env's trajectories have no reward at "
+                    f"('next', {self.reward_key!r}) (reward_key); the env writes "
+                    f"{list(self.env.reward_keys)}. Set reward_key to one of them."
+                )
             returns = rewards.reshape(*rewards.shape[: nb + 2], -1).sum((-1, -2))  # [*B, K]
+            _refuse_non_finite(
+                "CEMPlanner",
+                f"the rewards at ('next', {self.reward_key!r}) of the simulated candidates",
+                returns,
+                " Check the env (a learned model may have diverged).",
+            )
             elite = returns.topk(self.top_k, dim=-1).indices  # [*B, k]
             index = elite.reshape(*elite.shape, *([1] * (actions.ndim - nb - 1)))
             best = actions.gather(k_dim, index.expand(*elite.shape, *actions.shape[nb + 1 :]))
@@ -310,8 +360,10 @@ class MPPIPlanner(MPCPlannerBase):
         action_key: the action entry. Defaults to ``"action"``.
 
     Raises:
+        TypeError: ``env`` is not an ``EnvBase``, or ``advantage_module`` is not callable.
         ValueError: a size is not a positive int, ``top_k > num_candidates``, or
-            ``temperature`` is not positive.
+            ``temperature`` is not a positive finite number; (when called) the state or the
+            advantages hold NaN or infinite values.
         KeyError: ``advantage_module`` wrote no ``"advantage"``.
 
     Examples:
@@ -359,8 +411,21 @@ class MPPIPlanner(MPCPlannerBase):
     ) -> None:
         super().__init__(env=env, action_key=action_key)
         self._check_sizes(planning_horizon, optim_steps, num_candidates, top_k)
-        if not temperature > 0:
-            raise ValueError(f"MPPIPlanner: expected a positive temperature, got {temperature!r}.")
+        if (
+            not isinstance(temperature, Real)
+            or isinstance(temperature, bool)
+            or not math.isfinite(temperature)
+            or temperature <= 0
+        ):
+            raise ValueError(
+                f"MPPIPlanner: expected temperature as a positive finite number, got "
+                f"{temperature!r}."
+            )
+        if not callable(advantage_module):
+            raise TypeError(
+                f"MPPIPlanner: expected advantage_module as a module writing 'advantage' into "
+                f"the trajectories, got {type(advantage_module).__name__}."
+            )
         self.advantage_module = advantage_module
         self.planning_horizon = int(planning_horizon)
         self.optim_steps = int(optim_steps)
@@ -396,6 +461,12 @@ class MPPIPlanner(MPCPlannerBase):
                 )
             first = advantage.select(nb + 1, 0)  # score at the first step
             scores = first.reshape(*first.shape[: nb + 1], -1).sum(-1).to(mean.dtype)  # [*B, K]
+            _refuse_non_finite(
+                "MPPIPlanner",
+                "the 'advantage' that advantage_module wrote for the simulated candidates",
+                scores,
+                " Check advantage_module and the env's rewards.",
+            )
             top_scores, elite = scores.topk(self.top_k, dim=-1)
             weights = torch.softmax(self.temperature.to(mean.dtype) * top_scores, dim=-1)
             extra = [1] * (actions.ndim - nb - 1)
