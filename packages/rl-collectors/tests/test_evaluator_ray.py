@@ -1,6 +1,8 @@
 import os
 import signal
 import sys
+import threading
+import time
 from functools import partial
 
 import pytest
@@ -80,3 +82,30 @@ def test_ray_backend_errors_and_gpu_request(ray_cluster):
         Evaluator(CountingEnv, None, backend="ray", num_gpus=more)
     with pytest.raises(TypeError, match="expected an env factory"):
         Evaluator(CountingEnv(), backend="ray", num_gpus=0)
+
+
+class SlowEnv(CountingEnv):
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        time.sleep(0.02)
+        return super()._step(tensordict)
+
+
+def test_ray_backend_shutdown_stops_an_evaluation_whose_episodes_never_end(ray_cluster):
+    # Random actions add 0.5 a step on average: a count of 10**9 is never reached.
+    evaluator = Evaluator(partial(SlowEnv, max_count=10**9), None, backend="ray", num_gpus=0)
+    actor = evaluator._runner.actor
+    try:
+        assert evaluator.trigger_eval()
+        time.sleep(1.0)  # the evaluation is under way in the actor
+        start = time.monotonic()
+        closer = threading.Thread(target=evaluator.shutdown, args=(0.5,), daemon=True)
+        closer.start()
+        closer.join(20.0)
+        assert not closer.is_alive(), "shutdown() blocked"
+        assert time.monotonic() - start < 0.5 + 5.0
+        with pytest.raises(RuntimeError, match="stopped by"):
+            evaluator.wait(timeout=5)
+        with pytest.raises(ray_cluster.exceptions.RayActorError):
+            ray_cluster.get(actor.__ray_call__.remote(lambda self: 1), timeout=10)
+    finally:
+        ray_cluster.kill(actor)
