@@ -43,8 +43,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core import Compose, EnvBase, RewardSum, StepCounter, Transform, TransformedEnv
+from rl_core._accel.rows import Rows
 from rl_core.tensordict_access import entries_view, set_leaf
-from rl_core.transforms._rows import Rows
 from rl_envs import GymEnv, ObservationNorm
 
 STEPS = 5_000

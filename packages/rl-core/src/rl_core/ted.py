@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core._fast_td import (
+from rl_core._accel.seam import (
     StepMdpMerge,
     batch_size_of,
     build_tensordict,

@@ -49,8 +49,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from rl_core import _fast_td
-from rl_core._fast_td import TreeBuilder, get_leaf, is_plain, leaf_paths, set_leaf
+from rl_core._accel import seam
+from rl_core._accel.seam import TreeBuilder, get_leaf, is_plain, leaf_paths, set_leaf
 
 Path = tuple[str, ...]
 
@@ -80,7 +80,7 @@ def entries_view(td: TensorDict) -> Mapping[str, Any]:
             f"entries_view: expected a plain TensorDict, got {type(td).__name__}. Check "
             f"is_plain(td) first, or use td.items()."
         )
-    return MappingProxyType(_fast_td.entries(td))
+    return MappingProxyType(seam.entries(td))
 
 
 def build_tensordict(
@@ -103,7 +103,7 @@ def build_tensordict(
         >>> build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2])).batch_size
         torch.Size([2])
     """
-    return _fast_td.build_tensordict(dict(source), batch_size, device)
+    return seam.build_tensordict(dict(source), batch_size, device)
 
 
 __all__ = [

@@ -185,7 +185,7 @@ def test_zero_resets_match_torch_zeros_and_are_fresh_tensors():
 
 def test_zero_resets_follow_the_default_device():
     # With a default device set (a torch function mode), device=None means that device.
-    from rl_core.transforms._rows import zeros
+    from rl_core._accel.rows import zeros
 
     class Owner:
         pass

@@ -28,7 +28,7 @@ anything else.
 
 Examples:
     >>> import torch
-    >>> from rl_core._fast_td import TreeBuilder, get_leaf, leaf_paths
+    >>> from rl_core._accel.fast_td import TreeBuilder, get_leaf, leaf_paths
     >>> builder = TreeBuilder([("obs",), ("next", "obs")])
     >>> td = builder.build([torch.zeros(4, 3), torch.ones(4, 3)], torch.Size([4]), None)
     >>> leaf_paths(td)

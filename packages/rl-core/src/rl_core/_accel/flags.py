@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._fast_td import (
+from rl_core._accel.fast_td import (
     batch_size_of,
     build_tensordict,
     device_of,

@@ -25,7 +25,8 @@ Every route returns ``None`` where it does not apply, and the reference runs ins
 must give what the reference gives (values, dtypes, done flags, resets, seeds): the
 conformance check :func:`rl_core.testing.check_step_plan` compares the two for any env.
 
-When a plan applies is decided here, once, by :func:`active_plan`: the env's class does not
+When a plan applies is decided once, by ``rl_core.envs.base.active_plan`` with
+:func:`plan_applies` from here: the env's class does not
 override a reference method (``_step``, ``_reset``, ``step``, ``reset``, ``_set_seed``) below
 the class that declared the plan (such an override was never part of the plan), spec checks
 are off (they check every reference step), and plans are not switched off
@@ -35,20 +36,71 @@ transforms it has plans for) when it is built.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._fast_td import batch_size_of, entries, get_leaf, set_leaf
-from rl_core.envs._flags import any_set, carry_flat, complete_done_flags, reset_masks
-from rl_core.envs._spec_checks import SWITCH
+from rl_core._accel.fast_td import batch_size_of, entries, get_leaf, set_leaf
+from rl_core._accel.flags import any_set, carry_flat, complete_done_flags, reset_masks
 from rl_core.keys import DONE, NEXT, TERMINATED, TRUNCATED
 
 if TYPE_CHECKING:
-    from rl_core.envs.base import EnvBase
+    from rl_core.specs import Composite
+
+
+class PlanEnv(Protocol):
+    """What a step plan reads of its env: the whole interface between ``EnvBase`` and the
+    plans (``EnvBase`` implements it; a plan reads nothing else of the env).
+
+    Besides the env's public API (``batch_size``, ``action_keys``, ``full_action_spec``,
+    ``reset``, ``step_mdp_plan``) and the two contract hooks a plan stands in for
+    (``_step``, ``_reset``), a plan reads the env's done layout (:meth:`done_levels`,
+    :meth:`done_paths`) and hands the reference's reset completion back to the env
+    (:meth:`complete_reset`, :meth:`check_input_batch`).
+    """
+
+    @property
+    def batch_size(self) -> torch.Size: ...
+
+    @property
+    def action_keys(self) -> list: ...
+
+    @property
+    def full_action_spec(self) -> Composite: ...
+
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase: ...
+
+    def step_mdp_plan(self) -> Callable[[TensorDictBase], TensorDictBase]: ...
+
+    def _step(self, tensordict: TensorDictBase) -> TensorDictBase: ...
+
+    def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase: ...
+
+    def done_levels(self) -> list[tuple[str, ...]]:
+        """The levels holding done flags (``()``: the root), cached with the specs."""
+        ...
+
+    def done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """``(done flag path, reset mask path)`` per level holding done flags."""
+        ...
+
+    def complete_reset(
+        self,
+        tensordict: TensorDictBase | None,
+        fresh: Any,
+        masks: dict[tuple[str, ...], torch.Tensor] | None,
+        levels: list[tuple[str, ...]],
+    ) -> TensorDictBase:
+        """The end of ``reset``: ``fresh`` (what ``_reset`` gave) completed and merged."""
+        ...
+
+    def check_input_batch(self, tensordict: TensorDictBase, where: str) -> None:
+        """Raises the env's error where ``tensordict``'s batch size is not the env's."""
+        ...
+
 
 #: The reference methods a plan stands in for: overridden below the class that declared the
 #: plan, they turn it off.
@@ -81,7 +133,13 @@ class StepPlan:
     #: transforms on this env's :meth:`random_rollout`.
     reads_actions_only: bool = False
 
-    def __init__(self, env: EnvBase) -> None:
+    # The env's done levels, done paths and step_mdp plan, read from it on first use: the
+    # plan lives as long as the env's specs (the env builds a new one when they change).
+    _env_levels: list[tuple[str, ...]] | None = None
+    _env_paths: list[tuple[tuple[str, ...], tuple[str, ...]]] | None = None
+    _env_mdp: Any = None
+
+    def __init__(self, env: PlanEnv) -> None:
         self.env = env
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase | None:
@@ -154,13 +212,13 @@ class StepPlan:
         return self.write_step(tensordict, next_td)
 
     def write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
-        """``env._write_step``: the done flags of ``next_td`` completed, ``next_td`` written
-        under ``"next"`` of ``tensordict`` (spec checks are off wherever a plan runs)."""
-        env = self.env
-        levels = env._cache.get("done_levels")
+        """What ``EnvBase.step`` does with ``_step``'s output: the done flags of ``next_td``
+        completed, ``next_td`` written under ``"next"`` of ``tensordict`` (spec checks are off
+        wherever a plan runs)."""
+        levels = self._env_levels
         if levels is None:
-            levels = env._done_levels()
-        complete_done_flags(next_td, levels, type(env).__name__)
+            levels = self._env_levels = self.env.done_levels()
+        complete_done_flags(next_td, levels, type(self.env).__name__)
         set_leaf(tensordict, NEXT, next_td)
         return tensordict
 
@@ -169,8 +227,8 @@ class StepPlan:
         :meth:`complete_reset`."""
         env = self.env
         if tensordict is not None:
-            env._check_input_batch(tensordict, "reset")
-        levels = env._done_levels()
+            env.check_input_batch(tensordict, "reset")
+        levels = env.done_levels()
         masks = reset_masks(tensordict, levels, len(env.batch_size))
         fresh = self.reset(tensordict, **kwargs)
         if fresh is None:
@@ -184,7 +242,7 @@ class StepPlan:
         masks: dict[tuple[str, ...], torch.Tensor] | None,
         levels: list[tuple[str, ...]],
     ) -> TensorDictBase:
-        """``env._complete_reset(tensordict, fresh, masks, levels)``; where ``fresh`` is a
+        """``env.complete_reset(tensordict, fresh, masks, levels)``; where ``fresh`` is a
         plain TensorDict holding the three root-level done flags (its only level), read from
         its entry dict, and a full reset's carry-over built from the entry dicts."""
         env = self.env
@@ -200,15 +258,15 @@ class StepPlan:
                     carried = carry_flat(tensordict, fresh)
                     if carried is not None:
                         return carried
-        return env._complete_reset(tensordict, fresh, masks, levels)
+        return env.complete_reset(tensordict, fresh, masks, levels)
 
     def mark_finished(self, root: TensorDictBase) -> bool:
-        """``env._mark_finished(root)``, reading and writing root-level entries of a plain
-        TensorDict directly."""
-        env = self.env
-        paths = env._cache.get("done_paths")
+        """What ``EnvBase`` does to mark the finished sub-envs of ``root`` (a ``"_reset"`` mask
+        beside every ``done`` flag that is set; True if any is), reading and writing
+        root-level entries of a plain TensorDict directly."""
+        paths = self._env_paths
         if paths is None:
-            paths = env._done_paths()
+            paths = self._env_paths = self.env.done_paths()
         any_finished = False
         for done_path, reset_path in paths:
             done = get_leaf(root, done_path)
@@ -232,9 +290,9 @@ class StepPlan:
             tensordict = self.full_step(tensordict)
         else:
             tensordict = self.write_step(tensordict, fused[0])
-        mdp = env._cache.get("step_mdp_plan")
+        mdp = self._env_mdp
         if mdp is None:
-            mdp = env.step_mdp_plan()
+            mdp = self._env_mdp = env.step_mdp_plan()
         next_root = mdp(tensordict)
         if fused is not None:
             if fused[1] is not None:
@@ -260,7 +318,7 @@ class StepPlan:
         return tensordict
 
 
-def plan_applies(env: EnvBase) -> bool:
+def plan_applies(env: PlanEnv) -> bool:
     """Whether ``env``'s class keeps the reference methods of the env class that declared its
     ``_make_step_plan`` (see the module docstring).
 
@@ -304,31 +362,13 @@ def fusable_as_declared(transform: Any) -> bool:
     return all(getattr(cls, name) is getattr(declarer, name) for name in FUSED_METHODS)
 
 
-def built_plan(env: EnvBase) -> StepPlan | None:
-    """``env``'s plan, built on first use and cached with its specs (no per-call checks)."""
-    plan = env._cache.get("step_plan", _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = env._cache["step_plan"] = env._make_step_plan() if plan_applies(env) else None
-    return plan
-
-
-def active_plan(env: EnvBase) -> StepPlan | None:
-    """``env``'s plan where plans apply now (spec checks off, plans on), else ``None``."""
-    if SWITCH.enabled or not PLANS.enabled:
-        return None
-    plan = env._cache.get("step_plan", _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = built_plan(env)
-    return plan
-
-
 @contextmanager
 def reference_only() -> Iterator[None]:
     """Within the block, every env runs its reference code (no step plan is used); the
     conformance kit compares the two routes with it.
 
     Examples:
-        >>> from rl_core.envs.step_plan import reference_only
+        >>> from rl_core.envs import reference_only
         >>> from rl_core.testing import CountingEnv
         >>> with reference_only():
         ...     traj = CountingEnv(max_count=3).rollout(5, break_when_any_done=False)
@@ -346,8 +386,9 @@ def reference_only() -> Iterator[None]:
 __all__ = [
     "FUSED_METHODS",
     "REFERENCE_METHODS",
+    "PLANS",
+    "PlanEnv",
     "StepPlan",
-    "active_plan",
     "fusable_as_declared",
     "plan_applies",
     "reference_only",

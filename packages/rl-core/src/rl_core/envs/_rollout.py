@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._fast_td import get_leaf
-from rl_core.envs._flags import any_set
-from rl_core.envs.step_plan import active_plan
+from rl_core._accel.seam import any_set, get_leaf
+from rl_core.envs.base import active_plan
 from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.keys import DONE, NEXT, TRUNCATED
 from rl_core.modules.call_plan import PolicyCallPlan
@@ -111,7 +110,7 @@ def rollout(
     policy_device = _policy_device(policy) if auto_cast_to_device else None
     env_device = env.device
     # `step` completes the flags, so `done` (one per level) says it all.
-    done_paths = [(NEXT, *done_path) for done_path, _ in env._done_paths()]
+    done_paths = [(NEXT, *done_path) for done_path, _ in env.done_paths()]
     mdp_plan = env.step_mdp_plan()
     writer = TrajectoryWriter(max_steps)
     ever_done: torch.Tensor | None = None
@@ -151,7 +150,7 @@ def rollout(
 def _mark_last_truncated(env: EnvBase, out: TensorDictBase) -> None:
     """Sub-envs not done at the last step are cut there: truncated (and done) become True."""
     last = (slice(None),) * len(env.batch_size) + (-1,)
-    for level in env._done_levels():
+    for level in env.done_levels():
         done_key, trunc_key = (NEXT, *level, DONE), (NEXT, *level, TRUNCATED)
         done, truncated = out.get(done_key).clone(), out.get(trunc_key).clone()
         cut = ~done[last]

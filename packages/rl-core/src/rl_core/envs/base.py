@@ -10,15 +10,17 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_core.envs import _specs
-from rl_core.envs._flags import (
+from rl_core._accel.seam import (
+    PLANS,
+    StepPlan,
     any_set,
     complete_done_flags,
     merge_partial_reset,
+    plan_applies,
     reset_masks,
 )
+from rl_core.envs import _specs
 from rl_core.envs._spec_checks import SWITCH
-from rl_core.envs.step_plan import StepPlan, active_plan
 from rl_core.keys import (
     ACTION,
     DONE_KEYS,
@@ -30,6 +32,30 @@ from rl_core.keys import (
 )
 from rl_core.specs import Composite, TensorSpec
 from rl_core.ted import StepMdpPlan
+
+_NO_PLAN: Any = object()
+
+
+def built_plan(env: EnvBase) -> StepPlan | None:
+    """``env``'s step plan (its ``_make_step_plan()``), built on first use where
+    :func:`~rl_core._accel.seam.plan_applies` holds and cached with its specs; else ``None``."""
+    plan = env._cache.get("step_plan", _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = env._cache["step_plan"] = env._make_step_plan() if plan_applies(env) else None
+    return plan
+
+
+def active_plan(env: EnvBase) -> StepPlan | None:
+    """``env``'s step plan where plans apply now (spec checks off, plans not switched off by
+    :func:`~rl_core.envs.reference_only`), else ``None``: the one rule that decides whether
+    ``EnvBase``'s reference code or the plan runs."""
+    if SWITCH.enabled or not PLANS.enabled:
+        return None
+    plan = env._cache.get("step_plan", _NO_PLAN)
+    if plan is _NO_PLAN:
+        plan = built_plan(env)
+    return plan
+
 
 # ``TransformedEnv`` lives in ``rl_core.transforms``, the layer above this one, which
 # ``import rl_core`` loads; it registers itself here (``_register_transformed_env``) so that
@@ -333,7 +359,15 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """The ``"_reset"`` entries a partial reset reads, one per level holding done flags."""
         return self._cached("reset_keys", lambda: _specs.reset_keys(self.full_done_spec))
 
-    def _done_levels(self) -> list[tuple[str, ...]]:
+    def done_levels(self) -> list[tuple[str, ...]]:
+        """The levels of the done spec that hold done flags (``()``: the root), cached with
+        the specs. Part of the interface step plans read (``rl_core._accel.seam.PlanEnv``).
+
+        Examples:
+            >>> from rl_core.testing import CountingEnv
+            >>> CountingEnv().done_levels()
+            [()]
+        """
         return self._cached("done_levels", lambda: _specs.done_levels(self.full_done_spec))
 
     def _single_key(self, keys: list[NestedKey], what: str) -> NestedKey:
@@ -384,12 +418,12 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if plan is not None:
             return plan.full_reset(tensordict, **kwargs)
         if tensordict is not None:
-            self._check_input_batch(tensordict, "reset")
-        levels = self._done_levels()
+            self.check_input_batch(tensordict, "reset")
+        levels = self.done_levels()
         masks = reset_masks(tensordict, levels, len(self.batch_size))
-        return self._complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
+        return self.complete_reset(tensordict, self._reset(tensordict, **kwargs), masks, levels)
 
-    def _complete_reset(
+    def complete_reset(
         self,
         tensordict: TensorDictBase | None,
         fresh: Any,
@@ -439,7 +473,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def _write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase:
         """Completes the done flags of ``next_td`` (the output of ``_step``), checks it when
         spec checks are on, and writes it under ``"next"`` of ``tensordict``."""
-        complete_done_flags(next_td, self._done_levels(), type(self).__name__)
+        complete_done_flags(next_td, self.done_levels(), type(self).__name__)
         if SWITCH.enabled:
             from rl_core.envs.checks import check_step_output
 
@@ -469,16 +503,17 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """Optional hook: this env's :class:`~rl_core.envs.StepPlan`, the one place that owns
         its accelerated routes (fused step-and-reset, numpy rows, random rollouts), or
         ``None`` (the default: the reference code only). Built once, on first use, and again
-        after the specs change; used only where :func:`rl_core.envs.step_plan.active_plan`
-        says it applies. :func:`rl_core.testing.check_step_plan` compares it with the
+        after the specs change; used only where :func:`rl_core.envs.base.active_plan` says it
+        applies. :func:`rl_core.testing.check_step_plan` compares it with the
         reference."""
         return None
 
-    def _done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-        """``(done flag path, reset mask path)`` per level holding done flags."""
+    def done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+        """``(done flag path, reset mask path)`` per level holding done flags, cached with the
+        specs (part of the interface step plans read)."""
         return self._cached(
             "done_paths",
-            lambda: [((*level, DONE_KEYS[0]), (*level, RESET)) for level in self._done_levels()],
+            lambda: [((*level, DONE_KEYS[0]), (*level, RESET)) for level in self.done_levels()],
         )
 
     def _mark_finished(self, root: TensorDictBase) -> bool:
@@ -488,7 +523,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         flag per level is read.
         """
         any_finished = False
-        for done_path, reset_path in self._done_paths():
+        for done_path, reset_path in self.done_paths():
             done = root.get(done_path)
             if any_set(done):
                 root.set(reset_path, done)
@@ -597,7 +632,9 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """Releases the env's resources; calling it twice is harmless."""
         self.__dict__["is_closed"] = True
 
-    def _check_input_batch(self, tensordict: TensorDictBase, where: str) -> None:
+    def check_input_batch(self, tensordict: TensorDictBase, where: str) -> None:
+        """Raises a ``ValueError`` naming ``where`` when ``tensordict``'s batch size is not
+        the env's."""
         if tensordict.batch_size != self.batch_size:
             raise ValueError(
                 f"{type(self).__name__}.{where}: expected a TensorDict with batch size "

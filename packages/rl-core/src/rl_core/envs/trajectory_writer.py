@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 
-from rl_core._fast_td import entries, get_leaf, is_plain, leaf_paths
+from rl_core._accel.seam import entries, get_leaf, is_plain, leaf_paths
 
 
 def _levels(td: TensorDict) -> list[tuple[tuple[str, ...], int]]:

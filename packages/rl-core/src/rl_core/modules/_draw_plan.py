@@ -41,7 +41,7 @@ from torch import distributions as D
 from torch.distributions.utils import _standard_normal, _sum_rightmost
 from torch.nn import functional as F
 
-from rl_core._fast_td import get_leaf
+from rl_core._accel.seam import get_leaf
 from rl_core.keys import key_path
 from rl_core.modules.distributions import OneHotCategorical, TanhNormal
 from rl_core.modules.distributions._checks import validating

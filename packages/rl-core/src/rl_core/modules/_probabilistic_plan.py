@@ -36,7 +36,7 @@ from tensordict.nn import InteractionType, ProbabilisticTensorDictSequential, in
 from tensordict.nn.distributions import CompositeDistribution
 from torch import distributions as D
 
-from rl_core._fast_td import set_leaf
+from rl_core._accel.seam import set_leaf
 from rl_core.modules._draw_plan import draw_for
 from rl_core.modules._spec_utils import project_into
 from rl_core.modules.actors import ProbabilisticActor, _SafeProbabilisticModule

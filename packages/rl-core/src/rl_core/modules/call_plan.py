@@ -44,7 +44,7 @@ from tensordict.utils import unravel_key_list
 from torch import nn
 from torch.nn.modules import module as _torch_module
 
-from rl_core._fast_td import get_leaf, module_io_keys, sequence_children, set_leaf
+from rl_core._accel.seam import get_leaf, module_io_keys, sequence_children, set_leaf
 from rl_core.modules._probabilistic_plan import probabilistic_node
 from rl_core.modules._spec_utils import project_into
 from rl_core.modules.actors import Actor, ValueOperator

@@ -10,7 +10,7 @@ from tensordict.nn import TensorDictModule, TensorDictModuleBase, TensorDictSequ
 from torch import nn
 from torch.nn.functional import one_hot
 
-from rl_core._fast_td import get_leaf, set_leaf
+from rl_core._accel.seam import get_leaf, set_leaf
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules._spec_utils import as_composite, expand_to, leaf_spec
 from rl_core.specs import Categorical, MultiCategorical, MultiOneHot, OneHot, TensorSpec

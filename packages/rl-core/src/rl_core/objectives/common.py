@@ -16,8 +16,8 @@ from tensordict.nn import TensorDictParams
 from tensordict.utils import unravel_key
 from torch import nn
 
+from rl_core._accel.seam import SwapPlanCache, loaded
 from rl_core.keys import NestedKey
-from rl_core.objectives._swap import SwapPlanCache, loaded
 
 
 def _is_nested_key(value: object) -> bool:

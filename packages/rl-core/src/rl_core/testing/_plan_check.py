@@ -8,8 +8,9 @@ from collections.abc import Callable, Iterator
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.seam import reference_only
 from rl_core.envs import EnvBase
-from rl_core.envs.step_plan import built_plan, reference_only
+from rl_core.envs.base import built_plan
 
 
 def seeded_twins(

@@ -23,9 +23,9 @@ from collections.abc import Callable
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.seam import reference_only
 from rl_core.envs import EnvBase, check_env_specs
 from rl_core.envs.checks import _same_device
-from rl_core.envs.step_plan import reference_only
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED, key_path
 from rl_core.ted import step_mdp
 from rl_core.testing._plan_check import check_step_plan as _check_step_plan
@@ -43,7 +43,7 @@ def _fail(check: str, env: EnvBase, message: str) -> None:
 
 
 def _done_levels(env: EnvBase) -> list[tuple[str, ...]]:
-    return env._done_levels()
+    return env.done_levels()
 
 
 def check_specs_match_rollout(make_env: EnvFactory) -> None:

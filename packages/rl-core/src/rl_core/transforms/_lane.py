@@ -31,9 +31,7 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._fast_td import entries, writable_entries
-from rl_core.envs.step_plan import StepPlan
-from rl_core.transforms._rows import Rows
+from rl_core._accel.seam import Rows, StepPlan, entries, writable_entries
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 

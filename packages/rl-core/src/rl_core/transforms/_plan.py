@@ -30,17 +30,20 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._fast_td import (
+from rl_core._accel.seam import (
+    StepPlan,
     batch_size_of,
     build_tensordict,
+    complete_done_flags,
     device_of,
     entries,
+    fusable_as_declared,
     is_plain,
     only_tensors,
+    reset_masks,
     set_leaf,
 )
-from rl_core.envs._flags import complete_done_flags, reset_masks
-from rl_core.envs.step_plan import StepPlan, built_plan, fusable_as_declared
+from rl_core.envs.base import built_plan
 from rl_core.keys import DONE, NEXT, RESET
 from rl_core.transforms import _transform_plans  # noqa: F401  (registers rl-core's lane plans)
 from rl_core.transforms._lane import RowLane, build_lane
@@ -85,8 +88,8 @@ class TransformedEnvPlan(StepPlan):
             and not self.intercepts
         )
         self.lane: RowLane | None = build_lane(self.transform, base_plan)
-        self.base_levels = self.base._done_levels()
-        self.levels = env._done_levels()
+        self.base_levels = self.base.done_levels()
+        self.levels = env.done_levels()
         self.base_name = type(self.base).__name__
         self.root_plan = self._base_root_plan()
         self.direct = self.root_plan is not None and self.levels == [()]
@@ -143,7 +146,7 @@ class TransformedEnvPlan(StepPlan):
         """``env.reset(next_root)`` where the base env's reset gave ``base_reset``: the
         transforms' reset of it, completed and merged as ``EnvBase.reset`` does."""
         env = self.env
-        env._check_input_batch(next_root, "reset")
+        env.check_input_batch(next_root, "reset")
         masks = reset_masks(next_root, self.levels, len(env.batch_size))
         fresh = self._transform_reset(next_root, base_reset)
         return self.complete_reset(next_root, fresh, masks, self.levels)

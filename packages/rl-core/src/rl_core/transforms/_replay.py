@@ -26,9 +26,17 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._fast_td import batch_size_of, build_tensordict, device_of, entries, is_plain, set_leaf
-from rl_core.envs._flags import any_set
-from rl_core.envs.step_plan import StepPlan, fusable_as_declared
+from rl_core._accel.seam import (
+    StepPlan,
+    any_set,
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    fusable_as_declared,
+    is_plain,
+    set_leaf,
+)
 from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.keys import DONE, NEXT
 
@@ -64,7 +72,7 @@ def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
         and not base.state_keys
         and env.full_action_spec == base.full_action_spec
         and all(type(key) is str for key in keys)
-        and env._done_levels() == [()]
+        and env.done_levels() == [()]
     )
 
 

@@ -12,9 +12,8 @@ from typing import Any
 import numpy as np
 from tensordict import TensorDictBase
 
-from rl_core._fast_td import batch_size_of, device_of
+from rl_core._accel.seam import NUMPY_DTYPES, batch_size_of, device_of, on_cpu
 from rl_core.transforms._lane import RowLane, register_lane_plan
-from rl_core.transforms._rows import NUMPY_DTYPES, on_cpu
 from rl_core.transforms.init_tracker import InitTracker
 from rl_core.transforms.reward_sum import RewardSum
 from rl_core.transforms.step_counter import StepCounter

@@ -8,7 +8,7 @@ from typing import Any
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_core.envs.step_plan import fusable_as_declared
+from rl_core._accel.seam import fusable_as_declared
 from rl_core.specs import Composite
 from rl_core.transforms.transform import Transform
 

@@ -7,10 +7,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.seam import StepPlan, complete_done_flags
 from rl_core.envs import EnvBase
-from rl_core.envs._flags import complete_done_flags
 from rl_core.envs.base import _register_transformed_env
-from rl_core.envs.step_plan import StepPlan
 from rl_core.specs import Composite
 from rl_core.transforms._plan import transformed_env_plan
 from rl_core.transforms.compose import Compose
@@ -187,7 +186,7 @@ class TransformedEnv(EnvBase):
             return self._skipped_output(tensordict)
         inner = transform.inv(tensordict) if self._has_inverse() else tensordict
         next_tensordict = base._step(inner)
-        complete_done_flags(next_tensordict, base._done_levels(), type(base).__name__)
+        complete_done_flags(next_tensordict, base.done_levels(), type(base).__name__)
         next_tensordict = transform._step(tensordict, next_tensordict)
         if skipped is not None and bool(skipped.any()):
             kept = self._skipped_output(tensordict)

@@ -1,10 +1,10 @@
-"""rl_core._fast_td (private): each fast call gives what the public tensordict call gives."""
+"""rl_core._accel.fast_td (private): each fast call gives what the public tensordict call gives."""
 
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
-from rl_core._fast_td import (
+from rl_core._accel.fast_td import (
     TreeBuilder,
     batch_size_of,
     build_tensordict,
@@ -210,7 +210,7 @@ def test_module_io_keys_accepts_only_plain_calls():
     from tensordict.nn import TensorDictModule
     from torch import nn
 
-    from rl_core._fast_td import module_io_keys
+    from rl_core._accel.fast_td import module_io_keys
 
     plain = TensorDictModule(nn.Identity(), in_keys=["a", ("b", "c")], out_keys=["d", ("e", "f")])
     assert module_io_keys(plain) == ([("a",), ("b", "c")], ["d", ("e", "f")])
@@ -231,7 +231,7 @@ def test_sequence_children_accepts_only_plain_sequences():
     from tensordict.nn import TensorDictModule, TensorDictSequential
     from torch import nn
 
-    from rl_core._fast_td import sequence_children
+    from rl_core._accel.fast_td import sequence_children
 
     first = TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["b"])
     second = TensorDictModule(nn.Identity(), in_keys=["b"], out_keys=["c"])

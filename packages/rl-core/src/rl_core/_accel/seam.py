@@ -1,0 +1,87 @@
+"""The one module through which rl-core's contract code reaches its speed-only code.
+
+``EnvBase``, the transforms machinery, the actors, ``LossModule``, the TED helpers and the
+conformance kit import from here, never from the other modules of ``rl_core._accel`` (the
+``.importlinter`` contract ``accel-seam`` checks it). What is exported:
+
+- the tensordict fast access (``fast_td``): entry dicts, leaves, plain TensorDicts built
+  without checks;
+- done-flag completion and partial-reset merging on entry dicts (``flags``);
+- the step-plan machinery (``step_plan``): :class:`StepPlan`, the interface a plan reads of
+  its env (:class:`PlanEnv`), the rules of when a plan applies (:func:`plan_applies`,
+  :func:`fusable_as_declared`) and the switch of :func:`reference_only`;
+- numpy rows (``rows``) and the parameter-swap cache of ``LossModule.use_network``
+  (``swap``).
+"""
+
+from rl_core._accel.fast_td import (
+    StepMdpMerge,
+    TreeBuilder,
+    batch_size_of,
+    build_tensordict,
+    device_of,
+    entries,
+    get_leaf,
+    is_plain,
+    leaf_paths,
+    module_io_keys,
+    only_tensors,
+    sequence_children,
+    set_leaf,
+    writable_entries,
+)
+from rl_core._accel.flags import (
+    any_set,
+    carry_flat,
+    complete_done_flags,
+    merge_partial_reset,
+    reset_masks,
+)
+from rl_core._accel.rows import NUMPY_DTYPES, Rows, on_cpu, zeros
+from rl_core._accel.step_plan import (
+    FUSED_METHODS,
+    PLANS,
+    REFERENCE_METHODS,
+    PlanEnv,
+    StepPlan,
+    fusable_as_declared,
+    plan_applies,
+    reference_only,
+)
+from rl_core._accel.swap import SwapPlanCache, loaded
+
+__all__ = [
+    "FUSED_METHODS",
+    "NUMPY_DTYPES",
+    "PLANS",
+    "REFERENCE_METHODS",
+    "PlanEnv",
+    "Rows",
+    "StepMdpMerge",
+    "StepPlan",
+    "SwapPlanCache",
+    "TreeBuilder",
+    "any_set",
+    "batch_size_of",
+    "build_tensordict",
+    "carry_flat",
+    "complete_done_flags",
+    "device_of",
+    "entries",
+    "fusable_as_declared",
+    "get_leaf",
+    "is_plain",
+    "leaf_paths",
+    "loaded",
+    "merge_partial_reset",
+    "module_io_keys",
+    "on_cpu",
+    "only_tensors",
+    "plan_applies",
+    "reference_only",
+    "reset_masks",
+    "sequence_children",
+    "set_leaf",
+    "writable_entries",
+    "zeros",
+]
