@@ -399,3 +399,36 @@ def test_set_rng_and_the_generator_state_in_state_dict_and_checkpoints(tmp_path)
             assert torch.equal(other.sample(4)["x"], batch)
     with pytest.raises(TypeError, match=r"expected generator to be a torch\.Generator, got int"):
         ReplayBuffer(generator=3)
+
+
+@pytest.mark.parametrize("storage", ["tensor", "memmap", "ndim2"])
+@pytest.mark.parametrize(
+    "index", [[], torch.tensor([]), torch.tensor([], dtype=torch.long)], ids=str
+)
+def test_an_empty_index_gives_an_empty_batch(tmp_path, storage, index):
+    # rb[[]] raised "TypeError: expected integer positions, got torch.float32"
+    if storage == "ndim2":
+        buffer = ReplayBuffer(storage=LazyTensorStorage(12, ndim=2))
+        buffer.extend(TensorDict({"x": torch.ones(2, 3, 4), "y": torch.zeros(2, 3)}, [2, 3]))
+    else:
+        made = (
+            LazyTensorStorage(8)
+            if storage == "tensor"
+            else LazyMemmapStorage(8, scratch_dir=tmp_path)
+        )
+        buffer = ReplayBuffer(storage=made)
+        buffer.extend(TensorDict({"x": torch.ones(5, 4), "y": torch.zeros(5)}, [5]))
+    batch = buffer[index]
+    assert batch.batch_size == (0,)
+    assert batch["x"].shape == (0, 4)
+    assert batch["y"].shape == (0,)
+    assert batch["x"].dtype == torch.float32
+
+
+def test_an_empty_index_of_list_storages_gives_no_item():
+    buffer = ReplayBuffer(storage=ListStorage(4))
+    buffer.extend(["a", "b"])
+    assert buffer[[]] == []
+    assert buffer[torch.tensor([])] == []
+    with pytest.raises(TypeError, match=r"expected integer positions, got torch\.float32"):
+        buffer[[0.0]]

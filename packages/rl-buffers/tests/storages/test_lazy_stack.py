@@ -59,3 +59,14 @@ def test_errors():
     storage.set(torch.arange(2), ["a", "b"])
     with pytest.raises(TypeError, match="expected TensorDict items, got str"):
         storage.get(torch.tensor([0, 1]))
+
+
+def test_an_empty_index_gives_an_empty_batch_with_the_stored_keys():
+    # rb[[]] raised an IndexError ("expected at least one index")
+    buffer = TensorDictReplayBuffer(storage=LazyStackStorage(), batch_size=2)
+    assert buffer[[]].batch_size == (0,)  # nothing stored: no keys
+    buffer.extend(lazy_stack([_item(n) for n in (2, 5)]))
+    batch = buffer[[]]
+    assert batch.batch_size == (0,)
+    assert set(batch.keys()) == set(buffer[[0]].keys()) >= {"tokens", "reward"}
+    assert buffer[torch.tensor([], dtype=torch.long)]["reward"].shape == (0,)

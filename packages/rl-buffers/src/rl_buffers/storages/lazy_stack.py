@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase, lazy_stack
+from tensordict import TensorDict, TensorDictBase, lazy_stack
 from torch import Tensor
 
 from rl_buffers.storages.list_storage import ListStorage
@@ -67,17 +67,22 @@ class LazyStackStorage(ListStorage):
         items = super().get(index)
         if isinstance(index, int):
             return items if self.device is None else items.to(self.device)
-        for item in items:
+        # No index: an empty batch (as TorchRL), shaped by a stored item when there is one.
+        template = items[:1] or self._items[:1]
+        for item in [*items, *template]:
             if not isinstance(item, TensorDictBase):
                 raise TypeError(
                     f"LazyStackStorage.get: expected TensorDict items, got "
                     f"{type(item).__name__}; store TensorDicts or use ListStorage."
                 )
-        if not items:
-            raise IndexError("LazyStackStorage.get: expected at least one index, got none.")
+        if not template:
+            return TensorDict(batch_size=[0], device=self.device)
         dim = self.stack_dim
         if dim < 0:
-            dim += items[0].batch_dims + 1
+            dim += template[0].batch_dims + 1
+        if not items:
+            out = lazy_stack(list(template), dim)[(slice(None),) * dim + (slice(0, 0),)]
+            return out if self.device is None else out.to(self.device)
         out = lazy_stack(list(items), dim)
         return out if self.device is None else out.to(self.device)
 

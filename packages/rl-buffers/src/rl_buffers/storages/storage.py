@@ -98,7 +98,8 @@ class Storage:
         """Items by position among the stored ones, as a sequence is indexed.
 
         An int gives one item (negative counts from the end); a slice, a list or a tensor of
-        ints, or a boolean mask of ``len(self)`` gives a batch, read as :meth:`get` reads
+        ints (an empty one gives an empty batch, as TorchRL), or a boolean mask of
+        ``len(self)`` gives a batch, read as :meth:`get` reads
         (positions are flat item numbers, ``[0, len)``). Slots not written yet are not
         reachable: ``storage[0:5]`` of a storage holding 3 items gives 3.
 
@@ -140,6 +141,9 @@ class Storage:
                     f"{tuple(positions.shape)}."
                 )
             return torch.arange(n)[positions.cpu()]
+        if not positions.numel() and positions.dtype != torch.bool:
+            # (an empty list becomes a float tensor: no position, an empty batch)
+            positions = positions.to(torch.long)
         if positions.is_floating_point() or positions.is_complex():
             raise TypeError(f"{where}: expected integer positions, got {positions.dtype}.")
         positions = positions.to("cpu", torch.long)
