@@ -11,10 +11,11 @@ from fractions import Fraction
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
 
+from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import ArithmeticError_, evaluate
 from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
 COUNTDOWN_PROMPT = (
@@ -148,7 +149,7 @@ class CountdownRewardParser(RewardParserBase):
         return (self.correct_reward if correct else self.format_reward), True
 
 
-class CountdownEnv(DatasetChatEnv):
+class CountdownEnv(TransformedEnv):
     """A single-turn chat env of Countdown puzzles, rewarded by :class:`CountdownRewardParser`.
 
     Items are dicts with ``"numbers"`` (or ``"nums"``, the field of the TinyZero dataset) and
@@ -156,6 +157,9 @@ class CountdownEnv(DatasetChatEnv):
     :func:`make_countdown_dataset`. The user message states the numbers and the target; the
     reference written at ``"answer"`` is the puzzle as JSON. After the reply, every dialog
     ends.
+
+    A composition: a :class:`DatasetChatEnv` (``env.base_env``) seen through
+    ``Compose(CountdownRewardParser(...), EndOfDialog())`` (``env.transform``).
 
     Args:
         dataset: puzzles, or ``None`` to generate them.
@@ -181,6 +185,8 @@ class CountdownEnv(DatasetChatEnv):
         [1.0, 0.1]
     """
 
+    parser = parser_property
+
     def __init__(
         self,
         dataset: Iterable[Any] | None = None,
@@ -195,16 +201,17 @@ class CountdownEnv(DatasetChatEnv):
     ) -> None:
         if dataset is None:
             dataset = make_countdown_dataset(num_puzzles, seed=kwargs.get("seed", 0))
-        super().__init__(
+        env = DatasetChatEnv(
             [self._as_item(p) for p in dataset],
             batch_size=batch_size,
             repeats=repeats,
             system_prompt=system_prompt,
             **kwargs,
         )
-        self.parser = CountdownRewardParser(
+        parser = CountdownRewardParser(
             format_reward=format_reward, correct_reward=correct_reward, set_done_if_answer=False
         )
+        super().__init__(env, Compose(parser, EndOfDialog()))
 
     @staticmethod
     def _as_item(puzzle: Any) -> dict[str, str]:
@@ -221,10 +228,3 @@ class CountdownEnv(DatasetChatEnv):
             "question": countdown_question(numbers, target),
             "answer": json.dumps({"numbers": numbers, "target": target}),
         }
-
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        out = super()._step(tensordict)
-        self.parser._step(tensordict, out)
-        out.set("terminated", torch.ones_like(out.get("terminated")))
-        out.set("done", torch.ones_like(out.get("done")))
-        return out

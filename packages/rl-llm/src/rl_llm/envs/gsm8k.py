@@ -8,12 +8,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
 
-from rl_llm._utils import as_strings
+from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import exact_decimal, same_number
+from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
-from rl_llm.keys import ANSWER, HISTORY
 
 MATH_SYSTEM_PROMPT = (
     "Solve the problem. Think briefly, then give the final number inside <answer></answer>."
@@ -59,6 +59,15 @@ def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) 
     return format_reward
 
 
+class _GSM8KAnswerReward(RewardParserBase):
+    """:func:`answer_reward` as a reward parser (chat replies, or ``LLMEnv``'s ``"response"``);
+    a reply counts as answered when it earns a reward."""
+
+    def score(self, response: str, answer: str) -> tuple[float, bool]:
+        reward = answer_reward(response, answer, format_reward=self.format_reward)
+        return reward, reward > 0
+
+
 def make_arithmetic_dataset(n: int, *, max_operand: int = 9, seed: int = 0) -> list[dict[str, str]]:
     """``n`` generated additions ``{"question": "What is 3+4?", "answer": "7"}``."""
     rng = random.Random(seed)
@@ -69,12 +78,16 @@ def make_arithmetic_dataset(n: int, *, max_operand: int = 9, seed: int = 0) -> l
     return out
 
 
-class GSM8KEnv(DatasetChatEnv):
+class GSM8KEnv(TransformedEnv):
     """A single-turn math env: the reward checks ``<answer>`` tags against the reference.
 
     Items are dicts with ``"question"`` and ``"answer"`` (GSM8K's fields; the number after
     ``####`` in a GSM8K solution is the reference). After the policy's reply, the reward is
-    :func:`answer_reward` of the reply and the dialog ends (``terminated``).
+    :func:`answer_reward` of the reply and the dialog ends (``terminated``); ``"success"``
+    marks the correct replies.
+
+    A composition: a :class:`DatasetChatEnv` (``env.base_env``) seen through
+    ``Compose(<answer_reward parser>, EndOfDialog())`` (``env.transform``).
 
     Args:
         dataset: an iterable of ``{"question", "answer"}`` dicts (a list, a ``datasets.Dataset``).
@@ -96,6 +109,8 @@ class GSM8KEnv(DatasetChatEnv):
         [1.0, 0.0]
     """
 
+    parser = parser_property
+
     def __init__(
         self,
         dataset: Iterable[Any],
@@ -106,21 +121,19 @@ class GSM8KEnv(DatasetChatEnv):
         format_reward: float = 0.1,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
+        env = DatasetChatEnv(
             dataset, batch_size=batch_size, repeats=repeats, system_prompt=system_prompt, **kwargs
         )
-        if any(answer is None for _, answer in self.items):
-            raise ValueError(f"{type(self).__name__}: every item needs an 'answer'.")
-        self.format_reward = format_reward
+        if any(answer is None for _, answer in env.items):
+            raise ValueError("GSM8KEnv: every item needs an 'answer'.")
+        parser = _GSM8KAnswerReward(format_reward=format_reward, set_done_if_answer=False)
+        super().__init__(env, Compose(parser, EndOfDialog()))
 
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        out = super()._step(tensordict)
-        replies = as_strings(tensordict.get((HISTORY, "full"))[..., -1].content)
-        answers = as_strings(tensordict.get(ANSWER))
-        rewards = [
-            answer_reward(r, a, format_reward=self.format_reward) for r, a in zip(replies, answers)
-        ]
-        out.set("reward", torch.tensor(rewards).unsqueeze(-1))
-        out.set("terminated", torch.ones_like(out.get("terminated")))
-        out.set("done", torch.ones_like(out.get("done")))
-        return out
+    @property
+    def format_reward(self) -> float:
+        """The reward of a well-formed but wrong answer (the parser's; settable)."""
+        return self.parser.format_reward
+
+    @format_reward.setter
+    def format_reward(self, value: float) -> None:
+        self.parser.format_reward = float(value)

@@ -8,9 +8,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
 
+from rl_core import Compose, TransformedEnv
 from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
 
@@ -215,12 +216,15 @@ class IfEvalScorer(RewardParserBase):
         return self.correct_reward * sum(followed) / max(len(followed), 1), True
 
 
-class IFEvalEnv(DatasetChatEnv):
+class IFEvalEnv(TransformedEnv):
     """A single-turn chat env over IFEval-style prompts, rewarded by :class:`IfEvalScorer`.
 
     Items are dicts with ``"prompt"``, ``"instruction_id_list"`` and ``"kwargs"`` (the fields
     of the IFEval dataset); the instructions are written as JSON at ``"answer"``. After the
     reply the reward is the fraction of instructions followed and every dialog ends.
+
+    A composition: a :class:`DatasetChatEnv` (``env.base_env``) seen through
+    ``Compose(IfEvalScorer(...), EndOfDialog())`` (``env.transform``).
 
     Args:
         dataset: an iterable of IFEval items (list, ``datasets.Dataset``).
@@ -242,6 +246,8 @@ class IFEvalEnv(DatasetChatEnv):
         [1.0, 0.0]
     """
 
+    parser = parser_property
+
     def __init__(
         self,
         dataset: Iterable[Any],
@@ -251,14 +257,14 @@ class IFEvalEnv(DatasetChatEnv):
         system_prompt: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
+        env = DatasetChatEnv(
             [self._as_item(x) for x in dataset],
             batch_size=batch_size,
             repeats=repeats,
             system_prompt=system_prompt,
             **kwargs,
         )
-        self.parser = IfEvalScorer(set_done_if_answer=False)
+        super().__init__(env, Compose(IfEvalScorer(set_done_if_answer=False), EndOfDialog()))
 
     @staticmethod
     def _as_item(item: Any) -> dict[str, str]:
@@ -279,10 +285,3 @@ class IFEvalEnv(DatasetChatEnv):
             "question": item["prompt"],
             "answer": json.dumps({"instruction_id_list": ids, "kwargs": kwargs}),
         }
-
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        out = super()._step(tensordict)
-        self.parser._step(tensordict, out)
-        out.set("terminated", torch.ones_like(out.get("terminated")))
-        out.set("done", torch.ones_like(out.get("done")))
-        return out

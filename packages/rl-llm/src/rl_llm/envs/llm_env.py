@@ -10,9 +10,8 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core import Compose, Composite, EnvBase, NonTensor, StepCounter, TransformedEnv
 from rl_llm._utils import as_strings
-from rl_llm.envs._reward_parser import RewardParserBase
 from rl_llm.envs.data_loading_primer import DataLoadingPrimer
-from rl_llm.envs.gsm8k import answer_reward
+from rl_llm.envs.gsm8k import _GSM8KAnswerReward
 from rl_llm.keys import QUERY
 
 
@@ -104,14 +103,6 @@ class LLMEnv(EnvBase):
 
     def _set_seed(self, seed: int | None) -> None:
         self._rng = torch.Generator().manual_seed(seed if seed is not None else 0)
-
-
-class _GSM8KAnswerReward(RewardParserBase):
-    """:func:`~rl_llm.envs.answer_reward` as a reward parser (text or chat replies)."""
-
-    def score(self, response: str, answer: str) -> tuple[float, bool]:
-        reward = answer_reward(response, answer, format_reward=self.format_reward)
-        return reward, reward > 0
 
 
 def make_gsm8k_env(

@@ -7,10 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
 
+from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import ArithmeticError_, Number, evaluate, same_number
 from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
 MATH_PROMPT = (
@@ -220,12 +221,16 @@ class MATHRewardParser(RewardParserBase):
         return self.format_reward, True
 
 
-class MATHEnv(DatasetChatEnv):
+class MATHEnv(TransformedEnv):
     """A single-turn chat env over MATH-style problems, rewarded by :class:`MATHRewardParser`.
 
     Items are dicts with ``"problem"`` and ``"solution"`` (the fields of the MATH dataset; the
     solution's last ``\\boxed{}`` is the reference). After the policy's reply the reward is
     the parser's and every dialog ends (``terminated``).
+
+    A composition: a :class:`DatasetChatEnv` (``env.base_env``) seen through
+    ``Compose(MATHRewardParser(...), EndOfDialog())`` (``env.transform``); append transforms
+    with ``env.append_transform``.
 
     Args:
         dataset: an iterable of ``{"problem", "solution"}`` dicts (list, ``datasets.Dataset``).
@@ -248,6 +253,8 @@ class MATHEnv(DatasetChatEnv):
         [1.0, 0.0]
     """
 
+    parser = parser_property
+
     def __init__(
         self,
         dataset: Iterable[Any],
@@ -261,20 +268,14 @@ class MATHEnv(DatasetChatEnv):
     ) -> None:
         kwargs.setdefault("question_key", "problem")
         kwargs.setdefault("answer_key", "solution")
-        super().__init__(
+        env = DatasetChatEnv(
             dataset, batch_size=batch_size, repeats=repeats, system_prompt=system_prompt, **kwargs
         )
-        if any(answer is None for _, answer in self.items):
+        if any(answer is None for _, answer in env.items):
             raise ValueError(
                 f"MATHEnv: every item needs a {kwargs['answer_key']!r} (the reference solution)."
             )
-        self.parser = MATHRewardParser(
+        parser = MATHRewardParser(
             format_reward=format_reward, correct_reward=correct_reward, set_done_if_answer=False
         )
-
-    def _step(self, tensordict: TensorDictBase) -> TensorDictBase:
-        out = super()._step(tensordict)
-        self.parser._step(tensordict, out)
-        out.set("terminated", torch.ones_like(out.get("terminated")))
-        out.set("done", torch.ones_like(out.get("done")))
-        return out
+        super().__init__(env, Compose(parser, EndOfDialog()))
