@@ -7,7 +7,9 @@ same test proved that the sandbox cannot reach the test's own process.
 """
 
 import itertools
+import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +18,9 @@ import tempfile
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -344,14 +348,12 @@ time.sleep(60)
 """
 
 
-def _bomb_while_counting(
-    own_tmp: str, **kwargs
-) -> tuple[_sandbox.SandboxResult, float, int, int, float]:
-    """Runs the fork bomb while a host thread ticks (a 10 ms sleep, then a count) and this
-    thread counts the run's processes.
+def _count_while(own_tmp: str, run: Callable[[], Any]) -> tuple[Any, float, int, int, float]:
+    """Calls ``run`` (which starts a fork bomb) in a thread while a host thread ticks (a 10 ms
+    sleep, then a count) and this thread counts the processes naming ``own_tmp``.
 
-    Returns the result, the run's duration, the most processes seen at once, the host thread's
-    ticks and the longest gap between two of them.
+    Returns what ``run`` returned, its duration, the most processes seen at once, the host
+    thread's ticks and the longest gap between two of them.
     """
     done: dict = {}
     ticks: list[float] = [time.monotonic()]
@@ -362,15 +364,15 @@ def _bomb_while_counting(
             time.sleep(0.01)
             ticks.append(time.monotonic())
 
-    def run() -> None:
+    def call() -> None:
         start = time.monotonic()
         try:
-            done["res"] = _sandbox.run_sandboxed(_FORK_BOMB, timeout=2.0, **kwargs)
+            done["value"] = run()
         finally:
             done["elapsed"] = time.monotonic() - start
             stop.set()
 
-    threads = [threading.Thread(target=tick), threading.Thread(target=run)]
+    threads = [threading.Thread(target=tick), threading.Thread(target=call)]
     for thread in threads:
         thread.start()
     most = 0
@@ -385,13 +387,17 @@ def _bomb_while_counting(
             os.kill(pid, signal.SIGKILL)
     assert leftover == [], f"{len(leftover)} processes of the run left"
     gap = max(b - a for a, b in itertools.pairwise(ticks))
-    return done["res"], done["elapsed"], most, len(ticks) - 1, gap
+    return done["value"], done["elapsed"], most, len(ticks) - 1, gap
+
+
+def _bomb(**kwargs: Any) -> Callable[[], _sandbox.SandboxResult]:
+    return lambda: _sandbox.run_sandboxed(_FORK_BOMB, timeout=2.0, **kwargs)
 
 
 @pytest.mark.parametrize("use_pidns", MODES)
 def test_a_fork_bomb_is_capped_and_the_host_keeps_running(use_pidns, own_tmp):
-    res, elapsed, most, ticks, gap = _bomb_while_counting(
-        own_tmp, max_processes=16, use_pidns=use_pidns, use_signal_scope=not use_pidns
+    res, elapsed, most, ticks, gap = _count_while(
+        own_tmp, _bomb(max_processes=16, use_pidns=use_pidns, use_signal_scope=not use_pidns)
     )
     # The run's processes: the launcher, the init and the code's; never more than the cap.
     assert 4 <= most <= 16, f"{most} processes at once"
@@ -402,17 +408,93 @@ def test_a_fork_bomb_is_capped_and_the_host_keeps_running(use_pidns, own_tmp):
     assert ticks >= 50, f"the host thread ticked {ticks} times in {elapsed:.1f} s"
 
 
-def test_without_a_pids_cgroup_only_a_non_root_user_is_capped(own_tmp):
-    if os.geteuid() == 0:  # root is exempt from RLIMIT_NPROC: refused, unless no cap is asked
-        with pytest.raises(RuntimeError, match=r"could not cap the code's processes \(max_proc"):
+def _system_python() -> str | None:
+    """A Python >= 3.9 whose standard library every user can read (for the uid switch)."""
+    for candidate in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if not Path(candidate).exists():
+            continue
+        probe = "import sys; print(sys.version_info >= (3, 9), sys.base_prefix)"
+        out = subprocess.run([candidate, "-I", "-c", probe], capture_output=True, text=True)
+        new_enough, _, prefix = out.stdout.strip().partition(" ")
+        if new_enough == "True" and _sandbox._closed_to_others(prefix) is None:
+            return candidate
+    return None
+
+
+# Runs in the system Python with a copy of the sandbox's two modules (they need only the
+# standard library); prints the bomb's result and then what a plain run sees as JSON.
+_UID_RUN = """
+import dataclasses, json, os, sys
+sys.path.insert(0, os.environ["RL_LLM_SANDBOX_COPY"])
+from rl_llm.envs import _sandbox
+kwargs = dict(use_cgroup=False, max_processes=16, use_pidns=sys.argv[1] == "pidns")
+kwargs["use_signal_scope"] = not kwargs["use_pidns"]
+bomb = _sandbox.run_sandboxed(sys.argv[2], timeout=2.0, **kwargs)
+ids = _sandbox.run_sandboxed(
+    "import os\\nopen('f', 'w').write('w')\\nprint(os.getuid(), os.getgid(), os.getgroups())",
+    **kwargs,
+)
+print(json.dumps([dataclasses.asdict(bomb), dataclasses.asdict(ids)]))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch is what root does")
+@pytest.mark.parametrize("use_pidns", MODES)
+def test_without_a_pids_cgroup_root_runs_the_code_as_a_fresh_capped_uid(use_pidns, own_tmp):
+    python = _system_python()
+    if python is None:
+        pytest.skip("no Python >= 3.9 here whose standard library other users can read")
+    copy = Path(own_tmp, "copy")
+    (copy / "rl_llm" / "envs").mkdir(parents=True)
+    for init in (copy / "rl_llm" / "__init__.py", copy / "rl_llm" / "envs" / "__init__.py"):
+        init.write_text("")
+    for name in ("_sandbox.py", "_pids_cgroup.py"):
+        shutil.copy(Path(_sandbox.__file__).with_name(name), copy / "rl_llm" / "envs" / name)
+    # The copy's path is in the environment, not on the command line: only the runs' own
+    # processes (their directories are in TMPDIR) name own_tmp.
+    env = {"PATH": "/usr/bin:/bin", "TMPDIR": own_tmp, "RL_LLM_SANDBOX_COPY": str(copy)}
+    mode = "pidns" if use_pidns else "scope"
+    done, _, most, ticks, gap = _count_while(
+        own_tmp,
+        lambda: subprocess.run(
+            [python, "-I", "-c", _UID_RUN, mode, _FORK_BOMB],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ),
+    )
+    assert done.returncode == 0, done.stderr
+    bomb, ids = json.loads(done.stdout)
+    assert bomb["timed_out"]
+    assert 3 <= most <= 16, f"{most} processes at once"
+    assert gap < 1.0
+    assert ticks >= 50
+    uid, gid, groups = ids["stdout"].split(maxsplit=2)
+    assert int(uid) >= _sandbox._UID_BASE, ids
+    assert int(gid) == int(uid), ids
+    assert groups.strip() == "[]"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid switch is what root does")
+def test_without_a_pids_cgroup_root_is_refused_when_the_interpreter_is_closed_to_others():
+    closed = _sandbox._closed_to_others(sys.base_prefix)
+    if closed is None:
+        pytest.skip("this interpreter's standard library is readable by every user")
+    with pytest.raises(RuntimeError, match=f"cannot reach .*\\({closed} is closed to other users"):
+        _sandbox.run_sandboxed("print(1)", max_processes=16, use_cgroup=False)
+    res = _sandbox.run_sandboxed("print(1)", max_processes=None, use_cgroup=False)
+    assert res.stdout == "1\n"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root is exempt from RLIMIT_NPROC")
+def test_without_a_pids_cgroup_another_user_is_capped_in_its_user_namespace(own_tmp):
+    if not _sandbox.pidns_available():
+        with pytest.raises(RuntimeError, match="could not cap the code's processes"):
             _sandbox.run_sandboxed("print(1)", max_processes=16, use_cgroup=False)
-        res = _sandbox.run_sandboxed("print(1)", max_processes=None, use_cgroup=False)
-        assert res.stdout == "1\n"
-    elif not _sandbox.pidns_available():
-        pytest.skip("RLIMIT_NPROC confines a run only in its own user namespace")
-    else:
-        _, _, most, _, _ = _bomb_while_counting(own_tmp, max_processes=16, use_cgroup=False)
-        assert 4 <= most <= 16, f"{most} processes at once"
+        return
+    _, _, most, _, _ = _count_while(own_tmp, _bomb(max_processes=16, use_cgroup=False))
+    assert 4 <= most <= 16, f"{most} processes at once"
 
 
 def test_max_processes_is_validated():

@@ -14,10 +14,12 @@ What is enforced (each layer is kernel-side, none relies on the child's cooperat
   any time, so a fork bomb cannot starve the host. Where a pids cgroup can be created (cgroup
   v2 with the pids controller available below this process's cgroup, or a writable cgroup v1
   ``pids`` hierarchy; root, usually) each run gets one with ``pids.max`` (see
-  ``_pids_cgroup``). Otherwise, for a user other than root running the code in its own user
-  namespace, ``RLIMIT_NPROC`` (counted per user and namespace, so only the run's processes).
-  Root is exempt from ``RLIMIT_NPROC``, and switching to an unprivileged uid is not built, so
-  root without a writable pids cgroup is refused (``max_processes=None`` runs uncapped).
+  ``_pids_cgroup``). Otherwise ``RLIMIT_NPROC``, which the kernel counts per user (and user
+  namespace) and does not apply to root: run as root, the code's process switches to a fresh
+  unprivileged uid and gid (random in ``_UID_BASE`` + [0, 2**20), owning the run's directory),
+  and the PID namespace is then created by root without a user namespace; run as another user,
+  the code runs in its own user namespace, where the count holds only the run's processes. A
+  non-root user without a user namespace is refused (``max_processes=None`` runs uncapped).
 - Time: the init kills the code at the wall-clock limit; ``RLIMIT_CPU`` also stops a CPU-bound
   child; the host kills the whole group shortly after the limit in any case.
 - Memory: ``RLIMIT_AS`` (address space) and ``RLIMIT_FSIZE`` (largest file written). The host
@@ -42,8 +44,10 @@ import ctypes
 import functools
 import json
 import os
+import secrets
 import selectors
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -59,6 +63,9 @@ _SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446
 # how long it then still reads the pipes.
 _HOST_MARGIN_S = 0.5
 _DRAIN_S = 0.5
+# Root without a pids cgroup runs the code as uid = gid = _UID_BASE + a random 20-bit number:
+# high enough to be nobody's, fresh per run, so RLIMIT_NPROC counts only that run.
+_UID_BASE = 0x7FF00000
 
 
 @functools.cache
@@ -128,12 +135,14 @@ def check_supported(*, use_pidns: bool = True, use_signal_scope: bool = True) ->
 def process_cap(
     max_processes: int | None, *, use_pidns: bool = True, use_cgroup: bool = True
 ) -> str:
-    """How ``max_processes`` is enforced here: ``"cgroup"``, ``"rlimit"`` or ``"none"`` (no cap asked).
+    """How ``max_processes`` is enforced here: ``"cgroup"`` (a pids cgroup), ``"uid"`` (root:
+    the code as a fresh unprivileged uid under ``RLIMIT_NPROC``), ``"rlimit"`` (another user:
+    ``RLIMIT_NPROC`` in the run's user namespace), or ``"none"`` (no cap asked).
 
     Raises:
         ValueError: ``max_processes`` is not an int >= 4 (the sandbox's own processes count).
-        RuntimeError: a cap is asked and neither a pids cgroup nor ``RLIMIT_NPROC`` in a user
-            namespace of a non-root user can enforce it here.
+        RuntimeError: a cap is asked, no pids cgroup can be created, and this non-root user
+            cannot run the code in a user namespace of its own.
     """
     if max_processes is None:
         return "none"
@@ -144,15 +153,41 @@ def process_cap(
         )
     if use_cgroup and pids_cgroup_parent() is not None:
         return "cgroup"
-    if os.geteuid() != 0 and use_pidns and pidns_available():
+    if os.geteuid() == 0:
+        closed = _closed_to_others(sys.base_prefix)
+        if closed is None:
+            return "uid"
+        raise RuntimeError(
+            f"PythonInterpreter: could not cap the code's processes (max_processes="
+            f"{max_processes}) here: no pids cgroup can be created (cgroup v2 with the pids "
+            f"controller delegated, or a writable cgroup v1 pids hierarchy), and root is exempt "
+            f"from RLIMIT_NPROC, so the code would run as an unprivileged uid, which cannot "
+            f"reach the interpreter's standard library ({closed} is closed to other users). "
+            f"Install Python where every user can read it, give the process a delegated "
+            f"cgroup, or pass max_processes=None to run without a cap."
+        )
+    if use_pidns and pidns_available():
         return "rlimit"
     raise RuntimeError(
         f"PythonInterpreter: could not cap the code's processes (max_processes={max_processes}) "
         f"here: no pids cgroup can be created (cgroup v2 with the pids controller delegated, or "
-        f"a writable cgroup v1 pids hierarchy), and RLIMIT_NPROC cannot confine the run (it "
-        f"needs a non-root user in a user namespace; running as uid {os.geteuid()}). Give the "
-        f"process a delegated cgroup, or pass max_processes=None to run without a cap."
+        f"a writable cgroup v1 pids hierarchy), and RLIMIT_NPROC would count every process of "
+        f"uid {os.geteuid()} (no user namespace for the run). Give the process a delegated "
+        f"cgroup, or pass max_processes=None to run without a cap."
     )
+
+
+def _closed_to_others(path: str) -> str | None:
+    """The first directory on the way to ``path`` (itself included) that other users cannot
+    search (no ``o+x``), None if there is none."""
+    current = Path(path).resolve()
+    for directory in [*reversed(current.parents), current]:
+        try:
+            if not directory.stat().st_mode & stat.S_IXOTH:
+                return str(directory)
+        except OSError:
+            return str(directory)
+    return None
 
 
 def read_only_roots() -> list[str]:
@@ -191,7 +226,7 @@ if child == 0:
     resource.setrlimit(resource.RLIMIT_CPU, (cfg["cpu_seconds"], cfg["cpu_seconds"] + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["file_bytes"], cfg["file_bytes"]))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cfg["nproc"]:  # no pids cgroup: a non-root user's process count in its user namespace
+    if cfg["nproc"]:  # no pids cgroup: the count of this (non-root) uid's processes
         resource.setrlimit(resource.RLIMIT_NPROC, (cfg["nproc"], cfg["nproc"]))
     abi = cfg["abi"]
     fs_all = (1 << 13) - 1
@@ -221,12 +256,18 @@ if child == 0:
     for root in cfg["read_only"]:
         allow(root, read_exec)
     allow(cfg["workdir"], fs_all)
+    work_fd = os.open(cfg["workdir"], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    if cfg["uid"]:  # root ignores RLIMIT_NPROC: become the run's own unprivileged uid
+        os.setgroups([])
+        os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
+        os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
     if libc.prctl(38, 1, 0, 0, 0):  # PR_SET_NO_NEW_PRIVS
         raise SystemExit("sandbox: prctl(PR_SET_NO_NEW_PRIVS) failed")
     if libc.syscall(446, ctypes.c_int(fd), ctypes.c_uint32(0)):
         raise SystemExit("sandbox: landlock_restrict_self failed: " + os.strerror(ctypes.get_errno()))
     os.close(fd)
-    os.chdir(cfg["workdir"])
+    os.fchdir(work_fd)  # opened before the uid switch: its parents need not be searchable
+    os.close(work_fd)
     del ctypes, json, resource, select, time, libc, attr, PathBeneath, allow, cfg, status_fd
     code = compile(open("main.py").read(), "main.py", "exec")
     exec(code, {"__name__": "__main__"})
@@ -373,8 +414,19 @@ def run_sandboxed(
     scope = use_signal_scope and abi >= 6
     limit = None if max_output_chars is None else 4 * max_output_chars
     start = time.monotonic()
+    uid = _UID_BASE + secrets.randbelow(2**20) if cap == "uid" else 0
+    # RLIMIT_NPROC where no cgroup caps: in a user namespace unshare and the init count too; a
+    # fresh uid counts only the code's processes, so the launcher and the init are left room.
+    nproc = 0
+    if cap == "rlimit":
+        nproc = max_processes
+    elif cap == "uid":
+        nproc = max_processes - 2
     with tempfile.TemporaryDirectory(prefix="rl_llm_sandbox_") as workdir:
         Path(workdir, "main.py").write_text(code)
+        if uid:
+            for path in (workdir, Path(workdir, "main.py")):
+                os.chown(path, uid, uid)
         cgroup = PidsCgroup(pids_cgroup_parent(), max_processes) if cap == "cgroup" else None
         status_r, status_w = os.pipe()
         cfg = {
@@ -387,14 +439,16 @@ def run_sandboxed(
             "workdir": str(Path(workdir).resolve()),
             "deadline": start + timeout,
             "status_fd": status_w,
-            "nproc": max_processes if cap == "rlimit" else 0,
+            "nproc": nproc,
+            "uid": uid,
         }
         cmd = [sys.executable, "-I", "-S", "-c", _BOOTSTRAP, json.dumps(cfg)]
         flags = (["--net"] if netns else []) + (
             ["--pid", "--fork", "--kill-child"] if pidns else []
         )
         if flags:
-            cmd = ["unshare", "--map-root-user", *flags, *cmd]
+            # A fresh uid exists only outside a root-mapped user namespace; root needs none.
+            cmd = ["unshare", *([] if uid else ["--map-root-user"]), *flags, *cmd]
         if cgroup is not None:
             cmd = cgroup.wrap(cmd)
         try:

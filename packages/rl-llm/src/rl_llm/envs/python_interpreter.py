@@ -23,8 +23,8 @@ class PythonInterpreter(Transform):
     ``rl_llm.envs._sandbox`` and the package README's threat model): signals reach only the
     run's own processes (a PID namespace where user namespaces are allowed, and Landlock's
     signal scope on Linux >= 6.12); at most ``max_processes`` processes and threads at once (a
-    pids cgroup, or ``RLIMIT_NPROC`` for a non-root user in its own user namespace), so a fork
-    bomb cannot starve the host; no process the code started outlives :meth:`run`, which
+    pids cgroup, or else ``RLIMIT_NPROC``, for which root runs the code as a fresh unprivileged
+    uid), so a fork bomb cannot starve the host; no process the code started outlives :meth:`run`, which
     returns within ``timeout`` plus 1.5 s; a wall-clock time limit and ``RLIMIT_CPU``; an
     address-space limit (``RLIMIT_AS``) and a file-size limit; output read with bounded memory
     (at most ``4 * max_output_chars`` bytes kept per stream); Landlock file rules that allow
@@ -46,7 +46,8 @@ class PythonInterpreter(Transform):
         RuntimeError: the kernel has no Landlock (file access could not be confined), or
             neither a PID namespace nor Landlock's signal scope is available (signals could
             not be confined), or ``max_processes`` cannot be enforced here (no pids cgroup can
-            be created, and the process runs as root or without a user namespace).
+            be created, and root's interpreter is closed to other users, or another user has
+            no user namespace).
         ValueError: ``timeout``, ``memory_mb`` or ``max_output_chars`` is not positive, or
             ``max_processes`` is not None or an int >= 4.
 
