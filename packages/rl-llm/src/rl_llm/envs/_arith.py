@@ -69,9 +69,12 @@ def exact_decimal(text: str) -> Fraction | None:
 
 def _float(value: Number) -> float:
     try:
-        return _checked(float(value))  # type: ignore[return-value]
+        result = float(value)
     except OverflowError:
-        raise ArithmeticError_("value outside the float range") from None
+        result = math.inf
+    if not math.isfinite(result):
+        raise ArithmeticError_("value outside the float range")
+    return result
 
 
 def _sqrt(value: Number) -> Number:
