@@ -286,14 +286,16 @@ def test_reward_fn_output_of_another_shape_names_reward_fn_and_both_shapes():
         r"shaped \[6\] or \[6, 1\] \(as the stored \('next', 'reward'\)\), got \(6, 3\)",
     ):
         buffer.sample()
-    buffer.reward_fn = lambda td: torch.zeros(td.batch_size[0], 1, 1)
-    with pytest.raises(ValueError, match=r"reward_fn .* got \(6, 1, 1\)"):
+    buffer.reward_fn = lambda td: torch.zeros(td.batch_size[0], 2, 1)
+    with pytest.raises(ValueError, match=r"reward_fn .* got \(6, 2, 1\)"):
         buffer.sample()
     buffer.reward_fn = lambda td: [0.0] * td.batch_size[0]
     with pytest.raises(ValueError, match=r"reward_fn .* got list"):
         buffer.sample()
     buffer.reward_fn = lambda td: torch.zeros(td.batch_size[0])  # [n] is taken as [n, 1]
     assert buffer.sample()["next", "reward"].tolist() == [[0.0]] * 6
+    buffer.reward_fn = lambda td: torch.ones(td.batch_size[0], 1, 1)  # one reward per item
+    assert buffer.sample()["next", "reward"].tolist() == [[1.0]] * 6
 
 
 def test_desired_goal_of_another_shape_names_both_keys_and_shapes():

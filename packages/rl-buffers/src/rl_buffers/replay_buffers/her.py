@@ -254,7 +254,9 @@ class HERReplayBuffer(TensorDictReplayBuffer):
         if isinstance(reward, Tensor):
             got = tuple(reward.shape)
             if got[:1] == (count,) and (
-                item is None or got[1:] == item or (got == (count,) and math.prod(item) == 1)
+                item is None
+                or got[1:] == item
+                or math.prod(got[1:]) == math.prod(item) == 1  # ([n] for [n, 1] and back)
             ):
                 return
         else:
