@@ -320,3 +320,136 @@ def test_value_and_model_losses_compile_without_graph_breaks():
     got, want = compiled(td)[0], model_loss(td)[0]
     for key in want.keys():
         torch.testing.assert_close(got[key], want[key])
+
+
+# ------------------------------------------------------------------ issue 49: bad input, named
+# Before: NaN inputs gave NaN losses silently, bad weights were accepted, shape mismatches
+# failed with errors that named no key ("The size of tensor a (2) must match ...").
+
+
+@pytest.mark.parametrize("name", ["lambda_kl", "lambda_reco", "lambda_reward", "free_nats"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, "1"])
+def test_model_loss_refuses_a_weight_that_is_not_a_finite_non_negative_number(name, value):
+    with pytest.raises(ValueError, match=rf"DreamerModelLoss: expected {name} as a finite number"):
+        DreamerModelLoss(_world_model((4,)), **{name: value})
+
+
+@pytest.mark.parametrize(
+    ("entry", "named"), [("pixels", r"\('next', 'pixels'\)"), ("reward", r"\('next', 'reward'\)")]
+)
+def test_model_loss_names_the_input_that_holds_nan(entry, named):
+    td = _model_batch((4,))
+    td["next", entry][1, 2] = float("nan")
+    count = td["next", entry][1, 2].numel()
+    with pytest.raises(
+        ValueError, match=rf"not finite: the batch's {named} holds {count} NaN or infinite value"
+    ):
+        DreamerModelLoss(_world_model((4,)))(td)
+
+
+def test_model_loss_names_the_world_model_output_that_went_nan():
+    model = _world_model((4,))
+    with torch.no_grad():
+        model.module.heads[4].weight[0, 0] = float("inf")  # the reconstruction head diverged
+    with pytest.raises(
+        ValueError,
+        match=r"\['loss_model_reco'\] not finite: the world model's \('next', 'reco_pixels'\)",
+    ):
+        DreamerModelLoss(model)(_model_batch((4,)))
+
+
+def test_model_loss_names_entries_of_mismatched_shapes():
+    td = _model_batch((4,))
+    td["next", "reward"] = torch.zeros(4, 5, 2, dtype=D64)
+    with pytest.raises(
+        ValueError,
+        match=r"the world model's \('next', 'reward'\) \(4, 5, 1\), "
+        r"the batch's \('next', 'reward'\) \(4, 5, 2\)",
+    ):
+        DreamerModelLoss(_world_model((4,)))(td)
+
+    class HalfPosterior(ToyWorldModel):  # a posterior of another latent size than the prior
+        def forward(self, obs):
+            pm, ps, qm, qs, reco, reward = super().forward(obs)
+            return pm, ps, qm[..., :2], qs[..., :2], reco, reward
+
+    keys = _world_model((4,))
+    model = TensorDictModule(HalfPosterior((4,)).to(D64), keys.in_keys, keys.out_keys)
+    with pytest.raises(
+        ValueError, match=r"the world model's \('next', 'posterior_mean'\) \(4, 5, 2\)"
+    ):
+        DreamerModelLoss(model)(_model_batch((4,)))
+
+
+class _NaNImagination(Imagination):
+    """An imagination env whose world model diverged: every imagined reward is NaN."""
+
+    def _step(self, td):
+        out = super()._step(td)
+        return out.set("reward", out["reward"] * float("nan"))
+
+
+def _latents(state=None):
+    g = torch.Generator().manual_seed(4)
+    return TensorDict(
+        state=torch.randn(3, 2, 1, generator=g, dtype=D64) if state is None else state,
+        belief=torch.randn(3, 2, 1, generator=g, dtype=D64),
+        batch_size=[3, 2],
+    )
+
+
+def test_actor_loss_refuses_a_bool_horizon_and_a_missing_value_model():
+    actor, value = _actor_value()
+    with pytest.raises(
+        ValueError, match=r"expected imagination_horizon as a positive int, got True"
+    ):
+        DreamerActorLoss(actor, value, Imagination(), imagination_horizon=True)
+    with pytest.raises(TypeError, match=r"expected value_model as a TensorDict module .* NoneType"):
+        DreamerActorLoss(actor, None, Imagination())
+
+
+def test_actor_loss_names_nan_latents_and_nan_imagined_rewards():
+    actor, value = _actor_value()
+    state = _latents()["state"].clone()
+    state[0, 1] = float("nan")
+    loss = DreamerActorLoss(actor, value, Imagination(), imagination_horizon=2)
+    with pytest.raises(ValueError, match=r"not finite: the batch's 'state' holds 1 NaN"):
+        loss(_latents(state))
+    loss = DreamerActorLoss(actor, value, _NaNImagination(), imagination_horizon=2)
+    with pytest.raises(
+        ValueError,
+        match=r"the imagined trajectory's \('next', 'reward'\) \(model_based_env\) holds 12 NaN",
+    ):
+        loss(_latents())
+
+
+def test_actor_loss_names_a_latent_of_the_wrong_width():
+    actor, value = _actor_value()
+    loss = DreamerActorLoss(actor, value, Imagination(), imagination_horizon=2)
+    with pytest.raises(
+        ValueError,
+        match=r"expected the batch's 'state' to end in the imagination env's latent shape "
+        r"\(1,\) \(its observation spec\), got shape \(3, 2, 2\)",
+    ):
+        loss(_latents(torch.zeros(3, 2, 2, dtype=D64)))
+
+
+@pytest.mark.parametrize("gamma", [float("nan"), 1.5, -0.1])
+def test_value_loss_refuses_a_discount_outside_zero_one(gamma):
+    _, value = _actor_value()
+    with pytest.raises(ValueError, match=r"expected gamma as a finite number >= 0, at most 1"):
+        DreamerValueLoss(value, gamma=gamma)
+
+
+def test_value_loss_names_a_nan_or_misshapen_lambda_target():
+    _, value = _actor_value()
+    fake = _latents()
+    fake["lambda_target"] = torch.zeros(3, 2, 1, dtype=D64)
+    fake["lambda_target"][2, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"not finite: the batch's 'lambda_target' holds 1 NaN"):
+        DreamerValueLoss(value)(fake)
+    fake["lambda_target"] = torch.zeros(3, 2, dtype=D64)
+    with pytest.raises(
+        ValueError, match=r"value_model's 'state_value' \(3, 2, 1\), 'lambda_target' \(3, 2\)"
+    ):
+        DreamerValueLoss(value)(fake)

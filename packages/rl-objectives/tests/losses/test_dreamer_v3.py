@@ -613,3 +613,95 @@ def test_model_and_value_losses_and_kl_compile_without_graph_breaks():
     value_loss = DreamerV3ValueLoss(value, value_loss="two_hot")
     compiled = torch.compile(value_loss, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(fake)[0]["loss_value"], value_loss(fake)[0]["loss_value"])
+
+
+# ------------------------------------------------------------------ issue 49: bad input, named
+# Before: NaN inputs gave NaN losses silently, bad weights and a bool horizon were accepted, and
+# a missing value head or misshapen target failed with errors that named no key.
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("free_bits", float("nan")),
+        ("free_bits", -1.0),
+        ("lambda_kl", float("inf")),
+        ("lambda_continue", -0.5),
+        ("lambda_representation", float("nan")),
+        ("kl_alpha", 1.5),
+        ("kl_alpha", float("nan")),
+    ],
+)
+def test_model_loss_refuses_bad_weights_at_construction(name, value):
+    with pytest.raises(ValueError, match=rf"DreamerV3ModelLoss: expected {name} as a finite"):
+        DreamerV3ModelLoss(_world_model(), **{name: value})
+
+
+def test_model_loss_refuses_a_reco_symlog_that_is_not_bools():
+    with pytest.raises(TypeError, match=r"expected reco_symlog as a bool or a non-empty list"):
+        DreamerV3ModelLoss(_world_model(), reco_symlog="yes")
+
+
+def test_model_loss_names_nan_pixels_and_a_diverged_world_model():
+    td = _model_batch()
+    td["next", "pixels"][0, 0, 0] = float("nan")
+    with pytest.raises(
+        ValueError, match=r"not finite: the batch's \('next', 'pixels'\) holds 1 NaN or infinite"
+    ):
+        DreamerV3ModelLoss(_world_model())(td)
+    model = _world_model()
+    with torch.no_grad():
+        model.module.heads[1].bias[0] = float("nan")  # the posterior head diverged
+    with pytest.raises(
+        ValueError,
+        match=r"\['loss_model_kl'\] not finite: the world model's \('next', 'posterior_logits'\)",
+    ):
+        DreamerV3ModelLoss(model)(_model_batch())
+
+
+def test_model_loss_names_a_true_reward_not_shaped_like_the_reward_logits():
+    td = _model_batch()
+    td["next", "reward"] = torch.zeros(4, 5, 2, dtype=D64)
+    with pytest.raises(
+        ValueError,
+        match=r"expected the batch's \('next', 'reward'\) of shape \(4, 5, 1\) .* got \(4, 5, 2\)",
+    ):
+        DreamerV3ModelLoss(_world_model())(td)
+
+
+def test_actor_loss_refuses_a_bad_entropy_bonus_a_bool_horizon_and_nan_latents():
+    actor, value = _deterministic_actor()
+    with pytest.raises(ValueError, match=r"expected entropy_bonus as a finite number >= 0"):
+        DreamerV3ActorLoss(actor, value, Imagination(), entropy_bonus=float("nan"))
+    with pytest.raises(ValueError, match=r"imagination_horizon as a positive int, got True"):
+        DreamerV3ActorLoss(actor, value, Imagination(), imagination_horizon=True)
+    start = _start()
+    start["belief"][4, 1] = float("inf")
+    loss = DreamerV3ActorLoss(actor, value, Imagination(), imagination_horizon=2, entropy_bonus=0)
+    with pytest.raises(
+        ValueError, match=r"\['lambda_target'\] not finite: the batch's 'belief' holds 1"
+    ):
+        loss(start)
+    assert loss.return_low.isfinite()  # the moving percentiles never saw the NaN
+    assert loss.return_high.isfinite()
+
+
+def test_value_loss_refuses_a_bad_gamma_names_missing_logits_and_nan_targets():
+    _, value = _deterministic_actor()
+    with pytest.raises(ValueError, match=r"expected gamma as a finite number >= 0, at most 1"):
+        DreamerV3ValueLoss(value, gamma=1.01)
+    fake = TensorDict(state=torch.zeros(2, 3, 1, dtype=D64), belief=torch.zeros(2, 3, 1, dtype=D64),
+                      lambda_target=torch.ones(2, 3, 1, dtype=D64), batch_size=[2, 3])  # fmt: skip
+    with pytest.raises(
+        KeyError,
+        match=r"value_loss='two_hot' reads the value head's logits at 'state_value_logits'",
+    ):
+        DreamerV3ValueLoss(value, value_loss="two_hot")(fake)
+    fake["lambda_target"][1, 2] = float("nan")
+    with pytest.raises(ValueError, match=r"not finite: the batch's 'lambda_target' holds 1 NaN"):
+        DreamerV3ValueLoss(value)(fake)
+    fake["lambda_target"] = torch.ones(2, 3, 2, dtype=D64)
+    with pytest.raises(
+        ValueError, match=r"value_model's 'state_value' \(2, 3, 1\), 'lambda_target' \(2, 3, 2\)"
+    ):
+        DreamerV3ValueLoss(value)(fake)

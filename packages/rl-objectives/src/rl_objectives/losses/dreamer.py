@@ -8,9 +8,11 @@ trajectory with its ``"lambda_target"``).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any
 
 import torch
@@ -38,6 +40,64 @@ def _held_out(module: nn.Module) -> Iterator[None]:
     finally:
         for p in params:
             p.requires_grad_(True)
+
+
+def _check_weight(owner: str, name: str, value: Any, *, at_most: float = math.inf) -> None:
+    """Refuses a weight, clamp or discount that is not a finite number in ``[0, at_most]``."""
+    if (
+        not isinstance(value, Real)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not 0 <= value <= at_most
+    ):
+        bound = "" if at_most == math.inf else f", at most {at_most:g}"
+        raise ValueError(f"{owner}: expected {name} as a finite number >= 0{bound}, got {value!r}.")
+
+
+def _check_same_shape(owner: str, entries: list[tuple[str, Tensor]], fix: str) -> None:
+    """Refuses entries (``(name, tensor)``) that do not all have the first one's shape."""
+    shapes = {name: tuple(value.shape) for name, value in entries}
+    if len(set(shapes.values())) > 1:
+        listed = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"{owner}: expected entries of one shape, got {listed}. {fix}")
+
+
+def _refuse_non_finite(
+    owner: str,
+    losses: TensorDictBase | dict[str, Tensor],
+    sources: Iterable[tuple[str, Tensor | None]],
+) -> None:
+    """Raises a ValueError when a loss term (or another named value) is NaN or infinite,
+    naming the first of ``sources`` (``(description, tensor)``: the inputs, then what the
+    networks wrote) that holds a NaN or infinite value.
+
+    Eager calls only (a compiled loss checks nothing): one device sync on the terms' sum, the
+    sources are looked at only when a term is not finite.
+    """
+    if torch.compiler.is_compiling():
+        return
+    terms = [value.detach() for value in losses.values()]
+    if bool(torch.isfinite(torch.stack([t.sum() for t in terms]).sum())):
+        return
+    bad = [key for key, value in losses.items() if not bool(torch.isfinite(value).all())]
+    if not bad:
+        return
+    for what, value in sources:
+        if value is None or not value.is_floating_point():
+            continue
+        finite = torch.isfinite(value.detach())
+        if not bool(finite.all()):
+            raise ValueError(
+                f"{owner}: {bad} not finite: {what} holds {int((~finite).sum())} NaN or "
+                f"infinite value(s) out of {value.numel()}. Drop or clean the data (rl-envs' "
+                f"FiniteTensorDictCheck finds the step), or lower the learning rate if a "
+                f"network diverged."
+            )
+    raise ValueError(
+        f"{owner}: {bad} not finite although every input and network output is finite (a "
+        f"standard deviation of 0, or values too large for the distance). Check the networks' "
+        f"outputs."
+    )
 
 
 def _feature_dims(value: Tensor, batch_dims: int) -> tuple[int, ...]:
@@ -93,6 +153,13 @@ class DreamerModelLoss(LossModule):
         global_average: average over every dim instead of summing the feature dims.
             Defaults to False.
 
+    Raises:
+        ValueError: a weight or ``free_nats`` that is not a finite number >= 0; (when called)
+            the prior's and posterior's parameters, the reconstruction and the observation, or
+            the predicted and true rewards of different shapes, or a loss term that is NaN or
+            infinite (the message names the first input or world-model output holding a NaN
+            or infinite value; eager calls only).
+
     ``forward`` returns ``(losses, tensordict)``: the three terms, and the world model's
     output (detached).
 
@@ -146,6 +213,13 @@ class DreamerModelLoss(LossModule):
     ) -> None:
         super().__init__()
         owner = type(self).__name__
+        for name, value in (
+            ("lambda_kl", lambda_kl),
+            ("lambda_reco", lambda_reco),
+            ("lambda_reward", lambda_reward),
+            ("free_nats", free_nats),
+        ):
+            _check_weight(owner, name, value)
         self.convert_to_functional(world_model, "world_model", functional=False)
         self.reco_loss = C.check_loss_function(owner, reco_loss or "l2")
         self.reward_loss = C.check_loss_function(owner, reward_loss or "l2")
@@ -179,14 +253,40 @@ class DreamerModelLoss(LossModule):
         tensordict.set(NEXT, nxt)
         tensordict = self.world_model(tensordict)
         nxt = tensordict.get(NEXT)
-        kl = self.kl_loss(
-            nxt.get(keys.prior_mean),
-            nxt.get(keys.prior_std),
-            nxt.get(keys.posterior_mean),
-            nxt.get(keys.posterior_std),
+        owner = type(self).__name__
+        written = [
+            (f"the world model's ('next', {name!r})", nxt.get(name))
+            for name in (
+                keys.prior_mean,
+                keys.prior_std,
+                keys.posterior_mean,
+                keys.posterior_std,
+                keys.reco_pixels,
+                keys.reward,
+            )
+        ]
+        _check_same_shape(
+            owner,
+            written[:4],
+            "The world model writes the prior's and the posterior's mean and std for the same "
+            "latent.",
         )
-        reco = distance_loss(nxt.get(keys.reco_pixels), nxt.get(keys.pixels), self.reco_loss)
-        reward = distance_loss(nxt.get(keys.reward), nxt.get(keys.true_reward), self.reward_loss)
+        pixels, true_reward = nxt.get(keys.pixels), nxt.get(keys.true_reward)
+        observed = f"the batch's ('next', {keys.pixels!r})"
+        rewarded = f"the batch's ('next', {keys.reward!r})"
+        _check_same_shape(
+            owner,
+            [written[4], (observed, pixels)],
+            "The reconstruction has the observation's shape.",
+        )
+        _check_same_shape(
+            owner,
+            [written[5], (rewarded, true_reward)],
+            "The reward head writes one reward per step, shaped like the batch's.",
+        )
+        kl = self.kl_loss(*(value for _, value in written[:4]))
+        reco = distance_loss(nxt.get(keys.reco_pixels), pixels, self.reco_loss)
+        reward = distance_loss(nxt.get(keys.reward), true_reward, self.reward_loss)
         if not self.global_average:
             reco = reco.sum(_feature_dims(reco, batch_dims))
             reward = reward.sum(_feature_dims(reward, batch_dims))
@@ -194,6 +294,11 @@ class DreamerModelLoss(LossModule):
             loss_model_kl=self.lambda_kl * kl,
             loss_model_reco=self.lambda_reco * reco.mean(),
             loss_model_reward=self.lambda_reward * reward.mean(),
+        )
+        _refuse_non_finite(
+            owner,
+            losses,
+            [(observed, pixels), (rewarded, true_reward), *written],
         )
         return losses, tensordict.detach()
 
@@ -228,7 +333,11 @@ class _ImaginationActorLoss(LossModule):
                     f"{owner}: {name} is not a constructor argument (as in TorchRL); set it "
                     f"with loss.make_value_estimator({name}={value})."
                 )
-        if not isinstance(imagination_horizon, int) or imagination_horizon < 1:
+        if (
+            not isinstance(imagination_horizon, int)
+            or isinstance(imagination_horizon, bool)
+            or imagination_horizon < 1
+        ):
             raise ValueError(
                 f"{owner}: expected imagination_horizon as a positive int, got "
                 f"{imagination_horizon!r}."
@@ -237,6 +346,11 @@ class _ImaginationActorLoss(LossModule):
             raise TypeError(
                 f"{owner}: expected model_based_env as an env (a DreamerEnv), got "
                 f"{type(model_based_env).__name__}."
+            )
+        if not isinstance(value_model, nn.Module):
+            raise TypeError(
+                f"{owner}: expected value_model as a TensorDict module writing the state value, "
+                f"got {type(value_model).__name__}."
             )
         self.convert_to_functional(actor_model, "actor_model", functional=False)
         # neither registered: their parameters are not this loss's (they are held out)
@@ -277,8 +391,9 @@ class _ImaginationActorLoss(LossModule):
         states, and returns the trajectory (with ``"lambda_target"`` set) and the
         lambda-returns; the env and the value network are held out."""
         keys = self.tensor_keys
-        start = tensordict.select(state_key, keys.belief).detach().reshape(-1)
         env = self.model_based_env
+        self._check_latents(tensordict, (state_key, keys.belief))
+        start = tensordict.select(state_key, keys.belief).detach().reshape(-1)
         with _held_out(env), set_exploration_type(ExplorationType.RANDOM):
             start = env.reset(start.copy())
             fake_data = env.rollout(
@@ -294,6 +409,45 @@ class _ImaginationActorLoss(LossModule):
         lambda_target = self.lambda_target(reward, next_td.get(keys.value))
         fake_data.set("lambda_target", lambda_target)
         return fake_data, lambda_target
+
+    def _check_latents(self, tensordict: TensorDictBase, latent_keys: Iterable[NestedKey]) -> None:
+        """Refuses a latent whose trailing dims are not those of the imagination env's
+        observation spec (the world model and the actor would fail on it, naming nothing)."""
+        env = self.model_based_env
+        spec = getattr(env, "observation_spec", None)
+        if spec is None:
+            return
+        env_dims = len(getattr(env, "batch_size", ()))
+        for key in latent_keys:
+            if key not in spec.keys(include_nested=True) or key not in tensordict.keys(True):
+                continue
+            feature = tuple(spec[key].shape[env_dims:])
+            got = tuple(tensordict.get(key).shape)
+            if feature and got[len(got) - len(feature) :] != feature:
+                raise ValueError(
+                    f"{type(self).__name__}: expected the batch's {key!r} to end in the "
+                    f"imagination env's latent shape {feature} (its observation spec), got "
+                    f"shape {got}."
+                )
+
+    def _imagined_sources(
+        self, tensordict: TensorDictBase, state_key: NestedKey, fake_data: TensorDictBase
+    ) -> list[tuple[str, Tensor | None]]:
+        """What a non-finite actor loss may come from: the batch's latents, then the imagined
+        trajectory's rewards and values."""
+        keys = self.tensor_keys
+        return [
+            (f"the batch's {state_key!r}", tensordict.get(state_key, None)),
+            (f"the batch's {keys.belief!r}", tensordict.get(keys.belief, None)),
+            (
+                f"the imagined trajectory's ('next', {keys.reward!r}) (model_based_env)",
+                fake_data.get((NEXT, keys.reward), None),
+            ),
+            (
+                "the imagined trajectory's 'lambda_target' (value_model)",
+                fake_data.get("lambda_target", None),
+            ),
+        ]
 
 
 class DreamerActorLoss(_ImaginationActorLoss):
@@ -322,8 +476,12 @@ class DreamerActorLoss(_ImaginationActorLoss):
         lmbda: refused, as in TorchRL: set it with ``make_value_estimator(lmbda=...)``.
 
     Raises:
-        TypeError: ``gamma`` or ``lmbda`` given, or ``model_based_env`` is not an env.
-        ValueError: ``imagination_horizon`` is not a positive int.
+        TypeError: ``gamma`` or ``lmbda`` given, ``model_based_env`` is not an env, or
+            ``value_model`` is not a module.
+        ValueError: ``imagination_horizon`` is not a positive int; (when called) a latent
+            whose trailing dims are not the env's latent shape, or a NaN or infinite loss
+            (the message names the latent, the imagined reward or the lambda-return holding a
+            NaN or infinite value; eager calls only).
 
     ``forward`` returns ``(losses, fake_data)``: ``loss_actor``, and the imagined trajectory
     (detached, ``[N, imagination_horizon]``) with its ``"lambda_target"`` for
@@ -407,7 +565,11 @@ class DreamerActorLoss(_ImaginationActorLoss):
         if self.discount_loss:
             lambda_target = lambda_target * _discounts(self.value_estimator.gamma, lambda_target)
         actor_loss = -lambda_target.sum((-2, -1)).mean()
-        return TensorDict(loss_actor=actor_loss), fake_data.detach()
+        losses = TensorDict(loss_actor=actor_loss)
+        _refuse_non_finite(
+            type(self).__name__, losses, self._imagined_sources(tensordict, "state", fake_data)
+        )
+        return losses, fake_data.detach()
 
 
 class _ImaginedValueLoss(LossModule):
@@ -416,6 +578,14 @@ class _ImaginedValueLoss(LossModule):
 
     def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
         return [*self._network_in_keys("value_model"), "lambda_target"]
+
+    def _check_target(self, value_name: str, value: Tensor, target: Tensor) -> None:
+        _check_same_shape(
+            type(self).__name__,
+            [(f"value_model's {value_name!r}", value), ("'lambda_target'", target)],
+            "lambda_target holds one return per imagined step ([*B, T, 1], as DreamerActorLoss "
+            "writes it).",
+        )
 
     def _value_output(self, fake_data: TensorDictBase) -> TensorDictBase:
         """``value_model`` run on its inputs selected from ``fake_data`` (a copy of all of it
@@ -438,6 +608,12 @@ class DreamerValueLoss(_ImaginedValueLoss):
         discount_loss: weight step ``t`` by ``gamma**t``. Defaults to True (as TorchRL's
             code; its docstring says False).
         gamma: the discount of the weights. Defaults to 0.99.
+
+    Raises:
+        ValueError: ``gamma`` outside ``[0, 1]``, an unknown ``value_loss``; (when called) a
+            value and a ``"lambda_target"`` of different shapes, or a NaN or infinite loss
+            (naming ``"lambda_target"`` or the value holding a NaN or infinite value; eager
+            calls only).
 
     ``forward`` returns ``(losses, fake_data)``: ``loss_value`` and the input.
 
@@ -467,6 +643,7 @@ class DreamerValueLoss(_ImaginedValueLoss):
         gamma: float = 0.99,
     ) -> None:
         super().__init__()
+        _check_weight(type(self).__name__, "gamma", gamma, at_most=1.0)
         self.convert_to_functional(value_model, "value_model", functional=False)
         self.value_loss = C.check_loss_function(type(self).__name__, value_loss or "l2")
         self.discount_loss = discount_loss
@@ -475,7 +652,17 @@ class DreamerValueLoss(_ImaginedValueLoss):
     def forward(self, fake_data: TensorDictBase) -> tuple[TensorDictBase, TensorDictBase]:
         lambda_target = fake_data.get("lambda_target").detach()
         value = self._value_output(fake_data).get(self.tensor_keys.value)
+        self._check_target(self.tensor_keys.value, value, lambda_target)
         error = distance_loss(value, lambda_target, self.value_loss)
         if self.discount_loss:
             error = error * _discounts(self.gamma, error)
-        return TensorDict(loss_value=error.sum((-2, -1)).mean()), fake_data
+        losses = TensorDict(loss_value=error.sum((-2, -1)).mean())
+        _refuse_non_finite(
+            type(self).__name__,
+            losses,
+            [
+                ("the batch's 'lambda_target'", lambda_target),
+                (f"value_model's {self.tensor_keys.value!r}", value),
+            ],
+        )
+        return losses, fake_data

@@ -31,7 +31,13 @@ from torch.nn import functional as F
 from rl_core.keys import NEXT, NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
-from rl_objectives.losses.dreamer import _discounts, _ImaginationActorLoss, _ImaginedValueLoss
+from rl_objectives.losses.dreamer import (
+    _check_weight,
+    _discounts,
+    _ImaginationActorLoss,
+    _ImaginedValueLoss,
+    _refuse_non_finite,
+)
 from rl_objectives.modules.dreamer_v3_utils import SymExpTwoHot, symlog, two_hot_cross_entropy
 from rl_objectives.value.value_norm import PercentileValueNorm
 
@@ -204,8 +210,13 @@ class DreamerV3ModelLoss(LossModule):
 
     Raises:
         ValueError: an unknown ``kl_mode`` or ``reco_loss``, ``continue_target_scale`` outside
-            ``(0, 1]``, mismatched observation/reconstruction keys, or reward logits of the
-            wrong width.
+            ``(0, 1]``, a weight or ``free_bits`` that is not a finite number >= 0,
+            ``kl_alpha`` outside ``[0, 1]``; (when called) mismatched observation/
+            reconstruction keys, reward logits of the wrong width, true rewards not shaped
+            like the logits' steps, or a NaN or infinite loss term (the message names the
+            first input or world-model output holding a NaN or infinite value; eager calls
+            only).
+        TypeError: ``reco_symlog`` is not a bool or a list of bools.
         KeyError: ``reward_two_hot`` and no ``reward_logits`` written by the world model.
 
     Examples:
@@ -278,6 +289,23 @@ class DreamerV3ModelLoss(LossModule):
             )
         if not 0.0 <= unimix < 1.0:
             raise ValueError(f"{owner}: expected unimix in [0, 1), got {unimix!r}.")
+        for name, value in (
+            ("lambda_kl", lambda_kl),
+            ("lambda_reco", lambda_reco),
+            ("lambda_reward", lambda_reward),
+            ("lambda_continue", lambda_continue),
+            ("lambda_dynamic", lambda_dynamic),
+            ("lambda_representation", lambda_representation),
+            ("free_bits", free_bits),
+        ):
+            _check_weight(owner, name, value)
+        _check_weight(owner, "kl_alpha", kl_alpha, at_most=1.0)
+        flags = reco_symlog if isinstance(reco_symlog, list) else [reco_symlog]
+        if not flags or not all(isinstance(flag, bool) for flag in flags):
+            raise TypeError(
+                f"{owner}: expected reco_symlog as a bool or a non-empty list of bools (one per "
+                f"pixels key), got {reco_symlog!r}."
+            )
         self.convert_to_functional(world_model, "world_model", functional=False)
         self.lambda_kl = lambda_kl
         self.lambda_reco = lambda_reco
@@ -392,6 +420,12 @@ class DreamerV3ModelLoss(LossModule):
                     f"{type(self).__name__}: expected reward logits over {self.num_reward_bins} "
                     f"bins (num_reward_bins), got shape {tuple(logits.shape)}."
                 )
+            if true_reward.shape not in (logits.shape[:-1], (*logits.shape[:-1], 1)):
+                raise ValueError(
+                    f"{type(self).__name__}: expected the batch's ('next', {keys.reward!r}) of "
+                    f"shape {(*logits.shape[:-1], 1)} (one reward per step of the reward logits "
+                    f"{tuple(logits.shape)}), got {tuple(true_reward.shape)}."
+                )
             reward = two_hot_cross_entropy(logits, true_reward, self.reward_bins)
         else:
             prediction = nxt.get(keys.reward)
@@ -408,7 +442,29 @@ class DreamerV3ModelLoss(LossModule):
                     continue_pred, target.expand_as(continue_pred)
                 )
                 losses.set("loss_model_continue", self.lambda_continue * bce)
+        _refuse_non_finite(type(self).__name__, losses, self._sources(nxt))
         return losses, tensordict.detach() if self.detach_output else tensordict
+
+    def _sources(self, nxt: TensorDictBase) -> list[tuple[str, Tensor | None]]:
+        """What a non-finite term may come from: the batch's observations and rewards, then
+        the world model's logits, reconstructions and reward head."""
+        keys = self.tensor_keys
+        observed = [
+            (f"the batch's ('next', {key!r})", nxt.get(key, None)) for key in _as_list(keys.pixels)
+        ]
+        written = [
+            (f"the world model's ('next', {key!r})", nxt.get(key, None))
+            for key in (
+                keys.posterior_logits,
+                keys.prior_logits,
+                *_as_list(keys.reco_pixels),
+                keys.reward_logits,
+                keys.reward,
+                keys.continue_pred,
+            )
+        ]
+        reward = (f"the batch's ('next', {keys.reward!r})", nxt.get(keys.true_reward, None))
+        return [*observed, reward, *written]
 
 
 class DreamerV3ActorLoss(_ImaginationActorLoss):
@@ -448,9 +504,13 @@ class DreamerV3ActorLoss(_ImaginationActorLoss):
         lmbda: refused, as in TorchRL: set it with ``make_value_estimator(lmbda=...)``.
 
     Raises:
-        TypeError: ``gamma`` or ``lmbda`` given, or ``model_based_env`` is not an env.
-        ValueError: ``imagination_horizon`` is not a positive int, or bad normalisation
-            settings.
+        TypeError: ``gamma`` or ``lmbda`` given, ``model_based_env`` is not an env, or
+            ``value_model`` is not a module.
+        ValueError: ``imagination_horizon`` is not a positive int, ``entropy_bonus`` is not a
+            finite number >= 0, or bad normalisation settings; (when called) a latent whose
+            trailing dims are not the env's latent shape, or a NaN or infinite ``loss_actor``
+            (naming the latent, imagined reward or lambda-return holding a NaN or infinite
+            value; eager calls only).
 
     ``forward`` returns ``(losses, fake_data)``: ``loss_actor``, ``actor_entropy``,
     ``return_low``, ``return_high`` and ``return_scale`` (the last four detached), and the
@@ -536,6 +596,7 @@ class DreamerV3ActorLoss(_ImaginationActorLoss):
             gamma=gamma,
             lmbda=lmbda,
         )
+        _check_weight(type(self).__name__, "entropy_bonus", entropy_bonus)
         self.entropy_bonus = entropy_bonus
         self.use_reinforce = use_reinforce
         self.return_normalization = return_normalization
@@ -579,6 +640,9 @@ class DreamerV3ActorLoss(_ImaginationActorLoss):
         if self.use_reinforce or self.entropy_bonus > 0:
             in_keys = getattr(self.actor_model, "in_keys", [keys.state, keys.belief])
             dist = C.actor_dist(self.actor_model, fake_data.select(*in_keys).detach())
+        sources = self._imagined_sources(tensordict, keys.state, fake_data)
+        # before the moving percentiles see the returns: a NaN would stay in them for good
+        _refuse_non_finite(type(self).__name__, {"lambda_target": lambda_target}, sources)
         scale = self._return_scale(lambda_target)
         if self.use_reinforce:
             log_prob = dist.log_prob(fake_data.get(keys.action).detach())
@@ -602,6 +666,7 @@ class DreamerV3ActorLoss(_ImaginationActorLoss):
             return_high=self.return_high.detach().clone(),
             return_scale=scale.detach().clone(),
         )
+        _refuse_non_finite(type(self).__name__, losses.select("loss_actor"), sources)
         return losses, fake_data.detach()
 
 
@@ -655,8 +720,11 @@ class DreamerV3ValueLoss(_ImaginedValueLoss):
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
 
     Raises:
-        ValueError: an unknown ``value_loss`` or ``reduction``, or value logits of the wrong
-            width.
+        ValueError: an unknown ``value_loss`` or ``reduction``, ``gamma`` outside ``[0, 1]``;
+            (when called) value logits of the wrong width, a value or value logits not shaped
+            like ``"lambda_target"``, or a NaN or infinite loss (naming ``"lambda_target"`` or
+            the value head's output; eager calls only).
+        KeyError: ``value_loss="two_hot"`` and no ``value_logits`` written by ``value_model``.
 
     ``forward`` returns ``(losses, fake_data)``: ``loss_value`` and the input.
 
@@ -699,6 +767,7 @@ class DreamerV3ValueLoss(_ImaginedValueLoss):
                 f"{owner}: value_loss must be 'symlog_mse' or 'two_hot', got {value_loss!r}."
             )
         self.reduction = C.check_reduction(owner, reduction)
+        _check_weight(owner, "gamma", gamma, at_most=1.0)
         self.convert_to_functional(value_model, "value_model", functional=False)
         self.value_loss = value_loss
         self.discount_loss = discount_loss
@@ -724,14 +793,39 @@ class DreamerV3ValueLoss(_ImaginedValueLoss):
         discount = discount.detach().squeeze(-1)
         target = target.squeeze(-1)
         if self.value_loss == "two_hot":
-            logits = out.get(keys.value_logits)
+            logits = out.get(keys.value_logits, None)
+            if logits is None:
+                raise KeyError(
+                    f"{type(self).__name__}: value_loss='two_hot' reads the value head's logits "
+                    f"at {keys.value_logits!r}, which value_model did not write (it wrote "
+                    f"{sorted(map(str, out.keys()))}). Write them there, rename the key with "
+                    f"set_keys(value_logits=...), or use value_loss='symlog_mse'."
+                )
+            if logits.shape[:-1] != target.shape:
+                raise ValueError(
+                    f"{type(self).__name__}: expected 'lambda_target' of shape "
+                    f"{(*logits.shape[:-1], 1)} (one return per step of the value logits "
+                    f"{tuple(logits.shape)}), got {(*target.shape, 1)}."
+                )
             if logits.shape[-1] != self.num_value_bins:
                 raise ValueError(
                     f"{type(self).__name__}: expected value logits over {self.num_value_bins} "
                     f"bins (num_value_bins), got shape {tuple(logits.shape)}."
                 )
             loss = two_hot_cross_entropy(logits, target, self.value_bins)
+            prediction = logits
         else:
-            value = out.get(keys.value).squeeze(-1)
+            value = out.get(keys.value)
+            self._check_target(keys.value, value, fake_data.get("lambda_target"))
+            prediction = value = value.squeeze(-1)
             loss = (symlog(value) - symlog(target)).pow(2)
-        return TensorDict(loss_value=C.reduce(discount * loss, self.reduction)), fake_data
+        losses = TensorDict(loss_value=C.reduce(discount * loss, self.reduction))
+        _refuse_non_finite(
+            type(self).__name__,
+            losses,
+            [
+                ("the batch's 'lambda_target'", target),
+                ("value_model's output", prediction),
+            ],
+        )
+        return losses, fake_data
