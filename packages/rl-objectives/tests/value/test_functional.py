@@ -289,6 +289,9 @@ def test_rolling_gamma_false_with_a_scalar_gamma_follows_torchrl():
     (ref,) = apply_per_sequence(functools.partial(seq_td_lambda, 0.9, 0.5), 1, nv, r, done, term)
     out = F.vec_td_lambda_return_estimate(0.9, 0.5, nv, r, done, term, False)
     torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=1e-5)
+    (ref1,) = apply_per_sequence(functools.partial(seq_td_lambda, 0.9, 1.0), 1, nv, r, done, term)
+    out = F.vec_td1_advantage_estimate(0.9, v, nv, r, done, term, rolling_gamma=False)
+    torch.testing.assert_close(out.double(), ref1 - v.double(), atol=1e-5, rtol=1e-5)
     with pytest.raises(
         TypeError, match="expected rolling_gamma to be None, True or False, got str"
     ):

@@ -247,14 +247,15 @@ def _vec_twin(looped: _Fn) -> _Fn:
     """TorchRL's ``vec_`` name for ``looped``: the same signature, docstring and op; only
     ``rolling_gamma=False`` is accepted and ignored (gamma is a scalar), as TorchRL's
     ``vec_`` functions do."""
-    signature = inspect.signature(looped)
+    position = list(inspect.signature(looped).parameters).index("rolling_gamma")
 
     @functools.wraps(looped)
     def twin(*args: object, **kwargs: object) -> Tensor:
-        bound = signature.bind(*args, **kwargs)
-        if bound.arguments.get("rolling_gamma") is False:
-            bound.arguments["rolling_gamma"] = None
-        return looped(*bound.args, **bound.kwargs)
+        if len(args) > position and args[position] is False:
+            args = (*args[:position], None, *args[position + 1 :])
+        elif kwargs.get("rolling_gamma") is False:
+            kwargs["rolling_gamma"] = None
+        return looped(*args, **kwargs)
 
     twin.__name__ = twin.__qualname__ = f"vec_{looped.__name__}"
     return twin  # type: ignore[return-value]
