@@ -87,7 +87,7 @@ def test_actions_recorded_before_a_mask_change_are_checked_against_the_whole_spa
 
 
 def test_cuda_without_index_matches_cuda_zero():
-    from rl_core.envs.checks import _same_device
+    from rl_core.envs._spec_checks import _same_device
 
     assert _same_device(torch.device("cuda", 0), torch.device("cuda"))
     assert _same_device(torch.device("cpu"), torch.device("cpu"))

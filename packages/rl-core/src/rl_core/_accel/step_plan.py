@@ -25,7 +25,7 @@ Every route returns ``None`` where it does not apply, and the reference runs ins
 must give what the reference gives (values, dtypes, done flags, resets, seeds): the
 conformance check :func:`rl_core.testing.check_step_plan` compares the two for any env.
 
-When a plan applies is decided once, by ``rl_core.envs.base.active_plan`` with
+When a plan applies is decided once, by ``rl_core.envs._plans.active_plan`` with
 :func:`plan_applies` from here: the env's class does not
 override a reference method (``_step``, ``_reset``, ``step``, ``reset``, ``_set_seed``) below
 the class that declared the plan (such an override was never part of the plan), spec checks
@@ -318,7 +318,7 @@ class StepPlan:
         return tensordict
 
 
-def plan_applies(env: PlanEnv) -> bool:
+def plan_applies(env: object) -> bool:
     """Whether ``env``'s class keeps the reference methods of the env class that declared its
     ``_make_step_plan`` (see the module docstring).
 

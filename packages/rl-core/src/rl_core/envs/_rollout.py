@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from tensordict import TensorDictBase
 
 from rl_core._accel.seam import any_set, get_leaf
-from rl_core.envs.base import active_plan
+from rl_core.envs._plans import PlannedEnv, active_plan
 from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.keys import DONE, NEXT, TRUNCATED
 from rl_core.modules.call_plan import PolicyCallPlan
 
-if TYPE_CHECKING:
-    from rl_core.envs.base import EnvBase
+
+class RolloutEnv(PlannedEnv, Protocol):
+    """What the rollout loop reads of an env (``EnvBase`` has it all): its public stepping
+    API, its done layout and, for its step plan, what :class:`PlannedEnv` names."""
+
+    @property
+    def batch_size(self) -> torch.Size: ...
+
+    @property
+    def device(self) -> torch.device | None: ...
+
+    def reset(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> TensorDictBase: ...
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase: ...
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]: ...
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase: ...
+
+    def step_mdp_plan(self) -> Callable[[TensorDictBase], TensorDictBase]: ...
+
+    def done_levels(self) -> list[tuple[str, ...]]: ...
+
+    def done_paths(self) -> list[tuple[tuple[str, ...], tuple[str, ...]]]: ...
 
 
 def _done_per_sub_env(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> torch.Tensor:
@@ -34,10 +58,10 @@ def _any_done(td: TensorDictBase, done_paths: list[tuple[str, ...]]) -> bool:
 
 
 def rollout(
-    env: EnvBase,
+    env: RolloutEnv,
     max_steps: int,
     policy: Callable[[TensorDictBase], TensorDictBase] | None = None,
-    callback: Callable[[EnvBase, TensorDictBase], Any] | None = None,
+    callback: Callable[[RolloutEnv, TensorDictBase], Any] | None = None,
     *,
     auto_reset: bool = True,
     auto_cast_to_device: bool = False,
@@ -147,7 +171,7 @@ def rollout(
     return out
 
 
-def _mark_last_truncated(env: EnvBase, out: TensorDictBase) -> None:
+def _mark_last_truncated(env: RolloutEnv, out: TensorDictBase) -> None:
     """Sub-envs not done at the last step are cut there: truncated (and done) become True."""
     last = (slice(None),) * len(env.batch_size) + (-1,)
     for level in env.done_levels():

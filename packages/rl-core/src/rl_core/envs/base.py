@@ -11,16 +11,16 @@ from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
 from rl_core._accel.seam import (
-    PLANS,
     StepPlan,
     any_set,
     complete_done_flags,
     merge_partial_reset,
-    plan_applies,
     reset_masks,
 )
 from rl_core.envs import _specs
-from rl_core.envs._spec_checks import SWITCH
+from rl_core.envs._plans import active_plan
+from rl_core.envs._rollout import rollout as _rollout
+from rl_core.envs._spec_checks import SWITCH, check_reset_output, check_step_output
 from rl_core.keys import (
     ACTION,
     DONE_KEYS,
@@ -33,30 +33,6 @@ from rl_core.keys import (
 from rl_core.specs import Composite, TensorSpec
 from rl_core.ted import StepMdpPlan
 
-_NO_PLAN: Any = object()
-
-
-def built_plan(env: EnvBase) -> StepPlan | None:
-    """``env``'s step plan (its ``_make_step_plan()``), built on first use where
-    :func:`~rl_core._accel.seam.plan_applies` holds and cached with its specs; else ``None``."""
-    plan = env._cache.get("step_plan", _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = env._cache["step_plan"] = env._make_step_plan() if plan_applies(env) else None
-    return plan
-
-
-def active_plan(env: EnvBase) -> StepPlan | None:
-    """``env``'s step plan where plans apply now (spec checks off, plans not switched off by
-    :func:`~rl_core.envs.reference_only`), else ``None``: the one rule that decides whether
-    ``EnvBase``'s reference code or the plan runs."""
-    if SWITCH.enabled or not PLANS.enabled:
-        return None
-    plan = env._cache.get("step_plan", _NO_PLAN)
-    if plan is _NO_PLAN:
-        plan = built_plan(env)
-    return plan
-
-
 # ``TransformedEnv`` lives in ``rl_core.transforms``, the layer above this one, which
 # ``import rl_core`` loads; it registers itself here (``_register_transformed_env``) so that
 # ``append_transform`` builds one without ``envs`` importing ``transforms``.
@@ -67,6 +43,18 @@ def _register_transformed_env(factory: Callable[[EnvBase, Callable], EnvBase]) -
     """Called once by ``rl_core.transforms``: ``factory(env, transform)`` is a TransformedEnv."""
     global _transformed_env
     _transformed_env = factory
+
+
+def transformed(env: EnvBase, transform: Callable[[TensorDictBase], TensorDictBase]) -> EnvBase:
+    """A new ``TransformedEnv(env, transform)``, whatever ``env``'s class (what
+    ``EnvBase.append_transform`` returns; a ``Compose`` builds the env its transforms see
+    with it, without importing ``TransformedEnv``)."""
+    if _transformed_env is None:  # pragma: no cover (import rl_core registers it)
+        raise RuntimeError(
+            f"{type(env).__name__}.append_transform: rl_core.transforms is not imported; "
+            f"import rl_core first."
+        )
+    return _transformed_env(env, transform)
 
 
 class EnvBase(nn.Module, metaclass=abc.ABCMeta):
@@ -441,8 +429,6 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             fresh.batch_size = self.batch_size
         self._fill_reset_done(fresh, levels)
         if SWITCH.enabled:
-            from rl_core.envs.checks import check_reset_output
-
             check_reset_output(self, fresh)
         if tensordict is None:
             return fresh
@@ -475,8 +461,6 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         spec checks are on, and writes it under ``"next"`` of ``tensordict``."""
         complete_done_flags(next_td, self.done_levels(), type(self).__name__)
         if SWITCH.enabled:
-            from rl_core.envs.checks import check_step_output
-
             check_step_output(self, tensordict, next_td)
         tensordict.set(NEXT, next_td)
         return tensordict
@@ -503,7 +487,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """Optional hook: this env's :class:`~rl_core.envs.StepPlan`, the one place that owns
         its accelerated routes (fused step-and-reset, numpy rows, random rollouts), or
         ``None`` (the default: the reference code only). Built once, on first use, and again
-        after the specs change; used only where :func:`rl_core.envs.base.active_plan` says it
+        after the specs change; used only where ``rl_core.envs._plans.active_plan`` says it
         applies. :func:`rl_core.testing.check_step_plan` compares it with the
         reference."""
         return None
@@ -590,9 +574,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         set_truncated: bool = False,
     ) -> TensorDictBase:
         """Runs a policy in the env for up to ``max_steps`` steps; see :func:`rl_core.envs.rollout`."""
-        from rl_core.envs._rollout import rollout
-
-        return rollout(
+        return _rollout(
             self,
             max_steps,
             policy,
@@ -621,12 +603,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def append_transform(self, transform: Callable[[TensorDictBase], TensorDictBase]) -> EnvBase:
         """Returns ``TransformedEnv(self, transform)`` (``transform``: a ``Transform``, or a
         callable on TensorDicts)."""
-        if _transformed_env is None:  # pragma: no cover (import rl_core registers it)
-            raise RuntimeError(
-                f"{type(self).__name__}.append_transform: rl_core.transforms is not imported; "
-                f"import rl_core first."
-            )
-        return _transformed_env(self, transform)
+        return transformed(self, transform)
 
     def close(self) -> None:
         """Releases the env's resources; calling it twice is harmless."""

@@ -10,7 +10,7 @@ from tensordict import TensorDictBase
 
 from rl_core._accel.seam import reference_only
 from rl_core.envs import EnvBase
-from rl_core.envs.base import built_plan
+from rl_core.envs._plans import built_plan
 
 
 def seeded_twins(

@@ -25,7 +25,7 @@ from tensordict import TensorDictBase
 
 from rl_core._accel.seam import reference_only
 from rl_core.envs import EnvBase, check_env_specs
-from rl_core.envs.checks import _same_device
+from rl_core.envs._spec_checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED, key_path
 from rl_core.ted import step_mdp
 from rl_core.testing._plan_check import check_step_plan as _check_step_plan

@@ -43,7 +43,7 @@ from rl_core._accel.seam import (
     reset_masks,
     set_leaf,
 )
-from rl_core.envs.base import built_plan
+from rl_core.envs._plans import built_plan
 from rl_core.keys import DONE, NEXT, RESET
 from rl_core.transforms import _transform_plans  # noqa: F401  (registers rl-core's lane plans)
 from rl_core.transforms._lane import RowLane, build_lane

@@ -9,6 +9,7 @@ from tensordict import TensorDictBase
 from torch import nn
 
 from rl_core._accel.seam import fusable_as_declared
+from rl_core.envs.base import transformed
 from rl_core.specs import Composite
 from rl_core.transforms.transform import Transform
 
@@ -156,8 +157,6 @@ class Compose(Transform):
     def _env_before(self, transform: Transform) -> Any:
         """The env as ``transform`` (one of this Compose's) sees it: this Compose's parent
         plus the transforms before ``transform`` (see :attr:`Transform.parent`)."""
-        from rl_core.transforms.transformed_env import TransformedEnv
-
         env = self.parent
         if env is None:
             return None
@@ -165,7 +164,7 @@ class Compose(Transform):
         preceding = list(self.transforms[:index])
         if not preceding:
             return env
-        return TransformedEnv(env, Compose(*preceding, _owner=False))
+        return transformed(env, Compose(*preceding, _owner=False))
 
     def close(self) -> None:
         for t in self.transforms:
