@@ -1,5 +1,6 @@
 import json
 import re
+import time
 
 import pytest
 import torch
@@ -104,3 +105,11 @@ def test_parser_refuses_a_non_integer_target():
     ref = json.dumps({"numbers": [2, 3, 5], "target": 16.5})
     with pytest.raises(ValueError, match=r"CountdownRewardParser: expected an integer target"):
         CountdownRewardParser().score("<answer>(3+5)*2</answer>", ref)
+
+
+def test_many_unclosed_tags_are_read_in_linear_time():
+    ref = json.dumps({"numbers": [2, 3], "target": 5})
+    start = time.process_time()
+    assert CountdownRewardParser().score("<answer>" * 5000 + "2+3", ref) == (0.0, False)
+    assert CountdownRewardParser().score("<answer>" * 5000 + "2+3</answer>", ref) == (0.1, True)
+    assert time.process_time() - start < 0.5

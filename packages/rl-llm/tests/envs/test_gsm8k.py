@@ -107,3 +107,17 @@ def test_make_gsm8k_env_compares_400_digit_numbers_exactly():
     td = env.reset()
     td["response"] = [f"<answer>{b}</answer>", f"<answer>{a}</answer>"]
     assert env.step(td)["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0])
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        ("<answer>" * 5000 + "5", 0.0),  # unclosed tags: read in linear time
+        ("<answer>" * 5000 + "5</answer>", 1.0),  # the regex's reading: from the first tag
+        ("<answer>x</answer>" * 3000 + "<answer>5</answer>", 1.0),
+    ],
+)
+def test_long_replies_are_read_in_linear_time(response, expected):
+    start = time.process_time()
+    assert answer_reward(response, "5") == expected
+    assert time.process_time() - start < 0.25

@@ -1,10 +1,11 @@
 import json
+import time
 
 import pytest
 
 from rl_llm.data import History
 from rl_llm.envs import IFEvalEnv, IfEvalScorer
-from rl_llm.envs.ifeval import check_instructions
+from rl_llm.envs.ifeval import IFEVAL_CHECKS, check_instructions
 
 
 @pytest.mark.parametrize(
@@ -168,3 +169,70 @@ def test_kwargs_that_are_not_dicts_are_refused(kwargs, message):
     item = {"prompt": "p", "instruction_id_list": ["punctuation:no_comma"], "kwargs": kwargs}
     with pytest.raises(ValueError, match=f"IFEvalEnv: {message}"):
         IFEvalEnv([item])
+
+
+# Issue 49: any reply is scored in bounded time, never raised (no quadratic regex retries,
+# no RecursionError from deeply nested JSON).
+CHECK_KWARGS = {
+    "length_constraints:number_words": {"num_words": 3, "relation": "at least"},
+    "length_constraints:number_sentences": {"num_sentences": 2, "relation": "at least"},
+    "keywords:existence": {"keywords": ["a"]},
+    "keywords:forbidden_words": {"forbidden_words": ["b"]},
+    "keywords:frequency": {"keyword": "a", "frequency": 2, "relation": "at least"},
+    "detectable_format:number_bullet_lists": {"num_bullets": 2},
+    "startend:end_checker": {"end_phrase": "bye"},
+    "detectable_content:postscript": {"postscript_marker": "P.S."},
+}
+LONG_REPLIES = {
+    "unclosed titles": "<<" * 20000,
+    "blank lines": "\n" * 40000,
+    "spaced blank lines": "\n \n" * 13000,
+    "nested json": "[" * 40000 + "]" * 40000,
+    "nested objects": '{"a":' * 8000 + "1" + "}" * 8000,
+}
+
+
+@pytest.mark.parametrize("name", LONG_REPLIES)
+def test_every_check_scores_long_replies_quickly(name):
+    ids = sorted(IFEVAL_CHECKS)
+    kwargs = [CHECK_KWARGS.get(i, {}) for i in ids]
+    start = time.process_time()
+    followed = check_instructions(LONG_REPLIES[name], ids, kwargs)
+    assert time.process_time() - start < 0.5
+    assert len(followed) == len(ids)
+    by_id = dict(zip(ids, followed, strict=True))
+    assert by_id["detectable_format:title"] is False
+    assert by_id["detectable_format:number_bullet_lists"] is False
+    assert by_id["detectable_content:postscript"] is False
+    assert by_id["detectable_format:json_format"] is False  # deeper than the decoder goes
+
+
+def test_layout_checks_keep_their_reading():
+    assert check_instructions("a <<>> b <<T>>", ["detectable_format:title"], [{}]) == [True]
+    assert check_instructions("<< >> <<\n>>", ["detectable_format:title"], [{}]) == [False]
+    assert check_instructions("<<<>>", ["detectable_format:title"], [{}]) == [True]
+    bullets = ["detectable_format:number_bullet_lists"]
+    assert check_instructions("\n\n  * a\n\t- b\n*c", bullets, [{"num_bullets": 2}]) == [True]
+    assert check_instructions("*\n* a", bullets, [{"num_bullets": 2}]) == [True]
+    postscript = ["detectable_content:postscript"]
+    marker = [{"postscript_marker": "P.S."}]
+    assert check_instructions("Hi\n\n   p.s. bye", postscript, marker) == [True]
+    assert check_instructions("Hi P.S. bye", postscript, marker) == [False]
+
+
+def test_env_step_scores_long_replies_quickly():
+    item = {
+        "prompt": "p",
+        "instruction_id_list": ["detectable_format:title", "detectable_format:json_format"],
+        "kwargs": [{}, {}],
+    }
+    replies = list(LONG_REPLIES.values())
+    env = IFEvalEnv([item], batch_size=(len(replies),), repeats=len(replies))
+    td = env.reset()
+    td["history"].full = td["history"].prompt.append(
+        History.from_chats([[{"role": "assistant", "content": r}] for r in replies])
+    )
+    start = time.process_time()
+    out = env.step(td)
+    assert time.process_time() - start < 1.0
+    assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * len(replies)

@@ -160,15 +160,18 @@ HOSTILE = [
     "<answer>" + "-" * 3000 + "1</answer>",
     "<answer>" + "+".join(["1"] * 3000) + "</answer>",
 ]
+# Replies without a closed answer score 0: many unclosed tags are read in linear time.
+UNANSWERED = ["<answer>" * 5000 + "3", r"\boxed{" * 5000 + "3", "<answer>" * 5000 + "</answ"]
 
 
-@pytest.mark.parametrize("reply", HOSTILE, ids=range(len(HOSTILE)))
+@pytest.mark.parametrize("reply", HOSTILE + UNANSWERED, ids=range(len(HOSTILE + UNANSWERED)))
 def test_any_reply_is_scored_quickly_never_raised(reply):
     parser = MATHRewardParser()
     start = time.process_time()  # CPU time: bounded work, whatever else the machine runs
     score = parser.score(reply, r"\boxed{3}")
     assert time.process_time() - start < 0.25
-    assert score == (0.1, True)  # an answer is there, and it is not 3
+    # An answer is there, and it is not 3 (0.1); or there is none (0.0).
+    assert score == ((0.1, True) if reply in HOSTILE else (0.0, False))
 
 
 def test_a_huge_correct_integer_is_still_rewarded():
@@ -178,11 +181,13 @@ def test_a_huge_correct_integer_is_still_rewarded():
 
 
 def test_env_step_scores_hostile_replies_without_raising():
-    n = len(HOSTILE)
+    replies = HOSTILE + UNANSWERED
+    n = len(replies)
     env = MATHEnv([{"problem": "?", "solution": r"\boxed{3}"}], batch_size=(n,), repeats=n)
-    td = _reply(env.reset(), HOSTILE)
+    td = _reply(env.reset(), replies)
     start = time.process_time()
     out = env.step(td)
     assert time.process_time() - start < 1.0
-    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1] * n)
+    expected = [0.1] * len(HOSTILE) + [0.0] * len(UNANSWERED)
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx(expected)
     assert out["next", "done"].all()

@@ -18,6 +18,28 @@ from rl_llm._utils import as_strings
 from rl_llm.keys import ANSWER, HISTORY
 
 RESPONSE = "response"
+_OPEN, _CLOSE = "<answer>", "</answer>"
+
+
+def last_answer_tag(text: str) -> str | None:
+    """The content of the last ``<answer>...</answer>`` of ``text`` (unstripped), or ``None``.
+
+    Pairs are read as the regex ``<answer>(.*?)</answer>`` reads them (left to right, each
+    from an opening tag to the first closing tag after it), in time linear in ``len(text)``:
+    the regex retries every unclosed ``<answer>``, quadratic in a reply that repeats it.
+
+    Examples:
+        >>> from rl_llm.envs._reward_parser import last_answer_tag
+        >>> last_answer_tag("<answer>1</answer> <answer> 2 </answer>"), last_answer_tag("3")
+        (' 2 ', None)
+    """
+    found, pos = None, 0
+    while (start := text.find(_OPEN, pos)) >= 0:
+        end = text.find(_CLOSE, start + len(_OPEN))
+        if end < 0:
+            break
+        found, pos = text[start + len(_OPEN) : end], end + len(_CLOSE)
+    return found
 
 
 def replies_of(

@@ -14,7 +14,7 @@ import torch
 
 from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import ArithmeticError_, evaluate
-from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._reward_parser import RewardParserBase, last_answer_tag
 from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
@@ -22,7 +22,6 @@ COUNTDOWN_PROMPT = (
     "Combine the given numbers with + - * / and parentheses to reach the target. Use each "
     "number at most once. Give only the expression inside <answer></answer>."
 )
-_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 
 
 def countdown_question(numbers: list[int], target: int) -> str:
@@ -64,10 +63,10 @@ def countdown_score(
         >>> countdown_score("16", [2, 3, 5], 16)
         (None, None)
     """
-    found = _TAG.findall(response)
-    if not found:
+    found = last_answer_tag(response)
+    if found is None:
         return None, None
-    expression = found[-1].strip()
+    expression = found.strip()
     expression = expression.split("=")[0].strip()
     if not re.fullmatch(r"[\d+\-*/() .]+", expression or "x"):
         return False, expression

@@ -11,21 +11,20 @@ import torch
 
 from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import exact_decimal, same_number
-from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._reward_parser import RewardParserBase, last_answer_tag
 from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
 MATH_SYSTEM_PROMPT = (
     "Solve the problem. Think briefly, then give the final number inside <answer></answer>."
 )
-_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def parse_answer(response: str) -> str | None:
     """The content of the last ``<answer>...</answer>`` tag of ``response``, stripped, or None."""
-    found = _ANSWER.findall(response)
-    return found[-1].strip() if found else None
+    found = last_answer_tag(response)
+    return None if found is None else found.strip()
 
 
 def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) -> float:

@@ -66,11 +66,28 @@ def _frequency(text: str, *, keyword: str, frequency: int, relation: str) -> boo
 
 
 def _title(text: str) -> bool:
-    return any(t.strip() for t in re.findall(r"<<([^\n]+?)>>", text))
+    # A title is <<...>> within one line around some non-space text; the pairs are read as
+    # the regex <<([^\n]+?)>> reads them (left to right, each up to the first >> after it),
+    # in linear time (the regex retries every << of a line without >>: quadratic).
+    for line in text.split("\n"):
+        pos = 0
+        while (start := line.find("<<", pos)) >= 0:
+            end = line.find(">>", start + 3)
+            if end < 0:
+                break
+            if line[start + 2 : end].strip():
+                return True
+            pos = end + 2
+    return False
+
+
+# Line starts, then blanks within the line only: ``^\s*`` would also run over newlines and
+# retry from every blank line (quadratic in a reply of blank lines); the count is the same.
+_BULLET = re.compile(r"^[^\S\n]*[*-]\s", re.MULTILINE)
 
 
 def _bullets(text: str, *, num_bullets: int) -> bool:
-    return len(re.findall(r"^\s*[*-]\s", text, re.MULTILINE)) == num_bullets
+    return len(_BULLET.findall(text)) == num_bullets
 
 
 def _end_checker(text: str, *, end_phrase: str) -> bool:
@@ -83,14 +100,15 @@ def _quotation(text: str) -> bool:
 
 
 def _postscript(text: str, *, postscript_marker: str) -> bool:
-    return re.search(rf"^\s*{re.escape(postscript_marker)}", text, re.MULTILINE | re.I) is not None
+    marker = rf"^[^\S\n]*{re.escape(postscript_marker)}"  # blanks within the line, see _BULLET
+    return re.search(marker, text, re.MULTILINE | re.I) is not None
 
 
 def _json_format(text: str) -> bool:
     body = text.strip().removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
         json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the decoder goes: not JSON here
         return False
     return True
 

@@ -10,14 +10,13 @@ import torch
 
 from rl_core import Compose, TransformedEnv
 from rl_llm.envs._arith import ArithmeticError_, Number, evaluate, same_number
-from rl_llm.envs._reward_parser import RewardParserBase
+from rl_llm.envs._reward_parser import RewardParserBase, last_answer_tag
 from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 
 MATH_PROMPT = (
     "Solve the problem. Think briefly, then give the final answer inside <answer></answer>."
 )
-_TAG = re.compile(r"<answer>(.*?)</answer>", re.DOTALL)
 #: Answers longer than this compare as canonical strings only (no value is computed).
 _MAX_ANSWER_CHARS = 1000
 #: LaTeX groups nested deeper than this have no value.
@@ -180,9 +179,8 @@ def math_equivalent(predicted: str, reference: str) -> bool:
 def extract_math_answer(response: str) -> str | None:
     """The answer of a reply: its last ``<answer>`` tag (a ``\\boxed{}`` inside wins), else
     its last ``\\boxed{}``, else ``None``."""
-    tags = _TAG.findall(response)
-    if tags:
-        inner = tags[-1]
+    inner = last_answer_tag(response)
+    if inner is not None:
         return last_boxed(inner) or inner.strip()
     return last_boxed(response)
 
