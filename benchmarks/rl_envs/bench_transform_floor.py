@@ -13,7 +13,7 @@ episode ("plain") and steps that end one (the fused reset runs too), median over
    ``addcmul`` of the observation, the reward sum, the count), written with ``set_leaf``,
    no key handling, no checks. It is not a usable transform (its reset writes the zeros
    the same way). It was the lower bound of the catalogue while the catalogue computed
-   with torch ops; the catalogue now runs on numpy rows (``rl_core.transforms._lane``) and
+   with torch ops; the catalogue now runs on numpy rows (``rl_core._accel.lane``) and
    is below it, and the line says what the torch calls it avoids cost.
 5. "handwritten": the catalogue's three transforms written out by hand on the numpy rows
    of ``GymEnv``'s step (no plan, lookup or check: fixed keys, shapes and dtypes), inside

@@ -10,6 +10,10 @@ conformance kit import from here, never from the other modules of ``rl_core._acc
 - the step-plan machinery (``step_plan``): :class:`StepPlan`, the interface a plan reads of
   its env (:class:`PlanEnv`), the rules of when a plan applies (:func:`plan_applies`,
   :func:`fusable_as_declared`) and the switch of :func:`reference_only`;
+- the step plan of a ``TransformedEnv`` (``transform_plan``, with ``lane``, ``lane_plans``,
+  ``replay``), built from what the env reads of its transforms (:class:`TransformStack`) and
+  reading the env through :class:`TransformedPlanEnv`; the lane-plan registry
+  (:func:`register_lane_plan`) and rl-core's transforms' lane plans;
 - numpy rows (``rows``) and the parameter-swap cache of ``LossModule.use_network``
   (``swap``).
 """
@@ -37,7 +41,10 @@ from rl_core._accel.flags import (
     merge_partial_reset,
     reset_masks,
 )
+from rl_core._accel.lane import RowLane, lane_plan_factory, register_lane_plan
+from rl_core._accel.lane_plans import count_lane_plan, init_lane_plan, sum_lane_plan
 from rl_core._accel.rows import NUMPY_DTYPES, Rows, on_cpu, zeros
+from rl_core._accel.stack import TransformedPlanEnv, TransformStack
 from rl_core._accel.step_plan import (
     FUSED_METHODS,
     PLANS,
@@ -49,6 +56,7 @@ from rl_core._accel.step_plan import (
     reference_only,
 )
 from rl_core._accel.swap import SwapPlanCache, loaded
+from rl_core._accel.transform_plan import TransformedEnvPlan
 
 __all__ = [
     "FUSED_METHODS",
@@ -56,21 +64,28 @@ __all__ = [
     "PLANS",
     "REFERENCE_METHODS",
     "PlanEnv",
+    "RowLane",
     "Rows",
     "StepMdpMerge",
     "StepPlan",
     "SwapPlanCache",
+    "TransformStack",
+    "TransformedEnvPlan",
+    "TransformedPlanEnv",
     "TreeBuilder",
     "any_set",
     "batch_size_of",
     "build_tensordict",
     "carry_flat",
     "complete_done_flags",
+    "count_lane_plan",
     "device_of",
     "entries",
     "fusable_as_declared",
     "get_leaf",
+    "init_lane_plan",
     "is_plain",
+    "lane_plan_factory",
     "leaf_paths",
     "loaded",
     "merge_partial_reset",
@@ -79,9 +94,11 @@ __all__ = [
     "only_tensors",
     "plan_applies",
     "reference_only",
+    "register_lane_plan",
     "reset_masks",
     "sequence_children",
     "set_leaf",
+    "sum_lane_plan",
     "writable_entries",
     "zeros",
 ]

@@ -7,11 +7,12 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import StepPlan, complete_done_flags
+from rl_core._accel.seam import StepPlan, TransformedEnvPlan, TransformStack, complete_done_flags
 from rl_core.envs import EnvBase
+from rl_core.envs._plans import built_plan
 from rl_core.envs.base import _register_transformed_env
+from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.specs import Composite
-from rl_core.transforms._plan import transformed_env_plan
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
 
@@ -147,9 +148,9 @@ class TransformedEnv(EnvBase):
 
     # ------------------------------------------------------------------ contract
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
-        return self.transform._reset(tensordict, self._base_reset(tensordict, **kwargs))
+        return self.transform._reset(tensordict, self.base_reset(tensordict, **kwargs))
 
-    def _base_reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
+    def base_reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         """The base env's reset output: a transform's :meth:`Transform.intercept_reset`
         answer, else the base env's own reset.
 
@@ -161,14 +162,15 @@ class TransformedEnv(EnvBase):
         tensordict_reset = self.transform.intercept_reset(tensordict)
         if tensordict_reset is None:
             inner = (
-                None
-                if tensordict is None
-                else tensordict.exclude(*self._outputs_hidden_from_base())
+                None if tensordict is None else tensordict.exclude(*self.outputs_hidden_from_base())
             )
             tensordict_reset = self.base_env.reset(inner, **kwargs)
         return tensordict_reset
 
-    def _outputs_hidden_from_base(self) -> list:
+    def outputs_hidden_from_base(self) -> list:
+        """This env's outputs (observations, rewards, done flags) that the base env does not
+        read: :meth:`base_reset` leaves them out of what it hands the base env."""
+
         def keys() -> list:
             base = self.base_env
             read = {*base.reset_keys, *base.state_keys}
@@ -230,9 +232,27 @@ class TransformedEnv(EnvBase):
         return out
 
     def _make_step_plan(self) -> StepPlan | None:
-        """The accelerated routes of this stack (``rl_core.transforms._plan``), where the
-        base env has a step plan; see :class:`~rl_core.envs.StepPlan`."""
-        return transformed_env_plan(self)
+        """The accelerated routes of this stack (``TransformedEnvPlan`` of the seam), where
+        the base env has a step plan, no transform skips steps and the batch size is the
+        base env's; see :class:`~rl_core.envs.StepPlan`. What the plan needs to know of the
+        transforms is read here (:class:`~rl_core._accel.seam.TransformStack`)."""
+        if self._skips_steps() or self.batch_size != self.base_env.batch_size:
+            return None  # steps skipped or a batch size of its own: the reference path only
+        base_plan = built_plan(self.base_env)
+        if base_plan is None:
+            return None
+        transform = self.transform
+        parts = list(transform) if isinstance(transform, Compose) else [transform]
+        stack = TransformStack(
+            transform=transform,
+            lane_parts=list(transform) if type(transform) is Compose else [transform],
+            intercepts_reset=any(
+                type(t).intercept_reset is not Transform.intercept_reset for t in parts
+            ),
+            has_inverse=self._has_inverse(),
+            trajectory_writer=TrajectoryWriter,
+        )
+        return TransformedEnvPlan(self, base_plan, stack)
 
     def _has_inverse(self) -> bool:
         return self._cached("has_inverse", lambda: self.transform.has_inverse)

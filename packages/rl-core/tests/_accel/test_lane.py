@@ -5,12 +5,12 @@ import pytest
 import torch
 from tensordict import TensorDict
 
+from rl_core._accel.lane import lane_plan_factory
 from rl_core.envs import EnvBase, StepPlan
 from rl_core.envs.step_plan import built_plan
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
-from rl_core.transforms._lane import lane_plan_factory
 
 
 def lane_applies(transform):

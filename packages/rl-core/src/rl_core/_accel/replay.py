@@ -20,32 +20,47 @@ CartPole and vector envs with partial resets in rl-envs, on a stateful counting 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import (
-    StepPlan,
-    any_set,
+from rl_core._accel.fast_td import (
     batch_size_of,
     build_tensordict,
     device_of,
     entries,
-    fusable_as_declared,
     is_plain,
     set_leaf,
 )
-from rl_core.envs.trajectory_writer import TrajectoryWriter
+from rl_core._accel.flags import any_set
+from rl_core._accel.stack import TransformedPlanEnv, TransformStack
+from rl_core._accel.step_plan import StepPlan, fusable_as_declared
 from rl_core.keys import DONE, NEXT
 
 if TYPE_CHECKING:
-    from rl_core.transforms._plan import TransformedEnvPlan
-    from rl_core.transforms.transformed_env import TransformedEnv
+    from rl_core._accel.lane import RowLane
 
 
-def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
+class ReplayingPlan(Protocol):
+    """What the replay reads of a TransformedEnv's plan (``TransformedEnvPlan`` has it)."""
+
+    env: TransformedPlanEnv
+    transform: Any
+    stack: TransformStack
+    lane: RowLane | None
+
+    def write_step(self, tensordict: TensorDictBase, next_td: TensorDictBase) -> TensorDictBase: ...
+
+    def mark_finished(self, root: TensorDictBase) -> bool: ...
+
+    def reset_with(
+        self, next_root: TensorDictBase, base_reset: TensorDictBase
+    ) -> TensorDictBase: ...
+
+
+def replays(env: TransformedPlanEnv, base_plan: StepPlan, stack: TransformStack) -> bool:
     """Whether the transforms of ``env`` can be replayed on the base env's random rollout:
     the base env has such a loop and its step reads only the actions (in the generic loop it
     is handed the transformed root: the same step only if it reads nothing the transforms
@@ -66,9 +81,9 @@ def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
         *base.reward_keys,
     ]
     return (
-        fusable_as_declared(env.transform)
-        and not intercepts
-        and not env._has_inverse()
+        fusable_as_declared(stack.transform)
+        and not stack.intercepts_reset
+        and not stack.has_inverse
         and not base.state_keys
         and env.full_action_spec == base.full_action_spec
         and all(type(key) is str for key in keys)
@@ -76,7 +91,7 @@ def replays(env: TransformedEnv, base_plan: StepPlan, intercepts: bool) -> bool:
     )
 
 
-def base_start(env: TransformedEnv, start: TensorDictBase) -> TensorDictBase | None:
+def base_start(env: TransformedPlanEnv, start: TensorDictBase) -> TensorDictBase | None:
     """The root the base env's loop starts from: ``start``'s entries of the base env's
     observation and done keys (what the base env is given in the generic loop), or ``None``
     when ``start`` holds entries other than this env's outputs or they do not fit the base
@@ -143,7 +158,7 @@ def _rows(
 
 
 def replay_random_rollout(
-    plan: TransformedEnvPlan,
+    plan: ReplayingPlan,
     start: TensorDictBase,
     base_traj: TensorDictBase,
     max_steps: int,
@@ -155,7 +170,7 @@ def replay_random_rollout(
     TransformedEnv's plan."""
     env = plan.env
     base = env.base_env
-    transform = env.transform
+    transform = plan.transform
     time_dim = len(env.batch_size)
     steps = base_traj.batch_size[time_dim]
     batch, device = batch_size_of(start), device_of(start)
@@ -169,7 +184,7 @@ def replay_random_rollout(
     roots = {key: base_traj.get(key) for key in (*base.observation_keys, *base.done_keys)}
     index = (slice(None),) * time_dim
     mdp = env.step_mdp_plan()
-    writer = TrajectoryWriter(max_steps)
+    writer = plan.stack.trajectory_writer(max_steps)
     lane = plan.lane  # the transforms on numpy rows, where each has a lane plan
     numpy_rows: list = []
     td = start
@@ -213,4 +228,4 @@ def replay_random_rollout(
     return writer.result(return_contiguous=True)
 
 
-__all__ = ["base_start", "replay_random_rollout", "replays"]
+__all__ = ["ReplayingPlan", "base_start", "replay_random_rollout", "replays"]

@@ -17,7 +17,7 @@ nothing, wherever they cannot give exactly what the transform's ``_step`` / ``_r
 (the transform's settings changed since the plan was built, an input is not a row, another
 dtype or shape), and the lane runs those instead; a transform without a plan, or whose class
 overrides a step or reset method below the registered class, always runs them. Plans live
-beside this machinery (``_transform_plans`` for rl-core's transforms), never inside the
+beside this machinery (``lane_plans`` for rl-core's transforms), never inside the
 transform's own class: a transform is correct without one. The arithmetic on rows is the torch path's (the same IEEE operations), and the
 oracle tests compare the two.
 """
@@ -31,9 +31,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._accel.seam import Rows, StepPlan, entries, writable_entries
-from rl_core.transforms.compose import Compose
-from rl_core.transforms.transform import Transform
+from rl_core._accel.fast_td import entries, writable_entries
+from rl_core._accel.rows import Rows
+from rl_core._accel.step_plan import StepPlan
 
 # Methods that, overridden below the registered class, turn its lane plan off.
 _STEP_METHODS = ("_call", "_step", "_reset", "_apply_transform")
@@ -66,7 +66,7 @@ def register_lane_plan(kind: type) -> Callable[[Callable], Callable]:
     return register
 
 
-def lane_plan_factory(transform: Transform) -> Callable | None:
+def lane_plan_factory(transform: Any) -> Callable | None:
     """The registered lane plan factory of ``transform``: that of the nearest registered class
     of its type, where no class below that one overrides a step or reset method; else
     ``None``."""
@@ -89,7 +89,7 @@ class RowLane:
         transforms: the transforms, in order (a Compose's children).
     """
 
-    def __init__(self, base_rows: Callable[[], list], transforms: list[Transform]) -> None:
+    def __init__(self, base_rows: Callable[[], list], transforms: list[Any]) -> None:
         self._base_rows = base_rows
         self._pools: dict[tuple[tuple[int, ...], np.dtype], Rows] = {}
         # Rows handed out during the current and the previous call, by id: the tensors a
@@ -172,10 +172,11 @@ class RowLane:
         return tensordict_reset
 
 
-def build_lane(transform: Transform, base_plan: StepPlan) -> RowLane | None:
-    """The lane of a TransformedEnv's ``transform`` over a base env whose plan hands out
-    numpy rows (overrides ``StepPlan.numpy_rows``), where every one of its transforms has a
-    lane plan; else ``None``.
+def build_lane(parts: list[Any], base_plan: StepPlan) -> RowLane | None:
+    """The lane of a TransformedEnv's transforms ``parts`` (a ``Compose``'s children, or the
+    one transform; see ``TransformStack.lane_parts``) over a base env whose plan hands out
+    numpy rows (overrides ``StepPlan.numpy_rows``), where every one of them has a lane plan;
+    else ``None``.
 
     Every one: the lane pays where it removes the torch calls of a step altogether. With
     one transform left on torch, that transform's first call pays the cold start the others
@@ -184,7 +185,6 @@ def build_lane(transform: Transform, base_plan: StepPlan) -> RowLane | None:
     """
     if type(base_plan).numpy_rows is StepPlan.numpy_rows:
         return None
-    parts = list(transform) if type(transform) is Compose else [transform]
     if not parts or any(lane_plan_factory(t) is None for t in parts):
         return None
     lane = RowLane(base_plan.numpy_rows, parts)

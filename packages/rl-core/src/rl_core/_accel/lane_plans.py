@@ -1,4 +1,6 @@
-"""The numpy-row plans of rl-core's transforms, registered with the lane (``_lane``) by type.
+"""The numpy-row plans of rl-core's transforms (``StepCounter``, ``RewardSum``,
+``InitTracker``); ``rl_core.transforms._plans`` registers each with the lane (``lane``) for
+its transform type, so this module imports no transform.
 
 Each plan computes what its transform's ``_step`` / ``_reset`` give on numpy rows, for the
 settings it supports (it returns ``None`` when built for others, and ``False`` per call where
@@ -12,11 +14,9 @@ from typing import Any
 import numpy as np
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import NUMPY_DTYPES, batch_size_of, device_of, on_cpu
-from rl_core.transforms._lane import RowLane, register_lane_plan
-from rl_core.transforms.init_tracker import InitTracker
-from rl_core.transforms.reward_sum import RewardSum
-from rl_core.transforms.step_counter import StepCounter
+from rl_core._accel.fast_td import batch_size_of, device_of
+from rl_core._accel.lane import RowLane
+from rl_core._accel.rows import NUMPY_DTYPES, on_cpu
 
 _INT64 = np.dtype(np.int64)
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -28,7 +28,7 @@ class _CountPlan:
     nothing: the next count goes into a fresh row (a Python int for one element, else
     ``np.add``), the reset writes a zero row."""
 
-    def __init__(self, owner: StepCounter, lane: RowLane) -> None:
+    def __init__(self, owner: Any, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.key = owner.step_count_key
         self.one = lane.rows((1,), _INT64)  # the rows of one count
@@ -62,8 +62,7 @@ class _CountPlan:
         return True
 
 
-@register_lane_plan(StepCounter)
-def _count_plan(owner: StepCounter, lane: RowLane) -> _CountPlan | None:
+def count_lane_plan(owner: Any, lane: RowLane) -> _CountPlan | None:
     """A root-level count that truncates nothing."""
     if owner.max_steps is not None or type(owner.step_count_key) is not str:
         return None
@@ -81,7 +80,7 @@ class _SumPlan:
     rebuilt when the transforms change through the env.
     """
 
-    def __init__(self, owner: RewardSum, lane: RowLane) -> None:
+    def __init__(self, owner: Any, lane: RowLane) -> None:
         self.owner, self.numpy, self.lane = owner, lane.numpy, lane
         self.in_key, self.out_key = owner.in_keys[0], owner.out_keys[0]
         # The sums' rows: (shape, dtype, take, one float element) of the last step's kind.
@@ -135,8 +134,7 @@ class _SumPlan:
         return True
 
 
-@register_lane_plan(RewardSum)
-def _sum_plan(owner: RewardSum, lane: RowLane) -> _SumPlan | None:
+def sum_lane_plan(owner: Any, lane: RowLane) -> _SumPlan | None:
     """One root-level reward and sum."""
     if len(owner.in_keys) != 1 or type(owner.in_keys[0]) is not str:
         return None
@@ -152,7 +150,7 @@ class _InitPlan:
     else ``False``. The key is read when the plan is built: like the env's specs, it is
     rebuilt when the transforms change through the env."""
 
-    def __init__(self, owner: InitTracker, lane: RowLane) -> None:
+    def __init__(self, owner: Any, lane: RowLane) -> None:
         self.lane, self.key = lane, owner.init_key
         self.takes: dict[tuple[int, ...], Any] = {}
 
@@ -176,10 +174,9 @@ class _InitPlan:
         return self._write(fresh, tensordict_reset, True)
 
 
-@register_lane_plan(InitTracker)
-def _init_plan(owner: InitTracker, lane: RowLane) -> _InitPlan | None:
+def init_lane_plan(owner: Any, lane: RowLane) -> _InitPlan | None:
     """A root-level key."""
     return _InitPlan(owner, lane) if type(owner.init_key) is str else None
 
 
-__all__: list[str] = []
+__all__ = ["count_lane_plan", "init_lane_plan", "sum_lane_plan"]

@@ -5,7 +5,7 @@ env's step, done completion, the forward transforms; ``_reset``: the base env's 
 the transforms'). Where the base env has a step plan (:class:`~rl_core.envs.StepPlan`), this
 plan builds on it, once per stack:
 
-- the numpy-row lane (``_lane``): where the base env's outputs are numpy rows and every
+- the numpy-row lane (``lane``): where the base env's outputs are numpy rows and every
   transform has a registered lane plan, the transforms' step and reset run on the rows;
 - the fused step-and-reset: where every transform is ``fusable`` (it maps the step and reset
   outputs only) and none intercepts resets, the base env's plan steps and resets its finished
@@ -14,59 +14,37 @@ plan builds on it, once per stack:
   result is ``step`` then ``reset`` of the finished sub-envs;
 - the direct reset: where the base env gives the reset entries of all sub-envs at once
   (``StepPlan.reset_entries``), the base env's next root is never built;
-- the random-rollout replay (``_replay``): the base env's random-action loop, the transforms
+- the random-rollout replay (``replay``): the base env's random-action loop, the transforms
   replayed on its trajectory.
 
 Whether each route applies is read once, when the plan is built (the stack's specs and
 transform list are fixed until the env's cache is emptied); the rule for the plan as a whole
-is :func:`rl_core.envs.step_plan.active_plan`. ``rl_core.testing.check_step_plan`` compares
+is ``rl_core.envs._plans.active_plan``. ``rl_core.testing.check_step_plan`` compares
 the routes with the reference.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core._accel.seam import (
-    StepPlan,
+from rl_core._accel.fast_td import (
     batch_size_of,
     build_tensordict,
-    complete_done_flags,
     device_of,
     entries,
-    fusable_as_declared,
     is_plain,
     only_tensors,
-    reset_masks,
     set_leaf,
 )
-from rl_core.envs._plans import built_plan
+from rl_core._accel.flags import complete_done_flags, reset_masks
+from rl_core._accel.lane import RowLane, build_lane
+from rl_core._accel.replay import base_start, replay_random_rollout, replays
+from rl_core._accel.stack import TransformedPlanEnv, TransformStack
+from rl_core._accel.step_plan import StepPlan, fusable_as_declared
 from rl_core.keys import DONE, NEXT, RESET
-from rl_core.transforms import _transform_plans  # noqa: F401  (registers rl-core's lane plans)
-from rl_core.transforms._lane import RowLane, build_lane
-from rl_core.transforms._replay import base_start, replay_random_rollout, replays
-from rl_core.transforms.compose import Compose
-from rl_core.transforms.transform import Transform
-
-if TYPE_CHECKING:
-    from rl_core.transforms.transformed_env import TransformedEnv
-
-
-def intercepts_reset(transform: Transform) -> bool:
-    """Whether a transform of ``transform`` overrides :meth:`Transform.intercept_reset`."""
-    parts = list(transform) if isinstance(transform, Compose) else [transform]
-    return any(type(t).intercept_reset is not Transform.intercept_reset for t in parts)
-
-
-def transformed_env_plan(env: TransformedEnv) -> TransformedEnvPlan | None:
-    """The plan of ``env``, where its base env has one; else ``None`` (the reference only)."""
-    if env._skips_steps() or env.batch_size != env.base_env.batch_size:
-        return None  # steps skipped or a batch size of its own: the reference path only
-    base_plan = built_plan(env.base_env)
-    return None if base_plan is None else TransformedEnvPlan(env, base_plan)
 
 
 class TransformedEnvPlan(StepPlan):
@@ -75,26 +53,30 @@ class TransformedEnvPlan(StepPlan):
     Args:
         env: the TransformedEnv.
         base_plan: its base env's plan.
+        stack: what the TransformedEnv read of its transforms.
     """
 
-    def __init__(self, env: TransformedEnv, base_plan: StepPlan) -> None:
+    env: TransformedPlanEnv
+
+    def __init__(self, env: TransformedPlanEnv, base_plan: StepPlan, stack: TransformStack) -> None:
         super().__init__(env)
-        self.base, self.base_plan, self.transform = env.base_env, base_plan, env.transform
-        self.has_inverse = env._has_inverse()
-        self.intercepts = intercepts_reset(self.transform)
+        self.base, self.base_plan, self.transform = env.base_env, base_plan, stack.transform
+        self.stack = stack
+        self.has_inverse = stack.has_inverse
+        self.intercepts = stack.intercepts_reset
         self.fuses = (
             type(base_plan).step_and_reset is not StepPlan.step_and_reset
             and fusable_as_declared(self.transform)
             and not self.intercepts
         )
-        self.lane: RowLane | None = build_lane(self.transform, base_plan)
+        self.lane: RowLane | None = build_lane(stack.lane_parts, base_plan)
         self.base_levels = self.base.done_levels()
         self.levels = env.done_levels()
         self.base_name = type(self.base).__name__
         self.root_plan = self._base_root_plan()
         self.direct = self.root_plan is not None and self.levels == [()]
         self.own = set() if self.root_plan is None else set(self.root_plan[1])
-        self.replays = replays(env, base_plan, self.intercepts)
+        self.replays = replays(env, base_plan, stack)
 
     # ------------------------------------------------------------------ step and reset
     def _base_step(self, tensordict: TensorDictBase, *, fused: bool) -> tuple[Any, Any] | None:
@@ -136,7 +118,7 @@ class TransformedEnvPlan(StepPlan):
     def reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase | None:
         if self.lane is None:
             return None
-        return self.lane.reset(tensordict, self.env._base_reset(tensordict, **kwargs))
+        return self.lane.reset(tensordict, self.env.base_reset(tensordict, **kwargs))
 
     def step_and_reset(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, Any] | None:
         return self._base_step(tensordict, fused=True) if self.fuses else None
@@ -167,7 +149,7 @@ class TransformedEnvPlan(StepPlan):
                 return self._reset_directly(next_root, found)
         self.mark_finished(next_root)
         # The base env's next root as ``reset`` hands it to the base env (this env's outputs
-        # left out, see ``TransformedEnv._base_reset``), holding the base env's own
+        # left out, see ``TransformedEnv.base_reset``), holding the base env's own
         # observations and flags.
         if type(base_next) is tuple:
             # (entries, batch size, device) of a plain TensorDict of tensors, as _base_step
@@ -181,7 +163,7 @@ class TransformedEnvPlan(StepPlan):
             base_root = _base_root(next_root, hidden, {k: found[k] for k in own})
         else:
             base = self.base
-            base_root = next_root.exclude(*env._outputs_hidden_from_base(), *env.reset_keys)
+            base_root = next_root.exclude(*env.outputs_hidden_from_base(), *env.reset_keys)
             for key in (*base.observation_keys, *base.done_keys):
                 base_root.set(key, base_next.get(key))
         return self.reset_with(next_root, base_plan.merge_reset_rows(base_root, base_pending))
@@ -204,7 +186,7 @@ class TransformedEnvPlan(StepPlan):
         """For :meth:`merge_reset_rows`: the root keys left out of the base env's root and
         the base env's own observations and flags; ``None`` when a key is nested."""
         env, base = self.env, self.base
-        hidden = [*env._outputs_hidden_from_base(), *env.reset_keys, NEXT]
+        hidden = [*env.outputs_hidden_from_base(), *env.reset_keys, NEXT]
         own = [*base.observation_keys, *base.done_keys]
         if not all(isinstance(k, str) for k in (*hidden, *own)):
             return None
@@ -220,7 +202,7 @@ class TransformedEnvPlan(StepPlan):
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
         """The base env's random-action loop with the transforms replayed on its trajectory
-        (``_replay``), where the transforms only map the env's outputs; else ``None``."""
+        (``replay``), where the transforms only map the env's outputs; else ``None``."""
         if not self.replays:
             return None
         base_root = base_start(self.env, start)
@@ -248,4 +230,4 @@ def _base_root(next_root: TensorDict, hidden: set[str], own: dict[str, torch.Ten
     return build_tensordict(source, batch_size_of(next_root), device_of(next_root))
 
 
-__all__ = ["TransformedEnvPlan", "intercepts_reset", "transformed_env_plan"]
+__all__ = ["TransformedEnvPlan"]
