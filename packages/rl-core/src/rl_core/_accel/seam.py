@@ -14,10 +14,14 @@ conformance kit import from here, never from the other modules of ``rl_core._acc
   ``replay``), built from what the env reads of its transforms (:class:`TransformStack`) and
   reading the env through :class:`TransformedPlanEnv`; the lane-plan registry
   (:func:`register_lane_plan`) and rl-core's transforms' lane plans;
+- the policy-call plan (:class:`PolicyCallPlan`, with ``probabilistic_plan`` and
+  ``draw_plan``), which knows rl_core's policy classes through :class:`PolicyClasses`
+  (:func:`register_policy_classes`, called by ``rl_core.modules``);
 - numpy rows (``rows``) and the parameter-swap cache of ``LossModule.use_network``
   (``swap``).
 """
 
+from rl_core._accel.call_plan import PolicyCallPlan
 from rl_core._accel.fast_td import (
     StepMdpMerge,
     TreeBuilder,
@@ -43,6 +47,7 @@ from rl_core._accel.flags import (
 )
 from rl_core._accel.lane import RowLane, lane_plan_factory, register_lane_plan
 from rl_core._accel.lane_plans import count_lane_plan, init_lane_plan, sum_lane_plan
+from rl_core._accel.policy_classes import PolicyClasses, register_policy_classes
 from rl_core._accel.rows import NUMPY_DTYPES, Rows, on_cpu, zeros
 from rl_core._accel.stack import TransformedPlanEnv, TransformStack
 from rl_core._accel.step_plan import (
@@ -64,6 +69,8 @@ __all__ = [
     "PLANS",
     "REFERENCE_METHODS",
     "PlanEnv",
+    "PolicyCallPlan",
+    "PolicyClasses",
     "RowLane",
     "Rows",
     "StepMdpMerge",
@@ -94,6 +101,7 @@ __all__ = [
     "only_tensors",
     "plan_applies",
     "reference_only",
+    "register_policy_classes",
     "register_lane_plan",
     "reset_masks",
     "sequence_children",

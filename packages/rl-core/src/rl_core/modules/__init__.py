@@ -1,6 +1,7 @@
 """Policy building blocks: networks, actors, critics, Q-value heads, distributions, exploration,
 recurrence."""
 
+from rl_core.modules import _plans  # noqa: F401  (hands the policy-call plans their classes)
 from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
 from rl_core.modules.call_plan import PolicyCallPlan

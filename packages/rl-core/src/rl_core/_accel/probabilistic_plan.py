@@ -36,10 +36,9 @@ from tensordict.nn import InteractionType, ProbabilisticTensorDictSequential, in
 from tensordict.nn.distributions import CompositeDistribution
 from torch import distributions as D
 
-from rl_core._accel.seam import set_leaf
-from rl_core.modules._draw_plan import draw_for
-from rl_core.modules._spec_utils import project_into
-from rl_core.modules.actors import ProbabilisticActor, _SafeProbabilisticModule
+from rl_core._accel.draw_plan import draw_for
+from rl_core._accel.fast_td import set_leaf
+from rl_core._accel.policy_classes import PolicyClasses
 
 _NO_SHAPE = torch.Size(())
 # Distribution classes whose draws are one tensor (their subclasses elsewhere may return
@@ -47,14 +46,14 @@ _NO_SHAPE = torch.Size(())
 _TENSOR_SAMPLES = ("torch.distributions.", "rl_core.modules.distributions.")
 
 
-def _short_path(actor: Any) -> tuple[Any, Any] | None:
+def _short_path(actor: Any, classes: PolicyClasses) -> tuple[Any, Any] | None:
     """``(parameter part, head)`` when ``actor(td)`` is the short path, else ``None``."""
-    if type(actor) is not ProbabilisticActor:
+    if type(actor) is not classes.probabilistic_actor:
         return None
     head = actor._last_module
     det_part = actor.__dict__.get("_det_part")
     if (
-        type(head) is not _SafeProbabilisticModule
+        type(head) is not classes.probabilistic_head
         or det_part is None
         or actor.return_composite
         or actor.inplace not in (True, None)
@@ -81,13 +80,16 @@ def _short_path(actor: Any) -> tuple[Any, Any] | None:
 class _ProbabilisticActorNode:
     """``ProbabilisticActor(td)`` under ``RANDOM``: parameters, distribution, draw, write."""
 
-    __slots__ = ("actor", "calls_forward", "draw", "head", "params", "sample_key")
+    __slots__ = ("actor", "calls_forward", "draw", "head", "params", "project_into", "sample_key")
 
-    def __init__(self, actor: ProbabilisticActor, params: Any, head: Any, calls_forward) -> None:
+    def __init__(
+        self, actor: Any, params: Any, head: Any, calls_forward, classes: PolicyClasses
+    ) -> None:
         self.actor, self.params, self.head = actor, params, head
         self.sample_key = head.dist_sample_keys[0]
         self.calls_forward = calls_forward
-        self.draw = draw_for(head)
+        self.project_into = classes.project_into
+        self.draw = draw_for(head, classes)
 
     def __call__(self, tensordict: TensorDictBase) -> TensorDictBase:
         actor, head = self.actor, self.head
@@ -124,7 +126,7 @@ class _ProbabilisticActorNode:
                 log_prob = dist.log_prob(sample)
             tensordict.set(head.log_prob_key, log_prob)
         if head.safe:
-            project_into(tensordict, head.spec)
+            self.project_into(tensordict, head.spec)
 
     def _write(self, tensordict: TensorDictBase, sample: torch.Tensor, log_prob: Any) -> None:
         head = self.head
@@ -132,10 +134,10 @@ class _ProbabilisticActorNode:
         if log_prob is not None:
             set_leaf(tensordict, head.log_prob_key, log_prob)
         if head.safe:
-            project_into(tensordict, head.spec)
+            self.project_into(tensordict, head.spec)
 
 
-def probabilistic_node(module: Any, plan, calls_forward) -> Any | None:
+def probabilistic_node(module: Any, plan, calls_forward, classes: PolicyClasses) -> Any | None:
     """The node of ``module`` if it is a ``ProbabilisticActor`` on the short path, else ``None``.
 
     ``plan`` builds the parameter part's own node (fast or generic); ``calls_forward`` is the
@@ -143,8 +145,8 @@ def probabilistic_node(module: Any, plan, calls_forward) -> Any | None:
     """
     if not isinstance(module, ProbabilisticTensorDictSequential):
         return None
-    parts = _short_path(module)
+    parts = _short_path(module, classes)
     if parts is None:
         return None
     det_part, head = parts
-    return _ProbabilisticActorNode(module, plan(det_part), head, calls_forward)
+    return _ProbabilisticActorNode(module, plan(det_part), head, calls_forward, classes)

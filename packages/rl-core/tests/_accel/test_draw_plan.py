@@ -1,4 +1,4 @@
-"""The ProbabilisticActor node's draws (``_draw_plan``) against the generic call.
+"""The ProbabilisticActor node's draws (``rl_core._accel.draw_plan``) against the generic call.
 
 The oracle is ``policy(td)`` under the same seed: every entry bitwise, dtype, the global RNG
 state afterwards, and on bad input the same exception type and message. Each case also
@@ -16,8 +16,14 @@ from tensordict.nn import NormalParamExtractor, TensorDictModule
 from torch import nn
 
 from rl_core import ExplorationType, set_exploration_type
+from rl_core._accel.draw_plan import draw_for as _draw_for
+from rl_core._accel.policy_classes import REGISTERED
 from rl_core.modules import MLP, OneHotCategorical, PolicyCallPlan, ProbabilisticActor, TanhNormal
-from rl_core.modules._draw_plan import draw_for
+
+
+def draw_for(head):
+    """The draw of ``head`` with the classes ``rl_core.modules`` registered."""
+    return _draw_for(head, REGISTERED.classes)
 
 
 @pytest.fixture(autouse=True)

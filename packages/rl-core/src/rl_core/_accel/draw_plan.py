@@ -41,12 +41,9 @@ from torch import distributions as D
 from torch.distributions.utils import _standard_normal, _sum_rightmost
 from torch.nn import functional as F
 
-from rl_core._accel.seam import get_leaf
+from rl_core._accel.fast_td import get_leaf
+from rl_core._accel.policy_classes import PolicyClasses
 from rl_core.keys import key_path
-from rl_core.modules.distributions import OneHotCategorical, TanhNormal
-from rl_core.modules.distributions._checks import validating
-from rl_core.modules.distributions._tanh import _ClampedTanhTransform
-from rl_core.modules.distributions.discrete import ReparamGradientStrategy
 
 # (sample, log-prob or None), or None: take the generic path.
 Draw = Callable[[TensorDictBase, bool], "tuple[torch.Tensor, torch.Tensor | None] | None"]
@@ -85,10 +82,17 @@ class _OneHotCategoricalDraw:
     one-hot value).
     """
 
-    __slots__ = ("hard", "logits", "validate_args")
+    __slots__ = ("hard", "logits", "validate_args", "validating")
 
-    def __init__(self, logits: tuple[str, ...], validate_args: bool | None, hard: bool) -> None:
+    def __init__(
+        self,
+        logits: tuple[str, ...],
+        validate_args: bool | None,
+        hard: bool,
+        validating: Callable[[bool | None], bool],
+    ) -> None:
         self.logits, self.validate_args, self.hard = logits, validate_args, hard
+        self.validating = validating
 
     def __call__(
         self, tensordict: TensorDictBase, with_log_prob: bool
@@ -107,7 +111,7 @@ class _OneHotCategoricalDraw:
         # Categorical(logits=...): the normalised logits, their softmax (its ``probs``).
         normalised = logits - logits.logsumexp(dim=-1, keepdim=True)
         probs = F.softmax(normalised, dim=-1)
-        if (validating(self.validate_args) or D.Distribution._validate_args) and not bool(
+        if (self.validating(self.validate_args) or D.Distribution._validate_args) and not bool(
             ((probs.sum(-1) - 1).abs() < 1e-6).all()
         ):
             return None
@@ -121,7 +125,7 @@ class _OneHotCategoricalDraw:
         return sample, normalised.gather(-1, index.unsqueeze(-1)).squeeze(-1)
 
 
-def _one_hot_categorical(head: Any) -> Draw | None:
+def _one_hot_categorical(head: Any, classes: PolicyClasses) -> Draw | None:
     keys = _dist_kwargs(head)
     options = dict(head.distribution_kwargs)
     if (
@@ -135,18 +139,21 @@ def _one_hot_categorical(head: Any) -> Draw | None:
         }
     ):
         return None
-    grad_method = options.get("grad_method", ReparamGradientStrategy.PassThrough)
+    strategy = classes.reparam_strategy
+    grad_method = options.get("grad_method", strategy.PassThrough)
     if grad_method is not None:
         try:
-            grad_method = ReparamGradientStrategy(grad_method)
+            grad_method = strategy(grad_method)
         except ValueError:
             return None
-        if grad_method is not ReparamGradientStrategy.PassThrough:
+        if grad_method is not strategy.PassThrough:
             return None
     validate_args = options.get("validate_args")
     if validate_args not in (None, True, False):
         return None
-    return _OneHotCategoricalDraw(keys["logits"], validate_args, hard=grad_method is None)
+    return _OneHotCategoricalDraw(
+        keys["logits"], validate_args, hard=grad_method is None, validating=classes.validating
+    )
 
 
 _LOG_SQRT_2PI = math.log(math.sqrt(2 * math.pi))  # as torch's Normal.log_prob writes it
@@ -167,6 +174,7 @@ class _TanhNormalDraw:
 
     __slots__ = (
         "affine_log_dets",
+        "clamped_tanh",
         "event_dims",
         "high",
         "loc",
@@ -177,9 +185,13 @@ class _TanhNormalDraw:
         "transforms",
         "upscale",
         "validate_args",
+        "validating",
     )
 
-    def __init__(self, keys: dict[str, tuple[str, ...]], options: dict[str, Any]) -> None:
+    def __init__(
+        self, keys: dict[str, tuple[str, ...]], options: dict[str, Any], classes: PolicyClasses
+    ) -> None:
+        self.validating, self.clamped_tanh = classes.validating, classes.clamped_tanh
         self.loc, self.scale = keys["loc"], keys["scale"]
         self.low, self.high = options.get("low", -1.0), options.get("high", 1.0)
         self.event_dims = options.get("event_dims", 1)
@@ -200,7 +212,7 @@ class _TanhNormalDraw:
             low = torch.as_tensor(self.low, dtype=like.dtype, device=like.device)
             high = torch.as_tensor(self.high, dtype=like.dtype, device=like.device)
             found = (
-                _ClampedTanhTransform(clamp=self.safe_tanh),
+                self.clamped_tanh(clamp=self.safe_tanh),
                 D.AffineTransform((high + low) / 2, (high - low) / 2, cache_size=1),
             )
             self.transforms[key] = found
@@ -224,7 +236,7 @@ class _TanhNormalDraw:
             return None
         if self.tanh_loc:
             loc = self.upscale * torch.tanh(loc / self.upscale)
-        if validating(self.validate_args) and not bool(
+        if self.validating(self.validate_args) and not bool(
             (torch.isfinite(loc + scale) & (scale > 0)).all()
         ):
             return None
@@ -253,7 +265,7 @@ class _TanhNormalDraw:
         return log_det
 
 
-def _tanh_normal(head: Any) -> Draw | None:
+def _tanh_normal(head: Any, classes: PolicyClasses) -> Draw | None:
     keys = _dist_kwargs(head)
     options = dict(head.distribution_kwargs)
     if (
@@ -287,16 +299,15 @@ def _tanh_normal(head: Any) -> Draw | None:
         or options.get("validate_args") not in (None, True, False)
     ):
         return None
-    return _TanhNormalDraw(keys, options)
+    return _TanhNormalDraw(keys, options, classes)
 
 
-_DRAWS: dict[type, Callable[[Any], Draw | None]] = {
-    OneHotCategorical: _one_hot_categorical,
-    TanhNormal: _tanh_normal,
-}
-
-
-def draw_for(head: Any) -> Draw | None:
-    """The draw of ``head``'s distribution if this module knows it, else ``None``."""
-    make = _DRAWS.get(head.distribution_class)
-    return None if make is None else make(head)
+def draw_for(head: Any, classes: PolicyClasses) -> Draw | None:
+    """The draw of ``head``'s distribution if this module knows it (exactly rl_core's
+    ``OneHotCategorical`` or ``TanhNormal``, from ``classes``), else ``None``."""
+    kind = head.distribution_class
+    if kind is classes.one_hot_categorical:
+        return _one_hot_categorical(head, classes)
+    if kind is classes.tanh_normal:
+        return _tanh_normal(head, classes)
+    return None
