@@ -73,7 +73,7 @@ def _generic_step_and_maybe_reset(env, td):
     # rl-core's path without the fused hook: step, step_mdp, reset of the finished sub-envs.
     td = env.step(td)
     next_root = env.step_mdp_plan()(td)
-    if env._mark_finished(next_root):
+    if env.mark_finished(next_root):
         next_root = env.reset(next_root)
     return td, next_root
 

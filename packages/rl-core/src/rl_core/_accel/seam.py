@@ -17,6 +17,8 @@ conformance kit import from here, never from the other modules of ``rl_core._acc
 - the policy-call plan (:class:`PolicyCallPlan`, with ``probabilistic_plan`` and
   ``draw_plan``), which knows rl_core's policy classes through :class:`PolicyClasses`
   (:func:`register_policy_classes`, called by ``rl_core.modules``);
+- the step plans' conformance check (``plan_check``: :func:`check_step_plan`, whose public
+  entry point is ``rl_core.testing.check_step_plan``, and :func:`seeded_twins`);
 - numpy rows (``rows``) and the parameter-swap cache of ``LossModule.use_network``
   (``swap``).
 """
@@ -47,6 +49,7 @@ from rl_core._accel.flags import (
 )
 from rl_core._accel.lane import RowLane, lane_plan_factory, register_lane_plan
 from rl_core._accel.lane_plans import count_lane_plan, init_lane_plan, sum_lane_plan
+from rl_core._accel.plan_check import check_step_plan, seeded_twins
 from rl_core._accel.policy_classes import PolicyClasses, register_policy_classes
 from rl_core._accel.rows import NUMPY_DTYPES, Rows, on_cpu, zeros
 from rl_core._accel.stack import TransformedPlanEnv, TransformStack
@@ -84,6 +87,7 @@ __all__ = [
     "batch_size_of",
     "build_tensordict",
     "carry_flat",
+    "check_step_plan",
     "complete_done_flags",
     "count_lane_plan",
     "device_of",
@@ -104,6 +108,7 @@ __all__ = [
     "register_policy_classes",
     "register_lane_plan",
     "reset_masks",
+    "seeded_twins",
     "sequence_children",
     "set_leaf",
     "sum_lane_plan",

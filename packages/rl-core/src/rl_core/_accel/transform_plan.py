@@ -175,7 +175,7 @@ class TransformedEnvPlan(StepPlan):
         with its ``"_reset"`` masks, as ``reset`` gives it) and ``reset``'s completion and
         merge, with no masks: every one is set.
 
-        Every sub-env finished, so the ``"_reset"`` mask that ``_mark_finished`` would write
+        Every sub-env finished, so the ``"_reset"`` mask that ``mark_finished`` would write
         is the ``done`` flag itself (root-level flags: ``self.direct``)."""
         set_leaf(next_root, RESET, entries(next_root)[DONE])
         hidden = self.root_plan[0]

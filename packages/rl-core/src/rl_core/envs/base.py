@@ -479,7 +479,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             return plan.step_and_maybe_reset(tensordict)
         tensordict = self.step(tensordict)
         next_root = self.step_mdp_plan()(tensordict)
-        if self._mark_finished(next_root):
+        if self.mark_finished(next_root):
             next_root = self.reset(next_root)
         return tensordict, next_root
 
@@ -500,7 +500,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             lambda: [((*level, DONE_KEYS[0]), (*level, RESET)) for level in self.done_levels()],
         )
 
-    def _mark_finished(self, root: TensorDictBase) -> bool:
+    def mark_finished(self, root: TensorDictBase) -> bool:
         """Writes the ``"_reset"`` mask beside every ``done`` flag that is set; True if any is.
 
         ``done`` already is ``terminated | truncated`` (``step`` completes the flags), so one

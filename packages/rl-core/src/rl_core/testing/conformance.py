@@ -23,13 +23,13 @@ from collections.abc import Callable
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import reference_only
+from rl_core._accel.seam import check_step_plan as _check_step_plan
+from rl_core._accel.seam import reference_only, seeded_twins
 from rl_core.envs import EnvBase, check_env_specs
+from rl_core.envs._plans import built_plan
 from rl_core.envs._spec_checks import _same_device
 from rl_core.keys import DONE, NEXT, RESET, TERMINATED, TRUNCATED, key_path
 from rl_core.ted import step_mdp
-from rl_core.testing._plan_check import check_step_plan as _check_step_plan
-from rl_core.testing._plan_check import seeded_twins
 
 EnvFactory = Callable[[], EnvBase]
 
@@ -305,7 +305,7 @@ def check_step_plan(make_env: EnvFactory, *, steps: int = 60) -> None:
         >>> from rl_core.transforms import StepCounter, TransformedEnv
         >>> check_step_plan(lambda: TransformedEnv(CountingEnv(max_count=3), StepCounter()))
     """
-    _check_step_plan(make_env, steps=steps, fail=_fail, same=_same)
+    _check_step_plan(make_env, steps=steps, fail=_fail, same=_same, plan_of=built_plan)
 
 
 def check_step_and_reset(make_env: EnvFactory, *, steps: int = 60) -> None:

@@ -1,20 +1,39 @@
 """The conformance check of an env's step plan (``rl_core.envs.StepPlan``): the plan's routes
-against the reference code, for any env, transforms included."""
+against the reference code, for any env, transforms included. ``rl_core.testing.check_step_plan``
+is its public entry point (the kit's failure and comparison rules, the env's plan rule)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Protocol
 
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import reference_only
-from rl_core.envs import EnvBase
-from rl_core.envs._plans import built_plan
+from rl_core._accel.step_plan import PlanEnv, StepPlan, reference_only
+
+
+class CheckedEnv(PlanEnv, Protocol):
+    """What the check reads of an env (``EnvBase`` has it): besides :class:`PlanEnv`, its
+    public stepping API."""
+
+    def set_seed(self, seed: int | None = None, static_seed: bool = False) -> int | None: ...
+
+    def step(self, tensordict: TensorDictBase) -> TensorDictBase: ...
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]: ...
+
+    def rand_action(self, tensordict: TensorDictBase | None = None) -> TensorDictBase: ...
+
+    def mark_finished(self, root: TensorDictBase) -> bool: ...
+
+    def close(self) -> None: ...
 
 
 def seeded_twins(
-    envs: list[EnvBase], seed: int, steps: int
+    envs: list[CheckedEnv], seed: int, steps: int
 ) -> tuple[list[TensorDictBase], Iterator[TensorDictBase]]:
     """Seeds and resets twin envs alike: their first roots, and ``steps`` random actions of
     ``envs[0]``'s action spec, each drawn after seeding torch from a generator seeded with
@@ -33,23 +52,24 @@ def seeded_twins(
 
 
 def _step_then_reset(
-    env: EnvBase, tensordict: TensorDictBase
+    env: CheckedEnv, tensordict: TensorDictBase
 ) -> tuple[TensorDictBase, TensorDictBase]:
     """``step``, ``step_mdp``, then a ``reset`` of the sub-envs that finished: the loop of
     ``rollout(break_when_any_done=True)`` and of user code calling ``step`` and ``reset``."""
     tensordict = env.step(tensordict)
     next_root = env.step_mdp_plan()(tensordict)
-    if env._mark_finished(next_root):
+    if env.mark_finished(next_root):
         next_root = env.reset(next_root)
     return tensordict, next_root
 
 
 def check_step_plan(
-    make_env: Callable[[], EnvBase],
+    make_env: Callable[[], CheckedEnv],
     *,
     steps: int = 60,
-    fail: Callable[[str, EnvBase, str], None],
+    fail: Callable[[str, CheckedEnv, str], None],
     same: Callable[[object, object], bool],
+    plan_of: Callable[[CheckedEnv], StepPlan | None],
 ) -> bool:
     """Twin envs seeded alike take the same actions, one with its step plan, the other with
     the reference code only (``reference_only``), through ``step_and_maybe_reset`` and then
@@ -59,7 +79,7 @@ def check_step_plan(
     envs without a plan."""
     envs = [make_env(), make_env()]
     try:
-        if built_plan(envs[0]) is None:
+        if plan_of(envs[0]) is None:
             return False
         for route, call in (
             ("step_and_maybe_reset", lambda e, td: e.step_and_maybe_reset(td)),
@@ -92,13 +112,13 @@ def check_step_plan(
 
 
 def _compare(
-    env: EnvBase,
+    env: CheckedEnv,
     route: str,
     t: int,
     what: str,
     mine: TensorDictBase,
     theirs: TensorDictBase,
-    fail: Callable[[str, EnvBase, str], None],
+    fail: Callable[[str, CheckedEnv, str], None],
     same: Callable[[object, object], bool],
 ) -> None:
     keys = set(mine.keys(True, True))
