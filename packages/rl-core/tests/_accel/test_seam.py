@@ -47,3 +47,66 @@ def test_register_policy_classes_names_what_it_expected():
     ):
         register_policy_classes({})
     assert PolicyClasses.__dataclass_fields__.keys() >= {"actor", "tanh_normal"}
+
+
+def test_rl_cores_fusable_declarations_live_in_the_registry_not_in_the_classes():
+    from rl_core.transforms import (
+        Compose,
+        DoubleToFloat,
+        InitTracker,
+        RewardSum,
+        StepCounter,
+        Transform,
+    )
+
+    for kind in (Compose, DoubleToFloat, InitTracker, RewardSum, StepCounter):
+        assert "fusable" not in vars(kind), kind
+    # The values the classes declared before, read the same way.
+    assert RewardSum().fusable
+    assert InitTracker().fusable
+    assert DoubleToFloat().fusable
+    assert StepCounter().fusable
+    assert not StepCounter(max_steps=3).fusable
+    assert Compose(RewardSum(), StepCounter()).fusable
+    assert not Compose(RewardSum(), StepCounter(max_steps=2)).fusable
+    assert not Transform().fusable
+
+
+def test_a_declared_transform_is_fused_until_a_subclass_overrides_a_step_method():
+    from rl_core._accel.seam import declare_fusable, fusable_as_declared
+    from rl_core.transforms import Transform
+
+    class Declared(Transform):
+        pass
+
+    class Overriding(Declared):
+        def _step(self, tensordict, next_tensordict):
+            return next_tensordict
+
+    class DeclaredAgain(Overriding):
+        pass
+
+    class OwnAttribute(Overriding):
+        fusable = True
+
+    assert not fusable_as_declared(Declared())
+    declare_fusable(Declared)
+    declare_fusable(DeclaredAgain, lambda transform: transform.in_keys == ["a"])
+    assert Declared().fusable
+    assert fusable_as_declared(Declared())
+    # The declaration is inherited, but not honoured over a step method it never covered.
+    assert Overriding().fusable
+    assert not fusable_as_declared(Overriding())
+    assert fusable_as_declared(DeclaredAgain(in_keys=["a"]))
+    assert not fusable_as_declared(DeclaredAgain(in_keys=["b"]))
+    # A class may still set the attribute itself (rl-envs' transforms do).
+    assert fusable_as_declared(OwnAttribute())
+
+
+def test_declare_fusable_names_what_it_expected():
+    from rl_core._accel.seam import declare_fusable
+
+    with pytest.raises(TypeError, match=r"declare_fusable: expected a transform class, got 3"):
+        declare_fusable(3)
+    with pytest.raises(TypeError, match=r"declare_fusable\(type\): expected rule=True/False"):
+        declare_fusable(type, rule="yes")

@@ -9,7 +9,8 @@ conformance kit import from here, never from the other modules of ``rl_core._acc
 - done-flag completion and partial-reset merging on entry dicts (``flags``);
 - the step-plan machinery (``step_plan``): :class:`StepPlan`, the interface a plan reads of
   its env (:class:`PlanEnv`), the rules of when a plan applies (:func:`plan_applies`,
-  :func:`fusable_as_declared`) and the switch of :func:`reference_only`;
+  :func:`fusable_as_declared`), the registry of transforms' ``fusable`` declarations
+  (:func:`declare_fusable`) and the switch of :func:`reference_only`;
 - the step plan of a ``TransformedEnv`` (``transform_plan``, with ``lane``, ``lane_plans``,
   ``replay``), built from what the env reads of its transforms (:class:`TransformStack`) and
   reading the env through :class:`TransformedPlanEnv`; the lane-plan registry
@@ -59,6 +60,8 @@ from rl_core._accel.step_plan import (
     REFERENCE_METHODS,
     PlanEnv,
     StepPlan,
+    declare_fusable,
+    declared_fusable,
     fusable_as_declared,
     plan_applies,
     reference_only,
@@ -90,6 +93,8 @@ __all__ = [
     "check_step_plan",
     "complete_done_flags",
     "count_lane_plan",
+    "declare_fusable",
+    "declared_fusable",
     "device_of",
     "entries",
     "fusable_as_declared",

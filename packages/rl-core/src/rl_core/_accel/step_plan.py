@@ -341,11 +341,55 @@ def plan_applies(env: object) -> bool:
 FUSED_METHODS = ("_call", "_step", "_reset")
 
 
+# Transform type -> its ``fusable`` declaration: ``True``, or a rule ``rule(transform) ->
+# bool`` for a declaration that depends on the transform's settings. Filled by the packages
+# that define the transforms (``rl_core.transforms._plans``), not by the classes themselves.
+_FUSABLE: dict[type, bool | Callable[[Any], bool]] = {}
+
+
+def declare_fusable(kind: type, rule: bool | Callable[[Any], bool] = True) -> None:
+    """Declares the transform type ``kind`` ``fusable`` (see ``Transform.fusable``): always
+    (``rule=True``) or where ``rule(transform)`` holds. It holds for ``kind`` and for its
+    subclasses that override none of :data:`FUSED_METHODS` (:func:`fusable_as_declared`).
+
+    Raises:
+        TypeError: ``kind`` is not a class, or ``rule`` is neither a bool nor callable.
+
+    Examples:
+        >>> from rl_core.transforms import Transform
+        >>> class Tag(Transform):
+        ...     pass
+        >>> declare_fusable(Tag)
+        >>> Tag().fusable, fusable_as_declared(Tag())
+        (True, True)
+    """
+    if not isinstance(kind, type):
+        raise TypeError(f"declare_fusable: expected a transform class, got {kind!r}.")
+    if not (isinstance(rule, bool) or callable(rule)):
+        raise TypeError(
+            f"declare_fusable({kind.__name__}): expected rule=True/False or a callable "
+            f"rule(transform) -> bool, got {type(rule).__name__}."
+        )
+    _FUSABLE[kind] = rule
+
+
+def declared_fusable(transform: Any) -> bool:
+    """The ``fusable`` declaration of the nearest class of ``transform``'s type that
+    :func:`declare_fusable` registered, evaluated for ``transform``; ``False`` where none
+    did (what ``Transform.fusable`` gives unless a class sets the attribute itself)."""
+    for kind in type(transform).__mro__:
+        rule = _FUSABLE.get(kind)
+        if rule is not None:
+            return bool(rule(transform)) if callable(rule) else rule
+    return False
+
+
 def fusable_as_declared(transform: Any) -> bool:
     """A transform's ``fusable`` declaration, honoured only where no class below the one that
     declared it overrides the step or reset methods (their new behaviour was never declared):
     the rule of :func:`plan_applies`, for transforms. A transform plan (a TransformedEnv's
-    fused step-and-reset) applies only where this holds.
+    fused step-and-reset) applies only where this holds. The declaring class is the nearest
+    one registered with :func:`declare_fusable` or setting ``fusable`` itself.
 
     Examples:
         >>> from rl_core.transforms import RewardSum, StepCounter
@@ -358,7 +402,7 @@ def fusable_as_declared(transform: Any) -> bool:
     if not transform.fusable:
         return False
     cls = type(transform)
-    declarer = next(k for k in cls.__mro__ if "fusable" in vars(k))
+    declarer = next(k for k in cls.__mro__ if k in _FUSABLE or "fusable" in vars(k))
     return all(getattr(cls, name) is getattr(declarer, name) for name in FUSED_METHODS)
 
 
@@ -389,6 +433,8 @@ __all__ = [
     "PLANS",
     "PlanEnv",
     "StepPlan",
+    "declare_fusable",
+    "declared_fusable",
     "fusable_as_declared",
     "plan_applies",
     "reference_only",

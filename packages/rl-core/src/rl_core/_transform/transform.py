@@ -10,6 +10,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_core._accel.seam import declared_fusable
 from rl_core.keys import NestedKey, as_key_list
 from rl_core.specs import Composite
 
@@ -176,16 +177,23 @@ class Transform(nn.Module):
         """The inverse path on a shallow copy of ``tensordict`` (the input is left as it is)."""
         return self._inv_call(tensordict.copy())
 
-    #: Whether the transform keeps an env's step-then-reset sequence as it is: its ``_step``
-    #: maps the step output (it does not step or reset the env, and leaves the done flags
-    #: as they are) and its ``_reset`` maps the reset output. A TransformedEnv whose
-    #: transforms all say so may step its base env through the base env's one-call step and
-    #: reset of finished sub-envs (its step plan, ``rl_core.envs.StepPlan``); the result is
-    #: the same. False by default; a subclass sets it only when it holds.
-    #: It holds for the class that sets it: a subclass of that class that overrides
-    #: ``_call``, ``_step`` or ``_reset`` is not fused unless it sets ``fusable`` itself.
-    #: (``rl_core.envs.step_plan.fusable_as_declared`` applies that rule.)
-    fusable: bool = False
+    @property
+    def fusable(self) -> bool:
+        """Whether the transform keeps an env's step-then-reset sequence as it is: its
+        ``_step`` maps the step output (it does not step or reset the env, and leaves the done
+        flags as they are) and its ``_reset`` maps the reset output. A TransformedEnv whose
+        transforms all say so may step its base env through the base env's one-call step and
+        reset of finished sub-envs (its step plan, ``rl_core.envs.StepPlan``); the result is
+        the same. False by default.
+
+        The declarations live beside the plans, not in the classes: a package registers its
+        transform types (``rl_core._accel.seam.declare_fusable``, as
+        ``rl_core.transforms._plans`` does for rl-core's); a subclass may still set the class
+        attribute ``fusable`` itself. It holds for the declared class: a subclass that
+        overrides ``_call``, ``_step`` or ``_reset`` is not fused unless it is declared
+        itself (``rl_core.envs.step_plan.fusable_as_declared`` applies that rule).
+        """
+        return declared_fusable(self)
 
     @property
     def has_inverse(self) -> bool:

@@ -8,7 +8,6 @@ from typing import Any
 from tensordict import TensorDictBase
 from torch import nn
 
-from rl_core._accel.seam import fusable_as_declared
 from rl_core.envs.base import transformed
 from rl_core.specs import Composite
 from rl_core.transforms.transform import Transform
@@ -134,10 +133,6 @@ class Compose(Transform):
     @property
     def has_inverse(self) -> bool:
         return any(t.has_inverse for t in self.transforms)
-
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        return all(fusable_as_declared(t) for t in self.transforms)
 
     # ------------------------------------------------------------------ specs
     def transform_output_spec(self, output_spec: Composite) -> Composite:

@@ -38,8 +38,6 @@ class DoubleToFloat(Transform):
         in_keys_inv: actions the base env reads as float64; the policy writes them as float32.
     """
 
-    fusable = True  # maps step and reset outputs only
-
     def __init__(
         self,
         in_keys: NestedKey | Sequence[NestedKey] | None = None,

@@ -19,8 +19,6 @@ class InitTracker(Transform):
         init_key: where the flag goes. Defaults to ``"is_init"``.
     """
 
-    fusable = True  # maps step and reset outputs only
-
     def __init__(self, init_key: NestedKey = IS_INIT) -> None:
         super().__init__()
         self.init_key = init_key

@@ -29,8 +29,6 @@ class RewardSum(Transform):
             transform).
     """
 
-    fusable = True  # maps step and reset outputs only
-
     def __init__(
         self,
         in_keys: NestedKey | Sequence[NestedKey] | None = None,

@@ -44,12 +44,6 @@ class StepCounter(Transform):
         self.step_count_key = step_count_key
         self.update_done = update_done
 
-    @property
-    def fusable(self) -> bool:  # type: ignore[override]
-        """Only when it truncates nothing (a truncation is a done flag the env below does not
-        know of)."""
-        return self.max_steps is None
-
     def _reset(
         self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
     ) -> TensorDictBase:
