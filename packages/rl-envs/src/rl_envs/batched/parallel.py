@@ -15,7 +15,8 @@ from rl_core.envs import EnvBase, StepPlan
 from rl_core.keys import DONE
 from rl_core.tensordict_access import get_leaf
 from rl_envs.batched import _wire
-from rl_envs.batched._meta import Path, as_env_factories, rows_to_reset
+from rl_envs.batched._factories import as_env_factories
+from rl_envs.batched._meta import Path, rows_to_reset
 from rl_envs.batched._pool import WorkerPool, default_start_method
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._transport import (

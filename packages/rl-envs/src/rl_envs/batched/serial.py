@@ -9,8 +9,9 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, StepPlan
+from rl_envs.batched._factories import as_env_factories
 from rl_envs.batched._gym_group import GymGroupSteps, gym_vector_group
-from rl_envs.batched._meta import EnvMetadata, as_env_factories
+from rl_envs.batched._meta import EnvMetadata
 from rl_envs.batched._serial_steps import SerialLayout, SubEnvSteps
 from rl_envs.batched.base import BatchedEnvBase
 from rl_envs.libs._gym_stepper import GymNumpyStepper
