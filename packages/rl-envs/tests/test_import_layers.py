@@ -49,7 +49,7 @@ def _circle(graph, folder: str) -> list[str] | None:
     return None
 
 
-@pytest.mark.parametrize("folder", ["rl_envs.batched"])
+@pytest.mark.parametrize("folder", ["rl_envs", "rl_envs.batched", "rl_envs.libs"])
 def test_no_import_circle_inside_the_folder(graph, folder):
     circle = _circle(graph, folder)
     assert circle is None, f"{folder}: import circle {' -> '.join(circle)}"

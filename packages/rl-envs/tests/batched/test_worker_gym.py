@@ -3,6 +3,7 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.specs import Unbounded
+from rl_envs._accel.seam import numpy_stepper
 from rl_envs.batched import ParallelEnv, SerialEnv
 from rl_envs.batched._worker_gym import GymDirectStep, numpy_stepper_of
 from rl_envs.libs import GymEnv, default_info_dict_reader
@@ -68,7 +69,7 @@ def test_direct_steps_match_step_and_maybe_reset(kind):
 
 def test_the_direct_path_applies_only_to_plain_gym_envs():
     env = GymEnv("CartPole-v1")
-    assert numpy_stepper_of(env) is env.numpy_stepper() is not None
+    assert numpy_stepper_of(env) is numpy_stepper(env) is not None
     assert numpy_stepper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"))) is not None
     assert numpy_stepper_of(SerialEnv(2, lambda: GymEnv("CartPole-v1"), vectorize=False)) is None
 

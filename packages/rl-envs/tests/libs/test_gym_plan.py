@@ -1,4 +1,4 @@
-"""GymWrapper's step plan (``_gym_plan``): the fused step-and-reset against the reference
+"""GymWrapper's step plan (``rl_envs._accel.gym_plan``): the fused step-and-reset against the reference
 step then reset, where every output goes into row blocks and where the observation is too
 large for them."""
 
@@ -7,6 +7,7 @@ import pytest
 
 from rl_core.envs.step_plan import active_plan
 from rl_core.testing import check_random_rollout, check_step_plan
+from rl_envs._accel.seam import numpy_stepper
 from rl_envs.libs import GymEnv, GymWrapper
 
 gym = pytest.importorskip("gymnasium")
@@ -33,7 +34,7 @@ def test_fused_path_with_observations_in_row_blocks():
 def test_fused_path_with_a_large_observation(echo_env):
     env = _large_box_vector(echo_env)
     assert not env._rows_only
-    assert env.numpy_stepper() is not None
+    assert numpy_stepper(env) is not None
     env.close()
     check_step_plan(lambda: _large_box_vector(echo_env), steps=30)
     check_random_rollout(lambda: _large_box_vector(echo_env), steps=30)

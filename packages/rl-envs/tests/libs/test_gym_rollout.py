@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from rl_core.testing import check_random_rollout
+from rl_envs._accel import gym_plan as gym_module
 from rl_envs.libs import GymEnv, GymWrapper, default_info_dict_reader
-from rl_envs.libs import _gym_plan as gym_module
 
 gym = pytest.importorskip("gymnasium")
 

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from rl_core.specs import Unbounded
+from rl_envs._accel.seam import numpy_stepper
 from rl_envs.libs import GymEnv, default_info_dict_reader
 
 gym = pytest.importorskip("gymnasium")
@@ -11,7 +12,7 @@ gym = pytest.importorskip("gymnasium")
 def test_vector_stepper_writes_rows_and_resets_only_finished_sub_envs():
     env = GymEnv("CartPole-v1", num_envs=3)
     env.set_seed(0)
-    stepper = env.numpy_stepper()
+    stepper = numpy_stepper(env)
     steps = 60
     obs = np.zeros((steps + 1, 3, 4), np.float32)
     obs[0] = env.reset()["observation"].numpy()
@@ -41,7 +42,7 @@ def test_single_stepper_checks_actions_and_resets_whole():
     env = GymEnv("CartPole-v1")
     env.set_seed(0)
     env.reset()
-    stepper = env.numpy_stepper()
+    stepper = numpy_stepper(env)
     obs = np.zeros((1, 4), np.float32)
     rows = (obs, np.zeros(1, np.float32), None, np.zeros(1, np.bool_), np.zeros(1, np.bool_))
     with pytest.raises(ValueError, match=r"GymEnv\(CartPole-v1\)\.step: bad action"):
@@ -56,17 +57,17 @@ def test_stepper_is_handed_out_only_where_the_numpy_paths_apply():
         def _reset(self, tensordict=None, **kwargs):
             return super()._reset(tensordict, **kwargs)
 
-    assert Shaped("CartPole-v1").numpy_stepper() is None
-    assert GymEnv("CartPole-v1", from_pixels=True).numpy_stepper() is None
+    assert numpy_stepper(Shaped("CartPole-v1")) is None
+    assert numpy_stepper(GymEnv("CartPole-v1", from_pixels=True)) is None
     env = GymEnv("CartPole-v1")
-    stepper = env.numpy_stepper()
+    stepper = numpy_stepper(env)
     assert stepper is not None
     assert not stepper.retired
     env.set_info_dict_reader(
         default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
     )
     assert stepper.retired
-    assert env.numpy_stepper() is None
+    assert numpy_stepper(env) is None
 
 
 def _generic_step_and_maybe_reset(env, td):

@@ -10,8 +10,8 @@ from tensordict import TensorDict
 
 from rl_core.envs import set_spec_checks
 from rl_envs.libs import GymEnv, GymWrapper, default_info_dict_reader
-from rl_envs.libs._gym_stepper import GymNumpyStepper, sub_env_steps_apply
-from rl_envs.libs._gym_sync_stepper import SyncVectorStepper
+from rl_envs.libs._gym_stepper import GymNumpyStepper
+from rl_envs.libs._gym_sync_stepper import SyncVectorStepper, sub_env_steps_apply
 
 gym = pytest.importorskip("gymnasium")
 DISABLED = gym.vector.AutoresetMode.DISABLED

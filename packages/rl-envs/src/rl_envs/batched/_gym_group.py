@@ -9,8 +9,9 @@ from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.specs import Composite
+from rl_envs._accel.seam import numpy_stepper, runs_own_steps
 from rl_envs.batched._serial_steps import SerialLayout, SerialSteps
-from rl_envs.libs._gym_stepper import GymNumpyStepper, runs_own_steps
+from rl_envs.libs._gym_stepper import GymNumpyStepper
 from rl_envs.libs.gym import GymWrapper
 
 
@@ -23,7 +24,7 @@ def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | N
 
     Applies when every sub-env is an unbatched ``GymWrapper`` (``GymEnv``) that steps as
     ``GymWrapper`` does (no override of its step or reset methods, see
-    :func:`rl_envs.libs._gym_stepper.runs_own_steps`): their gymnasium envs
+    :func:`rl_envs._accel.seam.runs_own_steps`): their gymnasium envs
     (wrappers included) go into one ``gymnasium.vector.SyncVectorEnv`` with autoreset disabled,
     so a step converts the outputs of all sub-envs at once. The group is used only when its
     specs equal ``reference``'s (the batched env's); sub-envs reading ``info`` entries or
@@ -128,7 +129,7 @@ class GymGroupSteps(SerialSteps):
 
     def numpy_stepper(self) -> GymNumpyStepper | None:
         # Paths stepping on numpy rows write the sub-envs' device's outputs.
-        return self.group.numpy_stepper() if self.same_device else None
+        return numpy_stepper(self.group) if self.same_device else None
 
 
 __all__ = ["GymGroupSteps", "gym_vector_group"]

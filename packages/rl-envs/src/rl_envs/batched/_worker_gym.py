@@ -17,8 +17,8 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
+from rl_envs._accel.seam import numpy_stepper
 from rl_envs.libs._gym_stepper import GymNumpyStepper
-from rl_envs.libs.gym import GymWrapper
 
 _STEP_ENTRIES = {(OBSERVATION,), (REWARD,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
@@ -27,14 +27,14 @@ _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 def numpy_stepper_of(env: EnvBase) -> GymNumpyStepper | None:
     """The gymnasium stepper that steps ``env`` with no TensorDict work around it, or ``None``.
 
-    That of ``env`` itself (see :meth:`GymWrapper.numpy_stepper`) or of the vector group of a
-    vectorized ``SerialEnv`` (see :meth:`SerialEnv.numpy_stepper`).
+    That of a ``GymWrapper`` itself (see ``rl_envs._accel.seam.numpy_stepper``) or of the
+    vector group of a vectorized ``SerialEnv`` (whose sub-env steps hand it out).
     """
     from rl_envs.batched.serial import SerialEnv
 
-    if type(env) is SerialEnv or isinstance(env, GymWrapper):
-        return env.numpy_stepper()
-    return None
+    if type(env) is SerialEnv:
+        return env._steps.numpy_stepper()
+    return numpy_stepper(env)
 
 
 class GymDirectStep:

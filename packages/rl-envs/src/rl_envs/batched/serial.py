@@ -14,7 +14,6 @@ from rl_envs.batched._gym_group import GymGroupSteps, gym_vector_group
 from rl_envs.batched._meta import EnvMetadata
 from rl_envs.batched._serial_steps import SerialLayout, SubEnvSteps
 from rl_envs.batched.base import BatchedEnvBase
-from rl_envs.libs._gym_stepper import GymNumpyStepper
 
 
 class SerialEnv(BatchedEnvBase):
@@ -107,12 +106,6 @@ class SerialEnv(BatchedEnvBase):
     def vectorized(self) -> bool:
         """Whether the sub-envs step together through one gymnasium ``SyncVectorEnv``."""
         return self._steps.vectorized
-
-    def numpy_stepper(self) -> GymNumpyStepper | None:
-        """The gymnasium stepper of the vector group (see :meth:`GymWrapper.numpy_stepper`),
-        for paths that step it on numpy rows; ``None`` when the sub-envs step one by one or
-        the outputs move to another device."""
-        return self._steps.numpy_stepper()
 
     # ------------------------------------------------------------------ contract
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase:

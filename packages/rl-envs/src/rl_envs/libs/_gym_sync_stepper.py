@@ -11,7 +11,8 @@ same action objects), steps (or resets) each sub-env, and keeps the vector env's
 can take over at any step.
 
 Where it applies (an exact ``SyncVectorEnv`` in ``DISABLED`` autoreset mode, no info reader)
-is decided once, by ``_gym_stepper.sub_env_steps_apply``; the oracle test
+is decided once, by :func:`sub_env_steps_apply` (:func:`make_stepper` picks the stepper of a
+wrapper); the oracle test
 (``tests/libs/test_gym_sync_stepper.py``) steps a wrapper through it and one through
 ``SyncVectorEnv`` side by side.
 """
@@ -190,4 +191,48 @@ class SyncVectorStepper(GymNumpyStepper):
             env_obs[i], _ = envs[i].reset(seed=None, options=sub_options)
 
 
-__all__ = ["SyncVectorStepper"]
+# The state of a SyncVectorEnv that SyncVectorStepper reads and keeps (gymnasium >= 1.1).
+_SYNC_STATE = ("envs", "_env_obs", "_observations", "_rewards", "_terminations", "_truncations")
+
+
+def sub_env_steps_apply(env: Any, *, infos: bool) -> bool:
+    """Whether ``env``'s sub-envs may be stepped directly (:class:`SyncVectorStepper`).
+
+    True for an exact ``gymnasium.vector.SyncVectorEnv`` (its type, not a subclass: a subclass
+    may step otherwise) in ``DISABLED`` autoreset mode, holding the state the direct stepper
+    keeps, when no ``info`` is read (``infos`` False: no info reader). There the direct loop
+    gives what ``SyncVectorEnv.step`` and its masked ``reset`` give, minus the ``info`` dict.
+
+    Examples:
+        >>> import gymnasium as gym
+        >>> from rl_envs.libs import GymEnv
+        >>> sub_env_steps_apply(GymEnv("CartPole-v1", num_envs=2).env, infos=False)
+        True
+        >>> sub_env_steps_apply(gym.make_vec("CartPole-v1", num_envs=2), infos=False)
+        False
+    """
+    from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+    return (
+        not infos
+        and type(env) is SyncVectorEnv
+        and env.metadata.get("autoreset_mode") == AutoresetMode.DISABLED
+        and getattr(env, "autoreset_mode", None) == AutoresetMode.DISABLED
+        and all(hasattr(env, name) for name in (*_SYNC_STATE, "_autoreset_envs"))
+    )
+
+
+def make_stepper(env: Any, encode: Encoder, *, vector: bool, infos: bool) -> GymNumpyStepper:
+    """The stepper of a wrapper's gymnasium ``env``: a ``SyncVectorStepper`` where
+    :func:`sub_env_steps_apply` holds, else a :class:`GymNumpyStepper`.
+
+    Keyword Args:
+        vector: ``env`` is a vector env.
+        infos: the wrapper reads ``info`` entries (it has info readers).
+    """
+    if vector and sub_env_steps_apply(env, infos=infos):
+        return SyncVectorStepper(env, encode)
+    return GymNumpyStepper(env, encode, vector=vector)
+
+
+__all__ = ["SyncVectorStepper", "make_stepper", "sub_env_steps_apply"]

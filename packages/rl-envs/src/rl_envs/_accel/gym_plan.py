@@ -1,17 +1,18 @@
 """GymWrapper's step plan: every accelerated route of a gymnasium env, in one module.
 
 :class:`~rl_envs.libs.GymWrapper` holds the reference ``_step``/``_reset``; its step plan
-(:class:`~rl_core.envs.StepPlan`, built by ``GymWrapper._make_step_plan``) owns the routes on
-numpy rows: the fused step-and-reset, the reset entries and numpy rows that a TransformedEnv's
-lane reads, and the random rollout (a plain gymnasium loop, ``_gym_rollout``). They apply
-only where ``_gym_stepper.numpy_rows_apply`` holds (one array observation on the CPU, no info
+(:class:`~rl_core.envs.StepPlan`, built by ``GymWrapper._make_step_plan`` through the seam)
+owns the routes on numpy rows: the fused step-and-reset, the reset entries and numpy rows that
+a TransformedEnv's lane reads, and the random rollout (a plain gymnasium loop,
+``gym_rollout``). It reads the wrapper through ``GymPlanEnv``. The routes apply
+only where ``gym_parts.numpy_rows_apply`` holds (one array observation on the CPU, no info
 entries, a class stepping as ``GymWrapper`` does), and give what the reference gives;
 ``rl_core.testing.check_step_plan`` compares them with it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,12 +22,8 @@ from rl_core.envs import StepPlan
 from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_core.tensordict_access import build_tensordict, get_leaf, set_leaf
-from rl_envs.libs._gym_codecs import require
-from rl_envs.libs._gym_rollout import plan_random_rollout, random_rollout
-from rl_envs.libs._gym_stepper import GymNumpyStepper, numpy_rows_apply, runs_own_steps
-
-if TYPE_CHECKING:
-    from rl_envs.libs.gym import GymWrapper
+from rl_envs._accel.gym_parts import GymPlanEnv, numpy_rows_apply, runs_own_steps
+from rl_envs._accel.gym_rollout import plan_random_rollout, random_rollout
 
 
 class GymStepPlan(StepPlan):
@@ -38,7 +35,7 @@ class GymStepPlan(StepPlan):
 
     reads_actions_only = True  # the gymnasium env holds the state: _step reads the actions
 
-    def __init__(self, env: GymWrapper) -> None:
+    def __init__(self, env: GymPlanEnv) -> None:
         super().__init__(env)
         self.wrapper = env
         # One action entry (not a Composite of them, which the encoder reads entry by entry).
@@ -78,7 +75,7 @@ class GymStepPlan(StepPlan):
             # outputs on the CPU (numpy_rows_apply holds).
             action = get_leaf(tensordict, (ACTION,), None)
             if action is None:
-                action = require(tensordict, ACTION, env.name)
+                action = env._read_action(tensordict)  # one action entry: raises naming it
             next_td = build_tensordict(
                 rows.step(env._stepper, action), env.batch_size, env._cpu_device
             )
@@ -138,7 +135,7 @@ class GymStepPlan(StepPlan):
         break_when_any_done: bool,
         break_when_all_done: bool,
     ) -> TensorDictBase | None:
-        """Random-action rollouts run a plain gymnasium loop (see ``_gym_rollout``)."""
+        """Random-action rollouts run a plain gymnasium loop (see ``gym_rollout``)."""
         env = self.wrapper
         if env._info_readers or not runs_own_steps(env):
             return None
@@ -156,29 +153,4 @@ class GymStepPlan(StepPlan):
         )
 
 
-class GymRowPaths:
-    """The entry points of :class:`~rl_envs.libs.GymWrapper` into its numpy-row routes (a
-    mixin of it): its step plan, and the stepper that other paths (``SerialEnv``'s vector
-    group, the workers' direct path) step on numpy rows."""
-
-    def _make_step_plan(self: GymWrapper) -> GymStepPlan:
-        """The routes on numpy rows (``_gym_plan``): see :class:`~rl_core.envs.StepPlan`."""
-        return GymStepPlan(self)
-
-    def numpy_stepper(self: GymWrapper) -> GymNumpyStepper | None:
-        """The stepper of this wrapper's gymnasium env, for paths that step it on numpy rows.
-
-        Returns it where those paths give what ``step``/``reset`` give (see
-        ``_gym_stepper.numpy_rows_apply``: one array observation, no pixels or info entries,
-        outputs on the CPU, not ``SAME_STEP``, and a class that does not override the step or
-        reset methods); ``None`` elsewhere.
-
-        Examples:
-            >>> from rl_envs.libs import GymEnv
-            >>> GymEnv("CartPole-v1").numpy_stepper() is not None
-            True
-        """
-        return self._stepper if numpy_rows_apply(self) else None
-
-
-__all__ = ["GymRowPaths", "GymStepPlan"]
+__all__ = ["GymStepPlan"]

@@ -14,7 +14,7 @@ stopping rules.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -23,11 +23,7 @@ from tensordict import TensorDict, TensorDictBase
 from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import TensorSpec
 from rl_core.tensordict_access import entries_view
-from rl_envs.libs._gym_codecs import Encoder, make_encoder
-from rl_envs.libs._gym_stepper import GymNumpyStepper
-
-if TYPE_CHECKING:
-    from rl_envs.libs.gym import GymWrapper
+from rl_envs._accel.gym_parts import GymPlanEnv, gym_parts, numpy_stepper
 
 # Actions drawn (and encoded) at once.
 CHUNK = 256
@@ -36,31 +32,32 @@ CHUNK = 256
 class RandomRolloutPlan(NamedTuple):
     """What the loop needs from a wrapper, built once."""
 
-    stepper: GymNumpyStepper
+    stepper: Any  # the wrapper's GymNumpyStepper
     key: str  # the observation entry
     shape: tuple[int, ...]  # one sub-env's observation shape
     dtype: np.dtype
     actions: TensorSpec  # the action spec with a leading dim of CHUNK
-    encode: Encoder  # CHUNK actions -> an array whose rows gymnasium takes
+    encode: Any  # CHUNK actions -> an array whose rows gymnasium takes
 
 
-def plan_random_rollout(wrapper: GymWrapper) -> RandomRolloutPlan | None:
+def plan_random_rollout(wrapper: GymPlanEnv) -> RandomRolloutPlan | None:
     """The plan of the fast loop for ``wrapper``, or None where the generic loop must run
-    (see :meth:`GymWrapper.numpy_stepper`)."""
-    stepper = wrapper.numpy_stepper()
-    if stepper is None:
+    (see ``gym_parts.numpy_stepper``)."""
+    stepper = numpy_stepper(wrapper)
+    parts = gym_parts()
+    if stepper is None or parts is None:
         return None
     batch = tuple(wrapper.batch_size)
     shape = tuple(wrapper.observation_spec[OBSERVATION].shape[len(batch) :])
     dtype = np.dtype(wrapper.single_observation_space.dtype)
     spec = wrapper.action_spec
     actions = spec.expand(CHUNK, *spec.shape)
-    encode = make_encoder(wrapper.single_action_space, actions, (CHUNK, *batch))
+    encode = parts.make_encoder(wrapper.single_action_space, actions, (CHUNK, *batch))
     return RandomRolloutPlan(stepper, OBSERVATION, shape, dtype, actions, encode)
 
 
 def random_rollout(
-    wrapper: GymWrapper,
+    wrapper: GymPlanEnv,
     plan: RandomRolloutPlan,
     start: TensorDictBase,
     max_steps: int,
@@ -139,7 +136,7 @@ def _actions(plan: RandomRolloutPlan, sampled: list[torch.Tensor]) -> Iterator[A
 
 
 def _loop(
-    stepper: GymNumpyStepper,
+    stepper: Any,
     actions: Iterator[Any],
     obs: np.ndarray,
     reward: np.ndarray,
@@ -172,7 +169,7 @@ def _loop(
 
 
 def _trajectory(
-    wrapper: GymWrapper,
+    wrapper: GymPlanEnv,
     key: str,
     steps: int,
     *,

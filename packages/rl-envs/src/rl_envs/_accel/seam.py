@@ -1,0 +1,34 @@
+"""The one module through which rl-envs' contract code reaches its speed-only code.
+
+``GymWrapper``, ``SerialEnv`` and the ``ParallelEnv`` workers import from here, never from the
+other modules of ``rl_envs._accel`` (the ``.importlinter`` contract ``envs-accel-seam``
+checks it). What is exported:
+
+- the step plan of a ``GymWrapper`` (``gym_plan``: :class:`GymStepPlan`, with the random
+  rollout of ``gym_rollout``), which reads the wrapper through :class:`GymPlanEnv`;
+- the rules of where the numpy-row paths apply (``gym_parts``: :func:`runs_own_steps`,
+  :func:`numpy_rows_apply`, :func:`numpy_stepper`) and the parts of ``rl_envs.libs`` they
+  need (:class:`GymParts`, handed in by :func:`register_gym_parts`).
+"""
+
+from rl_envs._accel.gym_parts import (
+    GymParts,
+    GymPlanEnv,
+    gym_parts,
+    numpy_rows_apply,
+    numpy_stepper,
+    register_gym_parts,
+    runs_own_steps,
+)
+from rl_envs._accel.gym_plan import GymStepPlan
+
+__all__ = [
+    "GymParts",
+    "GymPlanEnv",
+    "GymStepPlan",
+    "gym_parts",
+    "numpy_rows_apply",
+    "numpy_stepper",
+    "register_gym_parts",
+    "runs_own_steps",
+]
