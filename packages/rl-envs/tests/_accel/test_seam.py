@@ -47,3 +47,16 @@ def test_register_gym_parts_names_what_it_expected():
     with pytest.raises(TypeError, match=r"register_gym_parts: expected a GymParts, got dict"):
         register_gym_parts({})
     assert GymParts.__dataclass_fields__.keys() == {"wrapper", "make_encoder"}
+
+
+def test_serial_envs_vector_group_is_speed_code_behind_the_seam():
+    vectorized = SerialEnv(2, lambda: GymEnv("CartPole-v1"))
+    one_by_one = SerialEnv(2, lambda: GymEnv("CartPole-v1"), vectorize=False)
+    try:
+        assert vectorized.vectorized
+        assert not one_by_one.vectorized
+        assert type(vectorized._steps).__module__ == "rl_envs._accel.gym_group"
+        assert type(one_by_one._steps).__module__ == "rl_envs.batched._serial_steps"
+    finally:
+        vectorized.close()
+        one_by_one.close()

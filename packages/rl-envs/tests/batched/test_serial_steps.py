@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from rl_core.testing import CountingEnv
+from rl_envs._accel.gym_group import GymGroupSteps
 from rl_envs.batched import SerialEnv
-from rl_envs.batched._gym_group import GymGroupSteps
 from rl_envs.batched._serial_steps import SubEnvSteps
 
 

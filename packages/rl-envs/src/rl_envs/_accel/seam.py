@@ -6,11 +6,14 @@ checks it). What is exported:
 
 - the step plan of a ``GymWrapper`` (``gym_plan``: :class:`GymStepPlan`, with the random
   rollout of ``gym_rollout``), which reads the wrapper through :class:`GymPlanEnv`;
+- SerialEnv's vector group of gymnasium sub-envs (``gym_group``: :func:`gym_vector_group`,
+  :class:`GymGroupSteps`, reading the SerialEnv's layout through :class:`SerialDevices`);
 - the rules of where the numpy-row paths apply (``gym_parts``: :func:`runs_own_steps`,
   :func:`numpy_rows_apply`, :func:`numpy_stepper`) and the parts of ``rl_envs.libs`` they
   need (:class:`GymParts`, handed in by :func:`register_gym_parts`).
 """
 
+from rl_envs._accel.gym_group import GymGroupSteps, SerialDevices, gym_vector_group
 from rl_envs._accel.gym_parts import (
     GymParts,
     GymPlanEnv,
@@ -23,10 +26,13 @@ from rl_envs._accel.gym_parts import (
 from rl_envs._accel.gym_plan import GymStepPlan
 
 __all__ = [
+    "GymGroupSteps",
     "GymParts",
     "GymPlanEnv",
     "GymStepPlan",
+    "SerialDevices",
     "gym_parts",
+    "gym_vector_group",
     "numpy_rows_apply",
     "numpy_stepper",
     "register_gym_parts",

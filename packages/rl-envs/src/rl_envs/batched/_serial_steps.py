@@ -1,7 +1,8 @@
 """How a SerialEnv steps and resets its sub-envs: one strategy, chosen when the env is built.
 
 :class:`SubEnvSteps` steps the sub-envs one after the other (any env). The vector group of
-unbatched gymnasium sub-envs (``_gym_group.GymGroupSteps``) steps them together through one
+unbatched gymnasium sub-envs (``rl_envs._accel.gym_group.GymGroupSteps``, in the speed folder,
+answering the same calls) steps them together through one
 ``SyncVectorEnv``. ``SerialEnv`` holds one of the two and hands it every call, so that it has
 no per-call branch on how its sub-envs step.
 """

@@ -9,8 +9,8 @@ import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase, StepPlan
+from rl_envs._accel.seam import GymGroupSteps, gym_vector_group
 from rl_envs.batched._factories import as_env_factories
-from rl_envs.batched._gym_group import GymGroupSteps, gym_vector_group
 from rl_envs.batched._meta import EnvMetadata
 from rl_envs.batched._serial_steps import SerialLayout, SubEnvSteps
 from rl_envs.batched.base import BatchedEnvBase
@@ -146,7 +146,7 @@ class SerialEnv(BatchedEnvBase):
 
 class SerialStepPlan(StepPlan):
     """The step plan of a :class:`SerialEnv`: its vector group's fused step-and-reset and
-    random rollouts (``_gym_group``); sub-envs stepping one by one have none.
+    random rollouts (``rl_envs._accel.gym_group``); sub-envs stepping one by one have none.
 
     Args:
         env: the SerialEnv.

@@ -1,18 +1,36 @@
-"""SerialEnv's fast path for gymnasium sub-envs: one SyncVectorEnv over their gymnasium envs."""
+"""SerialEnv's fast path for gymnasium sub-envs: one SyncVectorEnv over their gymnasium envs.
+
+The vector group is one of SerialEnv's ways of stepping its sub-envs (the other, stepping them
+one by one, is ``rl_envs.batched._serial_steps.SubEnvSteps``): :class:`GymGroupSteps` answers
+the same calls. It reads the SerialEnv's devices through :class:`SerialDevices` and builds the
+group's ``GymWrapper`` from the class ``rl_envs.libs.gym`` registered (``gym_parts``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
+import torch
 from tensordict import TensorDictBase
 
 from rl_core.envs import EnvBase
 from rl_core.specs import Composite
-from rl_envs._accel.seam import numpy_stepper, runs_own_steps
-from rl_envs.batched._serial_steps import SerialLayout, SerialSteps
-from rl_envs.libs._gym_stepper import GymNumpyStepper
-from rl_envs.libs.gym import GymWrapper
+from rl_envs._accel.gym_parts import gym_parts, numpy_stepper, runs_own_steps
+
+
+class SerialDevices(Protocol):
+    """What the group reads of its SerialEnv's layout (``SerialLayout`` implements it)."""
+
+    @property
+    def device(self) -> torch.device | None: ...
+
+    @property
+    def sub_device(self) -> torch.device | None: ...
+
+    def to_sub(self, tensordict: TensorDictBase) -> TensorDictBase: ...
+
+    def to_self(self, tensordict: TensorDictBase) -> TensorDictBase: ...
 
 
 def _same_env(env: Any) -> Any:
@@ -24,7 +42,7 @@ def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | N
 
     Applies when every sub-env is an unbatched ``GymWrapper`` (``GymEnv``) that steps as
     ``GymWrapper`` does (no override of its step or reset methods, see
-    :func:`rl_envs._accel.seam.runs_own_steps`): their gymnasium envs
+    :func:`~rl_envs._accel.gym_parts.runs_own_steps`): their gymnasium envs
     (wrappers included) go into one ``gymnasium.vector.SyncVectorEnv`` with autoreset disabled,
     so a step converts the outputs of all sub-envs at once. The group is used only when its
     specs equal ``reference``'s (the batched env's); sub-envs reading ``info`` entries or
@@ -39,11 +57,12 @@ def gym_vector_group(envs: Sequence[EnvBase], reference: EnvBase) -> EnvBase | N
     """
     # Only sub-envs that step as GymWrapper does: a subclass overriding _step/_reset (reward
     # shaping, say) must run its override, which one vector env over the gymnasium envs skips.
-    if not all(runs_own_steps(env) and not env.batch_size for env in envs):
+    parts = gym_parts()
+    if parts is None or not all(runs_own_steps(env) and not env.batch_size for env in envs):
         return None
     import gymnasium
 
-    wrapper = GymWrapper
+    wrapper = parts.wrapper
 
     try:
         vector = gymnasium.vector.SyncVectorEnv(
@@ -75,7 +94,7 @@ def _same_specs(group: EnvBase, reference: EnvBase) -> bool:
     return all(mine.to("cpu") == theirs.to("cpu") for mine, theirs in pairs)
 
 
-class GymGroupSteps(SerialSteps):
+class GymGroupSteps:
     """Steps a SerialEnv's gymnasium sub-envs together, through their vector group.
 
     The group (see :func:`gym_vector_group`) is a ``GymWrapper`` over one ``SyncVectorEnv``
@@ -91,8 +110,9 @@ class GymGroupSteps(SerialSteps):
 
     vectorized = True
 
-    def __init__(self, envs: Sequence[EnvBase], layout: SerialLayout, group: GymWrapper) -> None:
-        super().__init__(envs, layout)
+    def __init__(self, envs: Sequence[EnvBase], layout: SerialDevices, group: Any) -> None:
+        self.envs = envs
+        self.layout = layout
         self.group = group
         # The group's outputs are the SerialEnv's as they are: no device move.
         self.same_device = layout.device == layout.sub_device
@@ -127,9 +147,9 @@ class GymGroupSteps(SerialSteps):
         out = self.plan.random_rollout(self.layout.to_sub(start), max_steps, **stop)
         return None if out is None else self.layout.to_self(out)
 
-    def numpy_stepper(self) -> GymNumpyStepper | None:
+    def numpy_stepper(self) -> Any:
         # Paths stepping on numpy rows write the sub-envs' device's outputs.
         return numpy_stepper(self.group) if self.same_device else None
 
 
-__all__ = ["GymGroupSteps", "gym_vector_group"]
+__all__ = ["GymGroupSteps", "SerialDevices", "gym_vector_group"]
