@@ -175,7 +175,7 @@ def _step_loop(env, actions):
 @pytest.mark.parametrize("name", ["CartPole-v1", "Pendulum-v1", "CartPole-v1 x3"])
 def test_numpy_row_lane_gives_the_torch_paths_bits(name, standard_normal):
     # ObservationNorm, RewardSum and StepCounter on a GymEnv run on numpy rows (the
-    # TransformedEnv's lane, rl_core.transforms._lane); the same transforms with a step
+    # TransformedEnv's lane, rl_core._accel.lane); the same transforms with a step
     # method overridden take the torch path. Both must give the same bits, over resets
     # (and partial resets of a vector env).
     from rl_envs import GymEnv

@@ -43,7 +43,7 @@ class GymNumpyStepper:
         self.encode = encode
         self.vector = vector
         # Set when the wrapper's outputs change (an info reader is added): paths that took
-        # this stepper from ``GymWrapper.numpy_stepper`` must then take the generic path.
+        # this stepper from ``rl_envs._accel.seam.numpy_stepper`` must then take the generic path.
         self.retired = False
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict]:

@@ -5,7 +5,8 @@ Both transforms map an entry ``x`` to ``(x - loc) / scale`` (``standard_normal``
 for tensors and numpy arrays alike (two exactly rounded operations, the same bits in both),
 :func:`affine_stats` gives loc and scale on a device (and their numpy arrays on the CPU)
 without moving anything on a step, and :class:`AffinePlan` is the transforms' plan for the
-numpy-row lane of a TransformedEnv (``rl_core.transforms._lane``).
+numpy-row lane of a TransformedEnv (rl-core's speed folder, ``rl_core._accel.lane``; registered
+through ``rl_core.transforms.register_lane_plan`` in ``_plans.py``).
 """
 
 from __future__ import annotations
