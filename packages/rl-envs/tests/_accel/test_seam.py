@@ -60,3 +60,9 @@ def test_serial_envs_vector_group_is_speed_code_behind_the_seam():
     finally:
         vectorized.close()
         one_by_one.close()
+
+
+def test_the_workers_direct_path_is_speed_code_behind_the_seam():
+    from rl_envs._accel.seam import GymDirectStep
+
+    assert GymDirectStep.__module__ == "rl_envs._accel.worker_gym"

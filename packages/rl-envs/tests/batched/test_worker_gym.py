@@ -4,8 +4,9 @@ import torch
 from rl_core.envs import EnvBase
 from rl_core.specs import Unbounded
 from rl_envs._accel.seam import numpy_stepper
+from rl_envs._accel.worker_gym import GymDirectStep
 from rl_envs.batched import ParallelEnv, SerialEnv
-from rl_envs.batched._worker_gym import GymDirectStep, numpy_stepper_of
+from rl_envs.batched._worker_transport import numpy_stepper_of
 from rl_envs.libs import GymEnv, default_info_dict_reader
 
 pytest.importorskip("gymnasium")
@@ -40,7 +41,7 @@ def _cartpole(kind: str) -> EnvBase:
 def test_direct_steps_match_step_and_maybe_reset(kind):
     direct_env, generic = _cartpole(kind), _cartpole(kind)
     leaves = _leaves(direct_env)
-    direct = GymDirectStep.build(direct_env, _paths(), leaves)
+    direct = GymDirectStep.build(direct_env, numpy_stepper_of(direct_env), _paths(), leaves)
     assert direct is not None
     direct_env.set_seed(3)
     generic.set_seed(3)
@@ -80,13 +81,18 @@ def test_the_direct_path_applies_only_to_plain_gym_envs():
     assert numpy_stepper_of(Custom("CartPole-v1")) is None
     with_info = GymEnv("CartPole-v1")
     reader = default_info_dict_reader(["steps"], spec=[Unbounded(shape=(), dtype=torch.int64)])
-    direct = GymDirectStep.build(with_info, _paths(), _leaves(with_info))
+    direct = GymDirectStep.build(
+        with_info, numpy_stepper_of(with_info), _paths(), _leaves(with_info)
+    )
     assert direct.usable()
     with_info.set_info_dict_reader(reader)
     assert not direct.usable()  # built before the reader: it stops
-    assert GymDirectStep.build(with_info, _paths(), _leaves(with_info)) is None
+    assert (
+        GymDirectStep.build(with_info, numpy_stepper_of(with_info), _paths(), _leaves(with_info))
+        is None
+    )
     state_paths = {**_paths(), "sent": [("action",), ("state",)]}
-    assert GymDirectStep.build(env, state_paths, _leaves(env)) is None
+    assert GymDirectStep.build(env, numpy_stepper_of(env), state_paths, _leaves(env)) is None
 
 
 def _serial_cartpoles():

@@ -8,6 +8,8 @@ checks it). What is exported:
   rollout of ``gym_rollout``), which reads the wrapper through :class:`GymPlanEnv`;
 - SerialEnv's vector group of gymnasium sub-envs (``gym_group``: :func:`gym_vector_group`,
   :class:`GymGroupSteps`, reading the SerialEnv's layout through :class:`SerialDevices`);
+- the ``ParallelEnv`` workers' direct path for gymnasium envs (``worker_gym``:
+  :class:`GymDirectStep`, between a worker's rows of the shared buffers);
 - the rules of where the numpy-row paths apply (``gym_parts``: :func:`runs_own_steps`,
   :func:`numpy_rows_apply`, :func:`numpy_stepper`) and the parts of ``rl_envs.libs`` they
   need (:class:`GymParts`, handed in by :func:`register_gym_parts`).
@@ -24,8 +26,10 @@ from rl_envs._accel.gym_parts import (
     runs_own_steps,
 )
 from rl_envs._accel.gym_plan import GymStepPlan
+from rl_envs._accel.worker_gym import GymDirectStep
 
 __all__ = [
+    "GymDirectStep",
     "GymGroupSteps",
     "GymParts",
     "GymPlanEnv",

@@ -23,10 +23,23 @@ from tensordict import TensorDictBase
 from rl_core.envs import EnvBase, spec_checks_enabled
 from rl_core.keys import DONE, NEXT
 from rl_core.tensordict_access import TreeBuilder, get_leaf, set_leaf
+from rl_envs._accel.seam import GymDirectStep, numpy_stepper
 from rl_envs.batched._meta import Path
 from rl_envs.batched._shared import SharedBuffers
 from rl_envs.batched._wire import RESET_DONE
-from rl_envs.batched._worker_gym import GymDirectStep
+from rl_envs.batched.serial import SerialEnv
+from rl_envs.libs._gym_stepper import GymNumpyStepper
+
+
+def numpy_stepper_of(env: EnvBase) -> GymNumpyStepper | None:
+    """The gymnasium stepper that steps ``env`` with no TensorDict work around it, or ``None``.
+
+    That of a ``GymWrapper`` itself (see ``rl_envs._accel.seam.numpy_stepper``) or of the
+    vector group of a vectorized ``SerialEnv`` (whose sub-env steps hand it out).
+    """
+    if type(env) is SerialEnv:
+        return env._steps.numpy_stepper()
+    return numpy_stepper(env)
 
 
 def write_leaves(
@@ -167,7 +180,7 @@ class SharedMemoryWorker(WorkerEnv):
     ) -> None:
         super().__init__(index, env, paths)
         self.views = {name: shared.leaves(name, index) for name in shared.blocks}
-        self.direct = GymDirectStep.build(env, paths, self.views)
+        self.direct = GymDirectStep.build(env, numpy_stepper_of(env), paths, self.views)
         # The shared buffer whose row holds the root, when the direct path left it there.
         self._root_row: str | None = None
         self.root_builder = TreeBuilder(paths["reset_outputs"])

@@ -17,24 +17,9 @@ import torch
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
-from rl_envs._accel.seam import numpy_stepper
-from rl_envs.libs._gym_stepper import GymNumpyStepper
 
 _STEP_ENTRIES = {(OBSERVATION,), (REWARD,), (DONE,), (TERMINATED,), (TRUNCATED,)}
 _RESET_ENTRIES = {(OBSERVATION,), (DONE,), (TERMINATED,), (TRUNCATED,)}
-
-
-def numpy_stepper_of(env: EnvBase) -> GymNumpyStepper | None:
-    """The gymnasium stepper that steps ``env`` with no TensorDict work around it, or ``None``.
-
-    That of a ``GymWrapper`` itself (see ``rl_envs._accel.seam.numpy_stepper``) or of the
-    vector group of a vectorized ``SerialEnv`` (whose sub-env steps hand it out).
-    """
-    from rl_envs.batched.serial import SerialEnv
-
-    if type(env) is SerialEnv:
-        return env._steps.numpy_stepper()
-    return numpy_stepper(env)
 
 
 class GymDirectStep:
@@ -47,14 +32,14 @@ class GymDirectStep:
 
     Args:
         env: the worker's env.
-        stepper: its gymnasium stepper.
+        stepper: its gymnasium stepper (a ``GymNumpyStepper``).
         leaves: the worker's rows of the shared buffers, by buffer name and entry path.
     """
 
     def __init__(
         self,
         env: EnvBase,
-        stepper: GymNumpyStepper,
+        stepper: Any,
         leaves: dict[str, dict[tuple[str, ...], torch.Tensor]],
     ) -> None:
         self.env = env
@@ -76,16 +61,21 @@ class GymDirectStep:
 
     @classmethod
     def build(
-        cls, env: EnvBase, paths: dict[str, list[tuple[str, ...]]], leaves: dict[str, list[Any]]
+        cls,
+        env: EnvBase,
+        stepper: Any,
+        paths: dict[str, list[tuple[str, ...]]],
+        leaves: dict[str, list[Any]],
     ) -> GymDirectStep | None:
         """The direct path for the worker env ``env``, or ``None`` where it does not apply.
 
         Args:
             env: the worker's env.
+            stepper: the gymnasium stepper that steps ``env`` on numpy rows (see
+                ``numpy_stepper``), or ``None`` (no direct path).
             paths: the entry paths of each shared buffer.
             leaves: the worker's rows of each shared buffer, in the order of ``paths``.
         """
-        stepper = numpy_stepper_of(env)
         if (
             stepper is None
             or paths["sent"] != [(ACTION,)]
@@ -127,4 +117,4 @@ class GymDirectStep:
         return True
 
 
-__all__ = ["GymDirectStep", "numpy_stepper_of"]
+__all__ = ["GymDirectStep"]
