@@ -1,5 +1,5 @@
-"""GymWrapper's step plan (``rl_envs._accel.gym_plan``): the fused step-and-reset against the reference
-step then reset, where every output goes into row blocks and where the observation is too
+"""GymWrapper's step plan (``rl_envs._accel.gym_plan``): the fused step-and-reset against the
+reference step then reset, where every output goes into row blocks and where the observation is too
 large for them."""
 
 import numpy as np
@@ -77,3 +77,19 @@ def test_an_overridden_reset_turns_the_plan_off():
     env = _OwnReset("CartPole-v1")
     env.reset()
     assert active_plan(env) is None
+
+
+def test_the_plan_keeps_what_it_reads_once_and_the_wrapper_no_plan_cache():
+    env = GymEnv("CartPole-v1", num_envs=2)
+    env.set_seed(0)
+    td = env.reset()
+    for _ in range(3):
+        _, td = env.step_and_maybe_reset(env.rand_action(td))
+    env.rollout(5)
+    plan = active_plan(env)
+    assert plan.rows_apply is True
+    assert plan.rollout_plan is not None
+    # The wrapper's cache holds what EnvBase caches with the specs, not the plan's reads.
+    assert "numpy_rows_apply" not in env._cache
+    assert "random_rollout_plan" not in env._cache
+    env.close()

@@ -66,9 +66,6 @@ class GymPlanEnv(Protocol):
     _info_readers: list
     _cpu_device: torch.device | None
     _target_device: torch.device | None
-    _cache: dict[str, Any]
-
-    def _cached(self, name: str, compute: Callable[[], Any]) -> Any: ...
 
     def _step(self, tensordict: TensorDictBase) -> TensorDictBase: ...
 

@@ -25,6 +25,8 @@ from rl_core.tensordict_access import build_tensordict, get_leaf, set_leaf
 from rl_envs._accel.gym_parts import GymPlanEnv, numpy_rows_apply, runs_own_steps
 from rl_envs._accel.gym_rollout import plan_random_rollout, random_rollout
 
+_UNREAD: Any = object()
+
 
 class GymStepPlan(StepPlan):
     """The step plan of a :class:`~rl_envs.libs.GymWrapper` (see the module docstring).
@@ -40,6 +42,10 @@ class GymStepPlan(StepPlan):
         self.wrapper = env
         # One action entry (not a Composite of them, which the encoder reads entry by entry).
         self.single_action = not isinstance(env.action_spec, Composite)
+        # Read on first use, for the life of the plan (rebuilt with the wrapper's specs, which
+        # an info reader changes).
+        self.rows_apply: bool | None = None
+        self.rollout_plan: Any = _UNREAD
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase | None:
         """``_step`` where every output goes into the row blocks (``_rows_only``, no info
@@ -61,9 +67,9 @@ class GymStepPlan(StepPlan):
         :meth:`merge_reset_rows`. Only where ``numpy_rows_apply`` holds and no info reader is
         set; ``None`` (step then reset) elsewhere."""
         env = self.wrapper
-        applies = env._cache.get("numpy_rows_apply")
+        applies = self.rows_apply
         if applies is None:
-            applies = env._cached("numpy_rows_apply", lambda: numpy_rows_apply(env))
+            applies = self.rows_apply = numpy_rows_apply(env)
         if not applies or env._info_readers:
             return None
         rows = env._rows
@@ -140,7 +146,9 @@ class GymStepPlan(StepPlan):
         if env._info_readers or not runs_own_steps(env):
             return None
         # Info readers are checked above: they can be added after the plan is cached.
-        plan = env._cached("random_rollout_plan", lambda: plan_random_rollout(env))
+        plan = self.rollout_plan
+        if plan is _UNREAD:
+            plan = self.rollout_plan = plan_random_rollout(env)
         if plan is None:
             return None
         return random_rollout(
