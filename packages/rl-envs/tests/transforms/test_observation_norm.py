@@ -4,7 +4,7 @@ import torch
 from tensordict import TensorDict
 
 from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
-from rl_core.envs.step_plan import built_plan
+from rl_core.envs._plans import built_plan
 from rl_envs.transforms import ObservationNorm
 from rl_envs.transforms._affine import affine
 

@@ -14,7 +14,8 @@ from rl_core import (
     check_env_specs,
 )
 from rl_core.envs import StepPlan
-from rl_core.envs.step_plan import built_plan, fusable_as_declared
+from rl_core.envs._plans import built_plan
+from rl_core.envs.step_plan import fusable_as_declared
 from rl_envs.transforms import RewardClipping, RewardScaling
 
 
