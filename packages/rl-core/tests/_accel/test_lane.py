@@ -7,7 +7,7 @@ from tensordict import TensorDict
 
 from rl_core._accel.lane import lane_plan_factory
 from rl_core.envs import EnvBase, StepPlan
-from rl_core.envs.step_plan import built_plan
+from rl_core.envs._plans import built_plan
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
