@@ -36,11 +36,21 @@ def test_envs_share_one_data_loader_served_by_an_actor(ray_cluster):
     assert list(second.reset()["query"]) == ["q0", "q0", "q1", "q1"]
     with pytest.raises(ValueError, match="no actor named 'absent'"):
         RayDataLoadingPrimer(actor_name="absent")
+    ray_cluster.kill(ray_cluster.get_actor("shared-data"))
 
 
 def test_use_ray_service_builds_the_ray_primer_with_its_options(ray_cluster):
     rows = [{"query": f"p{i}"} for i in range(4)]
+    # An actor of an earlier test may still be releasing its CPU: start from an idle cluster,
+    # so the difference below is this primer's actor alone.
+    total = ray_cluster.cluster_resources().get("CPU", 0.0)
+    deadline = time.monotonic() + 30
+    while ray_cluster.available_resources().get("CPU", 0.0) < total and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.1)
     free_before = ray_cluster.available_resources().get("CPU", 0.0)
+    assert free_before == total, f"the cluster kept {total - free_before} CPU busy for 30 s"
     primer = DataLoadingPrimer(
         rows,
         use_ray_service=True,
