@@ -41,9 +41,8 @@ from tqdm import tqdm
 
 from rl_buffers import LazyTensorStorage, RayReplayBuffer, TensorDictReplayBuffer
 from rl_collectors import Evaluator, RayCollector, SyncDataCollector
-from rl_core.objectives import SoftUpdate
 from rl_envs import GymEnv
-from rl_objectives import SACLoss
+from rl_objectives import SACLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 
 STORED = ("observation", "action", "next")

@@ -32,9 +32,8 @@ from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import RewardSum, TransformedEnv
 from rl_core.modules import MLP, EGreedyModule, QValueActor
-from rl_core.objectives import HardUpdate, SoftUpdate
 from rl_envs import GymEnv
-from rl_objectives import DQNLoss
+from rl_objectives import DQNLoss, HardUpdate, SoftUpdate
 from rl_objectives.loggers import get_logger
 
 

@@ -45,7 +45,6 @@ from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import Compose, RewardSum, StepCounter, TransformedEnv
 from rl_core.modules import MLP, ConvNet, EGreedyModule, QValueActor
-from rl_core.objectives import HardUpdate
 from rl_envs import GymEnv, ParallelEnv, default_info_dict_reader
 from rl_envs.transforms import (
     CatFrames,
@@ -56,7 +55,7 @@ from rl_envs.transforms import (
     RewardClipping,
     ToTensorImage,
 )
-from rl_objectives import DQNLoss
+from rl_objectives import DQNLoss, HardUpdate
 from rl_objectives.loggers import get_logger
 
 PIXELS = "observation"

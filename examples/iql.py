@@ -33,9 +33,8 @@ from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import ExplorationType, RandomPolicy, RewardSum, TransformedEnv, set_exploration_type
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_core.objectives import SoftUpdate
 from rl_envs import GymEnv
-from rl_objectives import IQLLoss
+from rl_objectives import IQLLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 
 

@@ -51,9 +51,8 @@ from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import RewardSum, TransformedEnv
 from rl_core.modules import EGreedyModule, QValueModule
-from rl_core.objectives import SoftUpdate
 from rl_envs import PettingZooEnv, SerialEnv
-from rl_objectives import QMixerLoss
+from rl_objectives import QMixerLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 from rl_objectives.mixers import QMixer, VDNMixer
 from rl_objectives.modules import MultiAgentMLP

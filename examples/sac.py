@@ -30,9 +30,8 @@ from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import RewardSum, TransformedEnv
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_core.objectives import SoftUpdate
 from rl_envs import GymEnv
-from rl_objectives import SACLoss
+from rl_objectives import SACLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 
 

@@ -48,9 +48,8 @@ from rl_core import (
     set_exploration_type,
 )
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_core.objectives import SoftUpdate
 from rl_envs import CatTensors, DMControlEnv, GymEnv, SerialEnv
-from rl_objectives import SACLoss
+from rl_objectives import SACLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 
 

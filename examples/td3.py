@@ -31,9 +31,8 @@ from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
 from rl_core import RewardSum, TransformedEnv
 from rl_core.modules import MLP, Actor, AdditiveGaussianModule, ValueOperator
-from rl_core.objectives import SoftUpdate
 from rl_envs import GymEnv
-from rl_objectives import TD3Loss
+from rl_objectives import SoftUpdate, TD3Loss
 from rl_objectives.loggers import get_logger
 
 

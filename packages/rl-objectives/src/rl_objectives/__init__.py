@@ -46,6 +46,7 @@ from rl_objectives.losses import (
     categorical_kl_terms,
 )
 from rl_objectives.mixers import QMixer, VDNMixer
+from rl_objectives.target_updaters import HardUpdate, SoftUpdate, TargetNetUpdater
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
     GAE,
@@ -123,6 +124,9 @@ __all__ += [
     "mixers",
     "QMixer",
     "VDNMixer",
+    "TargetNetUpdater",
+    "SoftUpdate",
+    "HardUpdate",
 ]
 
 # networks of one algorithm family (world models, Decision Transformer, multi-agent, DQN)

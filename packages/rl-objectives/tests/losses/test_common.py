@@ -130,7 +130,8 @@ def _losses_and_grads(loss, td, seed):
 def _assert_planned_loading_matches_to_module(loss, make_td, monkeypatch):
     """Planned and generic parameter loading give identical losses and gradients, also after
     optimizer steps and soft target updates."""
-    from rl_core.objectives import LossModule, SoftUpdate
+    from rl_core.objectives import LossModule
+    from rl_objectives import SoftUpdate
 
     optim = torch.optim.Adam(loss.parameters(), lr=0.01)
     updater = SoftUpdate(loss, tau=0.2)

@@ -10,8 +10,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _nets import N_ACT, OBS, assert_same_grads, grads, offpolicy_batch
 
 from rl_core.modules import MLP, QValueActor
-from rl_core.objectives import HardUpdate
-from rl_objectives import DQNLoss
+from rl_objectives import DQNLoss, HardUpdate
 
 
 class Dueling(nn.Module):

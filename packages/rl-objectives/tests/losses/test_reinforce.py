@@ -7,8 +7,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from _nets import assert_same_grads, categorical_actor, grads, onpolicy_batch, value_critic
 
-from rl_core.objectives import SoftUpdate
-from rl_objectives import ReinforceLoss, ValueEstimators
+from rl_objectives import ReinforceLoss, SoftUpdate, ValueEstimators
 
 
 def test_reinforce_matches_reference_with_td1_returns():

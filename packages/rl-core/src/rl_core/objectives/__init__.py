@@ -1,15 +1,9 @@
-"""The base of the losses and the target-network updaters.
+"""The base of the losses.
 
-Concrete losses and value estimators live in rl-objectives (and rl-llm); they subclass
-:class:`LossModule` from here.
+Concrete losses, value estimators and the target-network updaters live in rl-objectives (and
+rl-llm); they subclass or take :class:`LossModule` from here.
 """
 
 from rl_core.objectives.common import LossModule
-from rl_core.objectives.target_updaters import HardUpdate, SoftUpdate, TargetNetUpdater
 
-__all__ = [
-    "LossModule",
-    "TargetNetUpdater",
-    "SoftUpdate",
-    "HardUpdate",
-]
+__all__ = ["LossModule"]

@@ -102,7 +102,7 @@ class LossModule(nn.Module, abc.ABC):
     ``create_target_params=True``, ``self.target_value_network_params`` holds a detached copy
     whose entries are registered as buffers: they are in ``state_dict()`` and follow
     ``.to()``, but are not in ``parameters()``. Target updaters
-    (:class:`~rl_core.objectives.SoftUpdate`, :class:`~rl_core.objectives.HardUpdate`) find
+    (rl-objectives' ``SoftUpdate`` and ``HardUpdate``) find
     them through :attr:`target_network_names`. Parameters shared by two converted networks
     (a common trunk) are the same objects, and ``parameters()`` lists them once.
 

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from rl_core.objectives import HardUpdate, SoftUpdate
+from rl_objectives import HardUpdate, SoftUpdate
 from rl_objectives.trainers import TargetNetUpdaterHook, Trainer
 
 

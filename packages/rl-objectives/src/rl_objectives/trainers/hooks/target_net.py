@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rl_core.objectives import TargetNetUpdater
+from rl_objectives import TargetNetUpdater
 from rl_objectives.trainers.hooks.common import TrainerHookBase
 
 
@@ -12,12 +12,12 @@ class TargetNetUpdaterHook(TrainerHookBase):
     """Calls ``updater.step()`` after every optimisation step (``post_optim``).
 
     The target parameters live in the loss module, so the trainer saves them with it; this
-    hook saves the updater's step counter (:class:`~rl_core.objectives.HardUpdate` copies on
+    hook saves the updater's step counter (:class:`~rl_objectives.HardUpdate` copies on
     every ``N``-th step) so a resumed run copies at the same steps.
 
     Args:
-        target_params_updater: a :class:`~rl_core.objectives.SoftUpdate` or
-            :class:`~rl_core.objectives.HardUpdate` of the trained loss.
+        target_params_updater: a :class:`~rl_objectives.SoftUpdate` or
+            :class:`~rl_objectives.HardUpdate` of the trained loss.
 
     Raises:
         TypeError: the updater is not a ``TargetNetUpdater``.
@@ -26,7 +26,7 @@ class TargetNetUpdaterHook(TrainerHookBase):
     def __init__(self, target_params_updater: TargetNetUpdater) -> None:
         if not isinstance(target_params_updater, TargetNetUpdater):
             raise TypeError(
-                f"TargetNetUpdaterHook: expected an rl_core.objectives.TargetNetUpdater "
+                f"TargetNetUpdaterHook: expected an rl_objectives.TargetNetUpdater "
                 f"(SoftUpdate, HardUpdate), got {type(target_params_updater).__name__}."
             )
         self.target_params_updater = target_params_updater

@@ -3,7 +3,8 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from rl_core.objectives import HardUpdate, LossModule, SoftUpdate, TargetNetUpdater
+from rl_core.objectives import LossModule
+from rl_objectives.target_updaters import HardUpdate, SoftUpdate, TargetNetUpdater
 
 
 class TwoNetworkLoss(LossModule):

@@ -7,7 +7,7 @@ import abc
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.objectives.common import LossModule
+from rl_core.objectives import LossModule
 
 
 class TargetNetUpdater(abc.ABC):
@@ -96,7 +96,8 @@ class SoftUpdate(TargetNetUpdater):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.objectives import LossModule, SoftUpdate
+        >>> from rl_core.objectives import LossModule
+        >>> from rl_objectives import SoftUpdate
         >>> class Loss(LossModule):
         ...     def __init__(self, net):
         ...         super().__init__()
@@ -169,7 +170,8 @@ class HardUpdate(TargetNetUpdater):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.objectives import HardUpdate, LossModule
+        >>> from rl_core.objectives import LossModule
+        >>> from rl_objectives import HardUpdate
         >>> class Loss(LossModule):
         ...     def __init__(self, net):
         ...         super().__init__()
