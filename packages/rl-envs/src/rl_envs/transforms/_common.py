@@ -130,14 +130,30 @@ def reset_weight(
     return mask.reshape(*mask.shape, *([1] * extra)).to(reference.dtype)
 
 
-def check_negative_dim(dim: int, where: str, arg: str = "dim") -> int:
-    """Event dims are counted from the end, so they do not depend on the batch size."""
-    if not isinstance(dim, int) or isinstance(dim, bool) or dim >= 0:
+def check_negative_dim(
+    dim: int, where: str, arg: str = "dim", *, allow_positive_dim: bool = False
+) -> int:
+    """Event dims are counted from the end, so they do not depend on the batch size; with
+    ``allow_positive_dim`` a dim ``>= 0`` is accepted too (see :func:`feature_dim`)."""
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"{where}: expected an int {arg}, got {type(dim).__name__} {dim!r}.")
+    if dim >= 0 and not allow_positive_dim:
         raise ValueError(
             f"{where}: expected a negative {arg} (counted from the last dim, so that it means "
-            f"the same for any batch size), got {dim!r}."
+            f"the same for any batch size), got {dim!r}. Pass allow_positive_dim=True to count "
+            f"it from the first dim after the env's batch dims."
         )
     return dim
+
+
+def feature_dim(transform: Transform, dim: int) -> int:
+    """The tensor dim that ``dim`` names for ``transform``: a negative dim as it is; a dim
+    ``>= 0`` is the ``dim``-th dim after the batch dims of the env the transform sits in
+    (``len(parent.batch_size) + dim``), or the tensor's own dim ``dim`` outside an env."""
+    if dim < 0:
+        return dim
+    parent = transform.parent
+    return dim if parent is None else len(parent.batch_size) + dim
 
 
 def map_action_leaves(

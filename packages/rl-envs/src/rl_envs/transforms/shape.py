@@ -8,7 +8,12 @@ import torch
 
 from rl_core import Bounded, Composite, TensorSpec, Transform, Unbounded
 from rl_core.keys import NestedKey
-from rl_envs.transforms._common import check_negative_dim, map_action_leaves, map_output_leaves
+from rl_envs.transforms._common import (
+    check_negative_dim,
+    feature_dim,
+    map_action_leaves,
+    map_output_leaves,
+)
 
 _Keys = NestedKey | Sequence[NestedKey] | None
 
@@ -29,14 +34,21 @@ class _ShapeTransform(Transform):
 
 
 class UnsqueezeTransform(_ShapeTransform):
-    """Inserts a singleton dim at ``dim`` (negative); the inverse path removes it from actions.
+    """Inserts a singleton dim at ``dim``; the inverse path removes it from actions.
 
     Args:
-        dim: a negative dim, counted from the last.
+        dim: a negative dim, counted from the last; or, with ``allow_positive_dim``, a dim
+            ``>= 0``: the ``dim``-th dim after the batch dims of the env the transform sits
+            in (outside an env, the tensor's own dim ``dim``, whatever the batch size of the
+            TensorDict it is given).
         in_keys: entries to unsqueeze.
         out_keys: where to write them; default ``in_keys``.
         in_keys_inv: actions the env reads without the dim.
         out_keys_inv: the keys the policy writes (with the dim); default ``in_keys_inv``.
+        allow_positive_dim: accept a ``dim >= 0`` (keyword-only; default False).
+
+    Raises:
+        ValueError: ``dim >= 0`` without ``allow_positive_dim``.
 
     Examples:
         >>> import torch
@@ -53,9 +65,19 @@ class UnsqueezeTransform(_ShapeTransform):
         out_keys: _Keys = None,
         in_keys_inv: _Keys = None,
         out_keys_inv: _Keys = None,
+        *,
+        allow_positive_dim: bool = False,
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-        self.dim = check_negative_dim(dim, "UnsqueezeTransform")
+        name = type(self).__name__
+        self.allow_positive_dim = bool(allow_positive_dim)
+        self._dim = check_negative_dim(dim, name, allow_positive_dim=self.allow_positive_dim)
+
+    @property
+    def dim(self) -> int:
+        """The tensor dim the transform acts on (a dim ``>= 0`` shifted by the env's batch
+        dims, see the class docstring)."""
+        return feature_dim(self, self._dim)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.unsqueeze(self.dim)
@@ -64,21 +86,25 @@ class UnsqueezeTransform(_ShapeTransform):
         return value.squeeze(self.dim)
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
-        return spec.unsqueeze(len(spec.shape) + 1 + self.dim)
+        dim = self.dim
+        return spec.unsqueeze(dim if dim >= 0 else len(spec.shape) + 1 + dim)
 
 
-class SqueezeTransform(_ShapeTransform):
-    """Removes the singleton dim ``dim`` (negative); the inverse path adds it back to actions.
+class SqueezeTransform(UnsqueezeTransform):
+    """Removes the singleton dim ``dim``; the inverse path adds it back to actions.
 
     Args:
-        dim: a negative dim, counted from the last; it must have size 1.
+        dim: a negative dim, counted from the last; or, with ``allow_positive_dim``, a dim
+            ``>= 0`` counted as in :class:`UnsqueezeTransform`. It must have size 1.
         in_keys: entries to squeeze.
         out_keys: where to write them; default ``in_keys``.
         in_keys_inv: actions the env reads with the dim.
         out_keys_inv: the keys the policy writes (without it); default ``in_keys_inv``.
+        allow_positive_dim: accept a ``dim >= 0`` (keyword-only; default False).
 
     Raises:
-        ValueError: (on the specs) the dim of an entry does not have size 1.
+        ValueError: ``dim >= 0`` without ``allow_positive_dim``; (on the specs) the dim of an
+            entry does not have size 1.
 
     Examples:
         >>> import torch
@@ -88,17 +114,6 @@ class SqueezeTransform(_ShapeTransform):
         torch.Size([3, 2])
     """
 
-    def __init__(
-        self,
-        dim: int,
-        in_keys: _Keys = None,
-        out_keys: _Keys = None,
-        in_keys_inv: _Keys = None,
-        out_keys_inv: _Keys = None,
-    ) -> None:
-        super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-        self.dim = check_negative_dim(dim, "SqueezeTransform")
-
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.squeeze(self.dim)
 
@@ -106,22 +121,28 @@ class SqueezeTransform(_ShapeTransform):
         return value.unsqueeze(self.dim)
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
-        if len(spec.shape) < -self.dim or spec.shape[self.dim] != 1:
+        dim = self.dim
+        ndim = len(spec.shape)
+        index = dim if dim >= 0 else ndim + dim
+        if not 0 <= index < ndim or spec.shape[index] != 1:
             raise ValueError(
                 f"SqueezeTransform: the entry {key!r} of shape {tuple(spec.shape)} has no "
-                f"singleton dim {self.dim}."
+                f"singleton dim {dim}."
             )
-        return spec.squeeze(len(spec.shape) + self.dim)
+        return spec.squeeze(index)
 
 
 class FlattenObservation(_ShapeTransform):
-    """Flattens the dims ``first_dim..last_dim`` (negative) of entries into one.
+    """Flattens the dims ``first_dim..last_dim`` of entries into one.
 
     Args:
-        first_dim: the first dim to flatten (negative).
-        last_dim: the last dim to flatten (negative, >= ``first_dim``).
+        first_dim: the first dim to flatten (negative; or, with ``allow_positive_dim``,
+            ``>= 0``: counted from the first dim after the env's batch dims, as in
+            :class:`UnsqueezeTransform`).
+        last_dim: the last dim to flatten (same rule; not before ``first_dim``).
         in_keys: entries to flatten. Defaults to ``["pixels"]``.
         out_keys: where to write them; default ``in_keys``.
+        allow_positive_dim: accept dims ``>= 0`` (keyword-only; default False).
 
     Examples:
         >>> import torch
@@ -132,28 +153,49 @@ class FlattenObservation(_ShapeTransform):
     """
 
     def __init__(
-        self, first_dim: int, last_dim: int, in_keys: _Keys = None, out_keys: _Keys = None
+        self,
+        first_dim: int,
+        last_dim: int,
+        in_keys: _Keys = None,
+        out_keys: _Keys = None,
+        *,
+        allow_positive_dim: bool = False,
     ) -> None:
         super().__init__("pixels" if in_keys is None else in_keys, out_keys)
-        self.first_dim = check_negative_dim(first_dim, "FlattenObservation", "first_dim")
-        self.last_dim = check_negative_dim(last_dim, "FlattenObservation", "last_dim")
-        if first_dim > last_dim:
+        self.allow_positive_dim = bool(allow_positive_dim)
+        self._first_dim = check_negative_dim(
+            first_dim, "FlattenObservation", "first_dim", allow_positive_dim=allow_positive_dim
+        )
+        self._last_dim = check_negative_dim(
+            last_dim, "FlattenObservation", "last_dim", allow_positive_dim=allow_positive_dim
+        )
+        if (first_dim < 0) == (last_dim < 0) and first_dim > last_dim:
             raise ValueError(
                 f"FlattenObservation: expected first_dim <= last_dim, got {first_dim} > {last_dim}."
             )
+
+    @property
+    def first_dim(self) -> int:
+        """The tensor dim the flattening starts at."""
+        return feature_dim(self, self._first_dim)
+
+    @property
+    def last_dim(self) -> int:
+        """The tensor dim the flattening ends at."""
+        return feature_dim(self, self._last_dim)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.flatten(self.first_dim, self.last_dim)
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
-        if len(spec.shape) < -self.first_dim:
+        first, last = self.first_dim, self.last_dim
+        ndim = len(spec.shape)
+        if not -ndim <= first < ndim or not -ndim <= last < ndim:
             raise ValueError(
-                f"FlattenObservation: the entry {key!r} of shape {tuple(spec.shape)} has no dim "
-                f"{self.first_dim}."
+                f"FlattenObservation: the entry {key!r} of shape {tuple(spec.shape)} has no dims "
+                f"{first}..{last}."
             )
-        return spec.reshape(
-            torch.zeros(spec.shape, device="meta").flatten(self.first_dim, self.last_dim).shape
-        )
+        return spec.reshape(torch.zeros(spec.shape, device="meta").flatten(first, last).shape)
 
 
 class PermuteTransform(_ShapeTransform):
