@@ -80,7 +80,7 @@ def test_parallel_env_collector():
         env.set_seed(1)
         collector = SyncDataCollector(env, policy, frames_per_batch=60)
         assert_same(collector.next(), expected)
-        assert split_trajectories(expected)["collector", "mask"].sum() == 60
+        assert split_trajectories(expected)["mask"].sum() == 60
     finally:
         env.close()
 

@@ -27,7 +27,7 @@ from rl_collectors._common import (
 from rl_collectors._worker import SharedWeights, worker_main
 from rl_collectors.base import BaseCollector
 from rl_collectors.profiling import ProfileConfig
-from rl_collectors.utils import TRAJ_IDS, split_trajectories
+from rl_collectors.utils import COLLECTOR, TRAJ_IDS, split_trajectories
 from rl_collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType
 
@@ -269,7 +269,7 @@ class MultiCollectorBase(BaseCollector):
     def _finish(self, batch: TensorDictBase) -> TensorDictBase | None:
         """Split, post-process and store a batch whose frames were counted."""
         if self.split_trajs:
-            batch = split_trajectories(batch)
+            batch = split_trajectories(batch, prefix=COLLECTOR)
         if self.postproc is not None:
             batch = self.postproc(batch)
         if self.replay_buffer is None:

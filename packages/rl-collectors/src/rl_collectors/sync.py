@@ -24,7 +24,7 @@ from rl_collectors._common import (
 )
 from rl_collectors.base import BaseCollector
 from rl_collectors.profiling import ProfileConfig, RolloutProfiler
-from rl_collectors.utils import TRAJ_IDS, split_trajectories
+from rl_collectors.utils import COLLECTOR, TRAJ_IDS, split_trajectories
 from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType, set_exploration_type
 from rl_core.envs import TrajectoryWriter
@@ -54,7 +54,7 @@ class SyncDataCollector(BaseCollector):
             until this many frames have been collected.
         max_frames_per_traj: truncate episodes after this many steps (a ``StepCounter``).
         reset_at_each_iter: reset the env at the start of every batch.
-        split_trajs: yield ``split_trajectories(batch)``: ``[n_trajs, T]`` with a ``("collector",
+        split_trajs: yield ``split_trajectories(batch, prefix="collector")``: ``[n_trajs, T]`` with a ``("collector",
             "mask")``.
         exploration_type: the exploration type under which the policy runs.
         device: the default for ``storing_device`` and ``policy_device``.
@@ -243,7 +243,7 @@ class SyncDataCollector(BaseCollector):
         if self.set_truncated:
             mark_last_truncated(batch, self._done_paths)
         if self.split_trajs:
-            batch = split_trajectories(batch)
+            batch = split_trajectories(batch, prefix=COLLECTOR)
         if self.postproc is not None:
             batch = self.postproc(batch)
         return batch
