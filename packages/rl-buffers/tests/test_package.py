@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from rl_core.testing.package import check_import_loads_no_sibling, check_version_matches_pyproject
+from testkit.package import check_import_loads_no_sibling, check_version_matches_pyproject
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 

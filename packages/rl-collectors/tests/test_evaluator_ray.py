@@ -8,11 +8,11 @@ from functools import partial
 import pytest
 from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
+from testkit.ray_cluster import local_ray_cluster
 from torch import nn
 
 from rl_collectors import Evaluator
 from rl_core.testing import CountingEnv
-from rl_core.testing.ray_cluster import local_ray_cluster
 
 pytestmark = pytest.mark.ray
 

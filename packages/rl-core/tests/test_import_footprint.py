@@ -1,6 +1,6 @@
 """`import rl_core` must stay light: no optional heavy library, no sibling package."""
 
-from rl_core.testing.package import SIBLINGS, modules_loaded_by
+from testkit.package import SIBLINGS, modules_loaded_by
 
 HEAVY = ("gymnasium", "pettingzoo", "transformers", "ray", "vllm", "tokenizers", "ale_py")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
+from testkit.readme import run_readme_example
 
 from rl_core import tensordict_access as access
-from rl_core.testing.readme import run_readme_example
 
 
 def _nested() -> TensorDict:

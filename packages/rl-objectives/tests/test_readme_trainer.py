@@ -1,7 +1,7 @@
 import re
 from pathlib import Path
 
-from rl_core.testing.readme import run_readme_example
+from testkit.readme import run_readme_example
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

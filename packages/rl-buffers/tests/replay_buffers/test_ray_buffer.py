@@ -6,13 +6,13 @@ from functools import partial
 import pytest
 import torch
 from tensordict import TensorDict
+from testkit.ray_cluster import local_ray_cluster
 
 from rl_buffers import (
     LazyTensorStorage,
     RayReplayBuffer,
     TensorDictPrioritizedReplayBuffer,
 )
-from rl_core.testing.ray_cluster import local_ray_cluster
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
+from testkit.ray_cluster import local_ray_cluster
 from torch import nn
 
 from rl_collectors import RayCollector, SyncDataCollector
 from rl_core.testing import CountingEnv
-from rl_core.testing.ray_cluster import local_ray_cluster
 
 pytestmark = pytest.mark.ray
 

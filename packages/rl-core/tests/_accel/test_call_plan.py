@@ -275,7 +275,7 @@ def test_env_rollout_through_the_plan_matches_the_generic_call():
 def test_readme_section_example_runs(tmp_path):
     from pathlib import Path
 
-    from rl_core.testing.readme import run_readme_example
+    from testkit.readme import run_readme_example
 
     text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("## Calling a policy fast", 1)[1].split("\n## ", 1)[0]

@@ -6,15 +6,12 @@ from tensordict import TensorDict
 
 from rl_core.envs import EnvBase, StepPlan
 from rl_core.specs import Categorical, Composite, Unbounded
-from rl_core.testing import (
-    ConformanceError,
-    CountingEnv,
-    EnvConformanceSuite,
+from rl_core.testing import ConformanceError, CountingEnv, EnvConformanceSuite, run_env_conformance
+from rl_core.testing._conformance import (
     check_done_flags,
     check_partial_reset,
     check_seeding,
     check_step_and_reset,
-    run_env_conformance,
 )
 from rl_core.transforms import InitTracker, StepCounter, TransformedEnv
 

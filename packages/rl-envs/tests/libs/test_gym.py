@@ -3,11 +3,11 @@ import sys
 import numpy as np
 import pytest
 import torch
+from testkit.package import modules_loaded_by
 
 from rl_core.envs import check_env_specs
 from rl_core.specs import Bounded, Categorical, OneHot, Unbounded
 from rl_core.testing import EnvConformanceSuite
-from rl_core.testing.package import modules_loaded_by
 from rl_envs.libs import GymEnv, GymWrapper
 
 gym = pytest.importorskip("gymnasium")

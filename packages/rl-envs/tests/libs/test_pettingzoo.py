@@ -5,9 +5,9 @@ import sys
 import pytest
 import torch
 from tensordict import TensorDict
+from testkit.package import modules_loaded_by
 
 from rl_core.specs import Categorical, OneHot, Unbounded
-from rl_core.testing.package import modules_loaded_by
 from rl_envs.libs import MarlGroupMapType, PettingZooWrapper
 
 pettingzoo = pytest.importorskip("pettingzoo")

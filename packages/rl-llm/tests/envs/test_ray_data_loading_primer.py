@@ -1,9 +1,9 @@
 import time
 
 import pytest
+from testkit.ray_cluster import local_ray_cluster
 
 from rl_core import TransformedEnv
-from rl_core.testing.ray_cluster import local_ray_cluster
 from rl_llm.envs import DataLoadingPrimer, LLMEnv, RayDataLoadingPrimer
 
 pytestmark = pytest.mark.ray

@@ -1,21 +1,18 @@
-"""Test helpers for env implementations: the conformance kit and small reference envs."""
+"""Test helpers for env implementations: the conformance kit and a small reference env.
 
-from rl_core.testing.conformance import (
+:class:`EnvConformanceSuite` (pytest) and :func:`run_env_conformance` (anywhere) run every
+check of ``REQUIRED_CHECKS`` and ``OPTIONAL_CHECKS`` on an env. Two checks are also public on
+their own, because fast-path tests call them with their own settings: :func:`check_step_plan`
+(an env's step plan against its reference ``step``) and :func:`check_random_rollout` (the
+no-policy rollout against the generic loop).
+"""
+
+from rl_core.testing._conformance import (
     OPTIONAL_CHECKS,
     REQUIRED_CHECKS,
     ConformanceError,
     EnvConformanceSuite,
-    check_close,
-    check_device,
-    check_done_flags,
-    check_partial_reset,
     check_random_rollout,
-    check_reset,
-    check_rollout_shapes,
-    check_seeding,
-    check_specs_match_rollout,
-    check_step_and_reset,
-    check_step_mdp_round_trip,
     check_step_plan,
     run_env_conformance,
 )
@@ -27,17 +24,7 @@ __all__ = [
     "ConformanceError",
     "CountingEnv",
     "EnvConformanceSuite",
-    "check_close",
-    "check_device",
-    "check_done_flags",
-    "check_partial_reset",
     "check_random_rollout",
-    "check_reset",
-    "check_rollout_shapes",
-    "check_seeding",
-    "check_specs_match_rollout",
-    "check_step_and_reset",
-    "check_step_mdp_round_trip",
     "check_step_plan",
     "run_env_conformance",
 ]

@@ -459,24 +459,3 @@ class EnvConformanceSuite:
         if not (self.seedable and self.deterministic_steps):
             pytest.skip("comparing twin envs needs a seedable env with deterministic steps")
         check_step_plan(self.make_env)
-
-
-__all__ = [
-    "ConformanceError",
-    "EnvConformanceSuite",
-    "OPTIONAL_CHECKS",
-    "REQUIRED_CHECKS",
-    "check_close",
-    "check_device",
-    "check_done_flags",
-    "check_partial_reset",
-    "check_random_rollout",
-    "check_reset",
-    "check_rollout_shapes",
-    "check_seeding",
-    "check_specs_match_rollout",
-    "check_step_and_reset",
-    "check_step_mdp_round_trip",
-    "check_step_plan",
-    "run_env_conformance",
-]
