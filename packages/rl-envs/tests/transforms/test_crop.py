@@ -45,12 +45,13 @@ def test_crops_the_window_at_top_left_of_a_batched_pixel_env():
     env = TransformedEnv(PixelCounter(), Crop(3, 2, top=1, left=4))
     check_env_specs(env)
     spec = env.observation_spec["pixels"]
-    assert spec.shape == (2, 3, 2, 3)
+    # TorchRL's order: w = 3 rows, h = 2 columns
+    assert spec.shape == (2, 3, 3, 2)
     assert spec.dtype == torch.uint8
     traj = env.rollout(2, lambda td: td.set("action", torch.zeros(2, 1)))
-    # Channel 2, row 1 + 1, col 4 + 2, after 2 steps: 200 + 20 + 6 + 2.
-    assert traj["next", "pixels"][1, 1, 2, 1, 2].item() == 228
-    ref = PixelCounter().reset()["pixels"][..., 1:3, 4:7]
+    # Channel 2, row 1 + 2, col 4 + 1, after 2 steps: 200 + 30 + 5 + 2.
+    assert traj["next", "pixels"][1, 1, 2, 2, 1].item() == 237
+    ref = PixelCounter().reset()["pixels"][..., 1:4, 4:6]
     assert torch.equal(traj["pixels"][:, 0], ref)
 
 

@@ -2,8 +2,8 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import Compose, TransformedEnv, check_env_specs
-from rl_envs.transforms import CenterCrop, GrayScale, ObservationNorm, Resize, ToTensorImage
+from rl_core import Bounded, Compose, TransformedEnv, check_env_specs
+from rl_envs.transforms import CenterCrop, Crop, GrayScale, ObservationNorm, Resize, ToTensorImage
 
 OBS = ["observation"]
 
@@ -33,7 +33,7 @@ def test_gray_resize_crop_on_pong(pong):
     expected = 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
     assert torch.allclose(gray[0], expected, atol=1e-6)
     assert td["small"].shape == (1, 84, 84)
-    assert torch.equal(td["crop"], td["small"][:, 26:58, 10:74])
+    assert torch.equal(td["crop"], td["small"][:, 10:74, 26:58])
 
 
 def test_normalised_pixels(pong):
@@ -54,7 +54,7 @@ def test_on_a_buffer_batch_of_uint8_frames():
     chw = TensorDict(pixels=frames[0, 0].permute(2, 0, 1))
     ints = Resize(20, 15, interpolation="nearest")(chw)["pixels"]
     assert ints.dtype == torch.uint8
-    assert ints.shape == (3, 15, 20)
+    assert ints.shape == (3, 20, 15)
 
 
 def test_errors(cartpole, pong):
@@ -72,3 +72,31 @@ def test_errors(cartpole, pong):
         env.reset()
     with pytest.raises(ValueError, match="Resize: interpolation must be one of"):
         Resize(8, interpolation="lanczos")
+
+
+def test_resize_and_crops_take_torchrl_argument_order():
+    # TorchRL (torchvision underneath): w is the size of dim -2, h that of dim -1.
+    images = TensorDict(pixels=torch.rand(3, 30, 40))
+    assert Resize(20, 21)(images.clone())["pixels"].shape == (3, 20, 21)
+    assert Resize((20, 21))(images.clone())["pixels"].shape == (3, 20, 21)
+    spec = Resize(20, 21, in_keys=["x"])._map("x", Bounded(0.0, 1.0, shape=(2, 3, 30, 40)))
+    assert spec.shape == (2, 3, 20, 21)
+    with pytest.raises(ValueError, match=r"Resize: expected w as an int or a pair \(w, h\)"):
+        Resize((20, 21, 3))
+    grid = torch.arange(7 * 9.0).reshape(1, 7, 9)  # value 9 * row + col
+    # torchvision's center_crop starts at round((7 - 4) / 2) = 2, round((9 - 2) / 2) = 4
+    crop = CenterCrop(4, 2, in_keys=["g"])(TensorDict(g=grid))["g"]
+    assert crop.tolist() == [[[22.0, 23.0], [31.0, 32.0], [40.0, 41.0], [49.0, 50.0]]]
+    window = Crop(2, 3, top=1, left=4, in_keys=["g"])(TensorDict(g=grid))["g"]
+    assert window.tolist() == [[[13.0, 14.0, 15.0], [22.0, 23.0, 24.0]]]
+
+
+def test_resize_downscales_with_antialiasing_as_torchvision():
+    # 4 -> 2 columns, antialiased bilinear (triangle filter of support 2 input pixels): output
+    # column 0 is centred at input coordinate 1.0, weights 3/7, 3/7, 1/7 on columns 0, 1, 2;
+    # output column 1 weights 1/7, 3/7, 3/7 on columns 1, 2, 3. Without antialiasing it
+    # would be the midpoints 3.5 and 17.5.
+    row = torch.tensor([0.0, 7.0, 14.0, 21.0]).reshape(1, 1, 4)
+    out = Resize(1, 2)(TensorDict(pixels=row))["pixels"]
+    expected = torch.tensor([(3 * 0 + 3 * 7 + 14) / 7, (7 + 3 * 14 + 3 * 21) / 7])
+    torch.testing.assert_close(out.flatten(), expected)

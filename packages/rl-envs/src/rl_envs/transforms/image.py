@@ -113,11 +113,16 @@ class ToTensorImage(_ImageTransform):
 
 
 class Resize(_ImageTransform):
-    """Resizes ``[..., C, H, W]`` images to ``[..., C, h, w]`` (``torch.nn.functional.interpolate``).
+    """Resizes ``[..., C, H, W]`` images to ``[..., C, w, h]`` (``torch.nn.functional.interpolate``,
+    antialiased for ``"bilinear"`` and ``"bicubic"`` as torchvision's ``resize``).
+
+    The argument order is TorchRL's: ``w`` is the size of dim -2 (the rows) and ``h`` that of
+    dim -1, so ``Resize(20, 21)`` gives ``[..., C, 20, 21]``; a pair ``Resize((20, 21))`` is
+    read the same way.
 
     Args:
-        w: the output width.
-        h: the output height; default ``w``.
+        w: the output size of dim -2 (or a pair ``(w, h)``).
+        h: the output size of dim -1; default ``w``.
         interpolation: ``"bilinear"``, ``"nearest"``, ``"bicubic"`` or ``"area"``.
         in_keys: the images. Defaults to ``["pixels"]``.
         out_keys: where to write them; default ``in_keys``.
@@ -125,22 +130,29 @@ class Resize(_ImageTransform):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> t = Resize(84, 84)
+        >>> t = Resize(20, 21)
         >>> t(TensorDict(pixels=torch.rand(2, 1, 210, 160), batch_size=[2]))["pixels"].shape
-        torch.Size([2, 1, 84, 84])
+        torch.Size([2, 1, 20, 21])
     """
 
     _MODES = ("bilinear", "nearest", "bicubic", "area")
 
     def __init__(
         self,
-        w: int,
+        w: int | Sequence[int],
         h: int | None = None,
         interpolation: str = "bilinear",
         in_keys: _Keys = None,
         out_keys: _Keys = None,
     ) -> None:
         super().__init__(in_keys, out_keys)
+        if isinstance(w, (list, tuple)):
+            if len(w) != 2 or h is not None:
+                raise ValueError(
+                    f"Resize: expected w as an int or a pair (w, h) with h unset, got w={w!r}, "
+                    f"h={h!r}."
+                )
+            w, h = w
         if interpolation not in self._MODES:
             raise ValueError(
                 f"Resize: interpolation must be one of {self._MODES}, got {interpolation!r}."
@@ -155,18 +167,22 @@ class Resize(_ImageTransform):
         integer = not flat.dtype.is_floating_point
         if integer:
             flat = flat.float()
-        kwargs = {} if self.interpolation in ("nearest", "area") else {"align_corners": False}
-        out = F.interpolate(flat, size=(self.h, self.w), mode=self.interpolation, **kwargs)
+        kwargs = (
+            {}
+            if self.interpolation in ("nearest", "area")
+            else {"align_corners": False, "antialias": True}
+        )
+        out = F.interpolate(flat, size=(self.w, self.h), mode=self.interpolation, **kwargs)
         if integer:
             out = out.clamp(0.0, 255.0).round().to(value.dtype)
         elif self.interpolation != "bicubic":
             out = self._clamped(out)
-        return out.reshape(*lead, c, self.h, self.w)
+        return out.reshape(*lead, c, self.w, self.h)
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         _check_image("Resize", key, spec, None)
         self._record_bounds(spec)
-        shape = (*spec.shape[:-2], self.h, self.w)
+        shape = (*spec.shape[:-2], self.w, self.h)
         if self.interpolation == "bicubic":  # overshoots: no bounds kept
             return Unbounded(shape=shape, device=spec.device, dtype=spec.dtype)
         return _image_spec(spec, shape, spec.dtype)
@@ -178,20 +194,24 @@ class Resize(_ImageTransform):
 
 
 class CenterCrop(_ImageTransform):
-    """Crops the centre ``h x w`` of ``[..., C, H, W]`` images.
+    """Crops the centre ``w x h`` of ``[..., C, H, W]`` images, as torchvision's ``center_crop``.
+
+    TorchRL's argument order: ``w`` rows (dim -2) by ``h`` columns (dim -1). The window starts
+    at row ``round((H - w) / 2)`` and column ``round((W - h) / 2)`` (Python's ``round``, as
+    torchvision).
 
     Args:
-        w: the output width.
-        h: the output height; default ``w``.
+        w: the output size of dim -2.
+        h: the output size of dim -1; default ``w``.
         in_keys: the images. Defaults to ``["pixels"]``.
         out_keys: where to write them; default ``in_keys``.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> t = CenterCrop(4)
+        >>> t = CenterCrop(4, 2)
         >>> t(TensorDict(pixels=torch.rand(3, 10, 8)))["pixels"].shape
-        torch.Size([3, 4, 4])
+        torch.Size([3, 4, 2])
     """
 
     def __init__(
@@ -202,30 +222,32 @@ class CenterCrop(_ImageTransform):
         self.h = int(w if h is None else h)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        top = (value.shape[-2] - self.h) // 2
-        left = (value.shape[-1] - self.w) // 2
-        return value[..., top : top + self.h, left : left + self.w]
+        top = round((value.shape[-2] - self.w) / 2)
+        left = round((value.shape[-1] - self.h) / 2)
+        return value[..., top : top + self.w, left : left + self.h]
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         _check_image("CenterCrop", key, spec, None)
-        if spec.shape[-2] < self.h or spec.shape[-1] < self.w:
+        if spec.shape[-2] < self.w or spec.shape[-1] < self.h:
             raise ValueError(
-                f"CenterCrop: cannot crop {self.h}x{self.w} from images of shape "
+                f"CenterCrop: cannot crop {self.w}x{self.h} from images of shape "
                 f"{tuple(spec.shape)} under {key!r}."
             )
-        return _image_spec(spec, (*spec.shape[:-2], self.h, self.w), spec.dtype)
+        return _image_spec(spec, (*spec.shape[:-2], self.w, self.h), spec.dtype)
 
     def extra_repr(self) -> str:
         return f"w={self.w}, h={self.h}, {super().extra_repr()}"
 
 
 class Crop(_ImageTransform):
-    """Crops the ``h x w`` window of ``[..., C, H, W]`` images whose top-left corner is at
-    row ``top`` and column ``left``.
+    """Crops the ``w x h`` window of ``[..., C, H, W]`` images whose top-left corner is at
+    row ``top`` and column ``left``, as torchvision's ``crop(img, top, left, w, h)``.
+
+    TorchRL's argument order: ``w`` rows (dim -2) by ``h`` columns (dim -1).
 
     Args:
-        w: the output width.
-        h: the output height; default ``w``.
+        w: the output size of dim -2.
+        h: the output size of dim -1; default ``w``.
         top: the first row kept. Defaults to 0.
         left: the first column kept. Defaults to 0.
         in_keys: the images. Defaults to ``["pixels"]``.
@@ -240,7 +262,7 @@ class Crop(_ImageTransform):
         >>> from tensordict import TensorDict
         >>> t = Crop(2, 3, top=1, left=4)
         >>> t(TensorDict(pixels=torch.rand(3, 10, 8)))["pixels"].shape
-        torch.Size([3, 3, 2])
+        torch.Size([3, 2, 3])
     """
 
     def __init__(
@@ -263,16 +285,16 @@ class Crop(_ImageTransform):
             )
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value[..., self.top : self.top + self.h, self.left : self.left + self.w]
+        return value[..., self.top : self.top + self.w, self.left : self.left + self.h]
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         _check_image("Crop", key, spec, None)
-        if spec.shape[-2] < self.top + self.h or spec.shape[-1] < self.left + self.w:
+        if spec.shape[-2] < self.top + self.w or spec.shape[-1] < self.left + self.h:
             raise ValueError(
-                f"Crop: the window of {self.h}x{self.w} at (top={self.top}, left={self.left}) "
+                f"Crop: the window of {self.w}x{self.h} at (top={self.top}, left={self.left}) "
                 f"does not fit in images of shape {tuple(spec.shape)} under {key!r}."
             )
-        return _image_spec(spec, (*spec.shape[:-2], self.h, self.w), spec.dtype)
+        return _image_spec(spec, (*spec.shape[:-2], self.w, self.h), spec.dtype)
 
     def extra_repr(self) -> str:
         return f"w={self.w}, h={self.h}, top={self.top}, left={self.left}, {super().extra_repr()}"
