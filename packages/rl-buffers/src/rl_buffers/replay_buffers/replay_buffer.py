@@ -19,7 +19,7 @@ from rl_buffers.samplers.sampler import Sampler, check_batch_size, check_not_emp
 from rl_buffers.storages._files import atomic_save, atomic_write_json, load_file
 from rl_buffers.storages._manifest import check_files, describe_files
 from rl_buffers.storages.list_storage import ListStorage, stack_items
-from rl_buffers.storages.storage import Storage
+from rl_buffers.storages.storage import Storage, check_compilable
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.round_robin import RoundRobinWriter, batch_len
 from rl_buffers.writers.writer import Writer
@@ -58,13 +58,17 @@ class ReplayBuffer:
             after that many returns (``len`` drops it, writes refill its slot first). Only
             with the default sampler or a ``ConsumingSampler`` of the same count. Defaults
             to None (items are never consumed).
+        compilable: TorchRL's keyword, passed to the default storage and writer (those
+            given keep their own); see :class:`Storage` (both values behave alike here).
+            Defaults to False.
 
     Raises:
         ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA, a
             ``consume_after_n_samples`` the sampler contradicts, or (with a
             ``ConsumingSampler``) ``prefetch`` or an ``ndim > 1`` storage.
-        TypeError: ``generator`` is not a ``torch.Generator``; with a ``ConsumingSampler``,
-            a storage other than list and tensor ones or a writer without ``write_at``.
+        TypeError: ``generator`` is not a ``torch.Generator`` or ``compilable`` not a bool;
+            with a ``ConsumingSampler``, a storage other than list and tensor ones or a
+            writer without ``write_at``.
 
     Examples:
         >>> import torch
@@ -88,9 +92,11 @@ class ReplayBuffer:
         pin_memory: bool = False,
         generator: torch.Generator | None = None,
         consume_after_n_samples: int | None = None,
+        compilable: bool = False,
     ) -> None:
         name = type(self).__name__
-        self._storage = storage if storage is not None else ListStorage(1000)
+        self.compilable = check_compilable(name, compilable)
+        self._storage = storage if storage is not None else ListStorage(1000, compilable=compilable)
         self._sampler = _consuming_sampler(name, sampler, consume_after_n_samples)
         # Samplers that read what was written (StreamingSliceSampler) define mark_update.
         self._mark_update = getattr(self._sampler, "mark_update", None)
@@ -138,7 +144,7 @@ class ReplayBuffer:
             self._writer.load_state_dict({**self._writer.state_dict(), "cursor": next_row})
 
     def _default_writer(self) -> Writer:
-        return RoundRobinWriter()
+        return RoundRobinWriter(self.compilable)
 
     # ---------------------------------------------------------------- parts
     @property

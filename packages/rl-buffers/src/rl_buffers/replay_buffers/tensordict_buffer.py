@@ -79,7 +79,7 @@ class TensorDictReplayBuffer(ReplayBuffer):
         )
 
     def _default_writer(self) -> Writer:
-        return TensorDictRoundRobinWriter()
+        return TensorDictRoundRobinWriter(self.compilable)
 
     @property
     def _prioritized(self) -> bool:

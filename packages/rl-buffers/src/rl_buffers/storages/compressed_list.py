@@ -46,6 +46,7 @@ class CompressedListStorage(ListStorage):
         compression_level: the zstd level (1 to 22) of the default compression. Defaults
             to 3.
         device: where read tensors go. Defaults to ``"cpu"``.
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
 
     Raises:
         ImportError: the default functions are used and zstandard is not installed.
@@ -70,8 +71,9 @@ class CompressedListStorage(ListStorage):
         decompression_fn: Callable[[Tensor, dict[str, Any]], Tensor] | None = None,
         compression_level: int = 3,
         device: torch.device | str = "cpu",
+        compilable: bool = False,
     ) -> None:
-        super().__init__(max_size)
+        super().__init__(max_size, compilable=compilable)
         name = type(self).__name__
         if (compression_fn is None) != (decompression_fn is None):
             raise ValueError(

@@ -65,6 +65,7 @@ class LazyMemmapStorage(TensorStorage):
         ndim: leading batch dims that index items (see :class:`LazyTensorStorage`).
         existsok: whether ``scratch_dir`` may already hold a storage, which is then
             overwritten. Defaults to False (raise instead).
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
 
     Raises:
         FileExistsError: ``scratch_dir`` holds a storage and ``existsok`` is False.
@@ -88,13 +89,14 @@ class LazyMemmapStorage(TensorStorage):
         device: torch.device | str | None = "cpu",
         ndim: int = 1,
         existsok: bool = False,
+        compilable: bool = False,
     ) -> None:
         if device is not None and torch.device(device).type != "cpu":
             raise ValueError(
                 f"LazyMemmapStorage: expected device='cpu' (memory-mapped files live in host "
                 f"memory), got {device!r}. Move samples with a transform or use LazyTensorStorage."
             )
-        super().__init__(None, max_size, device="cpu", ndim=ndim)
+        super().__init__(None, max_size, device="cpu", ndim=ndim, compilable=compilable)
         self.scratch_dir = Path(scratch_dir) if scratch_dir is not None else None
         self.existsok = existsok
         self._journal: _undo.UndoJournal | None = None

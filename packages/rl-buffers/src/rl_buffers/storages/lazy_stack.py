@@ -28,6 +28,7 @@ class LazyStackStorage(ListStorage):
         stack_dim: the dimension of the batch in the lazy stack. Defaults to 0.
         device: where read items go; None (the default) keeps them where they were
             written.
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
 
     Raises:
         ValueError: ``stack_dim`` is not an int.
@@ -53,8 +54,9 @@ class LazyStackStorage(ListStorage):
         *,
         stack_dim: int = 0,
         device: torch.device | str | None = None,
+        compilable: bool = False,
     ) -> None:
-        super().__init__(sys.maxsize if max_size is None else max_size)
+        super().__init__(sys.maxsize if max_size is None else max_size, compilable=compilable)
         if isinstance(stack_dim, bool) or not isinstance(stack_dim, int):
             raise ValueError(
                 f"LazyStackStorage: expected stack_dim to be an int, got {stack_dim!r}."

@@ -39,6 +39,7 @@ class LazyTensorStorage(TensorStorage):
         ndim: how many leading batch dims of the written data index items. With ``ndim=2``
             and batches ``[n, T]``, the storage is ``[max_size // T, T]`` and writes whole
             rows. Defaults to 1.
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
 
     Examples:
         >>> import torch
@@ -56,8 +57,9 @@ class LazyTensorStorage(TensorStorage):
         *,
         device: torch.device | str | None = None,
         ndim: int = 1,
+        compilable: bool = False,
     ) -> None:
-        super().__init__(None, max_size, device=device, ndim=ndim)
+        super().__init__(None, max_size, device=device, ndim=ndim, compilable=compilable)
 
     def _allocate(self, template: Tensor | TensorDictBase, rows: int) -> Tensor | TensorDictBase:
         device = self.device if self.device is not None else template.device

@@ -22,6 +22,9 @@ class ListStorage(Storage):
     Args:
         max_size: the number of items the storage holds.
 
+    Keyword Args:
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
+
     Examples:
         >>> import torch
         >>> from rl_buffers import ListStorage
@@ -31,8 +34,8 @@ class ListStorage(Storage):
         (2, [{'b': 1}, 'a'])
     """
 
-    def __init__(self, max_size: int) -> None:
-        super().__init__(max_size)
+    def __init__(self, max_size: int, *, compilable: bool = False) -> None:
+        super().__init__(max_size, compilable=compilable)
         self._items: list[Any] = []
 
     def __len__(self) -> int:

@@ -16,6 +16,21 @@ from rl_buffers.storages.checkpointers import StorageCheckpointerBase
 __all__ = ["Storage"]
 
 
+def check_compilable(where: str, compilable: Any) -> bool:
+    """``compilable`` checked to be a bool (TorchRL's keyword of storages, writers and
+    buffers).
+
+    Raises:
+        TypeError: it is not a bool.
+    """
+    if not isinstance(compilable, bool):
+        raise TypeError(
+            f"{where}: expected compilable to be a bool, got {type(compilable).__name__} "
+            f"({compilable!r})."
+        )
+    return compilable
+
+
 class Storage:
     """Where a replay buffer keeps its items: a fixed number of slots read and written by index.
 
@@ -31,19 +46,31 @@ class Storage:
     Args:
         max_size: the number of items the storage holds.
 
+    Keyword Args:
+        compilable: TorchRL's flag for a storage whose bookkeeping (length, write position)
+            is kept in the process, as plain values ``torch.compile`` traces, rather than
+            in multiprocessing values shared with forked processes. Here every storage
+            keeps it in the process, so both values behave alike: tensor storages'
+            ``set`` and ``get`` trace under ``torch.compile(fullgraph=True)``, and a copy
+            of a storage in another process counts its own length (memory-mapped and
+            shared-memory data stay shared). Defaults to False.
+
     Raises:
         ValueError: ``max_size`` is not a positive integer.
+        TypeError: ``compilable`` is not a bool.
     """
 
     ndim: int = 1
+    compilable: bool = False
     _checkpointer: Any = None
 
-    def __init__(self, max_size: int) -> None:
+    def __init__(self, max_size: int, *, compilable: bool = False) -> None:
         if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:
             raise ValueError(
                 f"{type(self).__name__}: expected max_size to be a positive int, got {max_size!r}."
             )
         self.max_size = max_size
+        self.compilable = check_compilable(type(self).__name__, compilable)
 
     # ---------------------------------------------------------------- the contract
     def set(self, index: int | slice | Tensor, data: Any) -> None:

@@ -9,6 +9,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import Tensor
 
+from rl_buffers.storages._pytree import flatten_items, is_tree, unflatten_items
 from rl_buffers.storages._tree import LeafTree, check_dtypes, check_match
 from rl_buffers.storages.storage import Storage
 
@@ -22,14 +23,21 @@ class TensorStorage(Storage):
     ``TensorStorage(TensorDict.load_memmap(path))`` serves a directory of memory-mapped data.
     Reads of a batch of items run one ``index_select`` per leaf.
 
+    Items may also be given as a mapping of tensors (``{"a": t, "b": {"c": [t0, t1]}}``,
+    TorchRL's "pytree" data): the storage keeps its tensor leaves and returns what it reads
+    in the same structure. Every later write must have that structure. Such a storage has
+    no ``state_dict`` (as TorchRL's).
+
     Args:
-        storage: the data, a tensor or a TensorDict with batch dims ``[rows, *inner]``.
+        storage: the data, a tensor, a TensorDict or a mapping of tensors with batch dims
+            ``[rows, *inner]``.
         max_size: the number of items; defaults to (and must equal) what ``storage`` holds.
 
     Keyword Args:
         device: where the items live; ``storage`` is moved there. Defaults to its device.
         ndim: how many leading dims index items (``2`` for ``[rows, time]`` data written
             row by row). Defaults to 1.
+        compilable: TorchRL's keyword; see :class:`Storage` (both values behave alike here).
 
     Raises:
         ValueError: ``ndim`` is not a positive int, or ``max_size`` disagrees with ``storage``.
@@ -50,6 +58,7 @@ class TensorStorage(Storage):
         *,
         device: torch.device | str | None = None,
         ndim: int = 1,
+        compilable: bool = False,
     ) -> None:
         name = type(self).__name__
         if isinstance(ndim, bool) or not isinstance(ndim, int) or ndim < 1:
@@ -62,11 +71,14 @@ class TensorStorage(Storage):
         self._rows = 0
         self._next_row = 0
         self._persistent = type(self)._written is not TensorStorage._written
+        self._treespec: Any = None  # the structure of mapping items (None: tensors, TDs)
         if storage is None:
             if max_size is None:
                 raise ValueError(f"{name}: expected storage or max_size, got neither.")
-            super().__init__(max_size)
+            super().__init__(max_size, compilable=compilable)
             return
+        if is_tree(storage):
+            storage, self._treespec = flatten_items(name, storage, ndim)
         if not isinstance(storage, Tensor | TensorDictBase):
             raise TypeError(
                 f"{name}: expected storage to be a tensor or a TensorDict, got "
@@ -83,7 +95,7 @@ class TensorStorage(Storage):
                 f"{name}: max_size={max_size} but the storage holds {held} items "
                 f"(shape {tuple(storage.shape[:ndim])}). Omit max_size."
             )
-        super().__init__(held)
+        super().__init__(held, compilable=compilable)
         if self.device is not None and storage.device != self.device:
             storage = storage.to(self.device)
         self._adopt(storage, len_rows=storage.shape[0])
@@ -111,6 +123,8 @@ class TensorStorage(Storage):
     def rows_for(self, data: Any) -> int:
         if self._data is not None:
             return self._rows
+        if is_tree(data):
+            data = flatten_items(f"{type(self).__name__}.set", data, self.ndim)[0]
         _check_tensor_batch(type(self).__name__, data)
         inner = math.prod(_batch_shape(data)[1 : self.ndim])
         rows = self.max_size // max(inner, 1)
@@ -150,8 +164,8 @@ class TensorStorage(Storage):
         """Writes ``data`` at rows ``index``.
 
         Args:
-            index: an int, a slice or a 1-D tensor of rows.
-            data: the items, one per row.
+            index: an int, a slice, a range, or a 1-D tensor or list of rows.
+            data: the items, one per row: a tensor, a TensorDict or a mapping of tensors.
 
         Keyword Args:
             set_cursor: whether :attr:`next_row` moves to the row after the last one
@@ -160,6 +174,9 @@ class TensorStorage(Storage):
             next_row: with ``set_cursor=False``, the write position to record instead
                 (stored with the length, after the data, in persistent storages).
         """
+        index = _as_index(index)
+        if is_tree(data) or self._treespec is not None:
+            data = self._flatten(data, isinstance(index, int))
         tree = self._tree
         if next_row is not None and (isinstance(next_row, bool) or not isinstance(next_row, int)):
             raise TypeError(
@@ -179,8 +196,7 @@ class TensorStorage(Storage):
                     self._writing(index)
                 tree.set_rows(index, values)
                 self._next_row = stop % self._rows
-                if stop > self._len_rows:
-                    self._len_rows = stop
+                self._len_rows = max(self._len_rows, stop)  # (no branch: traces in compile)
                 if self._persistent:
                     self._written(stop)
                 return
@@ -232,10 +248,32 @@ class TensorStorage(Storage):
                 leaf.index_copy_(0, index, value.to(leaf.device, leaf.dtype, non_blocking=True))
         if next_row is not None:
             self._next_row = next_row % self._rows
-        if stop > self._len_rows:
-            self._len_rows = stop
+        self._len_rows = max(self._len_rows, stop)
         if self._persistent:
             self._written(stop)
+
+    def _flatten(self, data: Any, single: bool) -> TensorDictBase:
+        """A mapping batch as the TensorDict of its leaves (its structure checked against
+        the stored items')."""
+        where = f"{type(self).__name__}.set"
+        if not is_tree(data):
+            raise TypeError(
+                f"{where}: the storage holds mapping items (TorchRL's pytree data); expected "
+                f"a mapping of the same structure, got {type(data).__name__}."
+            )
+        if self._tree is not None and self._treespec is None:
+            raise TypeError(
+                f"{where}: the storage holds {'tensors' if self._tree.is_tensor else 'TensorDicts'}"
+                f"; expected the same, got a mapping. Use a new storage for mapping items."
+            )
+        flat, spec = flatten_items(where, data, 0 if single else self.ndim)
+        if self._treespec is None:
+            self._treespec = spec
+        elif spec != self._treespec:
+            raise ValueError(
+                f"{where}: expected items of the stored structure {self._treespec}, got {spec}."
+            )
+        return flat
 
     def _writing(self, index: slice | Tensor) -> None:
         """Hook run before each write at rows ``index`` (persistent storages save the rows it
@@ -254,6 +292,19 @@ class TensorStorage(Storage):
             raise RuntimeError(
                 f"{type(self).__name__}.get: the storage is empty; write items before reading."
             )
+        index = _as_index(index)
+        if self._treespec is None:
+            return self._get(tree, index, extra)
+        if extra is not None:
+            raise ValueError(
+                f"{type(self).__name__}.get: extra entries need TensorDict items; this "
+                f"storage holds mapping items."
+            )
+        return unflatten_items(self._get(tree, index, None), self._treespec)
+
+    def _get(
+        self, tree: LeafTree, index: int | Tensor, extra: dict[str, Tensor] | None
+    ) -> Tensor | TensorDictBase:
         if isinstance(index, int):
             return self._data[self.unravel(torch.tensor(index))]
         if index.dim() != 1:
@@ -320,6 +371,12 @@ class TensorStorage(Storage):
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> dict[str, Any]:
+        if self._treespec is not None:
+            raise TypeError(
+                f"{type(self).__name__}.state_dict: mapping items (TorchRL's pytree data) are "
+                f"not supported by state_dict, as in TorchRL; store TensorDicts to save the "
+                f"storage."
+            )
         return {
             "data": self._data,
             "len_rows": self._len_rows,
@@ -457,6 +514,13 @@ def _check_tensor_batch(where: str, data: Any) -> None:
         f"{where}: expected a tensor or a TensorDict, got {type(data).__name__}. "
         f"Use ListStorage for other objects."
     )
+
+
+def _as_index(index: Any) -> Any:
+    """A ``range`` or a list of rows as a tensor (an int, a slice or a tensor as given)."""
+    if isinstance(index, range | list):
+        return torch.as_tensor(index, dtype=torch.long)
+    return index
 
 
 def _batch_shape(data: Any) -> torch.Size:

@@ -33,6 +33,9 @@ class TensorDictMaxValueWriter(Writer):
         rank_key: the entry that ranks items. Defaults to ``("next", "reward")``.
         reduction: ``"sum"``, ``"mean"``, ``"max"`` or ``"min"`` over the feature dims.
 
+    Keyword Args:
+        compilable: TorchRL's keyword; see :class:`Writer` (both values behave alike here).
+
     Raises:
         ValueError: ``reduction`` is unknown.
 
@@ -48,8 +51,10 @@ class TensorDictMaxValueWriter(Writer):
         [3.0, 5.0]
     """
 
-    def __init__(self, rank_key: Any = None, reduction: str = "sum") -> None:
-        super().__init__()
+    def __init__(
+        self, rank_key: Any = None, reduction: str = "sum", *, compilable: bool = False
+    ) -> None:
+        super().__init__(compilable)
         if reduction not in _REDUCTIONS:
             raise ValueError(
                 f"TensorDictMaxValueWriter: expected reduction in {sorted(_REDUCTIONS)}, got "

@@ -8,7 +8,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
+from torch.utils._pytree import tree_map
 
+from rl_buffers.storages._pytree import is_tensor_tree, tree_batch_len, unsqueeze_tree
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.writer import Writer
 
@@ -35,7 +37,8 @@ def consecutive(start: int, stop: int) -> Tensor:
 
 
 def batch_len(data: Any) -> int:
-    """Items in a batch: the first dim of a tensor or TensorDict, ``len`` of a sequence."""
+    """Items in a batch: the first dim of a tensor, a TensorDict or a mapping of tensors
+    (its first leaf's), ``len`` of a sequence."""
     if type(data) is TensorDict or isinstance(data, TensorDictBase):
         batch = data.batch_size
         if batch:
@@ -47,6 +50,8 @@ def batch_len(data: Any) -> int:
                 f"{type(data).__name__}. Use add() for one item or unsqueeze(0)."
             )
         return data.shape[0]
+    if is_tensor_tree(data):
+        return tree_batch_len(data)
     return len(data)
 
 
@@ -54,6 +59,9 @@ class RoundRobinWriter(Writer):
     """Writes rows in order and wraps around: once full, each write replaces the oldest.
 
     A batch larger than the storage keeps its last items (as if written one by one).
+
+    Args:
+        compilable: TorchRL's keyword; see :class:`Writer` (both values behave alike here).
 
     Examples:
         >>> import torch
@@ -64,8 +72,8 @@ class RoundRobinWriter(Writer):
         ([0, 1, 2], [3, 0, 1])
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, compilable: bool = False) -> None:
+        super().__init__(compilable)
         self._cursor = 0
 
     def add(self, data: Any) -> int:
@@ -83,7 +91,7 @@ class RoundRobinWriter(Writer):
         start = self._cursor % rows
         if n > rows:
             start = (start + n - rows) % rows
-            data = data[n - rows :]
+            data = _tail(data, n - rows)
             n = rows
         if n == 0:
             return torch.empty(0, dtype=torch.long)
@@ -147,4 +155,13 @@ class RoundRobinWriter(Writer):
 def _one(data: Any) -> Any:
     if isinstance(data, Tensor | TensorDictBase):
         return data.unsqueeze(0)
+    if is_tensor_tree(data):
+        return unsqueeze_tree(data)
     return [data]
+
+
+def _tail(data: Any, start: int) -> Any:
+    """The items of batch ``data`` from ``start`` on (each leaf's, for a mapping)."""
+    if is_tensor_tree(data):
+        return tree_map(lambda leaf: leaf[start:], data)
+    return data[start:]

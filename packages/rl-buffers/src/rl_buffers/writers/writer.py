@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
-from rl_buffers.storages.storage import Storage
+from rl_buffers.storages.storage import Storage, check_compilable
 
 __all__ = ["Writer"]
 
@@ -17,10 +17,20 @@ class Writer:
     ``add(item)`` and ``extend(batch)`` write into the registered storage and return the rows
     written (an int for ``add``, a 1-D tensor for ``extend``). Subclasses implement both,
     ``state_dict``, ``load_state_dict`` and ``_empty``.
+
+    Args:
+        compilable: TorchRL's flag for a writer whose cursor is a plain value
+            ``torch.compile`` traces rather than a multiprocessing value shared with forked
+            processes. Writers here always keep their cursor in the process, so both values
+            behave alike. Defaults to False.
+
+    Raises:
+        TypeError: ``compilable`` is not a bool.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, compilable: bool = False) -> None:
         self._storage: Storage | None = None
+        self.compilable = check_compilable(type(self).__name__, compilable)
 
     def register_storage(self, storage: Storage) -> None:
         """Attaches the storage to write into (the buffer calls this)."""
