@@ -4,7 +4,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core.objectives import HardUpdate
+from rl_objectives import HardUpdate
 from rl_objectives.loggers import CSVLogger
 from rl_objectives.trainers import (
     HOOK_POINTS,
@@ -31,7 +31,7 @@ def test_hook_points_fire_in_order(tiny):
     calls = []
 
     def recorder(point):
-        if point in ("batch_process", "process_optim_batch", "post_loss"):
+        if point in ("batch_process", "pre_epoch", "process_optim_batch", "post_loss", "optimizer"):
             return lambda batch: calls.append(point)
         if point.endswith("_log"):
             return lambda batch: calls.append(point) or {f"{point}_calls": len(calls)}
@@ -40,13 +40,15 @@ def test_hook_points_fire_in_order(tiny):
     for point in HOOK_POINTS:
         trainer.register_op(point, recorder(point))
     trainer.train()
-    optim = ["process_optim_batch", "post_loss", "post_optim", "post_optim_log"]
+    optim = ["process_optim_batch", "post_loss", "optimizer", "post_optim", "post_optim_log"]
     one_batch = [
         "batch_process",
         "pre_steps_log",
         "pre_optim_steps",
+        "pre_epoch",
         *optim,
         *optim,
+        "post_epoch",
         "post_steps",
         "post_steps_log",
     ]
@@ -247,7 +249,9 @@ def test_bad_arguments(tiny):
         Trainer(collector, 0, loss, optimizer)
     with pytest.raises(TypeError, match=r"loss_module must be an nn\.Module"):
         Trainer(collector, 16, lambda td: td, optimizer)
-    with pytest.raises(TypeError, match=r"optimizer must be a torch\.optim\.Optimizer, got list"):
+    with pytest.raises(
+        TypeError, match=r"optimizer must be a torch\.optim\.Optimizer or None, got list"
+    ):
         Trainer(collector, 16, loss, [])
     with pytest.raises(TypeError, match=r"logger must be an rl_objectives\.loggers\.Logger"):
         Trainer(collector, 16, loss, optimizer, logger="csv")

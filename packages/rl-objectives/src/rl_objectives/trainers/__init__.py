@@ -1,14 +1,24 @@
-"""The training loop (:class:`Trainer`) and its ready-made hooks."""
+"""The training loop (:class:`Trainer`), its ready-made hooks and the algorithm trainers."""
 
 from rl_objectives.trainers.hooks import (
+    BatchSubSampler,
+    ClearCudaCache,
     CountFramesLog,
     EarlyStopping,
     LogScalar,
+    LogTiming,
     LogValidationReward,
+    LRSchedulerHook,
+    OptimizerHook,
     ReplayBufferTrainer,
+    RewardNormalizer,
+    SelectKeys,
     TargetNetUpdaterHook,
     TrainerHookBase,
     UpdateWeights,
+    UTDRHook,
+    ValueEstimatorHook,
+    mask_batch,
 )
 from rl_objectives.trainers.trainer import HOOK_POINTS, Trainer
 
@@ -23,4 +33,14 @@ __all__ = [
     "CountFramesLog",
     "EarlyStopping",
     "TargetNetUpdaterHook",
+    "OptimizerHook",
+    "BatchSubSampler",
+    "ClearCudaCache",
+    "LRSchedulerHook",
+    "LogTiming",
+    "RewardNormalizer",
+    "SelectKeys",
+    "UTDRHook",
+    "ValueEstimatorHook",
+    "mask_batch",
 ]

@@ -15,22 +15,23 @@ from tqdm.auto import tqdm
 from rl_objectives.loggers._utils import as_float
 from rl_objectives.loggers.common import Logger
 from rl_objectives.trainers._utils import check_positive_int, count_frames, sum_loss_terms
+from rl_objectives.trainers.hooks.optimizer import OptimizerHook
 
 #: The hook points of :meth:`Trainer.register_op`, in the order a batch meets them.
 HOOK_POINTS = (
     "batch_process",
     "pre_steps_log",
     "pre_optim_steps",
+    "pre_epoch",
     "process_optim_batch",
     "post_loss",
+    "optimizer",
     "post_optim",
     "post_optim_log",
+    "post_epoch",
     "post_steps",
     "post_steps_log",
 )
-_PROCESS_POINTS = ("batch_process", "process_optim_batch")
-_LOG_POINTS = ("pre_steps_log", "post_optim_log", "post_steps_log")
-_BATCH_POINTS = ("post_loss",)
 
 
 class Trainer:
@@ -42,13 +43,16 @@ class Trainer:
         collected_frames += frames in batch           # ("collector", "mask") if present
         pre_steps_log ops(batch) -> scalars to log
         pre_optim_steps ops()
-        repeat optim_steps_per_batch times:
-            sub_batch = process_optim_batch ops(batch)   # e.g. a replay-buffer sample
-            losses = loss_module(sub_batch)
-            post_loss ops(sub_batch)
-            backward on the sum of the "loss*" entries, clip, optimizer.step()
-            post_optim ops()                             # e.g. target-network updates
-            post_optim_log ops(sub_batch) -> scalars to log
+        repeat num_epochs times:
+            batch = pre_epoch ops(batch)                 # e.g. advantages (ValueEstimatorHook)
+            repeat optim_steps_per_batch times:
+                sub_batch = process_optim_batch ops(batch)   # e.g. a replay-buffer sample
+                losses = loss_module(sub_batch)
+                post_loss ops(sub_batch)
+                optimizer ops(losses) -> scalars to log  # OptimizerHook: backward, clip, step
+                post_optim ops()                             # e.g. target-network updates
+                post_optim_log ops(sub_batch) -> scalars to log
+            post_epoch ops()
         log the mean of each scalar entry of `losses` over the steps, and "optim_steps"
         post_steps ops()
         post_steps_log ops(batch) -> scalars to log
@@ -71,12 +75,16 @@ class Trainer:
         total_frames: the number of frames to train on, a positive int.
         loss_module: a module mapping a batch to a TensorDict of ``loss*`` terms and
             diagnostics (an rl-core ``LossModule``).
-        optimizer: the optimizer of the loss module's parameters.
+        optimizer: the optimizer of the loss module's parameters: the trainer registers an
+            :class:`~rl_objectives.trainers.OptimizerHook` over every ``loss*`` term. ``None``
+            registers none: register your own ``OptimizerHook`` s (one per optimizer).
 
     Keyword Args:
         logger: where scalars go; ``None`` logs nothing (the progress bar still shows them).
-        optim_steps_per_batch: optimisation steps per collected batch; 0 collects without
-            training. Defaults to 1.
+        optim_steps_per_batch: optimisation steps per collected batch and epoch; 0 collects
+            without training. Defaults to 1.
+        num_epochs: passes over each batch (each between ``pre_epoch`` and ``post_epoch``).
+            Defaults to 1.
         clip_grad_norm: with ``clip_norm``, clip the gradients' total norm (``True``) or each
             gradient's values (``False``). Defaults to ``True``.
         clip_norm: the clipping threshold; ``None`` (default) clips nothing.
@@ -119,7 +127,7 @@ class Trainer:
         collector: Iterable[TensorDictBase],
         total_frames: int,
         loss_module: nn.Module,
-        optimizer: torch.optim.Optimizer,
+        optimizer: torch.optim.Optimizer | None = None,
         *,
         logger: Logger | None = None,
         optim_steps_per_batch: int = 1,
@@ -131,6 +139,7 @@ class Trainer:
         log_interval: int = 10000,
         save_trainer_file: str | os.PathLike | None = None,
         frame_skip: int = 1,
+        num_epochs: int = 1,
     ) -> None:
         if not isinstance(collector, Iterable):
             raise TypeError(
@@ -142,9 +151,9 @@ class Trainer:
                 f"Trainer: loss_module must be an nn.Module (a LossModule), got "
                 f"{type(loss_module).__name__}."
             )
-        if not isinstance(optimizer, torch.optim.Optimizer):
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(
-                f"Trainer: optimizer must be a torch.optim.Optimizer, got "
+                f"Trainer: optimizer must be a torch.optim.Optimizer or None, got "
                 f"{type(optimizer).__name__}."
             )
         if logger is not None and not isinstance(logger, Logger):
@@ -171,6 +180,7 @@ class Trainer:
         self.log_interval = check_positive_int("Trainer", "log_interval", log_interval)
         self.save_trainer_file = None if save_trainer_file is None else Path(save_trainer_file)
         self.frame_skip = check_positive_int("Trainer", "frame_skip", frame_skip)
+        self.num_epochs = check_positive_int("Trainer", "num_epochs", num_epochs)
         self.collected_frames = 0
         self.optim_count = 0
         self.latest_logs: dict[str, float] = {}
@@ -187,6 +197,8 @@ class Trainer:
             torch.manual_seed(seed)
             if hasattr(collector, "set_seed"):
                 collector.set_seed(seed)
+        if optimizer is not None:
+            OptimizerHook(optimizer).register(self)
 
     # Hooks.
 
@@ -196,9 +208,10 @@ class Trainer:
         Args:
             dest: one of :data:`HOOK_POINTS`.
             op: the callable. ``batch_process`` and ``process_optim_batch`` ops take the batch
-                and return a batch (or ``None`` to keep it); ``post_loss`` ops take the
-                sub-batch; log ops take the batch and return ``None`` or a dict of scalars;
-                the others take no argument.
+                and return a batch (or ``None`` to keep it), and so do ``pre_epoch`` ops;
+                ``post_loss`` ops take the sub-batch; ``optimizer`` ops take the loss
+                TensorDict and return ``None`` or a dict of scalars to log; log ops take the
+                batch and return ``None`` or a dict of scalars; the others take no argument.
             **kwargs: keyword arguments passed to ``op`` at every call.
 
         Raises:
@@ -235,6 +248,10 @@ class Trainer:
                 f"load_state_dict(), got {type(module).__name__}."
             )
         self._modules[name] = module
+
+    def optimizer_hook_count(self) -> int:
+        """The number of ops registered at ``"optimizer"`` so far."""
+        return len(self._ops["optimizer"])
 
     def stop(self, reason: str) -> None:
         """Ends training after the current batch (hooks call it, e.g. early stopping)."""
@@ -309,35 +326,44 @@ class Trainer:
             pbar.close()
         self.save_trainer(force_save=True)
 
+    def steps_per_epoch(self, batch: TensorDictBase) -> int:
+        """Optimisation steps per epoch on ``batch``: ``optim_steps_per_batch`` here."""
+        return self.optim_steps_per_batch
+
     def optim_steps(self, batch: TensorDictBase) -> None:
-        """Runs ``optim_steps_per_batch`` optimisation steps on ``batch`` and logs the losses."""
+        """Runs ``num_epochs`` epochs of optimisation steps on ``batch`` and logs the losses."""
+        if not self._ops["optimizer"]:
+            raise ValueError(
+                "Trainer: no optimizer: build the trainer with optimizer=... or register an "
+                "OptimizerHook (OptimizerHook(optimizer).register(trainer))."
+            )
         self._call("pre_optim_steps")
         totals: dict[str, torch.Tensor] = {}
-        for _ in range(self.optim_steps_per_batch):
-            self.optim_count += 1
-            sub_batch = self._process("process_optim_batch", batch)
-            losses = self.loss_module(sub_batch)
-            self._call("post_loss", sub_batch)
-            for name, value in self._optimizer_step(losses).items():
-                totals[name] = totals[name] + value if name in totals else value
-            self._call("post_optim")
-            self._call_log("post_optim_log", sub_batch)
-        means = {
-            name: (total / self.optim_steps_per_batch).item() for name, total in totals.items()
-        }
+        count = 0
+        for _ in range(self.num_epochs):
+            batch = self._process("pre_epoch", batch)
+            for _ in range(self.steps_per_epoch(batch)):
+                self.optim_count += 1
+                count += 1
+                sub_batch = self._process("process_optim_batch", batch)
+                losses = self.loss_module(sub_batch)
+                self._call("post_loss", sub_batch)
+                for name, value in self._optimizer_step(losses).items():
+                    totals[name] = totals[name] + value if name in totals else value
+                self._call("post_optim")
+                self._call_log("post_optim_log", sub_batch)
+            self._call("post_epoch")
+        means = {name: (total / max(count, 1)).item() for name, total in totals.items()}
         self._log(optim_steps=self.optim_count, **means)
 
     def _optimizer_step(self, losses: TensorDictBase) -> dict[str, torch.Tensor]:
-        total, logged = sum_loss_terms(type(self.loss_module).__name__, losses)
-        self.optimizer.zero_grad(set_to_none=True)
-        total.backward()
-        if self.clip_norm is not None:
-            params = [p for group in self.optimizer.param_groups for p in group["params"]]
-            if self.clip_grad_norm:
-                logged["grad_norm"] = nn.utils.clip_grad_norm_(params, self.clip_norm).detach()
-            else:
-                nn.utils.clip_grad_value_(params, self.clip_norm)
-        self.optimizer.step()
+        _, logged = sum_loss_terms(type(self.loss_module).__name__, losses)
+        for op, kwargs in self._ops["optimizer"]:
+            out = op(losses, **kwargs)
+            if out is not None:
+                logged.update(
+                    {name: torch.as_tensor(v).detach().float() for name, v in out.items()}
+                )
         return logged
 
     # Checkpoints.
@@ -352,8 +378,8 @@ class Trainer:
             "latest_logs": dict(self.latest_logs),
             "latest_log_frames": dict(self.latest_log_frames),
             "loss_module": self.loss_module.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
             "hooks": {name: module.state_dict() for name, module in self._modules.items()},
+            **({} if self.optimizer is None else {"optimizer": self.optimizer.state_dict()}),
             "torch_rng_state": torch.get_rng_state(),
         }
         if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -368,11 +394,7 @@ class Trainer:
         Raises:
             KeyError: the state lacks an entry, or holds a hook not registered here.
         """
-        missing = [
-            k
-            for k in ("collected_frames", "loss_module", "optimizer", "hooks")
-            if k not in state_dict
-        ]
+        missing = [k for k in ("collected_frames", "loss_module", "hooks") if k not in state_dict]
         if missing:
             raise KeyError(
                 f"Trainer.load_state_dict: the state lacks {missing}; expected a dict made by "
@@ -392,7 +414,13 @@ class Trainer:
         self.latest_logs = dict(state_dict.get("latest_logs", {}))
         self.latest_log_frames = dict(state_dict.get("latest_log_frames", {}))
         self.loss_module.load_state_dict(state_dict["loss_module"])
-        self.optimizer.load_state_dict(state_dict["optimizer"])
+        if self.optimizer is not None:
+            if "optimizer" not in state_dict:
+                raise KeyError(
+                    "Trainer.load_state_dict: the state holds no 'optimizer' entry but this "
+                    "trainer has an optimizer; load a state saved by a trainer built with one."
+                )
+            self.optimizer.load_state_dict(state_dict["optimizer"])
         for name, module_state in state_dict["hooks"].items():
             self._modules[name].load_state_dict(module_state)
         if "collector" in state_dict and hasattr(self.collector, "load_state_dict"):
