@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from rl_core.modules import ValueOperator
 from rl_core.objectives import LossModule
+from rl_objectives._log_prob import total
 from rl_objectives.utils import ValueEstimators
 from rl_objectives.value import (
     GAE,
@@ -66,12 +67,15 @@ def build_estimator(
     return VTrace(gamma, value_network, actor_network, **hp)
 
 
-def aggregate_log_prob(log_prob: Tensor, like: Tensor) -> Tensor:
-    """Sums per-dimension log-probs down to the shape of ``like`` without its feature dim."""
-    ndim = like.dim() - 1 if like.shape[-1:] == (1,) else like.dim()
-    while log_prob.dim() > ndim:
-        log_prob = log_prob.sum(-1)
-    return log_prob
+def batch_ndim(like: Tensor) -> int:
+    """The number of dims of ``like`` without a trailing singleton feature dim."""
+    return like.dim() - 1 if like.shape[-1:] == (1,) else like.dim()
+
+
+def aggregate_log_prob(log_prob: Tensor | TensorDictBase, like: Tensor) -> Tensor:
+    """Sums per-dimension log-probs down to the shape of ``like`` without its feature dim;
+    a TensorDict of log-probs (one per action head) is summed over its heads too."""
+    return total(log_prob, batch_ndim(like))
 
 
 def squeeze_feature(x: Tensor) -> Tensor:
@@ -163,8 +167,9 @@ def actor_dist(actor: nn.Module, tensordict: TensorDictBase) -> Any:
     return head.distribution_class(**kwargs, **head.distribution_kwargs)
 
 
-def entropy_of(dist: Any, samples: int) -> Tensor:
-    """The entropy, analytic where the distribution has one, else a Monte-Carlo estimate."""
+def entropy_of(dist: Any, samples: int) -> Tensor | TensorDictBase:
+    """The entropy, analytic where the distribution has one, else a Monte-Carlo estimate
+    (a TensorDict, one entry per head, for a distribution over several action heads)."""
     try:
         return dist.entropy()
     except NotImplementedError:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 import torch
 from tensordict import TensorDict, TensorDictBase
@@ -12,6 +12,7 @@ from torch import Tensor
 from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
+from rl_objectives import _log_prob as L
 from rl_objectives.losses import _common as C
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value.base import BoundNetwork
@@ -29,8 +30,8 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
         advantage: NestedKey = K.ADVANTAGE
         value_target: NestedKey = K.VALUE_TARGET
         value: NestedKey = K.STATE_VALUE
-        sample_log_prob: NestedKey = K.SAMPLE_LOG_PROB
-        action: NestedKey = K.ACTION
+        sample_log_prob: L.LogProbKeys = K.SAMPLE_LOG_PROB
+        action: L.LogProbKeys = K.ACTION
         reward: NestedKey = K.REWARD
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
@@ -66,6 +67,8 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
         self.separate_losses = bool(separate_losses)
         self.device = C.loss_device(owner, device, actor_network)
         self.convert_to_functional(actor_network, "actor_network", functional=self.functional)
+        self._key_lists = False
+        self._keys_from_actor(actor_network)
         self.has_critic = critic_network is not None
         if critic_network is not None:
             self.convert_to_functional(critic_network, "critic_network", functional=self.functional)
@@ -81,6 +84,77 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
         self.reduction = C.check_reduction(owner, reduction)
         if self.has_critic:
             self.make_value_estimator(**({} if gamma is None else {"gamma": gamma}))
+
+    # Keys.
+
+    def _keys_from_actor(self, actor: torch.nn.Module) -> None:
+        """Reads the action and log-prob keys off a tensordict probabilistic actor, as
+        TorchRL does: one key each for one action, a list each for several heads."""
+        log_prob_keys = list(getattr(actor, "log_prob_keys", None) or [])
+        action_keys = list(getattr(actor, "dist_sample_keys", None) or [])
+        if not log_prob_keys or len(log_prob_keys) != len(action_keys):
+            return
+        if len(log_prob_keys) == 1:
+            self.tensor_keys.sample_log_prob = log_prob_keys[0]
+            self.tensor_keys.action = action_keys[0]
+        else:
+            self.tensor_keys.sample_log_prob = log_prob_keys
+            self.tensor_keys.action = action_keys
+        self._key_lists_set()
+
+    def _key_lists_set(self) -> None:
+        """Follows the keys given as lists (several action heads). LossModule's per-call
+        action-shape check reads one action entry: with several heads each distribution
+        checks its own, so that check is off."""
+        self._key_lists = any(
+            isinstance(getattr(self.tensor_keys, name), list)
+            for name in ("sample_log_prob", "action")
+        )
+        self._scores_actions = not isinstance(self.tensor_keys.action, list)
+
+    def _require_inputs(self, td: TensorDictBase) -> None:
+        """Raises a ``KeyError`` naming the first entry of the batch that the loss reads and
+        does not find (done here when keys are lists, which LossModule's diagnosis of a
+        failed call does not read)."""
+        written = [
+            k if isinstance(k, tuple) else (k,)
+            for k in getattr(self.__dict__["actor_network"], "out_keys", None) or []
+        ]
+        for key in self._in_keys(td):
+            if td.get(key, None) is not None:
+                continue
+            parts = key if isinstance(key, tuple) else (key,)
+            # a parent of what the actor writes itself (a composite actor's "params")
+            if not any(len(w) > len(parts) and w[: len(parts)] == parts for w in written):
+                raise KeyError(
+                    f"{type(self).__name__}: the batch has no entry {key!r}, which this loss "
+                    f"reads (rename it with set_keys(...)). The loss reads {self.in_keys}."
+                )
+
+    def set_keys(self, **kwargs: Any) -> Self:
+        """Renames the entries the loss reads or writes (see ``LossModule.set_keys``).
+
+        ``sample_log_prob`` and ``action`` also take a list of keys, one per action head of
+        a composite action (``tensordict.nn.CompositeDistribution``): the log-probabilities
+        stored at the ``sample_log_prob`` keys are added, as are the current policy's.
+
+        Raises:
+            KeyError: a name is not one of the loss's keys.
+            TypeError: a value is not a key (or, for those two, a non-empty list of keys).
+        """
+        owner = type(self).__name__
+        lists = {
+            name: L.check_key_list(owner, name, kwargs.pop(name))
+            for name in ("sample_log_prob", "action")
+            if isinstance(kwargs.get(name), list)
+        }
+        super().set_keys(**kwargs)
+        for name, keys in lists.items():
+            setattr(self.tensor_keys, name, keys)
+        if lists:
+            self._forward_value_estimator_keys(**lists)
+        self._key_lists_set()
+        return self
 
     # Value estimation.
 
@@ -98,6 +172,8 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
 
     def _advantage(self, td: TensorDictBase) -> Tensor:
         keys = self.tensor_keys
+        if self._key_lists:
+            self._require_inputs(td)
         advantage = td.get(keys.advantage, None)
         if advantage is None:
             if not self.has_critic:
@@ -119,9 +195,9 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
 
     def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
         keys = self.tensor_keys
-        out = [*self._network_in_keys("actor_network"), keys.action]
+        out = [*self._network_in_keys("actor_network"), *L.key_list(keys.action)]
         if self._reads_sample_log_prob:
-            out.append(keys.sample_log_prob)
+            out += L.key_list(keys.sample_log_prob)
         if not self.has_critic:
             return [*out, keys.advantage]
         given = tensordict is not None and tensordict.get(keys.advantage, None) is not None
@@ -139,17 +215,17 @@ class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
 
     def _log_weight(self, td: TensorDictBase, like: Tensor) -> tuple[Tensor, Tensor, Any]:
         """``(log_pi - log_pi_old, log_pi_old, dist)``, shaped like ``like`` minus features."""
+        ndim = C.batch_ndim(like)
+        prev = L.read_log_prob(type(self).__name__, td, self.tensor_keys.sample_log_prob, ndim)
+        prev = prev.detach()
         dist = C.get_dist(self, "actor_network", td)
-        log_prob = C.aggregate_log_prob(dist.log_prob(td.get(self.tensor_keys.action)), like)
-        prev = td.get(self.tensor_keys.sample_log_prob, None)
-        if prev is None:
-            raise KeyError(
-                f"{type(self).__name__}: expected the behaviour log-probabilities at "
-                f"{self.tensor_keys.sample_log_prob!r}; build the actor with "
-                f"return_log_prob=True or rename the key with set_keys(sample_log_prob=...)."
-            )
-        prev = C.aggregate_log_prob(prev, like).detach()
+        log_prob = self._action_log_prob(dist, td, like)
         return log_prob - prev, prev, dist
+
+    def _action_log_prob(self, dist: Any, td: TensorDictBase, like: Tensor) -> Tensor:
+        """``log_pi(a | s)`` of the data's action (all heads added), shaped like ``like``
+        minus features."""
+        return L.action_log_prob(dist, td, self.tensor_keys.action, C.batch_ndim(like))
 
     def _entropy_terms(self, dist: Any, like: Tensor, out: dict[str, Tensor]) -> None:
         if not self.entropy_bonus:

@@ -44,7 +44,7 @@ class A2CLoss(_PolicyGradientLoss):
         td = tensordict.copy()
         advantage = self._advantage(td)
         dist = C.get_dist(self, "actor_network", td)
-        log_prob = C.aggregate_log_prob(dist.log_prob(td.get(self.tensor_keys.action)), advantage)
+        log_prob = self._action_log_prob(dist, td, advantage)
         out: dict[str, Tensor] = {}
         objective = self._objective(log_prob, C.squeeze_feature(advantage).detach(), out)
         out["loss_objective"] = C.reduce(objective, self.reduction)

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from rl_core import keys as K
 from rl_core.keys import NestedKey
+from rl_objectives._log_prob import LogProbKeys, check_key_list
 
 __all__ = ["ValueEstimatorBase"]
 
@@ -107,7 +108,7 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         reward: NestedKey = K.REWARD
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
-        sample_log_prob: NestedKey = K.SAMPLE_LOG_PROB
+        sample_log_prob: LogProbKeys = K.SAMPLE_LOG_PROB
 
     def __init__(
         self,
@@ -136,14 +137,17 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         self.average_gae = average_gae
         self.tensor_keys = self._AcceptedKeys()
 
-    def set_keys(self, **kwargs: NestedKey) -> Self:
+    def set_keys(self, **kwargs: Any) -> Self:
         """Renames the entries the estimator reads or writes.
 
         Unknown names are rejected, so a loss forwards only the names its estimator knows.
+        ``sample_log_prob`` also takes a list of keys, one per action head of a composite
+        action: their log-probabilities are added.
 
         Raises:
             KeyError: a name is not one of the estimator's keys.
-            TypeError: a value is not a key.
+            TypeError: a value is not a key (or, for ``sample_log_prob``, a non-empty list
+                of keys).
         """
         accepted = [f.name for f in dataclasses.fields(self.tensor_keys)]
         unknown = sorted(set(kwargs) - set(accepted))
@@ -152,12 +156,17 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
                 f"{type(self).__name__}.set_keys: unknown key name(s) {unknown}; accepted: "
                 f"{accepted}."
             )
+        checked = {}
         for name, key in kwargs.items():
-            if not _valid_key(key):
+            if name == "sample_log_prob":
+                key = check_key_list(type(self).__name__, name, key)
+            elif not _valid_key(key):
                 raise TypeError(
                     f"{type(self).__name__}.set_keys: {name} must be a str or a tuple of str, "
                     f"got {key!r}."
                 )
+            checked[name] = key
+        for name, key in checked.items():
             setattr(self.tensor_keys, name, key)
         return self
 

@@ -9,6 +9,7 @@ from tensordict import TensorDictBase
 from torch import Tensor, nn
 
 from rl_core import keys as K
+from rl_objectives._log_prob import action_log_prob, read_log_prob
 from rl_objectives.value import functional
 from rl_objectives.value.base import BoundNetwork, ValueEstimatorBase, expand_like
 
@@ -91,13 +92,13 @@ class VTrace(ValueEstimatorBase):
             else:
                 with actor_params.to_module(self.actor_network, preserve_module_state=False):
                     dist = self.actor_network.get_dist(tensordict)
-            log_pi = dist.log_prob(tensordict.get(self.action_key))
-        log_mu = tensordict.get(self.tensor_keys.sample_log_prob)
+            # per-dimension log-probs of a factorised dist, and those of several heads, summed
+            log_pi = action_log_prob(dist, tensordict, self.action_key, like.dim())
+        keys = self.tensor_keys.sample_log_prob
+        log_mu = read_log_prob(type(self).__name__, tensordict, keys, like.dim())
         batch_dims = tensordict.batch_dims
         fixed = []
         for lp in (log_pi, log_mu):
-            while lp.dim() > like.dim():  # per-dimension log-probs of a factorised dist
-                lp = lp.sum(-1)
             if lp.dim() == batch_dims:
                 lp = lp.unsqueeze(-1)
             fixed.append(expand_like(lp, like, batch_dims).to(like.dtype))
