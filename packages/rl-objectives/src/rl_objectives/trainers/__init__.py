@@ -20,11 +20,39 @@ from rl_objectives.trainers.hooks import (
     ValueEstimatorHook,
     mask_batch,
 )
+from rl_objectives.trainers.off_policy import (
+    CQLTrainer,
+    DDPGTrainer,
+    DQNTrainer,
+    IQLTrainer,
+    OffPolicyTrainer,
+    SACTrainer,
+    TD3Trainer,
+)
+from rl_objectives.trainers.offline_to_online import OfflineToOnlineTrainer
+from rl_objectives.trainers.on_policy import (
+    A2CTrainer,
+    OnPolicyTrainer,
+    PPOTrainer,
+    ReinforceTrainer,
+)
 from rl_objectives.trainers.trainer import HOOK_POINTS, Trainer
 
 __all__ = [
     "Trainer",
     "HOOK_POINTS",
+    "OnPolicyTrainer",
+    "PPOTrainer",
+    "A2CTrainer",
+    "ReinforceTrainer",
+    "OffPolicyTrainer",
+    "SACTrainer",
+    "DQNTrainer",
+    "DDPGTrainer",
+    "TD3Trainer",
+    "IQLTrainer",
+    "CQLTrainer",
+    "OfflineToOnlineTrainer",
     "TrainerHookBase",
     "ReplayBufferTrainer",
     "UpdateWeights",
