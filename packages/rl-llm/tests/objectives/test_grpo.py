@@ -72,7 +72,7 @@ def test_grpo_matches_hand_written_reference(tiny_model, tiny_tokenizer):
 def test_sequence_aggregation_and_only_objective(tiny_model, tiny_tokenizer):
     policy, batch = _batch(tiny_model, tiny_tokenizer, seed=1)
     out = GRPOLoss(policy, aggregation="sequence")(batch)
-    assert set(out.keys()) == {"loss_objective", "clip_fraction", "kl_approx"}
+    assert set(out.keys()) == {"loss_objective", "clip_fraction", "kl_approx", "ESS"}
 
 
 def test_bad_input_is_reported(tiny_model, tiny_tokenizer):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_core import Transform
 from rl_core.keys import NestedKey
 from rl_llm._utils import as_strings
 from rl_llm.keys import ADVANTAGE, QUERY
+from rl_llm.objectives.mc_selector import MCAdvantageSelector
 
 
 def group_advantages(
@@ -57,15 +58,29 @@ class MCAdvantage(Transform):
     Apply it to a collected batch (``advantage = MCAdvantage(grpo_size=4)(batch)``), or hand it
     to a collector as ``postproc``.
 
+    Dynamic sampling (DAPO): with ``candidate_group_size`` (> ``grpo_size``) responses to a
+    prompt form a pool of candidates of which ``selector`` keeps ``grpo_size``; with
+    ``keep_return_bounds=(low, high)`` a group is kept only if its mean return lies strictly
+    inside (``(0, 1)`` drops the all-right and all-wrong groups of 0/1 rewards). The dialogs not
+    kept are left out of the returned batch (in order otherwise); without either option every
+    dialog is kept and the batch is written in place.
+
     Args:
-        grpo_size: the number of responses per group; each prompt has a multiple of it.
+        grpo_size: the number of responses per group.
         prompt_key: the entry that identifies a prompt (one string per dialog).
         reward_key: the reward of each dialog, ``[N, 1]``.
         advantage_key: where the ``[N, 1]`` advantage is written.
         normalize_std: divide by the group standard deviation.
+        candidate_group_size: responses sampled per group (default ``grpo_size``); each
+            prompt has a multiple of it.
+        keep_return_bounds: the exclusive interval a kept group's mean return lies in.
+        selector: chooses the kept responses of a pool (default
+            :class:`MCAdvantageSelector` ``("balanced")``).
 
     Raises:
-        ValueError: a prompt's count is not a multiple of ``grpo_size``, or the batch is not 1-d.
+        ValueError: a prompt's count is not a multiple of ``candidate_group_size``, the batch
+            is not 1-d, ``candidate_group_size < grpo_size``, or ``keep_return_bounds`` is not
+            a pair ``low < high``.
 
     Examples:
         >>> import torch
@@ -86,11 +101,31 @@ class MCAdvantage(Transform):
         reward_key: NestedKey = ("next", "reward"),
         advantage_key: NestedKey = ADVANTAGE,
         normalize_std: bool = True,
+        candidate_group_size: int | None = None,
+        keep_return_bounds: tuple[float, float] | None = None,
+        selector: MCAdvantageSelector | None = None,
     ) -> None:
         super().__init__(in_keys=[reward_key], out_keys=[advantage_key])
         if grpo_size < 1:
             raise ValueError(f"MCAdvantage: expected grpo_size >= 1, got {grpo_size}.")
+        candidate_group_size = grpo_size if candidate_group_size is None else candidate_group_size
+        if candidate_group_size < grpo_size:
+            raise ValueError(
+                f"MCAdvantage: expected candidate_group_size >= grpo_size ({grpo_size}), got "
+                f"{candidate_group_size}."
+            )
+        if keep_return_bounds is not None:
+            bounds = tuple(keep_return_bounds)
+            if len(bounds) != 2 or not float(bounds[0]) < float(bounds[1]):
+                raise ValueError(
+                    f"MCAdvantage: expected keep_return_bounds=(low, high) with low < high, got "
+                    f"{keep_return_bounds!r}."
+                )
+            keep_return_bounds = (float(bounds[0]), float(bounds[1]))
         self.grpo_size = grpo_size
+        self.candidate_group_size = candidate_group_size
+        self.keep_return_bounds = keep_return_bounds
+        self.selector = selector if selector is not None else MCAdvantageSelector()
         self.prompt_key = prompt_key
         self.reward_key = reward_key
         self.advantage_key = advantage_key
@@ -103,26 +138,48 @@ class MCAdvantage(Transform):
                 f"{tuple(tensordict.batch_size)}. Reshape it (e.g. td.reshape(-1))."
             )
         prompts = as_strings(tensordict.get(self.prompt_key))
-        # Responses to one prompt form groups of grpo_size in order of appearance (a batch
-        # may hold the same prompt drawn twice).
+        size = self.candidate_group_size
+        # Responses to one prompt form pools of `size` in order of appearance (a batch may
+        # hold the same prompt drawn twice).
         seen: dict[str, int] = {}
-        group_of: dict[tuple[str, int], int] = {}
-        ids_list = []
+        pool_of: dict[tuple[str, int], int] = {}
+        pool_ids = []
         for p in prompts:
             k = seen.get(p, 0)
             seen[p] = k + 1
-            ids_list.append(group_of.setdefault((p, k // self.grpo_size), len(group_of)))
-        bad = {p: n for p, n in seen.items() if n % self.grpo_size}
+            pool_ids.append(pool_of.setdefault((p, k // size), len(pool_of)))
+        bad = {p: n for p, n in seen.items() if n % size}
         if bad:
             raise ValueError(
-                f"MCAdvantage: expected a multiple of {self.grpo_size} responses per prompt, got "
-                f"{bad}. Collect whole groups (DatasetChatEnv(repeats={self.grpo_size}))."
+                f"MCAdvantage: expected a multiple of {size} responses per prompt, got "
+                f"{bad}. Collect whole groups (DatasetChatEnv(repeats={size}))."
             )
-        ids = torch.tensor(ids_list)
-        rewards = tensordict.get(self.reward_key).reshape(len(prompts), -1).sum(-1)
-        adv = group_advantages(rewards.float(), ids, normalize_std=self.normalize_std)
-        tensordict.set(self.advantage_key, adv.unsqueeze(-1))
-        return tensordict
+        rewards = tensordict.get(self.reward_key).reshape(len(prompts), -1).sum(-1).float()
+        if size == self.grpo_size and self.keep_return_bounds is None:
+            ids = torch.tensor(pool_ids, dtype=torch.long)
+            adv = group_advantages(rewards, ids, normalize_std=self.normalize_std)
+            tensordict.set(self.advantage_key, adv.unsqueeze(-1))
+            return tensordict
+        members: list[list[int]] = [[] for _ in pool_of]
+        for row, pool in enumerate(pool_ids):
+            members[pool].append(row)
+        kept: list[int] = []
+        for rows in members:
+            candidates = TensorDict({"return": rewards[rows]}, batch_size=[len(rows)])
+            chosen = self.selector.select(
+                candidates, group_size=self.grpo_size, keep_return_bounds=self.keep_return_bounds
+            )
+            kept.extend(rows[i] for i in chosen or ())
+        kept.sort()
+        index = torch.tensor(kept, dtype=torch.long)
+        ids = torch.tensor([pool_ids[row] for row in kept], dtype=torch.long)
+        out = tensordict[index]
+        if kept:
+            adv = group_advantages(rewards[index], ids, normalize_std=self.normalize_std)
+        else:
+            adv = rewards[index]
+        out.set(self.advantage_key, adv.unsqueeze(-1))
+        return out
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
         raise RuntimeError(

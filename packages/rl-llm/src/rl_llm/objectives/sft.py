@@ -11,6 +11,7 @@ from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_llm.keys import HISTORY, LOG_PROBS, MASKS
 from rl_llm.modules._log_probs import masked_mean
+from rl_llm.objectives.loss_outputs import SFTLossOutput
 
 
 class SFTLoss(LossModule):
@@ -19,7 +20,8 @@ class SFTLoss(LossModule):
     The actor (a :class:`~rl_llm.modules.TransformersWrapper` with ``generate=False`` and
     ``input_mode="history"``) renders each dialog with its chat template and scores it; only
     tokens inside assistant turns (the template's ``{% generation %}`` blocks, end-of-turn
-    marker included) count: system, user and tool tokens are masked out.
+    marker included) count: system, user and tool tokens are masked out. The output is an
+    :class:`SFTLossOutput`.
 
     Args:
         actor_network: the scoring policy.
@@ -54,7 +56,7 @@ class SFTLoss(LossModule):
         self.actor_network = actor_network
         self.assistant_only = assistant_only
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(self, tensordict: TensorDictBase) -> SFTLossOutput:
         history = tensordict.get(self.tensor_keys.history, None)
         if history is None:
             raise KeyError(f"SFTLoss: expected the chat histories at {self.tensor_keys.history!r}.")
@@ -69,4 +71,4 @@ class SFTLoss(LossModule):
             # The first real token of each row has no context.
             first = mask.int().argmax(-1)
             mask[range(mask.shape[0]), first] = False
-        return TensorDict(loss_sft=-masked_mean(lp, mask), num_tokens=mask.sum().detach())
+        return SFTLossOutput(loss_sft=-masked_mean(lp, mask), num_tokens=mask.sum().detach())
