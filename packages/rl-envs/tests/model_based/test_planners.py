@@ -211,5 +211,141 @@ def test_mppi_refuses_nan_advantages_instead_of_returning_a_nan_action():
 
 def test_cem_names_a_reward_key_the_env_does_not_write():
     planner = CEMPlanner(Drift(), 3, 2, 8, 2, reward_key="cost")
-    with pytest.raises(KeyError, match=r"no reward at \('next', 'cost'\) \(reward_key\)"):
+    with pytest.raises(KeyError, match=r"no reward at \('next', 'cost'\) \(reward_key='cost'\)"):
         planner(TensorDict(observation=torch.zeros(2)))
+
+
+def clamp(v, low=-1.0, high=1.0):
+    return min(max(v, low), high)
+
+
+def test_cem_refits_its_spread_with_the_unbiased_std():
+    # TorchRL: std = torch.std(elites) (Bessel's correction, k - 1), not the biased k.
+    x0, k = [0.8, -0.4], 3
+    planner = CEMPlanner(Drift(), planning_horizon=3, optim_steps=2, num_candidates=10, top_k=k)
+    torch.manual_seed(5)
+    action = planner(TensorDict(observation=torch.tensor(x0)))["action"]
+
+    def reference(ddof):
+        torch.manual_seed(5)
+        first = [
+            [[clamp(a) for a in step] for step in seq]
+            for seq in torch.randn(10, 3, 2).double().tolist()
+        ]
+        scores = ref_scores(x0, first, -1.0, 1.0)
+        elite = sorted(range(10), key=lambda i: scores[i], reverse=True)[:k]
+        mean = [[sum(first[i][t][d] for i in elite) / k for d in range(2)] for t in range(3)]
+        std = [
+            [math.sqrt(sum((first[i][t][d] - mean[t][d]) ** 2 for i in elite) / (k - ddof))
+             for d in range(2)]
+            for t in range(3)
+        ]  # fmt: skip
+        noise = torch.randn(10, 3, 2).double().tolist()
+        second = [
+            [[clamp(mean[t][d] + std[t][d] * noise[i][t][d]) for d in range(2)] for t in range(3)]
+            for i in range(10)
+        ]
+        scores = ref_scores(x0, second, -1.0, 1.0)
+        elite = sorted(range(10), key=lambda i: scores[i], reverse=True)[:k]
+        return torch.tensor([sum(second[i][0][d] for i in elite) / k for d in range(2)])
+
+    expected, biased = reference(ddof=1), reference(ddof=0)
+    assert (expected - biased).abs().max() > 1e-3  # the two refits lead to different plans
+    torch.testing.assert_close(action.double(), expected.double(), rtol=1e-5, atol=1e-5)
+
+
+class Cliff(EnvBase):
+    """x' = x + a, reward 2 + a, terminated once x' >= 1.5; steps any batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_spec = Composite(observation=Unbounded(shape=(1,)))
+        self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+
+    def _reset(self, tensordict):
+        return TensorDict(observation=torch.zeros(1))
+
+    def _step(self, tensordict):
+        a = tensordict["action"]
+        x = tensordict["observation"] + a
+        return TensorDict(
+            observation=x, reward=2.0 + a, terminated=x >= 1.5, batch_size=tensordict.batch_size
+        )
+
+    def _set_seed(self, seed):
+        torch.manual_seed(seed)
+
+
+def cliff_rewards(samples, stop_after=None):
+    """Per candidate, the rewards of each step (0 after its first done step, whose reward
+    counts), and the index of that step (None if it stays alive); ``stop_after`` cuts every
+    candidate after that step (the former behaviour: all stop at the first done)."""
+    rewards, done_at = [], []
+    for seq in samples:
+        x, row, first = 0.0, [], None
+        for t, step in enumerate(seq):
+            if stop_after is not None and t > stop_after:
+                break
+            a = clamp(step[0])
+            x += a
+            row.append(2.0 + a if first is None else 0.0)
+            if first is None and x >= 1.5:
+                first = t
+        rewards.append(row)
+        done_at.append(first)
+    return rewards, done_at
+
+
+def test_cem_zeroes_rewards_after_each_candidates_own_done_only():
+    planner = CEMPlanner(Cliff(), planning_horizon=3, optim_steps=1, num_candidates=10, top_k=1)
+    torch.manual_seed(9)
+    action = planner(TensorDict(observation=torch.zeros(1)))["action"]
+    torch.manual_seed(9)
+    samples = torch.randn(10, 3, 1).double().tolist()
+    rewards, done_at = cliff_rewards(samples)
+    returns = [sum(row) for row in rewards]
+    best = max(range(10), key=lambda i: returns[i])
+    # the scenario: one candidate ends at step 1, inside the horizon; cutting every candidate
+    # there (as before) would pick another one
+    first_done = min(t for t in done_at if t is not None)
+    assert first_done < 2
+    assert done_at[best] is None
+    cut, _ = cliff_rewards(samples, stop_after=first_done)
+    assert max(range(10), key=lambda i: sum(cut[i])) != best
+    torch.testing.assert_close(action.double(), torch.tensor([clamp(samples[best][0][0])]).double())
+
+
+def test_mppi_scores_full_horizon_rewards_masked_after_each_done():
+    seen = []
+
+    def record(traj):
+        seen.append(traj["next", "reward"].clone())
+        return reward_to_go(traj)
+
+    planner = MPPIPlanner(Cliff(), record, 1.0, planning_horizon=3, optim_steps=1,
+                          num_candidates=10, top_k=3)  # fmt: skip
+    torch.manual_seed(9)
+    planner(TensorDict(observation=torch.zeros(1)))
+    torch.manual_seed(9)
+    rewards, done_at = cliff_rewards(torch.randn(10, 3, 1).double().tolist())
+    assert any(t is not None and t < 2 for t in done_at)
+    assert seen[0].shape == (10, 3, 1)  # every candidate ran the whole horizon
+    torch.testing.assert_close(seen[0].squeeze(-1).double(), torch.tensor(rewards).double())
+
+
+@pytest.mark.parametrize("kind", ["cem", "mppi"])
+def test_reward_key_spelled_as_torchrl_reads_the_same_reward(kind):
+    def make(**kwargs):
+        if kind == "cem":
+            return CEMPlanner(Drift(), 3, 2, 16, 4, **kwargs)
+        return MPPIPlanner(Drift(), reward_to_go, 1.0, 3, 2, 16, 4, **kwargs)
+
+    state = TensorDict(observation=torch.tensor([0.5, -0.2]))
+    actions = []
+    for kwargs in ({}, {"reward_key": ("next", "reward")}, {"reward_key": "reward"}):
+        torch.manual_seed(3)
+        actions.append(make(**kwargs)(state.clone())["action"])
+    torch.testing.assert_close(actions[1], actions[0])
+    torch.testing.assert_close(actions[2], actions[0])
+    with pytest.raises(TypeError, match=r"CEMPlanner: expected reward_key as a str or a tuple"):
+        CEMPlanner(Drift(), 3, 2, 16, 4, reward_key=3)

@@ -7,6 +7,11 @@ candidates are stepped together: the state of each batch element is expanded to
 ``[*batch, num_candidates]`` and the env steps that batch. An env whose step accepts any batch
 (:class:`~rl_envs.model_based.ModelBasedEnvBase`) works with any input batch; a batch-locked env
 must have ``batch_size == (*input_batch, num_candidates)``.
+
+Every candidate runs the whole planning horizon, as in TorchRL: a candidate that reaches a done
+state (terminated or truncated) is not reset, and its rewards after the step where it first got
+done are zeroed before it is scored (the reward of that step counts). The others are not cut
+short by it.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ from numbers import Real
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDictBase, unravel_key
 from tensordict.nn import TensorDictModuleBase
 from torch import nn
 
 from rl_core.envs import EnvBase
-from rl_core.keys import ACTION, NEXT, REWARD, NestedKey
+from rl_core.keys import ACTION, DONE, NEXT, REWARD, NestedKey
 
 
 class _ActionSequence:
@@ -142,19 +147,64 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
             actions: ``(*B, num_candidates, horizon, *action_shape)``.
 
         Returns:
-            The trajectories, batch size ``(*B, num_candidates, T)`` with ``T <= horizon``
-            (the rollout stops early if a candidate reaches a done state, as ``rollout``).
+            The trajectories, batch size ``(*B, num_candidates, horizon)``: every candidate is
+            stepped for the whole horizon, none is reset (a candidate that is done keeps being
+            stepped from where it ended; :meth:`masked_rewards` zeroes what follows its done).
         """
         batch = tensordict.batch_size
         num_candidates, horizon = actions.shape[len(batch)], actions.shape[len(batch) + 1]
         state = tensordict.select(*self.in_keys, *self.env.done_keys, strict=False)
-        state = state.unsqueeze(-1).expand(*batch, num_candidates).clone()
-        return self.env.rollout(
-            horizon,
-            _ActionSequence(actions, self.action_key),
-            auto_reset=False,
-            tensordict=state,
-        )
+        td = state.unsqueeze(-1).expand(*batch, num_candidates).clone()
+        env_dims = len(self.env.batch_size)
+        for key in self.env.done_keys:  # steps stack alike: absent flags start False
+            if td.get(key, None) is None:
+                event = self.env.full_done_spec[key].shape[env_dims:]
+                td.set(key, torch.zeros(*td.batch_size, *event, dtype=torch.bool, device=td.device))
+        policy = _ActionSequence(actions, self.action_key)
+        next_root = self.env.step_mdp_plan()
+        steps = []
+        for t in range(horizon):
+            td = self.env.step(policy(td))
+            steps.append(td)
+            if t < horizon - 1:
+                td = next_root(td)
+        return torch.stack(steps, dim=len(batch) + 1)
+
+    def masked_rewards(self, trajectories: TensorDictBase, reward_key: NestedKey) -> torch.Tensor:
+        """The rewards of :meth:`rollout_candidates`' trajectories, zero after each candidate's
+        first done step (the reward of that step is kept).
+
+        The env's ``done`` flags decide (``done`` is ``terminated | truncated``); a level's
+        flag is used where no level above it holds one, and several are OR-ed. A flag of the
+        reward's shape masks it entry by entry (e.g. per agent); otherwise a step is done for
+        the whole candidate when any of its flags is set.
+
+        Args:
+            trajectories: batch ``(*B, num_candidates, T)``.
+            reward_key: the reward's key in ``trajectories`` (e.g. ``("next", "reward")``).
+
+        Returns:
+            The rewards, shape of ``trajectories.get(reward_key)``.
+        """
+        reward = trajectories.get(reward_key)
+        time_dim = trajectories.batch_dims - 1
+        levels = self.env.done_levels()
+        top = [lv for lv in levels if not any(lv[: len(o)] == o for o in levels if o != lv)]
+        after_done = None
+        for level in top:
+            flag = trajectories.get((NEXT, *level, DONE), None)
+            if flag is None:
+                continue
+            if flag.shape != reward.shape:
+                per_step = flag.reshape(*flag.shape[: time_dim + 1], -1).any(-1)
+                extra = [1] * (reward.ndim - per_step.ndim)
+                flag = per_step.reshape(*per_step.shape, *extra).expand_as(reward)
+            count = flag.to(torch.int64)
+            masked = count.cumsum(time_dim) > count  # a done step strictly before this one
+            after_done = masked if after_done is None else after_done | masked
+        if after_done is None:
+            return reward
+        return torch.where(after_done, torch.zeros_like(reward), reward)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Plans from the state in ``tensordict`` and writes the action into it.
@@ -198,6 +248,15 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
                 f"got top_k={top_k}."
             )
 
+    def _check_reward(self, trajectories: TensorDictBase) -> None:
+        path = self._reward_path
+        if trajectories.get(path, None) is None:
+            raise KeyError(
+                f"{type(self).__name__}: the env's trajectories have no reward at {path!r} "
+                f"(reward_key={self.reward_key!r}); the env writes "
+                f"{list(self.env.reward_keys)} under 'next'. Set reward_key to one of them."
+            )
+
     def _initial_stats(
         self, tensordict: TensorDictBase, horizon: int, dtype: torch.dtype
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -205,6 +264,22 @@ class MPCPlannerBase(TensorDictModuleBase, metaclass=abc.ABCMeta):
         device = tensordict.device or self.env.device  # the model's device for a model env
         mean = torch.zeros(shape, device=device, dtype=dtype)
         return mean, torch.ones_like(mean)
+
+
+def _reward_path(owner: str, reward_key: NestedKey) -> tuple[str, ...]:
+    """The reward's key in the trajectories: ``reward_key`` as given when it starts with
+    ``"next"`` (TorchRL's spelling, ``("next", "reward")``), else under ``"next"``."""
+    try:
+        key = unravel_key(reward_key)
+    except Exception as err:
+        raise TypeError(
+            f"{owner}: expected reward_key as a str or a tuple of str (e.g. 'reward' or "
+            f"('next', 'reward')), got {reward_key!r}."
+        ) from err
+    path = (key,) if isinstance(key, str) else tuple(key)
+    if path[0] == NEXT and len(path) > 1:
+        return path
+    return (NEXT, *path)
 
 
 def _float_dtype(spec: Any) -> torch.dtype:
@@ -227,8 +302,10 @@ class CEMPlanner(MPCPlannerBase):
 
     Each of ``optim_steps`` iterations samples ``num_candidates`` action sequences of length
     ``planning_horizon`` from a diagonal Gaussian (mean 0, std 1 at first; samples clamped to
-    the action bounds), rolls them out in ``env``, scores each by its summed reward, and refits
-    the Gaussian's mean and std to the ``top_k`` best. The action is the first step of the
+    the action bounds), rolls them out in ``env`` for the whole horizon, scores each by its
+    summed reward (zero after its first done step, see the module docstring), and refits the
+    Gaussian's mean and std to the ``top_k`` best (the std with Bessel's correction, as
+    ``torch.std`` and TorchRL; zero when ``top_k`` is 1). The action is the first step of the
     final mean. Sampling uses torch's global generator.
 
     Args:
@@ -237,7 +314,8 @@ class CEMPlanner(MPCPlannerBase):
         optim_steps: number of refits.
         num_candidates: sequences sampled per iteration.
         top_k: elites the Gaussian is refitted to.
-        reward_key: the reward entry under ``"next"``. Defaults to ``"reward"``.
+        reward_key: the reward entry under ``"next"`` (``"reward"``, the default), or its
+            full key in the trajectories as TorchRL spells it (``("next", "reward")``).
         action_key: the action entry. Defaults to ``"action"``.
 
     Raises:
@@ -292,6 +370,7 @@ class CEMPlanner(MPCPlannerBase):
         self.num_candidates = int(num_candidates)
         self.top_k = int(top_k)
         self.reward_key = reward_key
+        self._reward_path = _reward_path(type(self).__name__, reward_key)
 
     def planning(self, tensordict: TensorDictBase) -> torch.Tensor:
         nb = tensordict.batch_dims
@@ -310,17 +389,12 @@ class CEMPlanner(MPCPlannerBase):
                 mean + std * torch.randn(shape, device=mean.device, dtype=mean.dtype)
             )
             traj = self.rollout_candidates(tensordict, actions)
-            rewards = traj.get((NEXT, self.reward_key), None)  # [*B, K, T, 1]
-            if rewards is None:
-                raise KeyError(
-                    f"CEMPlanner: the env's trajectories have no reward at "
-                    f"('next', {self.reward_key!r}) (reward_key); the env writes "
-                    f"{list(self.env.reward_keys)}. Set reward_key to one of them."
-                )
+            self._check_reward(traj)
+            rewards = self.masked_rewards(traj, self._reward_path)  # [*B, K, H, 1]
             returns = rewards.reshape(*rewards.shape[: nb + 2], -1).sum((-1, -2))  # [*B, K]
             _refuse_non_finite(
                 "CEMPlanner",
-                f"the rewards at ('next', {self.reward_key!r}) of the simulated candidates",
+                f"the rewards at {self._reward_path!r} of the simulated candidates",
                 returns,
                 " Check the env (a learned model may have diverged).",
             )
@@ -328,11 +402,7 @@ class CEMPlanner(MPCPlannerBase):
             index = elite.reshape(*elite.shape, *([1] * (actions.ndim - nb - 1)))
             best = actions.gather(k_dim, index.expand(*elite.shape, *actions.shape[nb + 1 :]))
             mean = best.mean(k_dim, keepdim=True)
-            std = (
-                best.std(k_dim, keepdim=True, unbiased=False)
-                if self.top_k > 1
-                else (torch.zeros_like(mean))
-            )
+            std = best.std(k_dim, keepdim=True) if self.top_k > 1 else torch.zeros_like(mean)
         return mean.select(k_dim, 0).select(k_dim, 0)
 
 
@@ -356,7 +426,8 @@ class MPPIPlanner(MPCPlannerBase):
         optim_steps: number of refits.
         num_candidates: sequences sampled per iteration.
         top_k: candidates weighted in each refit.
-        reward_key: the reward entry under ``"next"``. Defaults to ``"reward"``.
+        reward_key: the reward entry under ``"next"`` (``"reward"``, the default), or its
+            full key in the trajectories as TorchRL spells it (``("next", "reward")``).
         action_key: the action entry. Defaults to ``"action"``.
 
     Raises:
@@ -432,6 +503,7 @@ class MPPIPlanner(MPCPlannerBase):
         self.num_candidates = int(num_candidates)
         self.top_k = int(top_k)
         self.reward_key = reward_key
+        self._reward_path = _reward_path(type(self).__name__, reward_key)
         self.register_buffer("temperature", torch.tensor(float(temperature)))
 
     def planning(self, tensordict: TensorDictBase) -> torch.Tensor:
@@ -451,6 +523,8 @@ class MPPIPlanner(MPCPlannerBase):
                 mean + std * torch.randn(shape, device=mean.device, dtype=mean.dtype)
             )
             traj = self.rollout_candidates(tensordict, actions)
+            self._check_reward(traj)
+            traj.set(self._reward_path, self.masked_rewards(traj, self._reward_path))
             out = self.advantage_module(traj)
             traj = traj if out is None else out
             advantage = traj.get("advantage", None)
