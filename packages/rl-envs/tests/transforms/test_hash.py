@@ -11,8 +11,7 @@ from rl_envs.transforms import Hash
 
 
 def _sha(text: str) -> list[int]:
-    digest = hashlib.sha256(text.encode()).digest()
-    return [int.from_bytes(digest[i : i + 8], "little", signed=True) for i in range(0, 32, 8)]
+    return list(hashlib.sha256(text.encode()).digest())
 
 
 class WordEnv(EnvBase):
@@ -47,8 +46,8 @@ class WordEnv(EnvBase):
 def test_hashes_strings_of_a_batched_env_as_sha256():
     env = TransformedEnv(WordEnv(), Hash(in_keys=["word"], out_keys=["hash"]))
     check_env_specs(env)
-    assert env.observation_spec["hash"].shape == (2, 4)
-    assert env.observation_spec["hash"].dtype == torch.int64
+    assert env.observation_spec["hash"].shape == (2, 32)
+    assert env.observation_spec["hash"].dtype == torch.uint8
     traj = env.rollout(3, lambda td: td.set("action", torch.zeros(2, 1)))
     assert traj["next", "hash"][0, 2].tolist() == _sha("w3")
     assert traj["hash"][1, 0].tolist() == _sha("w0")
@@ -67,7 +66,7 @@ def test_seed_custom_hash_fn_and_inverse_map():
     assert len(repertoire) == 2
     back = t.inv(hashed.exclude("text"))
     assert back.get("text_back").tolist() == ["abc", "de"]
-    unknown = TensorDict(h=torch.zeros(2, 4, dtype=torch.int64), batch_size=[2])
+    unknown = TensorDict(h=torch.zeros(2, 32, dtype=torch.uint8), batch_size=[2])
     assert t.inv(unknown).get("text_back").tolist() == [None, None]
 
 
@@ -76,3 +75,20 @@ def test_hash_errors():
         Hash(["a"], ["h"], in_keys_inv=["a"], out_keys_inv=["h"])
     with pytest.raises(TypeError, match=r"Hash\.reproducible_hash: expected a str"):
         Hash(["a"], ["h"])(TensorDict(a=torch.zeros(2)))
+
+
+def test_default_hash_is_the_sha256_digest_as_32_uint8_as_torchrl():
+    # FIPS 180-2 test vector: SHA-256("abc")
+    expected = bytes.fromhex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    digest = Hash.reproducible_hash("abc")
+    assert digest.dtype == torch.uint8
+    assert digest.shape == (32,)
+    assert digest.tolist() == list(expected)
+    # a seed is prepended to the string; None hashes as the empty string
+    assert Hash.reproducible_hash("bc", seed="a").tolist() == list(expected)
+    assert Hash.reproducible_hash(None).tolist() == list(hashlib.sha256(b"").digest())
+    td = TensorDict(batch_size=[2])
+    td["text"] = ["abc", "abc"]
+    out = Hash(["text"], ["h"])(td)["h"]
+    assert out.dtype == torch.uint8
+    assert out.tolist() == [list(expected)] * 2

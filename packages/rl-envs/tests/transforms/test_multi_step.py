@@ -59,7 +59,11 @@ def test_matches_the_definition_across_calls_on_batched_rollouts(n):
         torch.testing.assert_close(out["gamma"][b].double(), gammas, rtol=1e-6, atol=1e-7)
         assert out["nonterminal"][b].tolist() == [k != 1 for k in ks[: 13 - n]]
     # The one-step rewards and the steps' own done flags stay.
-    torch.testing.assert_close(out["next", "reward_orig"], stream["next", "reward"][:, : 13 - n])
+    # TorchRL's key for the one-step reward: ("next", "original_reward")
+    torch.testing.assert_close(
+        out["next", "original_reward"], stream["next", "reward"][:, : 13 - n]
+    )
+    assert ("next", "reward_orig") not in out.keys(include_nested=True)
     assert torch.equal(out["next", "done"], stream["next", "done"][:, : 13 - n])
 
 

@@ -14,22 +14,30 @@ from rl_core.keys import NestedKey
 from rl_envs.transforms._common import map_output_leaves
 
 
-def reproducible_hash(string: str, seed: Any | None = None) -> torch.Tensor:
-    """The SHA-256 digest of ``str(seed) + string`` (or of ``string``) as 4 ``int64``.
+def reproducible_hash(string: str | None, seed: Any | None = None) -> torch.Tensor:
+    """The SHA-256 digest of ``str(seed) + string`` (or of ``string``) as 32 ``uint8``, the
+    bytes of the digest in order (TorchRL's layout: ``Hash.reproducible_hash`` there gives the
+    same tensor). ``None`` hashes as ``""``.
 
     Reproducible across processes and runs, unlike Python's ``hash``.
 
     Raises:
-        TypeError: ``string`` is not a str.
+        TypeError: ``string`` is neither a str nor ``None``.
+
+    Examples:
+        >>> reproducible_hash("abc")[:4].tolist()  # SHA-256("abc") = ba7816bf...
+        [186, 120, 22, 191]
     """
+    if string is None:
+        string = ""
     if not isinstance(string, str):
         raise TypeError(
             f"Hash.reproducible_hash: expected a str, got {type(string).__name__}; pass "
             f"hash_fn= to hash other values."
         )
     text = string if seed is None else f"{seed}{string}"
-    digest = hashlib.sha256(text.encode()).digest()
-    return torch.frombuffer(bytearray(digest), dtype=torch.int64).clone()
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return torch.frombuffer(bytearray(digest), dtype=torch.uint8).clone()
 
 
 class Hash(Transform):
@@ -47,7 +55,7 @@ class Hash(Transform):
         in_keys_inv: where the inverse path writes recovered inputs.
         out_keys_inv: the hashes the inverse path reads.
         hash_fn: ``(value, seed) -> Tensor`` (``(value) -> Tensor`` without a seed).
-            Defaults to :meth:`reproducible_hash` (SHA-256 of a string, 4 ``int64``).
+            Defaults to :meth:`reproducible_hash` (SHA-256 of a string, 32 ``uint8``).
         seed: passed to ``hash_fn`` when given.
         use_raw_nontensor: give ``NonTensorData``/``NonTensorStack`` entries to ``hash_fn``
             as they are instead of their payloads. Defaults to ``False``.
@@ -61,7 +69,7 @@ class Hash(Transform):
         >>> td = TensorDict(batch_size=[2])
         >>> td["text"] = ["a", "b"]
         >>> Hash(in_keys=["text"], out_keys=["hash"])(td)["hash"].shape
-        torch.Size([2, 4])
+        torch.Size([2, 32])
     """
 
     reproducible_hash = staticmethod(reproducible_hash)

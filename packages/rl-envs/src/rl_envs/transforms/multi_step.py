@@ -16,7 +16,9 @@ NONTERMINAL = "nonterminal"
 
 
 def _orig_key(key: NestedKey) -> NestedKey:
-    return f"{key}_orig" if isinstance(key, str) else (*key[:-1], f"{key[-1]}_orig")
+    """Where the one-step reward ``key`` is kept: ``"original_reward"`` for ``"reward"``
+    (TorchRL's key), at the reward's own level for a nested one."""
+    return f"original_{key}" if isinstance(key, str) else (*key[:-1], f"original_{key[-1]}")
 
 
 def n_step_windows(done: torch.Tensor, n_steps: int) -> torch.Tensor:
@@ -79,7 +81,8 @@ class MultiStepTransform(Transform):
     done_key)`` is set):
 
     - each reward ``("next", r)`` becomes ``sum_{i<k} gamma**i * r[t + i]``, the one-step
-      reward kept at ``("next", r + "_orig")``;
+      reward kept at ``("next", "original_" + r)`` (``("next", "original_reward")``, as
+      TorchRL; a nested reward's at its own level);
     - every other entry under ``"next"`` but the ``done_keys`` (which stay the step's own)
       is taken from step ``t + k - 1``;
     - ``"steps_to_next_obs"`` is ``k``, ``"gamma"`` is ``gamma ** k`` and ``"nonterminal"``
