@@ -61,33 +61,18 @@ return of the dataset's expert and random episodes and of the DT conditioned on
 ``target_return``); ``uv run python examples/decision_transformer.py --online``. Every config
 field is a flag: ``--help`` lists them.
 
-Writes to ``runs/<exp-name>/``: the logs (CSV by default), ``config.json`` and
-``checkpoint.pt``.
+A progress bar follows each training phase (the loss of the last update beside it), and each
+phase prints its evaluation. Writes to ``runs/<exp-name>/``: the logs (CSV by default),
+``config.json``, ``checkpoint.pt`` and ``learning_curve.png`` (the training loss against
+updates, and the evaluation return after the offline phase and each online round, with
+``target_return`` dashed).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import tempfile
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import _recipe
-import torch
-from tensordict import TensorDict
-from tensordict.nn import InteractionType, TensorDictModule, set_interaction_type
-
-from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_core.modules import ProbabilisticActor, TanhNormal
-from rl_envs import PendulumEnv
-from rl_objectives import DTLoss, OnlineDTLoss
-from rl_objectives.loggers import get_logger
-from rl_objectives.modules import DecisionTransformerInferenceWrapper, DTActor, OnlineDTActor
-
-MAX_TORQUE = 2.0
-IN_KEYS = ["observation", "action", "return_to_go"]
 
 
 @dataclass
@@ -126,10 +111,52 @@ class Config:
     logger: str = "csv"
     exp_name: str | None = None  # defaults to dt_Pendulum_<seed>_<unix time> (odt_ with --online)
     out_dir: str = "runs"
+    plot: bool = True
+
+
+RULES = {
+    "expert_noise": _recipe.at_least(0),
+    "n_embd": _recipe.multiple_of("n_head"),
+    "dropout": _recipe.between(0, 1, open_high=True),
+    "return_scale": _recipe.above(0),
+    "lr_warmup": _recipe.Rule("an integer >= 0", lambda v, _: v >= 0),
+    "online_target_return": _recipe.FINITE,
+    "alpha_init": _recipe.above(0),
+    "action_clamp": _recipe.between(0, 1, open_low=True),
+    "eval_action": _recipe.one_of("deterministic", "mode"),
+    "logger": _recipe.one_of("csv", "tensorboard", "wandb", "mlflow"),
+}
 
 
 def parse_config(argv: list[str] | None = None) -> Config:
-    return _recipe.parse_config(Config, argv, description=__doc__.splitlines()[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.splitlines()[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from tensordict import TensorDict
+from tensordict.nn import InteractionType, TensorDictModule, set_interaction_type
+from tqdm import tqdm
+
+from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+from rl_core.modules import ProbabilisticActor, TanhNormal
+from rl_envs import PendulumEnv
+from rl_objectives import DTLoss, OnlineDTLoss
+from rl_objectives.loggers import get_logger
+from rl_objectives.modules import DecisionTransformerInferenceWrapper, DTActor, OnlineDTActor
+
+MAX_TORQUE = 2.0
+IN_KEYS = ["observation", "action", "return_to_go"]
 
 
 def swing_up(obs: torch.Tensor) -> torch.Tensor:
@@ -295,23 +322,53 @@ def offline_lr_factor(cfg: Config, step: int) -> float:
     return factor
 
 
+def save_curve(
+    losses: list[tuple[int, float]], evals: list[tuple[int, float]], cfg: Config, path: Path
+) -> None:
+    """The training loss against updates and the evaluation returns (with the return they
+    were conditioned on, dashed) against the update they followed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (loss_ax, eval_ax) = plt.subplots(1, 2, figsize=(10, 4))
+    loss_ax.plot(*zip(*losses, strict=True), label="training loss")
+    loss_ax.set_xlabel("updates")
+    loss_ax.set_ylabel("loss")
+    loss_ax.set_title(f"{'ODT' if cfg.online else 'DT'} on Pendulum: training loss")
+    eval_ax.plot(*zip(*evals, strict=True), marker="o", label="evaluation")
+    eval_ax.axhline(cfg.target_return, color="gray", linestyle="--", label="conditioned on")
+    eval_ax.set_xlabel("updates")
+    eval_ax.set_ylabel(f"mean return of {cfg.eval_episodes} episodes")
+    eval_ax.set_title("evaluation")
+    eval_ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def train(cfg: Config) -> dict[str, float]:
     """Generates and stores the dataset, trains the DT (and with ``--online`` fine-tunes it
     on the episodes it collects), evaluates it; returns the figures (``expert_return``,
     ``random_return``, ``eval_return``, ``final_loss``, ``seconds``; with ``--online`` also
     ``offline_return``, ``online_returns`` (the evaluation after each round) and
     ``collected_returns`` (the mean return of each round's sampled episodes))."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small batches: threads cost more than they give on a shared CPU
     algo = "odt" if cfg.online else "dt"
     exp_name = cfg.exp_name or f"{algo}_Pendulum_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
     start = time.perf_counter()
 
+    print(
+        f"generating the dataset: {cfg.expert_episodes} controller and {cfg.random_episodes} "
+        f"random episodes of {cfg.max_steps} steps"
+    )
     expert = generate_episodes(cfg, cfg.expert_episodes, expert=True)
     random = generate_episodes(cfg, cfg.random_episodes, expert=False)
     expert_return = expert["reward"].sum((-1, -2)).mean().item()
@@ -335,11 +392,14 @@ def train(cfg: Config) -> dict[str, float]:
     wrapper = DecisionTransformerInferenceWrapper(policy, inference_context=cfg.context)
     figures: dict[str, float] = {}
     step = 0
+    losses: list[tuple[int, float]] = []  # (update, loss) every 10 updates, for the curve
+    evals: list[tuple[int, float]] = []  # (update, evaluation return)
 
-    def update(data: TensorDict, updates: int) -> torch.Tensor:
+    def update(data: TensorDict, updates: int, phase: str) -> torch.Tensor:
         nonlocal step
         loss = torch.tensor(math.nan)
-        for _ in range(updates):
+        bar = tqdm(range(updates), desc=phase, unit="updates", dynamic_ncols=True)
+        for _ in bar:
             window = sample_windows(data, cfg, generator)
             if cfg.online:
                 # the TanhNormal's log-likelihood of actions on the bounds is that of atanh(+-1)
@@ -358,11 +418,15 @@ def train(cfg: Config) -> dict[str, float]:
             optim.step()
             if step < cfg.updates:  # the schedule covers the offline updates
                 schedule.step()
+            if step % 10 == 0:
+                losses.append((step, loss.item()))
+                bar.set_postfix(loss=f"{loss.item():.4f}")
             if step % 100 == 0:
                 logger.log_scalar("train/loss", loss.item(), step)
                 if cfg.online:
                     logger.log_scalar("train/alpha", out["alpha"].item(), step)
             step += 1
+        bar.close()
         return loss
 
     online_capacity = cfg.online_iterations * cfg.online_episodes if cfg.online else 0
@@ -374,13 +438,17 @@ def train(cfg: Config) -> dict[str, float]:
         )
         buffer = TensorDictReplayBuffer(storage=storage)
         buffer.extend(episodes)
-        loss = update(buffer[:].clone(), cfg.updates)
+        loss = update(buffer[:].clone(), cfg.updates, "offline updates")
         actor.eval()
         eval_return = evaluate(cfg, wrapper)
         logger.log_scalar("eval/return", eval_return, step)
+        evals.append((step, eval_return))
+        print(
+            f"offline {'pretraining' if cfg.online else 'training'}: conditioned on "
+            f"{cfg.target_return:.0f}: {eval_return:.0f}"
+        )
         if cfg.online:
             figures["offline_return"] = eval_return
-            print(f"offline pretraining: conditioned on {cfg.target_return:.0f}: {eval_return:.0f}")
             online_returns, collected_returns = [], []
             for group in optim.param_groups:  # a constant rate after the offline schedule
                 group["lr"] = cfg.lr if cfg.online_lr is None else cfg.online_lr
@@ -395,9 +463,10 @@ def train(cfg: Config) -> dict[str, float]:
                 collected = new["reward"].sum((-1, -2)).mean().item()
                 buffer.extend(new)
                 actor.train()
-                loss = update(buffer[:].clone(), cfg.online_updates)
+                loss = update(buffer[:].clone(), cfg.online_updates, f"round {round_ + 1}")
                 actor.eval()
                 eval_return = evaluate(cfg, wrapper)
+                evals.append((step, eval_return))
                 logger.log_scalar("online/collected_return", collected, step)
                 logger.log_scalar("eval/return", eval_return, step)
                 online_returns.append(eval_return)
@@ -412,6 +481,8 @@ def train(cfg: Config) -> dict[str, float]:
     torch.save(
         {"actor": actor.state_dict(), "config": dataclasses.asdict(cfg)}, run_dir / "checkpoint.pt"
     )
+    if cfg.plot:
+        save_curve(losses, evals, cfg, run_dir / "learning_curve.png")
     print(
         f"{'ODT' if cfg.online else 'DT'} conditioned on {cfg.target_return:.0f}: mean return "
         f"{eval_return:.0f} over {cfg.eval_episodes} episodes ({seconds:.0f} s)"
@@ -427,4 +498,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -24,28 +24,10 @@ evaluation returns against frames).
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import sys
-import time
 from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from sac import make_actor_critic, save_curve
-from tensordict import TensorDictBase
-from tqdm import tqdm
-
-from rl_buffers import LazyTensorStorage, RayReplayBuffer, TensorDictReplayBuffer
-from rl_collectors import Evaluator, RayCollector, SyncDataCollector
-from rl_envs import GymEnv
-from rl_objectives import SACLoss, SoftUpdate
-from rl_objectives.loggers import get_logger
-
-STORED = ("observation", "action", "next")
 
 
 @dataclass
@@ -74,9 +56,40 @@ class Config:
     plot: bool = True
 
 
+# gymnasium's classic-control tasks with continuous actions
+RULES = {
+    "env_name": _recipe.one_of("Pendulum-v1", "MountainCarContinuous-v0"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line (see ``examples/_recipe.py``)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import os
+import sys
+import time
+from functools import partial
+
+import torch
+from sac import make_actor_critic, save_curve
+from tensordict import TensorDictBase
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, RayReplayBuffer, TensorDictReplayBuffer
+from rl_collectors import Evaluator, RayCollector, SyncDataCollector
+from rl_envs import GymEnv
+from rl_objectives import SACLoss, SoftUpdate
+from rl_objectives.loggers import get_logger
+
+STORED = ("observation", "action", "next")
 
 
 def make_env(env_name: str, seed: int) -> GymEnv:
@@ -122,14 +135,14 @@ def train(cfg: Config) -> dict[str, float]:
     ``seconds`` (from the first batch to the last), ``frames_per_second`` and
     ``updates_per_second`` over those seconds, and ``eval_return`` (the final policy's mean
     return over 4 evaluation episodes)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)
     exp_name = cfg.exp_name or f"distributed_sac_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     started = time.perf_counter()
     start_ray(cfg)
@@ -248,7 +261,7 @@ def train(cfg: Config) -> dict[str, float]:
 
 if __name__ == "__main__":
     try:
-        train(parse_config())
+        train(CONFIG)
     finally:
         if "ray" in sys.modules:
             sys.modules["ray"].shutdown()

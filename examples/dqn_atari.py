@@ -27,38 +27,11 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import time
-from collections import deque
+import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict import TensorDictBase
-from tensordict.nn import TensorDictSequential
-from tqdm import tqdm
-
-from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import Compose, RewardSum, StepCounter, TransformedEnv
-from rl_core.modules import MLP, ConvNet, EGreedyModule, QValueActor
-from rl_envs import GymEnv, ParallelEnv, default_info_dict_reader
-from rl_envs.transforms import (
-    CatFrames,
-    EndOfLifeTransform,
-    GrayScale,
-    NoopResetEnv,
-    Resize,
-    RewardClipping,
-    ToTensorImage,
-)
-from rl_objectives import DQNLoss, HardUpdate
-from rl_objectives.loggers import get_logger
-
-PIXELS = "observation"
 
 
 @dataclass
@@ -89,10 +62,56 @@ class Config:
     plot: bool = True
 
 
+RULES = {
+    "env_name": _recipe.Rule(
+        "an Atari id of ale-py, ALE/<Game>-v5 (e.g. ALE/Pong-v5)",
+        lambda v, _: re.fullmatch(r"ALE/[A-Z]\w*-v5", v) is not None,
+    ),
+    "noops": _recipe.Rule("an integer >= 0", lambda v, _: v >= 0),
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import functools
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictSequential
+from tqdm import tqdm
+
+from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import Compose, RewardSum, StepCounter, TransformedEnv
+from rl_core.modules import MLP, ConvNet, EGreedyModule, QValueActor
+from rl_envs import GymEnv, ParallelEnv, default_info_dict_reader
+from rl_envs.transforms import (
+    CatFrames,
+    EndOfLifeTransform,
+    GrayScale,
+    NoopResetEnv,
+    Resize,
+    RewardClipping,
+    ToTensorImage,
+)
+from rl_objectives import DQNLoss, HardUpdate
+from rl_objectives.loggers import get_logger
+
+PIXELS = "observation"
 
 
 def make_atari_env(env_name: str, max_episode_steps: int, noops: int) -> TransformedEnv:
@@ -166,15 +185,15 @@ def save_curve(frames: list[int], returns: list[float], path: Path, title: str) 
 def train(cfg: Config) -> dict[str, float]:
     """Runs DQN; returns the final figures (``mean_return_last10``, ``episodes``, ``frames``,
     ``seconds``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # the env workers take the other cores
     game = cfg.env_name.split("/")[-1]
     exp_name = cfg.exp_name or f"dqn_atari_{game}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     actor = QValueActor(
@@ -266,4 +285,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -42,44 +42,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict import TensorDict
-from tensordict.nn import TensorDictModule, TensorDictSequential
-from tqdm import tqdm
-
-from rl_core.exploration import ExplorationType, set_exploration_type
-from rl_core.modules import MLP, ProbabilisticActor, TanhNormal
-from rl_envs import DreamerEnv, PendulumEnv
-from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE
-from rl_objectives import (
-    DreamerActorLoss,
-    DreamerModelLoss,
-    DreamerV3ActorLoss,
-    DreamerV3ModelLoss,
-    DreamerV3ValueLoss,
-    DreamerValueLoss,
-    ValueEstimators,
-)
-from rl_objectives.loggers import get_logger
-from rl_objectives.modules import (
-    DreamerActor,
-    ObsDecoder,
-    ObsEncoder,
-    RSSMPosterior,
-    RSSMPosteriorV3,
-    RSSMPrior,
-    RSSMPriorV3,
-    RSSMRollout,
-    SymExpTwoHot,
-    WorldModelWrapper,
-)
 
 
 @dataclass
@@ -126,11 +92,59 @@ class Config:
     plot: bool = True
 
 
+RULES = {
+    "entropy_bonus": _recipe.at_least(0),
+    "actor_std_bias": _recipe.FINITE,
+    "free_nats": _recipe.at_least(0),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
 
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from tqdm import tqdm
+
+from rl_core.exploration import ExplorationType, set_exploration_type
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal
+from rl_envs import DreamerEnv, PendulumEnv
+from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE
+from rl_objectives import (
+    DreamerActorLoss,
+    DreamerModelLoss,
+    DreamerV3ActorLoss,
+    DreamerV3ModelLoss,
+    DreamerV3ValueLoss,
+    DreamerValueLoss,
+    ValueEstimators,
+)
+from rl_objectives.loggers import get_logger
+from rl_objectives.modules import (
+    DreamerActor,
+    ObsDecoder,
+    ObsEncoder,
+    RSSMPosterior,
+    RSSMPosteriorV3,
+    RSSMPrior,
+    RSSMPriorV3,
+    RSSMRollout,
+    SymExpTwoHot,
+    WorldModelWrapper,
+)
 
 OBS_SCALE = torch.tensor([1.0, 1.0, MAX_SPEED])  # observations are learned in [-1, 1]
 
@@ -416,14 +430,14 @@ def train(cfg: Config) -> dict[str, float]:
     """Runs the recipe; returns the figures (``final_return``, ``best_return``,
     ``random_return``, ``frames``, ``seconds``, and the evaluation curve ``returns`` at
     ``eval_frames``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small batches: threads cost more than they give
     exp_name = cfg.exp_name or f"dreamer_Pendulum_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     agent = Agent(cfg)
     env = PendulumEnv(batch_size=[cfg.num_envs])
@@ -493,4 +507,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

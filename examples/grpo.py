@@ -26,24 +26,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict import TensorDictBase
-from tqdm import tqdm
-
-from rl_core import Transform, TransformedEnv
-from rl_llm.collectors import LLMCollector
-from rl_llm.envs import DatasetChatEnv
-from rl_llm.modules import TransformersWrapper
-from rl_llm.objectives import GRPOLoss, MCAdvantage
-from rl_llm.testing import build_tiny_chat_model, load_smollm2
-from rl_objectives.loggers import get_logger
 
 
 @dataclass
@@ -73,10 +59,35 @@ class Config:
     plot: bool = True
 
 
+RULES: dict[str, _recipe.Rule] = {}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+from tensordict import TensorDictBase
+from tqdm import tqdm
+
+from rl_core import Transform, TransformedEnv
+from rl_llm.collectors import LLMCollector
+from rl_llm.envs import DatasetChatEnv
+from rl_llm.modules import TransformersWrapper
+from rl_llm.objectives import GRPOLoss, MCAdvantage
+from rl_llm.testing import build_tiny_chat_model, load_smollm2
+from rl_objectives.loggers import get_logger
 
 
 def make_model(cfg: Config):
@@ -133,15 +144,15 @@ def save_curve(rewards: list[float], path: Path, title: str) -> None:
 def train(cfg: Config) -> dict[str, float]:
     """Runs GRPO; returns the final figures (``start_reward``, ``end_reward``: means of the
     first and last 4 batches, ``updates``, ``seconds``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     if cfg.model == "tiny":
         torch.set_num_threads(1)  # a 64-wide model: threads cost more than they give
     exp_name = cfg.exp_name or f"grpo_{cfg.model}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     model, tokenizer = make_model(cfg)
     env = make_env(cfg)
@@ -220,4 +231,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

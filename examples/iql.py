@@ -18,24 +18,10 @@ Writes to ``runs/<exp-name>/``: the dataset, the logs (CSV by default,
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict.nn import NormalParamExtractor, TensorDictModule
-from tqdm import tqdm
-
-from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import ExplorationType, RandomPolicy, RewardSum, TransformedEnv, set_exploration_type
-from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_envs import GymEnv
-from rl_objectives import IQLLoss, SoftUpdate
-from rl_objectives.loggers import get_logger
 
 
 @dataclass
@@ -62,10 +48,39 @@ class Config:
     plot: bool = True
 
 
+# gymnasium's classic-control tasks with continuous actions
+RULES = {
+    "env_name": _recipe.one_of("Pendulum-v1", "MountainCarContinuous-v0"),
+    "expectile": _recipe.between(0, 1, open_low=True, open_high=True),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tqdm import tqdm
+
+from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import ExplorationType, RandomPolicy, RewardSum, TransformedEnv, set_exploration_type
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_envs import GymEnv
+from rl_objectives import IQLLoss, SoftUpdate
+from rl_objectives.loggers import get_logger
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -157,14 +172,14 @@ def evaluate(env: TransformedEnv, actor: ProbabilisticActor, episodes: int) -> f
 def train(cfg: Config) -> dict[str, float]:
     """Collects the dataset, then runs IQL on it; returns the final figures
     (``dataset_return``, ``eval_return``, ``best_eval_return``, ``seconds``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
     exp_name = cfg.exp_name or f"iql_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
     start = time.perf_counter()
 
     env = TransformedEnv(GymEnv(cfg.env_name, num_envs=cfg.num_envs), RewardSum())
@@ -228,4 +243,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -46,29 +46,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict.nn import TensorDictModule
-from torch.distributions import Categorical
-from tqdm import tqdm
-
-from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import ExplorationType, RewardSum, TransformedEnv, set_exploration_type
-from rl_core.modules import ProbabilisticActor
-from rl_envs import PettingZooEnv, SerialEnv, VmasEnv
-from rl_objectives import IPPOLoss, MAPPOLoss
-from rl_objectives.loggers import get_logger
-from rl_objectives.modules import MultiAgentMLP
-from rl_objectives.value import MultiAgentGAE, PopArtValueNorm, RunningValueNorm
-
-GROUP = "agents"
 
 
 @dataclass
@@ -102,10 +83,43 @@ class Config:
     plot: bool = True
 
 
+RULES = {
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+    "minibatch_size": _recipe.count_at_most("frames_per_batch"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+from tensordict.nn import TensorDictModule
+from torch.distributions import Categorical
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import ExplorationType, RewardSum, TransformedEnv, set_exploration_type
+from rl_core.modules import ProbabilisticActor
+from rl_envs import PettingZooEnv, SerialEnv, VmasEnv
+from rl_objectives import IPPOLoss, MAPPOLoss
+from rl_objectives.loggers import get_logger
+from rl_objectives.modules import MultiAgentMLP
+from rl_objectives.value import MultiAgentGAE, PopArtValueNorm, RunningValueNorm
+
+GROUP = "agents"
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -193,14 +207,14 @@ def train(cfg: Config) -> dict[str, float]:
     """Runs MAPPO; returns the final figures: ``random_return`` and ``final_return`` (the
     evaluations before and after training), ``train_return_last3`` (mean episode return of
     the last 3 training batches), ``frames`` and ``seconds`` (training only)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
     exp_name = cfg.exp_name or f"mappo_{cfg.env}_{cfg.task}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     random_return = evaluate(env, None, cfg.eval_episodes)
@@ -315,4 +329,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -21,25 +21,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import math
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict import TensorDict, TensorDictBase
-from tensordict.nn import TensorDictModule
-from tqdm import tqdm
-
-from rl_core.keys import NEXT, REWARD
-from rl_core.modules import MLP
-from rl_core.specs import Bounded, Composite, Unbounded
-from rl_envs import CEMPlanner, ModelBasedEnvBase, MPCPlannerBase, MPPIPlanner, PendulumEnv
-from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE, pendulum_step
-from rl_objectives.loggers import get_logger
 
 
 @dataclass
@@ -67,10 +52,38 @@ class Config:
     plot: bool = True
 
 
+RULES = {
+    "top_k": _recipe.count_at_most("num_candidates"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+
+import torch
+from tensordict import TensorDict, TensorDictBase
+from tensordict.nn import TensorDictModule
+from tqdm import tqdm
+
+from rl_core.keys import NEXT, REWARD
+from rl_core.modules import MLP
+from rl_core.specs import Bounded, Composite, Unbounded
+from rl_envs import CEMPlanner, ModelBasedEnvBase, MPCPlannerBase, MPPIPlanner, PendulumEnv
+from rl_envs.native.pendulum import MAX_SPEED, MAX_TORQUE, pendulum_step
+from rl_objectives.loggers import get_logger
 
 
 class PendulumDynamics(torch.nn.Module):
@@ -220,14 +233,14 @@ def train(cfg: Config) -> dict[str, float]:
     """Plans through the model env in ``num_episodes`` episodes of the true env; returns the
     figures (``mean_return``, ``returns``, ``frames``, ``seconds``). Nothing is learned (the
     model is exact), so "train" is the evaluation run."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small batches: threads cost more than they give
     exp_name = cfg.exp_name or f"{cfg.planner}_{cfg.model}_Pendulum_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     dynamics = PendulumDynamics() if cfg.model == "true" else fit_world_model(cfg, logger)
     world_model = TensorDictModule(
@@ -275,4 +288,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

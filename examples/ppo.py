@@ -6,34 +6,22 @@ computes GAE advantages, and runs ``num_epochs`` passes of minibatch updates dra
 replacement from a buffer holding that batch.
 
 Run:  ``uv run python examples/ppo.py`` (CartPole: an average return of 475 after about 40k
-frames, 7 s on an idle 2-core CPU), ``uv run python examples/ppo.py --env-name Pendulum-v1``.
-Every config field is a flag: ``--help`` lists them.
+frames, 7 s on an idle 2-core CPU; the run prints the frames at which the mean of the last 10
+episodes first reaches ``threshold``, by default the task's own, 475 for CartPole-v1),
+``uv run python examples/ppo.py --env-name Pendulum-v1``. Every config field is a flag:
+``--help`` lists them, and every value is checked before anything is built.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
-``checkpoint.pt`` (networks, optimiser, config) and ``learning_curve.png``.
+``checkpoint.pt`` (networks, optimiser, config) and ``learning_curve.png`` (with the
+threshold as a dashed line).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict.nn import NormalParamExtractor, TensorDictModule
-from tqdm import tqdm
-
-from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import RewardSum, TransformedEnv
-from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_envs import GymEnv
-from rl_objectives import ClipPPOLoss
-from rl_objectives.loggers import get_logger
 
 
 @dataclass
@@ -57,6 +45,7 @@ class Config:
     critic_coeff: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 64  # width of the two hidden layers of both networks
+    threshold: float | None = None  # reported and plotted (None: the env's, 475 on CartPole)
     target_return: float | None = None  # stop once the last-10-episode mean reaches it
     logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
     exp_name: str | None = None  # defaults to ppo_<env>_<seed>_<unix time>
@@ -64,10 +53,50 @@ class Config:
     plot: bool = True
 
 
+# gymnasium's classic-control tasks: flat observations, discrete or continuous actions, the
+# two kinds of action space the policy below is built for.
+ENV_NAMES = (
+    "CartPole-v1",
+    "Acrobot-v1",
+    "MountainCar-v0",
+    "Pendulum-v1",
+    "MountainCarContinuous-v0",
+)
+RULES = {
+    "env_name": _recipe.one_of(*ENV_NAMES),
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+    "minibatch_size": _recipe.count_at_most("frames_per_batch"),
+    "threshold": _recipe.FINITE,
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
-    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default); exits
+    with the field named when a value is refused."""
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+import dataclasses
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import RewardSum, TransformedEnv
+from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_envs import GymEnv
+from rl_objectives import ClipPPOLoss
+from rl_objectives.loggers import get_logger
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -108,8 +137,19 @@ def make_actor_critic(env: TransformedEnv, hidden: int) -> tuple[ProbabilisticAc
     return actor, critic
 
 
-def save_curve(frames: list[int], returns: list[float], path: Path, title: str) -> None:
-    """Episode returns against frames, with a running mean over 10 episodes."""
+def env_threshold(cfg: Config) -> float | None:
+    """The return the run reports reaching: ``cfg.threshold``, else the task's
+    ``reward_threshold`` in gymnasium's registry (475 for CartPole-v1; none for Pendulum-v1)."""
+    if cfg.threshold is not None:
+        return cfg.threshold
+    import gymnasium
+
+    return gymnasium.spec(cfg.env_name).reward_threshold
+
+
+def curve_figure(frames: list[int], returns: list[float], title: str, threshold: float | None):
+    """The learning curve: episode returns against frames, their running mean over 10 episodes
+    and the threshold as a dashed line; returns the matplotlib figure."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -120,27 +160,39 @@ def save_curve(frames: list[int], returns: list[float], path: Path, title: str) 
     smooth = [sum(returns[max(0, i - 9) : i + 1]) / len(returns[max(0, i - 9) : i + 1])
               for i in range(len(returns))]  # fmt: skip
     ax.plot(frames, smooth, label="mean of last 10")
+    if threshold is not None:
+        ax.axhline(threshold, color="gray", linestyle="--", label=f"threshold {threshold:g}")
     ax.set_xlabel("frames")
     ax.set_ylabel("return")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def save_curve(
+    frames: list[int], returns: list[float], path: Path, title: str, threshold: float | None
+) -> None:
+    """Writes :func:`curve_figure` to ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig = curve_figure(frames, returns, title, threshold)
     fig.savefig(path)
     plt.close(fig)
 
 
 def train(cfg: Config) -> dict[str, float]:
     """Runs PPO; returns the final figures (``mean_return_last10``, ``frames``, ``seconds``,
-    ``frames_to_target``)."""
+    ``frames_to_threshold``: when the last-10 mean first reached the threshold, else ``None``,
+    and ``frames_to_target``).
+
+    Raises:
+        ValueError: a setting its rule refuses (before anything is built or written).
+    """
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
-    exp_name = cfg.exp_name or f"ppo_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
-
+    threshold = env_threshold(cfg)
     env = make_env(cfg)
     actor, critic = make_actor_critic(env, cfg.hidden)
     collector = SyncDataCollector(
@@ -167,10 +219,16 @@ def train(cfg: Config) -> dict[str, float]:
     num_iters = -(-cfg.total_frames // cfg.frames_per_batch)
     updates_per_epoch = cfg.frames_per_batch // cfg.minibatch_size
 
+    exp_name = cfg.exp_name or f"ppo_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
+
     ep_frames: list[int] = []
     ep_returns: list[float] = []
     last10: deque[float] = deque(maxlen=10)
-    frames, frames_to_target, start = 0, None, time.perf_counter()
+    frames, frames_to_target, frames_to_threshold, start = 0, None, None, time.perf_counter()
     bar = tqdm(total=cfg.total_frames, unit="frames", dynamic_ncols=True)
     for it, batch in enumerate(collector):
         frames += batch.numel()
@@ -206,6 +264,13 @@ def train(cfg: Config) -> dict[str, float]:
         logger.log_scalar("train/clip_fraction", out["clip_fraction"].item(), step=frames)
         mean10 = sum(last10) / len(last10) if last10 else float("nan")
         bar.set_postfix(episodes=len(ep_returns), return_last10=f"{mean10:.1f}")
+        reached = threshold is not None and len(last10) == 10 and mean10 >= threshold
+        if reached and frames_to_threshold is None:
+            frames_to_threshold = frames
+            bar.write(
+                f"threshold {threshold:g} reached at {frames} frames "
+                f"({time.perf_counter() - start:.1f} s): mean return of the last 10 {mean10:.1f}"
+            )
         if cfg.target_return is not None and len(last10) == 10 and mean10 >= cfg.target_return:
             frames_to_target = frames
             break
@@ -224,20 +289,25 @@ def train(cfg: Config) -> dict[str, float]:
         run_dir / "checkpoint.pt",
     )
     if cfg.plot and ep_returns:
-        save_curve(ep_frames, ep_returns, run_dir / "learning_curve.png", f"PPO {cfg.env_name}")
+        title = f"PPO {cfg.env_name}"
+        save_curve(ep_frames, ep_returns, run_dir / "learning_curve.png", title, threshold)
     logger.close()
     mean10 = sum(last10) / len(last10) if last10 else float("nan")
     print(
         f"done: {frames} frames in {seconds:.1f} s, {len(ep_returns)} episodes, "
         f"mean return of the last 10: {mean10:.1f}; outputs in {run_dir}"
     )
+    if threshold is not None:
+        reached = f"at {frames_to_threshold} frames" if frames_to_threshold else "not reached"
+        print(f"threshold {threshold:g} (mean return of the last 10 episodes): {reached}")
     return {
         "mean_return_last10": mean10,
         "frames": frames,
         "seconds": seconds,
+        "frames_to_threshold": frames_to_threshold,
         "frames_to_target": frames_to_target,
     }
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -21,40 +21,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default), ``checkpoint.pt`` and
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict import TensorDictBase
-from tensordict.nn import TensorDictModule, TensorDictSequential
-from tqdm import tqdm
-
-from rl_collectors import SyncDataCollector
-from rl_core import (
-    Bounded,
-    Composite,
-    InitTracker,
-    RewardSum,
-    TensorSpec,
-    Transform,
-    TransformedEnv,
-)
-from rl_core.modules import (
-    MLP,
-    LSTMModule,
-    OneHotCategorical,
-    ProbabilisticActor,
-    get_primers_from_module,
-)
-from rl_envs import GymEnv
-from rl_objectives import ClipPPOLoss
-from rl_objectives.loggers import get_logger
-from rl_objectives.value import GAE
 
 
 @dataclass
@@ -86,10 +56,55 @@ class Config:
     plot: bool = True
 
 
+# DropVelocities keeps CartPole's positions: the task is CartPole
+RULES = {
+    "env_name": _recipe.one_of("CartPole-v1"),
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+from tensordict import TensorDictBase
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from tqdm import tqdm
+
+from rl_collectors import SyncDataCollector
+from rl_core import (
+    Bounded,
+    Composite,
+    InitTracker,
+    RewardSum,
+    TensorSpec,
+    Transform,
+    TransformedEnv,
+)
+from rl_core.modules import (
+    MLP,
+    LSTMModule,
+    OneHotCategorical,
+    ProbabilisticActor,
+    get_primers_from_module,
+)
+from rl_envs import GymEnv
+from rl_objectives import ClipPPOLoss
+from rl_objectives.loggers import get_logger
+from rl_objectives.value import GAE
 
 
 class DropVelocities(Transform):
@@ -206,6 +221,7 @@ def save_curve(frames: list[int], returns: list[float], path: Path, title: str) 
 def train(cfg: Config) -> dict[str, float]:
     """Runs recurrent PPO; returns the final figures (``mean_return_last10``, ``frames``,
     ``seconds``, ``frames_to_target``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
     if cfg.frames_per_batch % (cfg.num_envs * cfg.chunk_len):
@@ -215,11 +231,10 @@ def train(cfg: Config) -> dict[str, float]:
         )
     kind = "lstm" if cfg.memory else "mlp"
     exp_name = cfg.exp_name or f"ppo_recurrent_{kind}_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     obs_dim = env.observation_spec["observation"].shape[-1]
@@ -321,4 +336,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -35,29 +35,10 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default), ``checkpoint.pt`` and
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict.nn import TensorDictModule, TensorDictSequential
-from torch import nn
-from tqdm import tqdm
-
-from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import RewardSum, TransformedEnv
-from rl_core.modules import EGreedyModule, QValueModule
-from rl_envs import PettingZooEnv, SerialEnv
-from rl_objectives import QMixerLoss, SoftUpdate
-from rl_objectives.loggers import get_logger
-from rl_objectives.mixers import QMixer, VDNMixer
-from rl_objectives.modules import MultiAgentMLP
-
-GROUP = "agents"
 
 
 @dataclass
@@ -95,10 +76,42 @@ class Config:
     plot: bool = True
 
 
+RULES = {
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from pathlib import Path
+
+import torch
+from tensordict.nn import TensorDictModule, TensorDictSequential
+from torch import nn
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import RewardSum, TransformedEnv
+from rl_core.modules import EGreedyModule, QValueModule
+from rl_envs import PettingZooEnv, SerialEnv
+from rl_objectives import QMixerLoss, SoftUpdate
+from rl_objectives.loggers import get_logger
+from rl_objectives.mixers import QMixer, VDNMixer
+from rl_objectives.modules import MultiAgentMLP
+
+GROUP = "agents"
 
 
 def make_env(cfg: Config) -> TransformedEnv:
@@ -189,14 +202,14 @@ def train(cfg: Config) -> dict[str, float]:
     """Runs QMIX (or VDN, or independent Q-learning); returns ``random_return`` and
     ``final_return`` (the evaluations before and after training), ``train_return_last3``,
     ``frames`` and ``seconds`` (training only)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
     exp_name = cfg.exp_name or f"qmix_{cfg.task}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg)
     random_return = evaluate(env, None, cfg.eval_episodes)
@@ -311,4 +324,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -25,32 +25,11 @@ Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard
 
 from __future__ import annotations
 
-import dataclasses
-import time
-from collections import deque
+import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import _recipe
-import torch
-from tensordict.nn import NormalParamExtractor, TensorDictModule
-from tqdm import tqdm
-
-from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
-from rl_collectors import SyncDataCollector
-from rl_core import (
-    Compose,
-    DoubleToFloat,
-    ExplorationType,
-    RewardSum,
-    TransformedEnv,
-    set_exploration_type,
-)
-from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
-from rl_envs import CatTensors, DMControlEnv, GymEnv, SerialEnv
-from rl_objectives import SACLoss, SoftUpdate
-from rl_objectives.loggers import get_logger
 
 
 @dataclass
@@ -80,10 +59,51 @@ class Config:
     plot: bool = True
 
 
+ENV_NAME_FORMS = {"dm_control": r"[a-z_]+-[a-z_]+", "gym": r"[A-Za-z][\w/]*-v\d+"}
+RULES = {
+    "env_name": _recipe.Rule(
+        "<domain>-<task> with suite dm_control (e.g. cartpole-balance), a gymnasium id with "
+        "suite gym (e.g. InvertedPendulum-v5)",
+        lambda v, cfg: re.fullmatch(ENV_NAME_FORMS[cfg.suite], v) is not None,
+    ),
+    "frames_per_batch": _recipe.multiple_of("num_envs"),
+}
+
+
 def parse_config(argv: list[str] | None = None) -> Config:
     """Builds a :class:`Config` from the command line: flags, ``key=value`` overrides and
     ``--config runs/<exp>/config.json`` (``--help`` lists every field and its default)."""
-    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0])
+    return _recipe.parse_config(Config, argv, description=__doc__.split("\n")[0], rules=RULES)
+
+
+if __name__ == "__main__":
+    # Read before torch and the packages load (seconds): --help and a refused value answer now.
+    CONFIG = parse_config()
+
+
+import dataclasses
+import time
+from collections import deque
+from pathlib import Path
+
+import torch
+from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tqdm import tqdm
+
+from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
+from rl_collectors import SyncDataCollector
+from rl_core import (
+    Compose,
+    DoubleToFloat,
+    ExplorationType,
+    RewardSum,
+    TransformedEnv,
+    set_exploration_type,
+)
+from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_envs import CatTensors, DMControlEnv, GymEnv, SerialEnv
+from rl_objectives import SACLoss, SoftUpdate
+from rl_objectives.loggers import get_logger
 
 
 def make_env(cfg: Config, num_envs: int, seed: int) -> TransformedEnv:
@@ -168,14 +188,14 @@ def save_curve(frames: list[int], returns: list[float], path: Path, title: str) 
 def train(cfg: Config) -> dict[str, float]:
     """Runs SAC; returns the final figures (``random_return``, ``eval_return_before``,
     ``eval_return``, ``mean_return_last10``, ``frames``, ``seconds``, ``frames_to_target``)."""
+    _recipe.check_config(cfg, RULES)
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(1)  # small networks: threads cost more than they give
     exp_name = cfg.exp_name or f"sac_mujoco_{cfg.env_name}_{cfg.seed}_{int(time.time())}"
-    run_dir = Path(cfg.out_dir) / exp_name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    logger = get_logger(cfg.logger, str(run_dir), "logs")
-    logger.log_hparams(dataclasses.asdict(cfg))
-    _recipe.save_config(cfg, run_dir)
+    with _recipe.new_run_dir(cfg.out_dir, exp_name) as run_dir:  # removed if this fails
+        logger = get_logger(cfg.logger, str(run_dir), "logs")
+        logger.log_hparams(dataclasses.asdict(cfg))
+        _recipe.save_config(cfg, run_dir)
 
     env = make_env(cfg, cfg.num_envs, cfg.seed)
     eval_env = make_env(cfg, cfg.eval_episodes, cfg.seed + 1_000)
@@ -271,4 +291,4 @@ def train(cfg: Config) -> dict[str, float]:
 
 
 if __name__ == "__main__":
-    train(parse_config())
+    train(CONFIG)

@@ -41,6 +41,23 @@ def test_ppo_example_runs_to_completion(load_example, tmp_path):
     assert (run_dir / "logs" / "scalars" / "train" / "episode_return.csv").is_file()
 
 
+def test_ppo_example_reports_the_frames_to_its_threshold(load_example, tmp_path, capsys):
+    ppo = load_example("ppo")
+    assert ppo.env_threshold(ppo.Config()) == 475.0  # CartPole-v1's, the README's figure
+    assert ppo.env_threshold(ppo.Config(env_name="Pendulum-v1")) is None
+    result = ppo.train(ppo.parse_config(flags("--total-frames 2048 threshold=20", tmp_path)))
+    # a random CartPole policy lasts about 22 steps: the first batch's last 10 episodes do it
+    assert result["frames_to_threshold"] in (1024, 2048)
+    out = capsys.readouterr().out
+    reached = result["frames_to_threshold"]
+    assert f"threshold 20 reached at {reached} frames" in out
+    assert f"threshold 20 (mean return of the last 10 episodes): at {reached} frames" in out
+    figure = ppo.curve_figure([10, 20], [9.0, 30.0], "PPO", 475.0)
+    dashed = [line for line in figure.axes[0].lines if line.get_linestyle() == "--"]
+    assert [list(line.get_ydata()) for line in dashed] == [[475.0, 475.0]]
+    assert "threshold 475" in [t.get_text() for t in figure.axes[0].get_legend().get_texts()]
+
+
 def test_ppo_example_logs_to_tensorboard(load_example, tmp_path):
     ppo = load_example("ppo")
     ppo.train(
@@ -303,7 +320,7 @@ def test_distributed_sac_example_runs_on_a_local_ray(tmp_path):
     assert (tmp_path / "run" / "logs" / "scalars" / "eval" / "reward.csv").is_file()
 
 
-def test_decision_transformer_example_runs_to_completion(load_example, tmp_path):
+def test_decision_transformer_example_runs_to_completion(load_example, tmp_path, capsys):
     pytest.importorskip("transformers", reason='pip install "rl-objectives[transformers]"')
     dt = load_example("decision_transformer")
     line = (
@@ -317,6 +334,13 @@ def test_decision_transformer_example_runs_to_completion(load_example, tmp_path)
     assert -40 * 16.3 <= result["eval_return"] <= 0  # Pendulum's reward is in [-16.3, 0]
     assert (tmp_path / "run" / "checkpoint.pt").is_file()
     assert (tmp_path / "run" / "config.json").is_file()
+    assert (tmp_path / "run" / "learning_curve.png").is_file()
+    # progress as it goes: the dataset, a bar over the updates, the evaluation
+    captured = capsys.readouterr()
+    assert "generating the dataset: 4 controller and 4 random episodes" in captured.out
+    assert "offline training: conditioned on -150:" in captured.out
+    assert "offline updates" in captured.err
+    assert "10/10" in captured.err
 
 
 def test_decision_transformer_online_phase_runs(load_example, tmp_path):
