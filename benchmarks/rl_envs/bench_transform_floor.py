@@ -44,7 +44,7 @@ from tensordict import TensorDictBase
 
 from rl_core import Compose, EnvBase, RewardSum, StepCounter, Transform, TransformedEnv
 from rl_core._accel.rows import Rows
-from rl_core.tensordict_access import entries_view, set_leaf
+from rl_core._accel.td_access import entries_view, set_leaf
 from rl_envs import GymEnv, ObservationNorm
 
 STEPS = 5_000
@@ -144,7 +144,7 @@ def _routes(env: TransformedEnv) -> tuple:
     """(the base env's fused step-and-reset, ``env``'s merge of the reset rows): the routes
     of the step plans (``rl_core.envs.StepPlan``), or the env hooks of older sources."""
     try:
-        from rl_core.envs.step_plan import active_plan
+        from rl_core.envs._plans import active_plan
     except ImportError:  # sources before the step plans
         return env.base_env._step_and_reset, env._merge_reset_rows
     return active_plan(env.base_env).step_and_reset, active_plan(env).merge_reset_rows

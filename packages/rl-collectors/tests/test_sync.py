@@ -374,7 +374,7 @@ def _threshold_policy():
 def test_the_call_plan_gives_the_batches_of_the_generic_call(policy_factory):
     """Oracle: the collector (policy through rl-core's PolicyCallPlan) against the generic
     step-by-step loop calling ``policy(td)``, same seeds, same policy."""
-    from rl_core.modules import PolicyCallPlan
+    from rl_core._accel.seam import PolicyCallPlan
 
     policy = policy_factory()
     assert PolicyCallPlan(policy).fast

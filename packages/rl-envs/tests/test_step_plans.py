@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from rl_core import Compose, InitTracker, RewardSum, StepCounter, Transform, TransformedEnv
+from rl_core._accel.seam import register_lane_plan
 from rl_core.envs._plans import built_plan
 from rl_core.testing import check_random_rollout, check_step_plan
-from rl_core.transforms import register_lane_plan
 from rl_envs import GymEnv, SerialEnv
 from rl_envs.transforms import (
     ClipTransform,

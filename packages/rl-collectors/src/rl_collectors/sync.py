@@ -27,8 +27,8 @@ from rl_collectors.profiling import ProfileConfig, RolloutProfiler
 from rl_collectors.utils import COLLECTOR, TRAJ_IDS, split_trajectories
 from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType, set_exploration_type
+from rl_core._accel.seam import PolicyCallPlan
 from rl_core.envs import TrajectoryWriter
-from rl_core.modules import PolicyCallPlan
 
 
 class SyncDataCollector(BaseCollector):

@@ -11,11 +11,11 @@ from tensordict.nn import (
 from torch import nn
 
 from rl_core import ExplorationType, set_exploration_type
+from rl_core._accel.seam import PolicyCallPlan
 from rl_core.modules import (
     MLP,
     Actor,
     EGreedyModule,
-    PolicyCallPlan,
     ProbabilisticActor,
     QValueActor,
     QValueModule,

@@ -18,7 +18,8 @@ from torch import nn
 from rl_core import ExplorationType, set_exploration_type
 from rl_core._accel.draw_plan import draw_for as _draw_for
 from rl_core._accel.policy_classes import REGISTERED
-from rl_core.modules import MLP, OneHotCategorical, PolicyCallPlan, ProbabilisticActor, TanhNormal
+from rl_core._accel.seam import PolicyCallPlan
+from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal
 
 
 def draw_for(head):

@@ -11,13 +11,8 @@ from tensordict.nn import InteractionType, NormalParamExtractor, TensorDictModul
 from torch import nn
 
 from rl_core import ExplorationType, set_exploration_type
-from rl_core.modules import (
-    MLP,
-    OneHotCategorical,
-    PolicyCallPlan,
-    ProbabilisticActor,
-    TanhNormal,
-)
+from rl_core._accel.seam import PolicyCallPlan
+from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal
 from rl_core.specs import Bounded, Categorical, OneHot
 
 

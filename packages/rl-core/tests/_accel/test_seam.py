@@ -14,7 +14,6 @@ CONTRACT = (
     "rl_core.objectives",
     "rl_core.testing",
     "rl_core.ted",
-    "rl_core.tensordict_access",
 )
 
 

@@ -3,7 +3,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.envs import StepPlan, check_env_specs
-from rl_core.envs.step_plan import active_plan
+from rl_core.envs._plans import active_plan
 from rl_core.specs import Bounded, Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import (

@@ -5,7 +5,7 @@ large for them."""
 import numpy as np
 import pytest
 
-from rl_core.envs.step_plan import active_plan
+from rl_core.envs._plans import active_plan
 from rl_core.testing import check_random_rollout, check_step_plan
 from rl_envs._accel.seam import numpy_stepper
 from rl_envs.libs import GymEnv, GymWrapper

@@ -115,7 +115,7 @@ def test_fused_step_and_reset_steps_aside_for_overrides_and_spec_checks():
             out.set("reward", out["reward"] * 2)
             return out
 
-    from rl_core.envs.step_plan import active_plan
+    from rl_core.envs._plans import active_plan
 
     env = Shaped("CartPole-v1", num_envs=2)
     assert active_plan(env) is None  # an override of _step: the reference only

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
-from rl_core.envs.step_plan import active_plan
+from rl_core.envs._plans import active_plan
 from rl_envs import GymEnv, GymWrapper, ParallelEnv
 from rl_envs.transforms import (
     CatFrames,

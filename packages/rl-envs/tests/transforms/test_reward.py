@@ -13,9 +13,9 @@ from rl_core import (
     Unbounded,
     check_env_specs,
 )
+from rl_core._accel.seam import fusable_as_declared
 from rl_core.envs import StepPlan
 from rl_core.envs._plans import built_plan
-from rl_core.envs.step_plan import fusable_as_declared
 from rl_envs.transforms import RewardClipping, RewardScaling
 
 

@@ -15,7 +15,7 @@ from rl_buffers.storages._tree import expand_items
 from rl_buffers.storages.tensor_storage import TensorStorage
 from rl_buffers.writers.tensordict_round_robin import TensorDictRoundRobinWriter
 from rl_buffers.writers.writer import Writer
-from rl_core import tensordict_access
+from rl_core._accel import td_access
 
 __all__ = ["TensorDictReplayBuffer"]
 
@@ -180,8 +180,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
         key = self.priority_key
         # Both entries read straight from a plain TensorDict's entry dicts when they are
         # tensors there; anything else (a missing entry, a lazy stack) takes the generic path.
-        index = tensordict_access.get_leaf(data, ("index",), None)
-        priority = tensordict_access.get_leaf(data, key if isinstance(key, tuple) else (key,), None)
+        index = td_access.get_leaf(data, ("index",), None)
+        priority = td_access.get_leaf(data, key if isinstance(key, tuple) else (key,), None)
         if not (isinstance(index, Tensor) and isinstance(priority, Tensor)):
             keys = data.keys(True, True)
             for name in ("index", key):

@@ -19,7 +19,8 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
-from rl_core import ops, tensordict_access
+from rl_core import ops
+from rl_core._accel import td_access
 
 NestedKey = str | tuple[str, ...]
 INDEX_KEY = "index"
@@ -264,11 +265,7 @@ def _collect(
 ) -> bool:
     # shapes: the tree of per-leaf shapes after the first dim (see _shapes).
     # A plain TensorDict's entry dict is read in place (no copy); other types list theirs.
-    entries = (
-        tensordict_access.entries_view(data)
-        if tensordict_access.is_plain(data)
-        else dict(data.items())
-    )
+    entries = td_access.entries_view(data) if td_access.is_plain(data) else dict(data.items())
     skip_index = loose_index and INDEX_KEY in entries
     if len(entries) - skip_index != len(shapes):
         return False
@@ -312,7 +309,7 @@ class _Level:
         if extra:
             out.update(extra)
         # As in gather: every value has leading dims ``batch`` under a string key.
-        return tensordict_access.build_tensordict(out, batch)
+        return td_access.build_tensordict(out, batch)
 
     def gather(self, index: Tensor, batch: torch.Size, extra: dict | None = None) -> TensorDict:
         out = {key: tensor.index_select(0, index) for key, tensor in zip(self.keys, self.tensors)}
@@ -323,7 +320,7 @@ class _Level:
         # Every value is a tensor or TensorDict with leading dims ``batch`` (an index_select
         # along dim 0, a sub-level, or an extra entry checked by the caller) under a string
         # key: what the TensorDict constructor would check holds, so it is built unchecked.
-        return tensordict_access.build_tensordict(out, batch)
+        return td_access.build_tensordict(out, batch)
 
 
 def _gather_multi(tree: list[tuple[str, Any]], multi: tuple[Tensor, ...], batch: torch.Size):

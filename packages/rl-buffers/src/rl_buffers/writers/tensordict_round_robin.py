@@ -11,7 +11,7 @@ from torch import Tensor
 
 from rl_buffers.storages.list_storage import ListStorage
 from rl_buffers.writers.round_robin import RoundRobinWriter
-from rl_core import tensordict_access
+from rl_core._accel import td_access
 
 __all__ = ["TensorDictRoundRobinWriter"]
 
@@ -56,7 +56,7 @@ class TensorDictRoundRobinWriter(RoundRobinWriter):
         storage = self._storage if self._storage is not None else self.storage
         rows = super().extend(_without_index(data, storage))
         if storage.ndim == 1 and rows.shape[0] == data.batch_size[0] and data.batch_dims == 1:
-            tensordict_access.set_leaf(data, INDEX_KEY, rows)  # data.set, unchecked where rows fit
+            td_access.set_leaf(data, INDEX_KEY, rows)  # data.set, unchecked where rows fit
         elif rows.numel() == data.shape[0]:
             index = _item_index(self.storage, data, rows)
             data.set(INDEX_KEY, _expand_right(index, data.batch_size))

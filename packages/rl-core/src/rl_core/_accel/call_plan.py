@@ -258,7 +258,8 @@ class PolicyCallPlan:
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.modules import MLP, PolicyCallPlan, QValueActor
+        >>> from rl_core._accel.seam import PolicyCallPlan
+        >>> from rl_core.modules import MLP, QValueActor
         >>> from rl_core.specs import OneHot
         >>> actor = QValueActor(MLP(4, 2, depth=1, num_cells=8), spec=OneHot(2))
         >>> plan = PolicyCallPlan(actor)

@@ -1,6 +1,6 @@
 """Fast access to plain TensorDicts: the one module of rl-core that uses tensordict's private API.
 
-Private to rl-core: sibling packages use the public :mod:`rl_core.tensordict_access` (the
+Private to rl-core: sibling packages use the public :mod:`rl_core._accel.td_access` (the
 read-only subset of this module that hands out no tensordict internals) or public tensordict.
 
 The per-step paths of envs, rollouts and transforms move the same few entries in and out of
@@ -24,7 +24,7 @@ anything else.
 * :class:`StepMdpMerge`: the body of :class:`rl_core.ted.StepMdpPlan`.
 * :func:`module_io_keys`, :func:`sequence_children`: the call layout of a
   ``TensorDictModule`` / ``TensorDictSequential`` whose call is plain (read by
-  :class:`rl_core.modules.PolicyCallPlan`).
+  ``PolicyCallPlan``).
 
 Examples:
     >>> import torch

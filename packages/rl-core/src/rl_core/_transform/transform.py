@@ -46,7 +46,7 @@ class Transform(nn.Module):
 
     These methods are the reference: a transform needs nothing else to be correct. A faster
     route (numpy rows) is an optional plan registered beside the plan machinery
-    (:func:`rl_core.transforms.register_lane_plan`); ``rl_core.testing.check_step_plan``
+    (``register_lane_plan`` of ``rl_core._accel.seam``); ``rl_core.testing.check_step_plan``
     tells whether it still gives what these methods give.
 
     Args:
@@ -191,7 +191,7 @@ class Transform(nn.Module):
         ``rl_core.transforms._plans`` does for rl-core's); a subclass may still set the class
         attribute ``fusable`` itself. It holds for the declared class: a subclass that
         overrides ``_call``, ``_step`` or ``_reset`` is not fused unless it is declared
-        itself (``rl_core.envs.step_plan.fusable_as_declared`` applies that rule).
+        itself (``rl_core._accel.seam.fusable_as_declared`` applies that rule).
         """
         return declared_fusable(self)
 

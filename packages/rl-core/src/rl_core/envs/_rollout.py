@@ -8,11 +8,10 @@ from typing import Any, Protocol
 import torch
 from tensordict import TensorDictBase
 
-from rl_core._accel.seam import any_set, get_leaf
+from rl_core._accel.seam import PolicyCallPlan, any_set, get_leaf
 from rl_core.envs._plans import PlannedEnv, active_plan
 from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.keys import DONE, NEXT, TRUNCATED
-from rl_core.modules.call_plan import PolicyCallPlan
 
 
 class RolloutEnv(PlannedEnv, Protocol):

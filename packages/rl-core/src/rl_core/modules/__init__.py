@@ -4,7 +4,6 @@ recurrence."""
 from rl_core.modules import _plans  # noqa: F401  (hands the policy-call plans their classes)
 from rl_core.modules.actor_critic import ActorCriticOperator, ActorCriticWrapper, ActorValueOperator
 from rl_core.modules.actors import Actor, ProbabilisticActor, ValueOperator
-from rl_core.modules.call_plan import PolicyCallPlan
 from rl_core.modules.convnet import ConvNet
 from rl_core.modules.distributions import (
     Delta,
@@ -45,7 +44,6 @@ __all__ = [
     "SafeModule",
     "SafeSequential",
     # calling a policy
-    "PolicyCallPlan",
     # exploration
     "EGreedyModule",
     "AdditiveGaussianModule",

@@ -1,6 +1,5 @@
 """Transforms: the machinery (Transform, TransformedEnv, Compose) and the foundation set."""
 
-from rl_core._accel.seam import register_lane_plan
 from rl_core.transforms import _plans  # noqa: F401  (registers the transforms' lane plans)
 from rl_core.transforms.burn_in import BurnInTransform
 from rl_core.transforms.compose import Compose
@@ -27,5 +26,4 @@ __all__ = [
     "TensorDictPrimer",
     "Transform",
     "TransformedEnv",
-    "register_lane_plan",
 ]

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import torch
 from tensordict import TensorDictBase
 
-from rl_core.tensordict_access import TreeBuilder, get_leaf, set_leaf
+from rl_core._accel.td_access import TreeBuilder, get_leaf, set_leaf
 from rl_envs.batched import _wire
 from rl_envs.batched._meta import Path
 from rl_envs.batched._shared import RowCopies, SharedBuffers

@@ -29,7 +29,7 @@ from rl_core.specs import (
     TensorSpec,
     Unbounded,
 )
-from rl_core.tensordict_access import build_tensordict
+from rl_core._accel.td_access import build_tensordict
 from rl_envs.libs._gym_specs import discrete_start
 
 Decoder = Callable[[Any], Any]

@@ -26,7 +26,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 
 from rl_core.keys import RESET, NestedKey
-from rl_core.tensordict_access import get_leaf
+from rl_core._accel.td_access import get_leaf
 
 
 def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray | None:

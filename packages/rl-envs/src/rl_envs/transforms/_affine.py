@@ -6,7 +6,7 @@ for tensors and numpy arrays alike (two exactly rounded operations, the same bit
 :func:`affine_stats` gives loc and scale on a device (and their numpy arrays on the CPU)
 without moving anything on a step, and :class:`AffinePlan` is the transforms' plan for the
 numpy-row lane of a TransformedEnv (rl-core's speed folder, ``rl_core._accel.lane``; registered
-through ``rl_core.transforms.register_lane_plan`` in ``_plans.py``).
+through ``rl_core._accel.seam.register_lane_plan`` in ``_plans.py``).
 """
 
 from __future__ import annotations

@@ -2,14 +2,14 @@
 
 The transforms hold their reference ``_call``; these plans compute the same affine maps on
 numpy rows (``_affine``) where a TransformedEnv's base env hands out numpy rows (see
-``rl_core.transforms.register_lane_plan``). A transform is correct without its plan.
+``rl_core._accel.seam.register_lane_plan``). A transform is correct without its plan.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rl_core.transforms import register_lane_plan
+from rl_core._accel.seam import register_lane_plan
 from rl_envs.transforms._affine import AffinePlan, affine_lane_plan
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.reward import RewardScaling

@@ -1,5 +1,9 @@
 """Per-step TensorDict access for sibling packages: public tensordict results, fewer checks.
 
+Speed-only code, private to the stack: sibling packages import it (and :mod:`rl_core._accel.seam`)
+as the two sibling-facing modules of rl-core's speed folder; it changes with rl-core's minor
+version, which every sibling pins.
+
 Env wrappers, batched envs, storages and writers move the same few entries in and out of
 TensorDicts on every step. This module is the narrow, public part of rl-core's fast access:
 each function returns what the public tensordict call it names returns (the tests compare
@@ -29,7 +33,7 @@ here                                        the public tensordict call it equals
 
 Examples:
     >>> import torch
-    >>> from rl_core.tensordict_access import TreeBuilder, entries_view, get_leaf, leaf_paths
+    >>> from rl_core._accel.td_access import TreeBuilder, entries_view, get_leaf, leaf_paths
     >>> builder = TreeBuilder([("obs",), ("next", "obs")])
     >>> td = builder.build([torch.zeros(4, 3), torch.ones(4, 3)], torch.Size([4]), None)
     >>> leaf_paths(td)
@@ -49,8 +53,8 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-from rl_core._accel import seam
-from rl_core._accel.seam import TreeBuilder, get_leaf, is_plain, leaf_paths, set_leaf
+from rl_core._accel import fast_td
+from rl_core._accel.fast_td import TreeBuilder, get_leaf, is_plain, leaf_paths, set_leaf
 
 Path = tuple[str, ...]
 
@@ -80,7 +84,7 @@ def entries_view(td: TensorDict) -> Mapping[str, Any]:
             f"entries_view: expected a plain TensorDict, got {type(td).__name__}. Check "
             f"is_plain(td) first, or use td.items()."
         )
-    return MappingProxyType(seam.entries(td))
+    return MappingProxyType(fast_td.entries(td))
 
 
 def build_tensordict(
@@ -103,7 +107,7 @@ def build_tensordict(
         >>> build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2])).batch_size
         torch.Size([2])
     """
-    return seam.build_tensordict(dict(source), batch_size, device)
+    return fast_td.build_tensordict(dict(source), batch_size, device)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""rl_core.tensordict_access: each function gives what the public tensordict call it names gives,
+"""rl_core._accel.td_access: each function gives what the public tensordict call it names gives,
 and hands out nothing through which a TensorDict could be changed behind tensordict's back."""
 
 from pathlib import Path
@@ -8,7 +8,7 @@ import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 from testkit.readme import run_readme_example
 
-from rl_core import tensordict_access as access
+from rl_core._accel import td_access as access
 
 
 def _nested() -> TensorDict:
@@ -126,7 +126,7 @@ def test_tree_builder_equals_the_constructor():
 
 
 def test_readme_section_example_runs(tmp_path):
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = text.split("## Fast TensorDict access", 1)[1].split("\n## ", 1)[0]
     block = section.split("```python\n", 1)[1].split("```", 1)[0]
     readme = tmp_path / "README.md"
