@@ -12,6 +12,7 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_collectors.weight_sync import WeightSyncScheme
 from rl_core import EnvBase, StepCounter, TransformedEnv
 from rl_core.keys import DONE, NEXT, TRUNCATED, key_path
 
@@ -32,6 +33,30 @@ def check_total_frames(where: str, total_frames: Any) -> int:
             f"{total_frames!r}."
         )
     return total_frames if total_frames > 0 else -1
+
+
+def check_schemes(where: str, schemes: Any, weight_updater: Any) -> dict[str, WeightSyncScheme]:
+    """``weight_sync_schemes`` checked: a dict ``{model_id: WeightSyncScheme}`` (``{}`` for
+    ``None``), not given together with a ``weight_updater``."""
+    if schemes is None:
+        return {}
+    if not isinstance(schemes, dict):
+        raise TypeError(
+            f"{where}: expected weight_sync_schemes as a dict {{model_id: WeightSyncScheme}} "
+            f"(e.g. {{'policy': SharedMemWeightSyncScheme()}}), got {type(schemes).__name__}."
+        )
+    for model_id, scheme in schemes.items():
+        if not isinstance(model_id, str) or not isinstance(scheme, WeightSyncScheme):
+            raise TypeError(
+                f"{where}: expected weight_sync_schemes to map model ids (str) to "
+                f"WeightSyncScheme instances, got {model_id!r}: {type(scheme).__name__}."
+            )
+    if schemes and weight_updater is not None:
+        raise ValueError(
+            f"{where}: pass weight_updater or weight_sync_schemes, not both (got "
+            f"{type(weight_updater).__name__} and schemes for {sorted(schemes)})."
+        )
+    return dict(schemes)
 
 
 def make_env(

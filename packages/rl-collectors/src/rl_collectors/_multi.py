@@ -21,13 +21,15 @@ from torch import nn
 
 from rl_collectors._common import (
     check_positive_int,
+    check_schemes,
     check_total_frames,
     load_weights,
 )
-from rl_collectors._worker import SharedWeights, worker_main
+from rl_collectors._worker import worker_main
 from rl_collectors.base import BaseCollector
 from rl_collectors.profiling import ProfileConfig
 from rl_collectors.utils import COLLECTOR, TRAJ_IDS, split_trajectories
+from rl_collectors.weight_sync import SharedMemTransport, WeightSyncScheme
 from rl_collectors.weight_update import MultiProcessedWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType
 
@@ -78,6 +80,7 @@ class MultiCollectorBase(BaseCollector):
         track_traj_ids: bool = True,
         mp_start_method: str | None = None,
         weight_updater: WeightUpdaterBase | None = None,
+        weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
     ) -> None:
         where = type(self).__name__
         self._closed = True  # until the workers are up (shutdown is safe on a failed init)
@@ -114,7 +117,13 @@ class MultiCollectorBase(BaseCollector):
         has_weights = isinstance(policy, nn.Module) and any(
             True for _ in (*policy.parameters(), *policy.buffers())
         )
-        self._weights = SharedWeights(policy, context) if has_weights else None
+        self.weight_sync_schemes = check_schemes(where, weight_sync_schemes, weight_updater)
+        for model_id, scheme in self.weight_sync_schemes.items():
+            if getattr(scheme, "context", False) is None:
+                scheme.context = context  # the workers' start method
+            scheme.init_on_sender(model_id=model_id, context=self, num_workers=n)
+        use_default = has_weights and not self.weight_sync_schemes
+        self._weights = SharedMemTransport(policy, context) if use_default else None
         self.weight_updater = weight_updater or self._default_weight_updater()
         if self.weight_updater is not None:
             self.weight_updater.register_collector(self)
@@ -149,7 +158,16 @@ class MultiCollectorBase(BaseCollector):
             # the exit hook below and the workers' watch on this process end them instead.
             process = context.Process(
                 target=worker_main,
-                args=(i, child_end, factory, policy, self._weights, seeds[i], kwargs),
+                args=(
+                    i,
+                    child_end,
+                    factory,
+                    policy,
+                    self._weights,
+                    seeds[i],
+                    kwargs,
+                    self.weight_sync_schemes,
+                ),
                 name=f"{where}-worker-{i}",
                 daemon=False,
             )
@@ -300,7 +318,9 @@ class MultiCollectorBase(BaseCollector):
     @property
     def policy_version(self) -> int:
         """How many times ``update_policy_weights_`` published weights."""
-        return 0 if self._weights is None else self._weights.version
+        if "policy" in self.weight_sync_schemes:
+            return self.weight_sync_schemes["policy"].version
+        return 0 if self._weights is None else self._weights.published
 
     def _default_weight_updater(self) -> MultiProcessedWeightUpdater | None:
         """Publishes the construction-time policy's weights through the seqlocked shared copy."""
@@ -329,6 +349,12 @@ class MultiCollectorBase(BaseCollector):
             worker_ids: passed on to the weight updater.
         """
         self._check_workers("update_policy_weights_")
+        if self.weight_sync_schemes:
+            if weights is not None and isinstance(self.policy, nn.Module):
+                load_weights(f"{type(self).__name__}.update_policy_weights_", self.policy, weights)
+            for scheme in self.weight_sync_schemes.values():
+                scheme.send(worker_ids=worker_ids)
+            return
         if self.weight_updater is None:
             raise RuntimeError(
                 f"{type(self).__name__}.update_policy_weights_: the policy has no weights to "
@@ -419,6 +445,8 @@ class MultiCollectorBase(BaseCollector):
                 process.join()
         for conn in self._conns:
             conn.close()
+        for scheme in self.weight_sync_schemes.values():
+            scheme.shutdown()
 
     def __del__(self) -> None:
         if sys.is_finalizing():

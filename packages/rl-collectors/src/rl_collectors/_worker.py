@@ -18,72 +18,15 @@ import contextlib
 import copy
 import multiprocessing
 import signal
-import time
 import traceback
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 
-# Seconds between two looks at the version while the parent is writing the weights.
-WRITE_WAIT_S = 0.001
-
-
-class ParentGone(Exception):
-    """The parent process ended: the worker stops quietly."""
-
-
-class SharedWeights:
-    """A policy's parameters and buffers in shared memory, published without a lock.
-
-    A sequence counter guards the copy (a seqlock): ``publish`` (the parent) makes the counter
-    odd, writes the weights and makes it even again; ``pull`` (a worker) copies them only
-    while the counter is even and the same before and after its copy, and copies again
-    otherwise. Nobody waits on a lock, so a worker killed in the middle of its copy leaves
-    nothing held: the parent's next ``publish`` goes through. The published version is the
-    counter halved.
-    """
-
-    def __init__(self, policy: torch.nn.Module, context: Any) -> None:
-        self.weights = TensorDict.from_module(policy).data.clone().share_memory_()
-        self.counter = context.Value("q", 0, lock=False)
-
-    @property
-    def version(self) -> int:
-        """How many times the weights were published."""
-        return self.counter.value // 2
-
-    def publish(self, weights: torch.nn.Module | TensorDictBase) -> int:
-        """Writes a policy's weights (a module, or a TensorDict of all or some of them;
-        parent side); returns the new version."""
-        if isinstance(weights, torch.nn.Module):
-            weights = TensorDict.from_module(weights).data
-        start = self.counter.value
-        self.counter.value = start + 1  # odd: a copy is being written
-        try:
-            self.weights.update_(weights)
-        finally:
-            self.counter.value = start + 2
-        return (start + 2) // 2
-
-    def pull(self, policy: torch.nn.Module, seen: int, parent: Any = None) -> int:
-        """Copies the published weights into ``policy`` unless version ``seen`` is the
-        latest (worker side); returns the version it holds. ``parent`` (a process object)
-        ends the wait with ``ParentGone`` if the parent dies while it writes."""
-        while True:
-            start = self.counter.value
-            if start % 2:
-                if parent is not None and not parent.is_alive():
-                    raise ParentGone
-                time.sleep(WRITE_WAIT_S)
-                continue
-            if start // 2 == seen:
-                return seen
-            with torch.no_grad():
-                TensorDict.from_module(policy).update_(self.weights)
-            if self.counter.value == start:
-                return start // 2
+from rl_collectors.weight_sync import SharedMemTransport, WeightSyncScheme
+from rl_collectors.weight_sync.shared_mem import ParentGone
 
 
 def _same_keys(a: TensorDictBase, b: TensorDictBase) -> bool:
@@ -99,11 +42,16 @@ def worker_main(
     conn: Connection,
     create_env_fn: Any,
     policy: Any,
-    weights: SharedWeights | None,
+    weights: SharedMemTransport | None,
     seed: int,
     kwargs: dict[str, Any],
+    schemes: dict[str, WeightSyncScheme] | None = None,
 ) -> None:
-    """Runs one collector and answers the parent's commands until ``"close"``."""
+    """Runs one collector and answers the parent's commands until ``"close"``.
+
+    ``weights`` is the default shared copy of the policy's weights; ``schemes`` (the
+    collector's ``weight_sync_schemes``, in their sender state) replace it: the worker
+    initialises each on its receiving side and receives before every batch."""
     from rl_collectors.sync import SyncDataCollector
 
     # SIGTERM (the parent's terminate()) unwinds through the finally below: the env is closed.
@@ -114,7 +62,7 @@ def worker_main(
     try:
         torch.set_num_threads(1)
         torch.manual_seed(seed)
-        if weights is not None:
+        if weights is not None or schemes:
             # Under spawn the policy arrives with its tensors in the parent's shared memory:
             # a private copy keeps the parent's updates out of a batch in progress.
             policy = copy.deepcopy(policy)
@@ -122,6 +70,8 @@ def worker_main(
         seen = 0
         if weights is not None:
             seen = weights.pull(collector.policy, -1, parent)
+        for model_id, scheme in (schemes or {}).items():
+            scheme.init_on_receiver(model_id=model_id, context=collector, worker_idx=index)
         shared: TensorDictBase | None = None
         while True:
             if conn not in wait(watch):
@@ -130,6 +80,10 @@ def worker_main(
             if command == "collect":
                 if weights is not None:
                     seen = weights.pull(collector.policy, seen, parent)
+                for scheme in (schemes or {}).values():
+                    scheme.receive(timeout=0.0)
+                if schemes and "policy" in schemes:
+                    seen = schemes["policy"].version
                 batch = collector.rollout()
                 if shared is not None and _same_keys(shared, batch):
                     shared.update_(batch)

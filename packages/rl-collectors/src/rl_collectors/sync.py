@@ -13,6 +13,7 @@ from rl_collectors._common import (
     EnvFactory,
     as_device,
     check_positive_int,
+    check_schemes,
     check_total_frames,
     done_paths,
     finished,
@@ -25,6 +26,7 @@ from rl_collectors._common import (
 from rl_collectors.base import BaseCollector
 from rl_collectors.profiling import ProfileConfig, RolloutProfiler
 from rl_collectors.utils import COLLECTOR, TRAJ_IDS, split_trajectories
+from rl_collectors.weight_sync import WeightSyncScheme
 from rl_collectors.weight_update import VanillaWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase, ExplorationType, set_exploration_type
 from rl_core._accel.seam import PolicyCallPlan
@@ -80,6 +82,10 @@ class SyncDataCollector(BaseCollector):
         weight_updater: the ``WeightUpdaterBase`` that ``update_policy_weights_`` calls;
             defaults to a ``VanillaWeightUpdater`` of the collector's policy (``None`` when
             the policy has no weights).
+        weight_sync_schemes: ``{model_id: WeightSyncScheme}`` (TorchRL 0.14), instead of a
+            ``weight_updater``: ``update_policy_weights_`` sends each model's weights
+            (``"policy"``: the given weights or the source policy's; another id: the object
+            at that attribute path on the collector) and the running copy receives them.
 
     Raises:
         ValueError: a frame count is not a positive int, or ``frames_per_batch`` is not a
@@ -125,6 +131,7 @@ class SyncDataCollector(BaseCollector):
         track_traj_ids: bool = True,
         return_same_td: bool = False,
         weight_updater: WeightUpdaterBase | None = None,
+        weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
     ) -> None:
         where = type(self).__name__
         check_positive_int(where, "frames_per_batch", frames_per_batch)
@@ -181,7 +188,16 @@ class SyncDataCollector(BaseCollector):
             options = compile_policy if isinstance(compile_policy, dict) else {}
             self._call = torch.compile(self.policy, **options)
         self._checked = trust_policy or policy is None
-        self.weight_updater = weight_updater or self._default_weight_updater()
+        self.weight_sync_schemes = check_schemes(where, weight_sync_schemes, weight_updater)
+        for model_id, scheme in self.weight_sync_schemes.items():
+            # Both sides live here: the source policy sends, the running copy receives.
+            sender = self._source_policy if model_id == "policy" else None
+            scheme.init_on_sender(model_id=model_id, model=sender, context=self)
+            scheme.init_on_receiver(model_id=model_id, context=self)
+        if self.weight_sync_schemes:
+            self.weight_updater = None
+        else:
+            self.weight_updater = weight_updater or self._default_weight_updater()
         if self.weight_updater is not None:
             self.weight_updater.register_collector(self)
         self._done_paths = done_paths(self.env)
@@ -392,7 +408,11 @@ class SyncDataCollector(BaseCollector):
             worker_ids: passed on to the weight updater (a single-process collector has one
                 worker).
         """
-        if self.weight_updater is not None:
+        if self.weight_sync_schemes:
+            for model_id, scheme in self.weight_sync_schemes.items():
+                scheme.send(weights if model_id == "policy" else None)
+                scheme.receive(timeout=0.0)
+        elif self.weight_updater is not None:
             self.weight_updater.push_weights(weights, worker_ids=worker_ids)
         elif weights is not None:
             load_weights(f"{type(self).__name__}.update_policy_weights_", self.policy, weights)

@@ -1,0 +1,33 @@
+"""Weight synchronisation schemes (TorchRL 0.14's ``torchrl.weight_update``).
+
+A ``WeightSyncScheme`` moves ONE model's weights from a sender to its receivers over
+transports: ``SharedMemWeightSyncScheme`` (one shared-memory copy on this machine),
+``MultiProcessWeightSyncScheme`` (a pipe per worker process), ``NoWeightSyncScheme``
+(nothing), ``DistributedWeightSyncScheme`` (``torch.distributed``) and
+``RPCWeightSyncScheme`` (``torch.distributed.rpc``). The collectors take them as
+``weight_sync_schemes={"policy": scheme}``.
+"""
+
+from rl_collectors.weight_sync.mp import MPTransport, MultiProcessWeightSyncScheme
+from rl_collectors.weight_sync.no_update import NoWeightSyncScheme
+from rl_collectors.weight_sync.scheme import (
+    InitialSyncTransport,
+    TransportBackend,
+    WeightSyncBackend,
+    WeightSyncScheme,
+)
+from rl_collectors.weight_sync.shared_mem import SharedMemTransport, SharedMemWeightSyncScheme
+from rl_collectors.weight_sync.strategy import WeightStrategy
+
+__all__ = [
+    "TransportBackend",
+    "InitialSyncTransport",
+    "WeightSyncBackend",
+    "WeightStrategy",
+    "WeightSyncScheme",
+    "MPTransport",
+    "SharedMemTransport",
+    "MultiProcessWeightSyncScheme",
+    "SharedMemWeightSyncScheme",
+    "NoWeightSyncScheme",
+]
