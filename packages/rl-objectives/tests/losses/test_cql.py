@@ -1,3 +1,4 @@
+import copy
 import math
 import sys
 from pathlib import Path
@@ -187,3 +188,37 @@ def test_cql_lagrange_moves_alpha_prime_toward_the_threshold(thresh, direction):
         loss(td.clone())["loss_alpha_prime"].backward()
         opt.step()
     assert direction * loss.log_alpha_prime.item() > 0.0
+
+
+@pytest.mark.parametrize("delay_actor", [False, True])
+def test_cql_delay_actor_samples_the_backup_action_from_the_target_actor(delay_actor):
+    # TorchRL's CQLLoss(delay_actor=True) keeps a target copy of the actor; here, as in
+    # SACLoss, the backup's next action is drawn from it
+    actor, param_net = tanh_actor()
+    loss = CQLLoss(
+        actor, q_critic(), alpha_init=0.5, gamma=0.9, loss_function="l2", num_random=3,
+        deterministic_backup=False, delay_actor=delay_actor, delay_qvalue=False,
+    )  # fmt: skip
+    assert loss.delay_actor is delay_actor
+    assert hasattr(loss, "target_actor_network_params") is delay_actor
+    target_net = copy.deepcopy(param_net)
+    with torch.no_grad():
+        for p in target_net.parameters():
+            p.mul_(0.5)
+        if delay_actor:
+            loss.target_actor_network_params.apply_(lambda x: x.mul_(0.5))
+    g = torch.Generator().manual_seed(7)
+    td = offpolicy_batch(action=torch.rand(8, ACT, generator=g) * 1.6 - 0.8)
+    torch.manual_seed(42)
+    out = loss(td)
+    torch.manual_seed(42)
+    obs, nobs = td["observation"], td["next", "observation"]
+    tanh_sample(param_net, obs)  # the actor term's draw comes first
+    with torch.no_grad():
+        a2, logp2 = tanh_sample(target_net if delay_actor else param_net, nobs)
+        nq = torch.min(*[_q_ref(loss, i, False, nobs, a2) for i in range(2)])
+        y = td["next", "reward"] + 0.9 * (~td["next", "terminated"]).float() * (
+            nq - 0.5 * logp2.unsqueeze(-1)
+        )
+    q_loss = sum((_q_ref(loss, i, False, obs, td["action"]) - y).pow(2).mean() for i in range(2))
+    torch.testing.assert_close(out["loss_qvalue"], q_loss)

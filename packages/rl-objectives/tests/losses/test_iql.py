@@ -59,8 +59,28 @@ def test_iql_matches_reference():
     assert_same_grads(grads(out["loss_qvalue"], qparams), grads(q_loss, qparams))
 
 
-def test_iql_rejects_expectile():
+@pytest.mark.parametrize("expectile", [0.0, 1.0])
+def test_iql_takes_the_closed_expectile_range(expectile):
+    # TorchRL's IQLLoss takes expectile=1.0 (its tests use 0.1, 0.5 and 1.0): the value loss
+    # then weighs only the samples whose q exceeds V (and 0.0 only those below)
+    actor, _ = tanh_actor()
+    torch.manual_seed(4)
+    v_net = MLP(OBS, 1, depth=1, num_cells=16)
+    loss = IQLLoss(actor, q_critic(), ValueOperator(v_net, ["observation"]), expectile=expectile)
+    td = offpolicy_batch(action=torch.rand(8, ACT, generator=torch.Generator().manual_seed(9)))
+    out = loss(td)
+    with torch.no_grad():
+        q_t = torch.min(*[q_with(loss, i, True, td, td["action"]) for i in range(2)])
+        u = q_t - v_net(td["observation"])
+    weight = (u > 0).float() if expectile == 1.0 else (u < 0).float()
+    torch.testing.assert_close(out["loss_value"].detach(), (weight * u**2).mean())
+
+
+@pytest.mark.parametrize("expectile", [1.5, -0.1])
+def test_iql_rejects_expectile(expectile):
     actor, _ = tanh_actor()
     v = ValueOperator(MLP(OBS, 1, depth=1, num_cells=4), ["observation"])
-    with pytest.raises(ValueError, match=r"IQLLoss: expected expectile in \(0, 1\), got 1.0"):
-        IQLLoss(actor, q_critic(), v, expectile=1.0)
+    with pytest.raises(
+        ValueError, match=rf"IQLLoss: expected expectile in \[0, 1\], got {expectile}"
+    ):
+        IQLLoss(actor, q_critic(), v, expectile=expectile)

@@ -51,8 +51,9 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
     that the sum of the ``loss_*`` terms can be minimised with one optimizer.
 
     The arguments it shares with the SAC family are described on
-    :class:`~rl_objectives.losses._soft_q.SoftQLossBase` (CQL has no ``delay_actor``, no
-    alpha bounds and no ``separate_losses``); CQL adds:
+    :class:`~rl_objectives.losses._soft_q.SoftQLossBase` (CQL has no alpha bounds and no
+    ``separate_losses``; with ``delay_actor`` the next actions of the backup come from the
+    target actor, as in ``SACLoss``); CQL adds:
 
     Keyword Args:
         action_spec: a ``Bounded`` spec giving the box of the uniform actions (and the
@@ -120,6 +121,7 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         max_q_backup: bool = False,
         with_lagrange: bool = False,
         lagrange_thresh: float = 0.0,
+        delay_actor: bool = False,
         delay_qvalue: bool = True,
         gamma: float | None = None,
         reduction: str | None = None,
@@ -130,7 +132,7 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
             raise ValueError(
                 f"{owner}: expected num_random to be a positive int, got {num_random!r}."
             )
-        self.delay_qvalue = delay_qvalue
+        self.delay_actor, self.delay_qvalue = bool(delay_actor), delay_qvalue
         self._init_actor_and_critics(actor_network, qvalue_network, num_qvalue_nets)
         low, high = C.action_bounds(owner, action_spec, bounds) or (-1.0, 1.0)
         self.register_buffer("low", torch.as_tensor(low).float())
@@ -162,10 +164,11 @@ class CQLLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         """The backed-up next-state value ``[*B, 1]`` (no gradient)."""
         keys = self.tensor_keys
         q_params = self._bootstrap_params("qvalue_network")
+        actor_params = self._bootstrap_params("actor_network")
         if self.max_q_backup:
-            actions, _ = self._sample(next_td, sample_shape=(self.num_random,))
+            actions, _ = self._sample(next_td, actor_params, sample_shape=(self.num_random,))
             return self._q_at(next_td, actions, q_params).amax(1).amin(0)
-        next_action, next_log_prob = self._sample(next_td)
+        next_action, next_log_prob = self._sample(next_td, actor_params)
         next_value = self._q(next_td.copy().set(keys.action, next_action), q_params).amin(0)
         if not self.deterministic_backup:
             next_value = next_value - alpha * next_log_prob.unsqueeze(-1)

@@ -11,6 +11,7 @@ from torch import nn
 
 from rl_core import keys as K
 from rl_core.keys import NestedKey
+from rl_core.specs import Categorical, OneHot
 from rl_objectives.losses import _common as C
 from rl_objectives.losses.iql import IQLLoss
 
@@ -29,7 +30,16 @@ class DiscreteIQLLoss(IQLLoss):
         value_network: a state-value module writing ``"state_value"``.
 
     Keyword Args:
+        action_space: how the data action is encoded: ``"one_hot"`` (also ``"one-hot"``) or
+            ``"categorical"`` (an index, with or without a trailing singleton dim), or the
+            action spec (``OneHot`` or ``Categorical``). Defaults to ``None``: told apart by
+            the action's shape and dtype.
         **kwargs: see :class:`~rl_objectives.IQLLoss`.
+
+    Raises:
+        ValueError: an ``action_space`` string other than those above.
+        TypeError: an ``action_space`` that is neither a string nor a ``OneHot`` or
+            ``Categorical`` spec.
 
     Examples:
         >>> import torch
@@ -69,8 +79,11 @@ class DiscreteIQLLoss(IQLLoss):
         actor_network: nn.Module,
         qvalue_network: nn.Module,
         value_network: nn.Module,
+        *,
+        action_space: str | OneHot | Categorical | None = None,
         **kwargs: Any,
     ) -> None:
+        self.action_space = _action_space(action_space)
         super().__init__(actor_network, qvalue_network, value_network, **kwargs)
         self.qvalue_network.out_key = self.tensor_keys.action_value
 
@@ -82,7 +95,59 @@ class DiscreteIQLLoss(IQLLoss):
     def _q_data(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         all_q = self._q(td, params)
         action = td.get(self.tensor_keys.action)
+        if self.action_space == "categorical":
+            if action.dim() == td.batch_dims:  # an index without its trailing singleton dim
+                action = action.unsqueeze(-1)
+            if action.shape[td.batch_dims :] != (1,) or action.is_floating_point():
+                raise ValueError(
+                    f"DiscreteIQLLoss: action_space='categorical' expects an integer action "
+                    f"index of shape {tuple(td.batch_size)} or {(*td.batch_size, 1)}, got "
+                    f"{action.dtype} of shape {tuple(action.shape)}."
+                )
+            return all_q.gather(-1, action.long().expand(*all_q.shape[:-1], 1))
+        if self.action_space == "one_hot" and action.shape != all_q.shape[1:]:
+            raise ValueError(
+                f"DiscreteIQLLoss: action_space='one_hot' expects a one-hot action of shape "
+                f"{tuple(all_q.shape[1:])}, got shape {tuple(action.shape)}."
+            )
         try:
             return C.gather_action_value(all_q, action.expand(all_q.shape[0], *action.shape))
         except ValueError as err:
             raise ValueError(f"DiscreteIQLLoss: {err}") from None
+
+    def _action_for_log_prob(self, td: TensorDictBase) -> torch.Tensor:
+        action = td.get(self.tensor_keys.action)
+        if self.action_space == "categorical" and action.dim() == td.batch_dims + 1:
+            return action.squeeze(-1)  # a categorical distribution scores [*B] indices
+        return action
+
+
+#: the names TorchRL takes for the two encodings
+_SPACES = {
+    "one_hot": "one_hot",
+    "one-hot": "one_hot",
+    "onehot": "one_hot",
+    "categorical": "categorical",
+}
+
+
+def _action_space(action_space: object) -> str | None:
+    """``"one_hot"``, ``"categorical"`` or ``None`` from a name or an action spec."""
+    if action_space is None:
+        return None
+    if isinstance(action_space, str):
+        space = _SPACES.get(action_space.lower())
+        if space is None:
+            raise ValueError(
+                f"DiscreteIQLLoss: expected action_space 'one_hot' (or 'one-hot') or "
+                f"'categorical', got {action_space!r}."
+            )
+        return space
+    if isinstance(action_space, OneHot):
+        return "one_hot"
+    if isinstance(action_space, Categorical):
+        return "categorical"
+    raise TypeError(
+        f"DiscreteIQLLoss: expected action_space to be a string or a OneHot or Categorical "
+        f"spec, got {type(action_space).__name__}."
+    )

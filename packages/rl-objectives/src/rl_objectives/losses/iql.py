@@ -34,7 +34,8 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
 
     Keyword Args:
         temperature: ``beta``.
-        expectile: ``tau`` in ``(0, 1)``.
+        expectile: ``tau`` in ``[0, 1]`` (``1`` weighs only the data whose ``q`` exceeds
+            ``V``, pushing ``V`` to their maximum).
 
     Examples:
         >>> import torch
@@ -85,9 +86,9 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
         reduction: str | None = None,
         separate_losses: bool = False,
     ) -> None:
-        if not 0.0 < expectile < 1.0:
+        if not 0.0 <= expectile <= 1.0:
             raise ValueError(
-                f"{type(self).__name__}: expected expectile in (0, 1), got {expectile}."
+                f"{type(self).__name__}: expected expectile in [0, 1], got {expectile}."
             )
         super().__init__()
         self.delay_qvalue = delay_qvalue
@@ -101,6 +102,10 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
     def _q_data(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         """``Q_i(s, a_data)`` for every critic: ``[K, *B, 1]``."""
         return self._q(td, params)
+
+    def _action_for_log_prob(self, td: TensorDictBase) -> torch.Tensor:
+        """The data action as the actor's distribution scores it."""
+        return td.get(self.tensor_keys.action)
 
     def _v(self, td: TensorDictBase, params: TensorDictBase) -> torch.Tensor:
         with self.use_network("value_network", params=params) as net:
@@ -117,7 +122,6 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_value`` and ``entropy``; writes
         ``td_error``."""
-        keys = self.tensor_keys
         with torch.no_grad():
             q_params = self._bootstrap_params("qvalue_network")
             q_data = self._q_data(tensordict, q_params).amin(0)
@@ -127,7 +131,9 @@ class IQLLoss(QEnsembleLossBase, C.BootstrappedTargets, C.DetachedParamsCache, L
         loss_value = weight * diff.pow(2)
         # actor: advantage-weighted log-likelihood of the data actions
         dist = C.get_dist(self, "actor_network", tensordict)
-        log_prob = C.aggregate_log_prob(dist.log_prob(tensordict.get(keys.action)), q_data)
+        log_prob = C.aggregate_log_prob(
+            dist.log_prob(self._action_for_log_prob(tensordict)), q_data
+        )
         exp_adv = torch.exp(C.squeeze_feature(diff.detach()) * self.temperature).clamp(max=100.0)
         loss_actor = -(exp_adv * log_prob)
         # critics
