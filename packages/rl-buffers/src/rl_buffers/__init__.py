@@ -15,6 +15,14 @@ check_rl_core("rl-buffers")  # first: an rl-core outside the declared range fail
 
 from importlib.metadata import version as _version
 
+from rl_buffers.datasets import (
+    Flat2TED,
+    H5Combine,
+    H5Split,
+    Nested2TED,
+    TED2Flat,
+    TED2Nested,
+)
 from rl_buffers.replay_buffers import (
     HERReplayBuffer,
     HindsightStrategy,
@@ -56,6 +64,7 @@ from rl_buffers.storages import (
     TensorStorageCheckpointer,
 )
 from rl_buffers.writers import (
+    ImmutableDatasetWriter,
     RoundRobinWriter,
     TensorDictMaxValueWriter,
     TensorDictRoundRobinWriter,
@@ -110,4 +119,12 @@ __all__ = [
     "TensorDictRoundRobinWriter",
     "TensorDictMaxValueWriter",
     "WriterEnsemble",
+    "ImmutableDatasetWriter",
+    # dataset formats
+    "TED2Flat",
+    "Flat2TED",
+    "TED2Nested",
+    "Nested2TED",
+    "H5Split",
+    "H5Combine",
 ]

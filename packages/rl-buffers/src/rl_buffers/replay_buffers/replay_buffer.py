@@ -466,11 +466,12 @@ class ReplayBuffer:
                 return
 
     def empty(self) -> None:
-        """Removes every item and resets the writer and sampler."""
+        """Removes every item and resets the writer and sampler (the writer first: an
+        :class:`ImmutableDatasetWriter` refuses before anything is removed)."""
         self._drop_prefetched()
         with self._lock:
-            self._storage.empty()
             self._writer._empty()
+            self._storage.empty()
             self._sampler._empty()
 
     # ---------------------------------------------------------------- state
