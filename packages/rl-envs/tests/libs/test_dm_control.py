@@ -69,6 +69,7 @@ def test_time_limit_truncates_and_matches_dm_control_step_for_step():
     step = iter(range(5))
     traj = env.rollout(10, lambda td: td.set("action", actions[next(step)]))
     assert traj.batch_size == (5,)
+    ref.reset()  # the reset that seeding does (TorchRL's set_seed resets)
     first = ref.reset()
     np.testing.assert_array_equal(traj["position"][0].numpy(), first.observation["position"])
     for t in range(5):
@@ -86,6 +87,7 @@ def test_time_limit_truncates_and_matches_dm_control_step_for_step():
 def test_frame_skip_repeats_the_action_and_sums_rewards():
     env = DMControlEnv("cartpole", "swingup", frame_skip=3, seed=0)
     ref = suite.load("cartpole", "swingup", task_kwargs={"random": 0})
+    ref.reset()  # the reset that seeding does
     ref.reset()
     action = torch.full((1,), 0.5, dtype=torch.float64)
     out = env.step(env.reset().set("action", action))
@@ -102,6 +104,25 @@ def test_seeds_reproduce_and_differ():
 
     torch.testing.assert_close(first_obs(5), first_obs(5))
     assert not torch.equal(first_obs(5), first_obs(6))
+
+
+@requires_physics
+def test_set_seed_reseeds_the_task_and_resets_as_torchrl():
+    env = DMControlEnv("cartpole", "swingup")
+    ref = suite.load("cartpole", "swingup")
+    ref.task._random = np.random.RandomState(7)
+    first = ref.reset()  # TorchRL's set_seed resets: the env now holds this state
+    env.set_seed(7)
+    np.testing.assert_array_equal(env.env.physics.data.qpos, ref.physics.data.qpos)
+    second = ref.reset()
+    td = env.reset()
+    np.testing.assert_array_equal(td["position"].numpy(), second.observation["position"])
+    assert not np.array_equal(first.observation["position"], second.observation["position"])
+    # seeding at construction does the same
+    seeded = DMControlEnv("cartpole", "swingup", seed=7)
+    np.testing.assert_array_equal(
+        seeded.reset()["position"].numpy(), second.observation["position"]
+    )
 
 
 @requires_physics

@@ -226,7 +226,7 @@ def test_pixels_only_drops_the_state_and_the_free_camera_is_the_default(can_rend
         def _compute_done(self, state, next_state):
             return torch.zeros(self.num_envs, 1, dtype=torch.bool)
 
-    env = NoCamera(from_pixels=True, render_kwargs=SMALL, max_episode_steps=2)
+    env = NoCamera(from_pixels=True, pixels_only=True, render_kwargs=SMALL, max_episode_steps=2)
     try:
         assert env.render_kwargs["camera"] == -1
         assert set(env.observation_spec.keys()) == {"pixels"}
@@ -295,3 +295,15 @@ def test_from_pixels_without_a_headless_gl_says_how_to_fix_it():
     assert "could not create a mujoco.Renderer" in out.stdout, out.stdout + out.stderr
     assert "MUJOCO_GL='glfw'" in out.stdout
     assert "MUJOCO_GL=egl" in out.stdout
+
+
+def test_frames_come_with_the_states_by_default_as_torchrl():
+    # TorchRL's MujocoEnv: pixels_only=False unless asked; pixels_only needs from_pixels
+    env = PointMassEnv(from_pixels=True, render_kwargs=SMALL)
+    try:
+        assert env.pixels_only is False
+        assert set(env.observation_spec.keys()) == {"observation", "pixels"}
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match=r"PointMassEnv: pixels_only=True .* from_pixels is False"):
+        PointMassEnv(pixels_only=True)

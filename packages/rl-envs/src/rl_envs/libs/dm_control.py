@@ -56,7 +56,9 @@ class DMControlWrapper(EnvBase):
     on a CPU-only machine Mesa's EGL renders in software.
 
     Seeding: ``set_seed(seed)`` gives the task a new ``numpy.random.RandomState(seed)`` (the
-    source of its initial states and of any noise in its steps).
+    source of its initial states and of any noise in its steps) and resets the env, as
+    TorchRL's does: that reset draws the first initial state, so the next ``reset`` gives the
+    second one (``DMControlEnv(..., seed=s)`` does the same at construction).
 
     Args:
         env: the dm_control env; the wrapper owns it (``close`` closes it).
@@ -155,9 +157,13 @@ class DMControlWrapper(EnvBase):
 
     # ------------------------------------------------------------------ EnvBase contract
     def _set_seed(self, seed: int | None) -> None:
+        """Seeds the task's RandomState and resets the env, as TorchRL's ``set_seed`` does
+        (so the reset after ``set_seed(s)`` shows the task's second initial state from
+        ``RandomState(s)``, as in TorchRL)."""
         if seed is not None:
             # The suite task draws initial states (and any noise) from this RandomState.
             self._env.task._random = np.random.RandomState(seed)
+            self.reset()
 
     def _reset(self, tensordict: TensorDictBase | None, **kwargs: Any) -> TensorDictBase:
         timestep = self._env.reset()
@@ -264,6 +270,8 @@ class DMControlEnv(DMControlWrapper):
         )
         self.env_name = env_name
         self.task_name = task_name
+        if seed is not None:  # as TorchRL: the seeded task is reset once at construction
+            self.set_seed(seed)
 
     @staticmethod
     def available_envs() -> list[tuple[str, str]]:

@@ -90,7 +90,8 @@ class MujocoEnv(EnvBase):
         max_episode_steps: truncation horizon. Defaults to 1000.
         dtype: floating dtype of actions, observations and rewards. Defaults to float32.
         from_pixels: add rendered frames under ``"pixels"``. Defaults to ``False``.
-        pixels_only: with ``from_pixels``, drop the state observations. Defaults to ``True``.
+        pixels_only: with ``from_pixels``, drop the state observations. Defaults to ``False``
+            (TorchRL's default: frames and states).
         render_kwargs: ``height`` and ``width`` of the frames (at most the model's offscreen
             buffer, 480 x 640 unless its ``<visual><global>`` says otherwise) and ``camera``
             (a camera's name or id, or -1 for the free camera). Defaults to 240 x 320 from
@@ -99,7 +100,8 @@ class MujocoEnv(EnvBase):
     Raises:
         ImportError: the mujoco bindings are not installed.
         ValueError: no model, a model that does not compile, an unknown ``backend``, or a bad
-            ``num_envs``/``frame_skip``/``max_episode_steps``/``render_kwargs``.
+            ``num_envs``/``frame_skip``/``max_episode_steps``/``render_kwargs``, or
+            ``pixels_only`` without ``from_pixels``.
         RuntimeError: at the first frame (``reset``), ``from_pixels`` and mujoco cannot render
             (no working ``MUJOCO_GL``).
 
@@ -130,10 +132,15 @@ class MujocoEnv(EnvBase):
         max_episode_steps: int = 1000,
         dtype: torch.dtype = torch.float32,
         from_pixels: bool = False,
-        pixels_only: bool = True,
+        pixels_only: bool = False,
         render_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         who = type(self).__name__
+        if pixels_only and not from_pixels:
+            raise ValueError(
+                f"{who}: pixels_only=True drops the state observations for the frames, but "
+                f"from_pixels is False; pass from_pixels=True too, or leave pixels_only False."
+            )
         mujoco = import_mujoco(who)
         if backend != "mujoco":
             raise ValueError(
