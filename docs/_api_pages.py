@@ -1,9 +1,11 @@
-"""MkDocs hook: writes the API reference pages (``api/<package>.md``) at build time.
+"""MkDocs hook: writes the API reference pages (``api/<package>/...``) at build time.
 
-One page per package, one section per public module (the package and each subpackage with an
-``__all__``), listing exactly the names in that module's ``__all__``. A name a package
-re-exports from one of its public subpackages is documented once, in the subpackage's
-section. The pages are generated on every build, so they never fall behind the code.
+One page per public module: ``api/<package>/index.md`` for the names the package itself
+exports, ``api/<package>/<subpackage>.md`` for each subpackage with an ``__all__``, each page
+listing exactly the names in that module's ``__all__``. A name a package re-exports from one
+of its public subpackages is documented once, on the subpackage's page. The navigation's
+"API reference" section is filled with these pages (one group per package). The pages are
+generated on every build, so they never fall behind the code.
 """
 
 from __future__ import annotations
@@ -46,17 +48,28 @@ def public_modules(import_name: str) -> list[tuple[str, list[str]]]:
     return [(import_name, top), *subs]
 
 
-def page(import_name: str) -> str:
-    lines = [
-        f"# {import_name}",
-        "",
-        f"The public API of `{PACKAGES[import_name]}`, generated from its docstrings. "
-        f"[What the package is and how to install it](../packages/{PACKAGES[import_name]}.md).",
-        "",
-    ]
-    for module, names in public_modules(import_name):
-        if not names:
-            continue
+def page_path(import_name: str, module: str) -> str:
+    """Where ``module``'s page sits: ``api/rl_core/index.md``, ``api/rl_core/envs.md``."""
+    if module == import_name:
+        return f"api/{import_name}/index.md"
+    return f"api/{import_name}/{module.rsplit('.', 1)[1]}.md"
+
+
+def module_page(import_name: str, module: str, names: list[str]) -> str:
+    lines = [f"# {module}", ""]
+    if module == import_name:
+        package = PACKAGES[import_name]
+        lines += [
+            f"The public API of `{package}`, generated from its docstrings, one page per public "
+            f"module. [What the package is and how to install it](../../packages/{package}.md).",
+            "",
+        ]
+        subs = [sub for sub, sub_names in public_modules(import_name)[1:] if sub_names]
+        if subs:
+            lines += ["Modules:", ""]
+            lines += [f"- [`{sub}`]({sub.rsplit('.', 1)[1]}.md)" for sub in subs]
+            lines.append("")
+    if names:
         lines += [
             f"::: {module}",
             "    options:",
@@ -67,7 +80,37 @@ def page(import_name: str) -> str:
     return "\n".join(lines)
 
 
+def pages(import_name: str) -> dict[str, str]:
+    """``{path: markdown}`` of the package's pages, the package's own page first."""
+    modules = public_modules(import_name)
+    out = {}
+    for index, (module, names) in enumerate(modules):
+        if index == 0 or names:
+            out[page_path(import_name, module)] = module_page(import_name, module, names)
+    return out
+
+
+def nav() -> list[dict]:
+    """The "API reference" section: a group per package, a page per public module."""
+    groups = []
+    for import_name in PACKAGES:
+        entries = []
+        for module, names in public_modules(import_name):
+            if module == import_name or names:
+                entries.append({module: page_path(import_name, module)})
+        groups.append({import_name: entries})
+    return groups
+
+
+def on_config(config):
+    for item in config["nav"]:
+        if isinstance(item, dict) and "API reference" in item:
+            item["API reference"] = nav()
+    return config
+
+
 def on_files(files, config):
     for import_name in PACKAGES:
-        files.append(File.generated(config, f"api/{import_name}.md", content=page(import_name)))
+        for path, content in pages(import_name).items():
+            files.append(File.generated(config, path, content=content))
     return files

@@ -1,9 +1,12 @@
 """The documentation build CI runs: strict, with nothing that hides its warnings, and the
 benchmarks page's plots present where the site serves them (docs/_site_files.py)."""
 
+import importlib.util
 import re
 import shlex
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -63,3 +66,77 @@ def test_readme_package_table_does_not_present_unpublished_packages_as_installab
     header = next(line for line in readme.splitlines() if line.startswith("| package |"))
     assert "once published" in header
     assert "None of the seven is published yet" in readme
+
+
+def load_hook(name: str):
+    """A hook module of ``docs/`` (they need the docs group: mkdocs, griffe)."""
+    pytest.importorskip("mkdocs", reason="uv run --group docs pytest integration-tests/tests/tools")
+    spec = importlib.util.spec_from_file_location(f"docs_{name}", ROOT / "docs" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_sphinx_roles_become_optional_links_titled_like_sphinx():
+    roles = load_hook("_roles")
+    text = "Use :class:`~rl_objectives.ClipPPOLoss` or :meth:`rl_core.EnvBase.rollout`."
+    assert roles.rewrite_roles(text, lambda target: target) == (
+        'Use <autoref identifier="rl_objectives.ClipPPOLoss" optional><code>ClipPPOLoss'
+        '</code></autoref> or <autoref identifier="rl_core.EnvBase.rollout" optional><code>'
+        "rl_core.EnvBase.rollout</code></autoref>."
+    )
+    assert roles.rewrite_roles("no :role here", str.upper) == "no :role here"
+
+
+def test_a_relative_role_resolves_in_the_scope_of_its_docstring(tmp_path):
+    roles = load_hook("_roles")
+    import griffe
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from pkg.writers import Writer\n")
+    (package / "writers.py").write_text(
+        "from collections import OrderedDict\n\n\n"
+        "class Writer:\n"
+        '    """Writes; see :meth:`write_at` and :class:`OrderedDict`."""\n\n'
+        "    def write_at(self):\n"
+        '        """Writes at; :class:`Writer` and :meth:`Writer.write_at`."""\n'
+    )
+    loaded = griffe.load(
+        "pkg", search_paths=[str(tmp_path)], extensions=griffe.load_extensions(roles.SphinxRoles)
+    )
+    writer = loaded["writers.Writer"]
+    assert 'identifier="pkg.writers.Writer.write_at"' in writer.docstring.value
+    assert 'identifier="collections.OrderedDict"' in writer.docstring.value
+    method = writer["write_at"].docstring.value
+    assert 'identifier="pkg.writers.Writer"' in method
+    assert 'identifier="pkg.writers.Writer.write_at"' in method
+
+
+def test_package_pages_are_the_readmes_with_the_sites_links():
+    site = load_hook("_site_files")
+    page = site.package_page("rl-buffers")
+    readme = (ROOT / "packages" / "rl-buffers" / "README.md").read_text()
+    first_heading = readme.splitlines()[0]
+    assert page.startswith(first_heading)
+    assert len(page) > 0.9 * len(readme)
+    assert "](../../docs/" not in page
+    assert "[install](../install.md)" in page
+    assert (
+        site.site_link("../../benchmarks/rl_buffers/README.md", "rl-buffers") == "../benchmarks.md"
+    )
+    assert site.site_link("src/rl_buffers/__init__.py", "rl-buffers") is None
+    assert page.rstrip().endswith("[`rl_buffers`](../api/rl_buffers/index.md).")
+
+
+def test_the_api_reference_has_a_page_per_public_module():
+    api = load_hook("_api_pages")
+    pages = api.pages("rl_buffers")
+    assert next(iter(pages)) == "api/rl_buffers/index.md"
+    assert "api/rl_buffers/storages.md" in pages
+    assert pages["api/rl_buffers/storages.md"].startswith("# rl_buffers.storages\n")
+    assert "::: rl_buffers.storages" in pages["api/rl_buffers/storages.md"]
+    assert "::: rl_buffers.storages" not in pages["api/rl_buffers/index.md"]
+    groups = {name: entries for group in api.nav() for name, entries in group.items()}
+    assert set(groups) == set(api.PACKAGES)
+    assert {"rl_buffers.storages": "api/rl_buffers/storages.md"} in groups["rl_buffers"]
