@@ -34,7 +34,9 @@ class LLMCollector:
         weight_updater: an object with ``update(weights)`` (e.g.
             :class:`TransformersWeightUpdater`) used by :meth:`update_policy_weights_`.
         track_policy_version: write ``"policy_version"`` (``[N, 1]`` int64: how many weight
-            updates the policy had received when it generated each turn).
+            updates the policy had received when it generated each turn); or a
+            :class:`~rl_llm.envs.PolicyVersion`, which each weight update increments and whose
+            version (a counter or a UUID) is written.
 
     Asynchronous generation: :meth:`start` runs the collection in a background thread that
     keeps generating into a bounded queue (``queue_size`` batches) while the learner trains;
@@ -65,7 +67,7 @@ class LLMCollector:
         total_dialog_turns: int = -1,
         postproc: Callable[[TensorDictBase], TensorDictBase] | None = None,
         weight_updater: Any = None,
-        track_policy_version: bool = False,
+        track_policy_version: Any = False,
     ) -> None:
         if len(env.batch_size) != 1:
             raise ValueError(
@@ -83,6 +85,14 @@ class LLMCollector:
         self.weight_updater = weight_updater
         self._root: TensorDictBase | None = None
         self._collected = 0
+        if not isinstance(track_policy_version, bool) and not (
+            hasattr(track_policy_version, "increment_version")
+            and hasattr(track_policy_version, "value_for")
+        ):
+            raise TypeError(
+                f"LLMCollector: expected track_policy_version to be a bool or a PolicyVersion, "
+                f"got {type(track_policy_version).__name__}."
+            )
         self.track_policy_version = track_policy_version
         self.policy_version = 0
         self._lock = threading.Lock()
@@ -105,6 +115,8 @@ class LLMCollector:
         with self._lock:  # never in the middle of a generation step
             self.weight_updater.update(weights)
             self.policy_version += 1
+            if not isinstance(self.track_policy_version, bool):
+                self.track_policy_version.increment_version()
 
     def _one_step(self) -> TensorDictBase:
         with self._lock:
@@ -112,7 +124,9 @@ class LLMCollector:
                 self._root = self.env.reset()
             with torch.no_grad():
                 td = self.env.step(self.policy(self._root))
-            if self.track_policy_version:
+            if not isinstance(self.track_policy_version, bool):
+                td.set("policy_version", self.track_policy_version.value_for(td.batch_size))
+            elif self.track_policy_version:
                 td.set(
                     "policy_version",
                     torch.full((*td.batch_size, 1), self.policy_version, dtype=torch.long),

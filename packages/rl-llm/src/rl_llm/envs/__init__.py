@@ -6,18 +6,30 @@ from rl_llm.envs.chat_env import ChatEnv
 from rl_llm.envs.countdown import CountdownEnv, CountdownRewardParser, make_countdown_dataset
 from rl_llm.envs.data_loading_primer import DataLoadingPrimer, RayDataLoadingPrimer
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
+from rl_llm.envs.execute_tools import ExecuteToolsInOrder
 from rl_llm.envs.gsm8k import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
 from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
+from rl_llm.envs.incremental_tokenizer import IncrementalTokenizer
 from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
 from rl_llm.envs.kl_reward import KLRewardTransform
 from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.mcp_tool import MCPToolTransform
+from rl_llm.envs.policy_version import PolicyVersion
+from rl_llm.envs.python_executor_service import PythonExecutorService
 from rl_llm.envs.python_interpreter import PythonInterpreter
 from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
 from rl_llm.envs.template import TemplateTransform
 from rl_llm.envs.tokenizer import Tokenizer
+from rl_llm.envs.tool_parsers import JSONCallParser, XMLBlockParser
+from rl_llm.envs.tool_registry import (
+    LLMToolParser,
+    ParseResult,
+    ToolCall,
+    ToolRegistry,
+    ToolService,
+)
 
 __all__ = [
     "ChatEnv",
@@ -48,4 +60,15 @@ __all__ = [
     "KLComputation",
     "MCPToolTransform",
     "RayDataLoadingPrimer",
+    "ToolRegistry",
+    "ToolCall",
+    "ToolService",
+    "ParseResult",
+    "LLMToolParser",
+    "XMLBlockParser",
+    "JSONCallParser",
+    "ExecuteToolsInOrder",
+    "PythonExecutorService",
+    "IncrementalTokenizer",
+    "PolicyVersion",
 ]
