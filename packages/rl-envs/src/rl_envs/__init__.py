@@ -38,7 +38,10 @@ from rl_envs.libs import (
     VmasWrapper,
     check_marl_grouping,
     default_info_dict_reader,
+    gym_backend,
     gym_space_to_spec,
+    implement_for,
+    set_gym_backend,
     spec_to_gym_space,
 )
 from rl_envs.model_based import (
@@ -110,6 +113,9 @@ __all__ = [
     "default_info_dict_reader",
     "gym_space_to_spec",
     "spec_to_gym_space",
+    "gym_backend",
+    "set_gym_backend",
+    "implement_for",
     # DeepMind Control
     "DMControlEnv",
     "DMControlWrapper",

@@ -11,6 +11,8 @@ from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
+from rl_envs.libs.gym_backend import gym_backend, set_gym_backend
+from rl_envs.libs.implement_for import implement_for
 from rl_envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from rl_envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
@@ -46,6 +48,9 @@ __all__ = [
     "VmasWrapper",
     "check_marl_grouping",
     "default_info_dict_reader",
+    "gym_backend",
     "gym_space_to_spec",
+    "implement_for",
+    "set_gym_backend",
     "spec_to_gym_space",
 ]
