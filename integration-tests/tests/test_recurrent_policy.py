@@ -15,9 +15,9 @@ from torch import nn
 
 from rl_buffers import LazyTensorStorage, ReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import BurnInTransform, Compose, InitTracker, TransformedEnv
+from rl_core import Compose, InitTracker, TransformedEnv
 from rl_core.modules import GRUModule, LSTMModule
-from rl_envs import GymEnv
+from rl_envs import BurnInTransform, GymEnv
 from rl_envs.transforms import TensorDictPrimer
 
 NUM_ENVS, STEPS = 3, 40

@@ -41,9 +41,7 @@ from rl_core.specs import (
 )
 from rl_core.ted import step_mdp, terminated_or_truncated
 from rl_core.transforms import (
-    BurnInTransform,
     Compose,
-    DoubleToFloat,
     ExcludeTransform,
     InitTracker,
     RenameTransform,
@@ -98,11 +96,9 @@ __all__ = [
     "Compose",
     "StepCounter",
     "RewardSum",
-    "DoubleToFloat",
     "InitTracker",
     "RenameTransform",
     "ExcludeTransform",
     "SelectTransform",
     "TensorDictPrimer",
-    "BurnInTransform",
 ]

@@ -51,19 +51,17 @@ def test_register_policy_classes_names_what_it_expected():
 def test_rl_cores_fusable_declarations_live_in_the_registry_not_in_the_classes():
     from rl_core.transforms import (
         Compose,
-        DoubleToFloat,
         InitTracker,
         RewardSum,
         StepCounter,
         Transform,
     )
 
-    for kind in (Compose, DoubleToFloat, InitTracker, RewardSum, StepCounter):
+    for kind in (Compose, InitTracker, RewardSum, StepCounter):
         assert "fusable" not in vars(kind), kind
     # The values the classes declared before, read the same way.
     assert RewardSum().fusable
     assert InitTracker().fusable
-    assert DoubleToFloat().fusable
     assert StepCounter().fusable
     assert not StepCounter(max_steps=3).fusable
     assert Compose(RewardSum(), StepCounter()).fusable

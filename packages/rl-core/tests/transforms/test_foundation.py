@@ -8,7 +8,6 @@ from rl_core.envs import EnvBase, check_env_specs
 from rl_core.specs import Bounded, Composite, Unbounded
 from rl_core.testing import CountingEnv
 from rl_core.transforms import (
-    DoubleToFloat,
     ExcludeTransform,
     InitTracker,
     RenameTransform,
@@ -98,27 +97,6 @@ def test_init_tracker():
     traj = env.rollout(4, _ones, break_when_any_done=False)
     assert traj["is_init"].squeeze(-1).tolist() == [True, False, True, False]
     check_env_specs(env)
-
-
-def test_double_to_float_forward_and_inverse():
-    base = _DoubleEnv()
-    env = TransformedEnv(base, DoubleToFloat(in_keys_inv=["action"]))
-    assert env.observation_spec["observation"].dtype == torch.float32
-    assert env.observation_spec["count"].dtype == torch.int64
-    assert env.action_spec.dtype == torch.float32
-    td = env.rand_step(env.reset())
-    assert td["next", "observation"].dtype == torch.float32
-    assert td["action"].dtype == torch.float32
-    assert base.seen.dtype == torch.float64
-    check_env_specs(env)
-
-
-def test_double_to_float_on_plain_data():
-    td = DoubleToFloat()(
-        TensorDict(a=torch.zeros(2, dtype=torch.float64), b=torch.zeros(2, dtype=torch.int64))
-    )
-    assert td["a"].dtype == torch.float32
-    assert td["b"].dtype == torch.int64
 
 
 def test_rename_transform_forward_and_inverse():

@@ -1,9 +1,7 @@
 """Transforms: the machinery (Transform, TransformedEnv, Compose) and the foundation set."""
 
 from rl_core.transforms import _plans  # noqa: F401  (registers the transforms' lane plans)
-from rl_core.transforms.burn_in import BurnInTransform
 from rl_core.transforms.compose import Compose
-from rl_core.transforms.double_to_float import DoubleToFloat
 from rl_core.transforms.init_tracker import InitTracker
 from rl_core.transforms.primer import TensorDictPrimer
 from rl_core.transforms.rename import RenameTransform
@@ -14,9 +12,7 @@ from rl_core.transforms.transform import Transform
 from rl_core.transforms.transformed_env import TransformedEnv
 
 __all__ = [
-    "BurnInTransform",
     "Compose",
-    "DoubleToFloat",
     "ExcludeTransform",
     "InitTracker",
     "RenameTransform",

@@ -12,7 +12,6 @@ from rl_core._accel.seam import (
     sum_lane_plan,
 )
 from rl_core.transforms.compose import Compose
-from rl_core.transforms.double_to_float import DoubleToFloat
 from rl_core.transforms.init_tracker import InitTracker
 from rl_core.transforms.reward_sum import RewardSum
 from rl_core.transforms.step_counter import StepCounter
@@ -25,7 +24,6 @@ register_lane_plan(InitTracker)(init_lane_plan)
 # is a done flag the env below does not know of); a Compose where each of its transforms is.
 declare_fusable(InitTracker)
 declare_fusable(RewardSum)
-declare_fusable(DoubleToFloat)
 declare_fusable(StepCounter, lambda counter: counter.max_steps is None)
 declare_fusable(Compose, lambda compose: all(fusable_as_declared(t) for t in compose))
 

@@ -3,7 +3,7 @@
 Each transform runs inside a :class:`rl_core.TransformedEnv` (forward path, inverse path and
 specs) and on plain TensorDicts such as replay-buffer samples. The machinery (``Transform``,
 ``TransformedEnv``, ``Compose``) and the generic transforms every package needs
-(``StepCounter``, ``RewardSum``, ``InitTracker``, ``DoubleToFloat``, rename/select/exclude)
+(``StepCounter``, ``RewardSum``, ``InitTracker``, rename/select/exclude)
 live in rl-core.
 """
 
@@ -12,12 +12,13 @@ from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenActi
 from rl_envs.transforms.actions import ActionMask, ActionScaling
 from rl_envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
 from rl_envs.transforms.batch_size import BatchSizeTransform
+from rl_envs.transforms.burn_in import BurnInTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
 from rl_envs.transforms.conditional_skip import ConditionalSkip
 from rl_envs.transforms.device_cast import DeviceCastTransform
-from rl_envs.transforms.dtype_cast import DTypeCastTransform
+from rl_envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
 from rl_envs.transforms.finite_check import FiniteTensorDictCheck
 from rl_envs.transforms.frame_skip import FrameSkipTransform
@@ -56,6 +57,7 @@ __all__ = [
     "ObservationNorm",
     "VecNorm",
     "CatTensors",
+    "BurnInTransform",
     "CatFrames",
     "UnsqueezeTransform",
     "SqueezeTransform",
@@ -64,6 +66,7 @@ __all__ = [
     "ClipTransform",
     "SignTransform",
     "DTypeCastTransform",
+    "DoubleToFloat",
     "DeviceCastTransform",
     "TensorDictPrimer",
     "Stack",

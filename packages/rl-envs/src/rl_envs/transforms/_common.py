@@ -22,17 +22,11 @@ def writes_no_done_flag(out_keys: list[NestedKey]) -> bool:
     return not any((key if isinstance(key, str) else key[-1]) in DONE_KEYS for key in out_keys)
 
 
-def _output_map_fusable(transform: Transform) -> bool:
+def maps_outputs_only(transform: Transform) -> bool:
+    """The ``fusable`` rule of a transform whose step and reset only map outputs (an inverse
+    path maps actions before the step): it holds unless an output is named like a done flag
+    (``rl_envs.transforms._plans`` declares it with ``declare_fusable``)."""
     return writes_no_done_flag(transform.out_keys)
-
-
-#: ``Transform.fusable`` of a transform whose step and reset only map outputs (an inverse
-#: path maps actions before the step): True unless an output is named like a done flag.
-#: Assigned as ``fusable = OUTPUT_MAP_FUSABLE`` in the class that declares it.
-OUTPUT_MAP_FUSABLE = property(
-    _output_map_fusable,
-    doc="It maps step and reset outputs only, unless an output is named like a done flag.",
-)
 
 
 def leaf_keys(spec: Composite) -> list[NestedKey]:

@@ -9,7 +9,6 @@ import torch
 from rl_core import Bounded, Composite, TensorSpec, Transform
 from rl_core.keys import NestedKey
 from rl_envs.transforms._common import (
-    OUTPUT_MAP_FUSABLE,
     clipped_spec,
     map_action_leaves,
     map_output_leaves,
@@ -52,8 +51,6 @@ class ClipTransform(Transform):
             raise ValueError(f"ClipTransform: expected low <= high, got {low} > {high}.")
         self.low = low
         self.high = high
-
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.low, self.high)
@@ -105,8 +102,6 @@ class SignTransform(Transform):
         out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys, in_keys_inv, out_keys_inv)
-
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.sign()

@@ -1,4 +1,5 @@
-"""DTypeCastTransform: entries shown in another dtype, actions given back in the env's."""
+"""DTypeCastTransform: entries shown in another dtype, actions given back in the env's;
+DoubleToFloat, its float64-to-float32 case."""
 
 from __future__ import annotations
 
@@ -107,4 +108,38 @@ class DTypeCastTransform(Transform):
         return f"{self.dtype_in} -> {self.dtype_out}, {super().extra_repr()}"
 
 
-__all__ = ["DTypeCastTransform"]
+class DoubleToFloat(DTypeCastTransform):
+    """``DTypeCastTransform(torch.float64, torch.float32)``: float64 observations and rewards
+    shown as float32, and the float32 actions listed in ``in_keys_inv`` given back as float64.
+
+    Args:
+        in_keys: entries to cast; ``None``: every float64 observation and reward (in an env),
+            or every float64 entry (on a plain TensorDict).
+        out_keys: where to write them; default ``in_keys``.
+        in_keys_inv: actions the env reads as float64; the policy writes float32.
+        out_keys_inv: the keys the policy writes; default ``in_keys_inv``.
+
+    Raises:
+        TypeError: (on the specs) an entry listed in ``in_keys`` or ``in_keys_inv`` is not
+            float64.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a=torch.zeros(2, dtype=torch.float64), b=torch.zeros(2, dtype=torch.int64))
+        >>> out = DoubleToFloat()(td)
+        >>> out["a"].dtype, out["b"].dtype
+        (torch.float32, torch.int64)
+    """
+
+    def __init__(
+        self,
+        in_keys: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys: NestedKey | Sequence[NestedKey] | None = None,
+        in_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+    ) -> None:
+        super().__init__(torch.float64, torch.float32, in_keys, out_keys, in_keys_inv, out_keys_inv)
+
+
+__all__ = ["DTypeCastTransform", "DoubleToFloat"]

@@ -26,8 +26,6 @@ class FiniteTensorDictCheck(Transform):
     def __init__(self) -> None:
         super().__init__()
 
-    fusable = True  # it maps nothing: the fused step-and-reset gives the same result
-
     def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
         bad = []
         for key, value in tensordict.items(include_nested=True, leaves_only=True):

@@ -38,8 +38,6 @@ class ObservationNorm(Transform):
         [1.0, 2.0]
     """
 
-    fusable = True  # maps step and reset outputs only
-
     def __init__(
         self,
         loc: torch.Tensor | float | None = None,

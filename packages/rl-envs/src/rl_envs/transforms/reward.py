@@ -11,7 +11,6 @@ from rl_core import Binary, Bounded, Composite, TensorSpec, Transform, Unbounded
 from rl_core.keys import REWARD, NestedKey
 from rl_envs.transforms._affine import affine, affine_stats
 from rl_envs.transforms._common import (
-    OUTPUT_MAP_FUSABLE,
     bounds,
     clipped_spec,
     continuous_like,
@@ -53,8 +52,6 @@ class RewardScaling(Transform):
         self.register_buffer("loc", torch.as_tensor(loc, dtype=torch.float32))
         self.register_buffer("scale", scale_t)
         self.standard_normal = standard_normal
-
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _stats(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, Any]:
         """loc and scale on ``device`` (and their numpy arrays on the CPU), moved once per
@@ -117,8 +114,6 @@ class RewardClipping(Transform):
         self.clamp_min = clamp_min
         self.clamp_max = clamp_max
 
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
-
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         return value.clamp(self.clamp_min, self.clamp_max)
 
@@ -159,8 +154,6 @@ class BinarizeReward(Transform):
         out_keys: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
         super().__init__(in_keys=REWARD if in_keys is None else in_keys, out_keys=out_keys)
-
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     @staticmethod
     def _check_shape(shape: Sequence[int], key: NestedKey | None) -> None:
@@ -229,8 +222,6 @@ class LineariseRewards(Transform):
             self.register_buffer("weights", weights)
         else:
             self.weights = None
-
-    fusable = OUTPUT_MAP_FUSABLE  # type: ignore[assignment]  # maps outputs only (_common)
 
     def _weights_for(self, n: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
         weights = self.weights

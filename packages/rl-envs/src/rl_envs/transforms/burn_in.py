@@ -9,7 +9,8 @@ from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
 
 from rl_core.keys import NEXT, NestedKey, key_path
-from rl_core.transforms.transform import Transform
+from rl_core.modules import GRUModule, LSTMModule
+from rl_core.transforms import Transform
 
 
 def _unpath(path: tuple[str, ...]) -> NestedKey:
@@ -60,8 +61,6 @@ class BurnInTransform(Transform):
         burn_in: int,
         out_keys: Sequence[NestedKey] | None = None,
     ) -> None:
-        from rl_core.modules._recurrent import RecurrentModuleBase
-
         if isinstance(modules, TensorDictModuleBase):
             modules = [modules]
         modules = list(modules)
@@ -72,7 +71,7 @@ class BurnInTransform(Transform):
                     f"at position {i}. Wrap it in a TensorDictModule."
                 )
             for sub in module.modules():
-                if isinstance(sub, RecurrentModuleBase) and not sub.recurrent_mode:
+                if isinstance(sub, (LSTMModule, GRUModule)) and not sub.recurrent_mode:
                     raise ValueError(
                         f"BurnInTransform: module {i} holds a {type(sub).__name__} in step "
                         f"mode; burn-in runs on [*B, T] sequences. Pass the module built "
