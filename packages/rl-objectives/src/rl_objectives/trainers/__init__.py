@@ -1,5 +1,11 @@
 """The training loop (:class:`Trainer`), its ready-made hooks and the algorithm trainers."""
 
+from rl_objectives.trainers.checkpoint import (
+    Checkpoint,
+    CheckpointError,
+    CheckpointOptions,
+    GlobalRNGState,
+)
 from rl_objectives.trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
@@ -12,6 +18,7 @@ from rl_objectives.trainers.hooks import (
     OptimizerHook,
     ReplayBufferTrainer,
     RewardNormalizer,
+    RunCheckpointer,
     SelectKeys,
     TargetNetUpdaterHook,
     TrainerHookBase,
@@ -36,6 +43,7 @@ from rl_objectives.trainers.on_policy import (
     PPOTrainer,
     ReinforceTrainer,
 )
+from rl_objectives.trainers.rotation import CheckpointBest, CheckpointRotation
 from rl_objectives.trainers.trainer import HOOK_POINTS, Trainer
 
 __all__ = [
@@ -71,4 +79,11 @@ __all__ = [
     "UTDRHook",
     "ValueEstimatorHook",
     "mask_batch",
+    "RunCheckpointer",
+    "Checkpoint",
+    "CheckpointOptions",
+    "CheckpointError",
+    "GlobalRNGState",
+    "CheckpointRotation",
+    "CheckpointBest",
 ]

@@ -249,6 +249,10 @@ class Trainer:
             )
         self._modules[name] = module
 
+    def registered_modules(self) -> dict[str, Any]:
+        """The modules registered with :meth:`register_module`, by name (a copy)."""
+        return dict(self._modules)
+
     def optimizer_hook_count(self) -> int:
         """The number of ops registered at ``"optimizer"`` so far."""
         return len(self._ops["optimizer"])

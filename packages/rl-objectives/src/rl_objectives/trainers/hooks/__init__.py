@@ -13,6 +13,7 @@ from rl_objectives.trainers.hooks.mask import mask_batch
 from rl_objectives.trainers.hooks.optimizer import OptimizerHook
 from rl_objectives.trainers.hooks.replay_buffer import ReplayBufferTrainer
 from rl_objectives.trainers.hooks.reward_normalizer import RewardNormalizer
+from rl_objectives.trainers.hooks.run_checkpointer import RunCheckpointer
 from rl_objectives.trainers.hooks.select_keys import SelectKeys
 from rl_objectives.trainers.hooks.target_net import TargetNetUpdaterHook
 from rl_objectives.trainers.hooks.update_weights import UpdateWeights
@@ -38,4 +39,5 @@ __all__ = [
     "UTDRHook",
     "ValueEstimatorHook",
     "mask_batch",
+    "RunCheckpointer",
 ]

@@ -17,7 +17,8 @@ class ReplayBufferTrainer(TrainerHookBase):
     Registers three ops: ``batch_process`` extends the buffer with the batch,
     ``process_optim_batch`` replaces the batch of every optimisation step with a sample, and
     ``post_loss`` passes the sample back to the buffer's ``update_tensordict_priority`` when it
-    has one (prioritized buffers read the priority the loss wrote). The buffer's
+    has one and the sample carries a ``"priority_weight"`` (prioritized samplers add it, and
+    the buffer reads the priority the loss wrote; uniform samples are not sent back). The buffer's
     ``state_dict()``, when it has one, is saved with the trainer's.
 
     The buffer is duck-typed: anything with ``extend(td)`` and ``sample(batch_size)`` (or
@@ -60,6 +61,10 @@ class ReplayBufferTrainer(TrainerHookBase):
         self.batch_size = batch_size
         self.flatten_tensordicts = flatten_tensordicts
         self.device = device
+        #: Whether :meth:`state_dict` holds the buffer's state. A
+        #: :class:`~rl_objectives.trainers.RunCheckpointer` turns it off: it saves the buffer
+        #: through the buffer's own ``dumps`` (its storage checkpointer) instead.
+        self.save_buffer = True
 
     def extend(self, batch: TensorDictBase) -> None:
         """Adds ``batch`` to the buffer (flattened to valid steps if asked)."""
@@ -79,8 +84,15 @@ class ReplayBufferTrainer(TrainerHookBase):
     def update_priority(self, batch: TensorDictBase) -> None:
         """Passes the sample the loss has seen to the buffer's priority update, if any."""
         update = getattr(self.replay_buffer, "update_tensordict_priority", None)
-        if update is not None:
+        if update is not None and self._prioritized(batch):
             update(batch)
+
+    def _prioritized(self, batch: TensorDictBase) -> bool:
+        # A buffer that exposes its sampler is updated only when the sample came from a
+        # prioritized sampler, which adds "priority_weight" (a uniform sampler refuses).
+        if getattr(self.replay_buffer, "sampler", None) is None:
+            return True
+        return "priority_weight" in batch.keys()
 
     def register(self, trainer: Any, name: str | None = None) -> None:
         """Registers the three ops, and the buffer's state under ``name``."""
@@ -90,8 +102,9 @@ class ReplayBufferTrainer(TrainerHookBase):
         trainer.register_module(name or "replay_buffer", self)
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"replay_buffer": buffer.state_dict()}``, or ``{}`` if the buffer has none."""
-        if hasattr(self.replay_buffer, "state_dict"):
+        """``{"replay_buffer": buffer.state_dict()}``, or ``{}`` if the buffer has none (or
+        :attr:`save_buffer` is off)."""
+        if self.save_buffer and hasattr(self.replay_buffer, "state_dict"):
             return {"replay_buffer": self.replay_buffer.state_dict()}
         return {}
 
