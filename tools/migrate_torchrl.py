@@ -33,6 +33,12 @@ rewrite does:
 - ``import torchrl...`` without ``as`` (attribute access such as ``torchrl.envs.GymEnv``)
   and ``from torchrl... import *`` are reported with their line, not rewritten: they need
   a person.
+- Attributes TorchRL code reads that this stack's objects do not have are reported with
+  their line and the code to write instead (:data:`ATTRIBUTE_FIXES`): a spec's ``.space``
+  (``env.action_spec.space.low`` is ``env.action_spec.low`` here) and an env's
+  ``*_spec_unbatched`` (``env.action_spec_unbatched`` is the spec indexed at one env,
+  ``env.action_spec[(0,) * len(env.batch_size)]``). They need a person too: the rewrite
+  cannot know that the object is a spec or an env.
 
 Usage::
 
@@ -81,6 +87,17 @@ def _torchrl_missing(name):
     Missing.__name__ = Missing.__qualname__ = name.rpartition(".")[2]
     return Missing
 '''
+
+SPEC_ATTRIBUTE = re.compile(r"(?:^|_)spec$")
+"""A name that reads as a spec (``spec``, ``action_spec``, ``full_observation_spec``)."""
+
+ATTRIBUTE_FIXES = {
+    "space": "rl-core's specs have no `.space`: a Bounded spec holds `low` and `high`, a "
+    "Categorical or OneHot spec `n`, on the spec itself",
+    "spec_unbatched": "rl-core's envs have no `*_spec_unbatched`: index the spec's batch dims "
+    "at one env",
+}
+"""What each TorchRL attribute the rewrite reports becomes here (see :func:`attribute_fix`)."""
 
 _TORCHRL_IMPORT_LINE = re.compile(r"(?m)^[ \t]*(from[ \t]+torchrl\b|import[ \t]+torchrl\b)")
 
@@ -153,6 +170,7 @@ class Report:
     unknown: list[tuple[int, str]] = field(default_factory=list)
     unhandled: list[tuple[int, str]] = field(default_factory=list)
     strings: list[tuple[int, str]] = field(default_factory=list)
+    attributes: list[tuple[int, str]] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         fate = "bound to a placeholder that raises when used" if self.placeholders else "left as is"
@@ -163,7 +181,36 @@ class Report:
             why = "a star import" if text.endswith("*") else "attribute access"
             out.append((line, f"`{text}` needs a person ({why} is not rewritten)"))
         out += self.strings
+        out += self.attributes
         return [f"{self.path}:{line}: {text}" for line, text in sorted(out, key=lambda e: e[0])]
+
+
+def _reads_as_spec(expr: ast.expr) -> bool:
+    """``expr`` names a spec: ``action_spec``, ``env.action_spec``, ``spec["action"]``."""
+    while isinstance(expr, ast.Subscript):
+        expr = expr.value
+    name = expr.attr if isinstance(expr, ast.Attribute) else getattr(expr, "id", "")
+    return SPEC_ATTRIBUTE.search(name) is not None
+
+
+def attribute_fix(node: ast.Attribute, parent: ast.AST | None) -> str | None:
+    """The report of a TorchRL attribute this stack lacks, read at ``node`` (``parent`` is the
+    node holding it), with the code to write instead; ``None`` for any other attribute."""
+    owner = ast.unparse(node.value)
+    if node.attr == "space" and _reads_as_spec(node.value):
+        read = f"{owner}.space"
+        fix = f"`{owner}.low`, `{owner}.high` or `{owner}.n`"
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            read, fix = f"{read}.{parent.attr}", f"`{owner}.{parent.attr}`"
+        return f"`{read}` needs a person: {ATTRIBUTE_FIXES['space']}; write {fix}"
+    if node.attr.endswith("_spec_unbatched"):
+        spec = node.attr.removesuffix("_unbatched")
+        fix = f"{owner}.{spec}[(0,) * len({owner}.batch_size)]"
+        return (
+            f"`{owner}.{node.attr}` needs a person: {ATTRIBUTE_FIXES['spec_unbatched']}; "
+            f"write `{fix}`"
+        )
+    return None
 
 
 def _is_torchrl(module: str | None) -> bool:
@@ -504,7 +551,14 @@ class _Rewriter:
             for part in ast.walk(node)
             if part is not node
         }
+        parents = {
+            id(child): node for node in ast.walk(self.tree) for child in ast.iter_child_nodes(node)
+        }
         for node in ast.walk(self.tree):
+            if isinstance(node, ast.Attribute):
+                fix = attribute_fix(node, parents.get(id(node)))
+                if fix is not None:
+                    self.report.attributes.append((node.lineno, fix))
             if isinstance(node, ast.Import):
                 self.rewrite_import(node)
             elif isinstance(node, ast.ImportFrom):
@@ -659,8 +713,10 @@ def main(argv: list[str] | None = None) -> int:
         for line in report.lines():
             print(line, file=sys.stderr)
         missing += len(report.unknown)
-        for_a_person += len(report.unhandled) + sum(
-            "needs a person" in text for _, text in report.strings
+        for_a_person += (
+            len(report.unhandled)
+            + len(report.attributes)
+            + sum("needs a person" in text for _, text in report.strings)
         )
         if new != source:
             would_change += 1

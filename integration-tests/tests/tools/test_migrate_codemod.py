@@ -255,3 +255,59 @@ def test_an_import_after_other_code_on_its_line_stays_on_that_line(migrate, impo
     namespace = run(out)
     assert namespace["GymEnv"] is rl_envs.GymEnv
     assert namespace["StepCounter"] is rl_core.StepCounter
+
+
+SPEC_SURPRISES = textwrap.dedent(
+    """\
+    from torchrl.envs import GymEnv
+
+    env = GymEnv("Pendulum-v1", num_envs=2)
+    low = env.action_spec.space.low
+    high = env.full_action_spec["action"].space.high
+    one = env.action_spec_unbatched
+    gym_low = env.action_space.low
+    """
+)
+
+
+def test_spec_attributes_torchrl_has_and_this_stack_lacks_are_reported_with_the_fix(
+    migrate, import_map
+):
+    _, report = migrate.rewrite_source(SPEC_SURPRISES, import_map, "s.py")
+    found = sorted(report.attributes)
+    assert found == [
+        (
+            4,
+            "`env.action_spec.space.low` needs a person: rl-core's specs have no `.space`: a "
+            "Bounded spec holds `low` and `high`, a Categorical or OneHot spec `n`, on the spec "
+            "itself; write `env.action_spec.low`",
+        ),
+        (5, found[1][1]),
+        (
+            6,
+            "`env.action_spec_unbatched` needs a person: rl-core's envs have no "
+            "`*_spec_unbatched`: index the spec's batch dims at one env; write "
+            "`env.action_spec[(0,) * len(env.batch_size)]`",
+        ),
+    ]
+    assert "write `env.full_action_spec['action'].high`" in found[1][1]
+    assert "s.py:4: `env.action_spec.space.low` needs a person" in report.lines()[0]
+    # the code the report asks for gives what TorchRL's attributes gave: Pendulum's torque
+    # bounds (+-2) and the spec of one env out of the two
+    env = rl_envs.GymEnv("Pendulum-v1", num_envs=2)
+    assert env.action_spec.low.tolist() == [[-2.0], [-2.0]]
+    assert env.full_action_spec["action"].high.tolist() == [[2.0], [2.0]]
+    one = env.action_spec[(0,) * len(env.batch_size)]
+    assert tuple(one.shape) == (1,)
+    assert one.low.tolist() == [-2.0]
+
+
+def test_the_summary_counts_the_spec_attributes_among_what_needs_a_person(
+    migrate, tmp_path, capsys
+):
+    path = tmp_path / "s.py"
+    path.write_text(SPEC_SURPRISES)
+    assert migrate.main(["--check", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert "3 statement(s) that need a person" in captured.out
+    assert "s.py:6: `env.action_spec_unbatched` needs a person" in captured.err
