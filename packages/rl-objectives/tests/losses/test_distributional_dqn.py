@@ -6,7 +6,9 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
+from rl_core.specs import OneHot
 from rl_objectives import DistributionalDQNLoss
+from rl_objectives.modules import DistributionalQValueActor
 
 ATOMS, N_ACT, OBS, B = 7, 3, 4, 6
 
@@ -89,3 +91,13 @@ def test_distributional_dqn_rejects_support():
     net = TensorDictModule(Net(), ["observation"], ["action_value"])
     with pytest.raises(ValueError, match="expected a 1-D support of at least 2 atoms"):
         DistributionalDQNLoss(net, 0.9, support=torch.zeros(1))
+
+
+def test_distributional_dqn_reads_the_support_of_a_distributional_actor():
+    # TorchRL's DistributionalDQNLoss takes no support: it reads the actor's
+    support = torch.linspace(-2.0, 3.0, ATOMS)
+    actor = DistributionalQValueActor(Net(), support, spec=OneHot(N_ACT), make_log_softmax=False)
+    loss = DistributionalDQNLoss(actor, 0.9)
+    assert torch.equal(loss.support, support)
+    with pytest.raises(TypeError, match=r"DistributionalDQNLoss: expected support= .* got neither"):
+        DistributionalDQNLoss(TensorDictModule(Net(), ["observation"], ["action_value"]), 0.9)

@@ -21,12 +21,36 @@ from rl_objectives.value import (
     TD0Estimator,
     TD1Estimator,
     TDLambdaEstimator,
+    ValueEstimatorBase,
     VTrace,
 )
 from rl_objectives.value.base import expand_like
 
 DEFAULT_GAMMA = 0.99
 DEFAULT_LMBDA = 0.95
+
+
+class UnsupportedEstimatorError(ValueError, NotImplementedError):
+    """A loss asked for a value estimator it does not use: a ``ValueError`` (a bad argument)
+    that is also TorchRL's ``NotImplementedError``, so code written for either catches it."""
+
+
+# the kind of each estimator class (MultiAgentGAE before its base GAE)
+_KINDS = (
+    (TD0Estimator, ValueEstimators.TD0),
+    (TD1Estimator, ValueEstimators.TD1),
+    (TDLambdaEstimator, ValueEstimators.TDLambda),
+    (MultiAgentGAE, ValueEstimators.MAGAE),
+    (GAE, ValueEstimators.GAE),
+    (VTrace, ValueEstimators.VTrace),
+)
+
+
+def is_estimator(value_type: Any) -> bool:
+    """Whether ``value_type`` is an estimator instance or class (not a kind to build)."""
+    return isinstance(value_type, ValueEstimatorBase) or (
+        isinstance(value_type, type) and issubclass(value_type, ValueEstimatorBase)
+    )
 
 
 def build_estimator(
@@ -38,16 +62,37 @@ def build_estimator(
     actor_network: nn.Module | None = None,
     allowed: tuple[ValueEstimators, ...] = tuple(ValueEstimators),
 ) -> Any:
-    """Builds the estimator ``value_type`` for ``loss``; gamma defaults to ``loss.gamma``."""
+    """Builds the estimator ``value_type`` for ``loss``; gamma defaults to ``loss.gamma``.
+
+    ``value_type`` is a :class:`ValueEstimators` member (or its name), an estimator instance
+    (returned as it is) or an estimator class (built with ``hyperparams`` alone, as TorchRL
+    does). An estimator of a kind outside ``allowed`` raises
+    :class:`UnsupportedEstimatorError`.
+    """
     owner = f"{type(loss).__name__}.make_value_estimator"
+    if is_estimator(value_type):
+        cls = value_type if isinstance(value_type, type) else type(value_type)
+        kind = next((k for base, k in _KINDS if issubclass(cls, base)), None)
+        if kind is not None and kind not in allowed:
+            raise UnsupportedEstimatorError(
+                f"{owner}: {type(loss).__name__} does not use a {cls.__name__} (a "
+                f"{kind.name} estimator); supported: {[v.name for v in allowed]}."
+            )
+        if isinstance(value_type, type):
+            return value_type(**hyperparams)
+        if hyperparams:
+            raise TypeError(
+                f"{owner}: got hyperparameters {sorted(hyperparams)} with an estimator "
+                f"instance; set them when building the {cls.__name__}."
+            )
+        return value_type
+    requested = value_type
     if isinstance(value_type, str):
-        try:
-            value_type = ValueEstimators[value_type]
-        except KeyError:
-            value_type = None
+        value_type = ValueEstimators.__members__.get(value_type)
     if value_type not in allowed:
-        raise ValueError(
-            f"{owner}: expected one of {[v.name for v in allowed]}, got {value_type!r}."
+        raise UnsupportedEstimatorError(
+            f"{owner}: expected one of {[v.name for v in allowed]} (or an estimator instance "
+            f"or class of those kinds), got {requested!r}."
         )
     hp = dict(hyperparams)
     gamma = hp.pop("gamma", getattr(loss, "gamma", None))
@@ -207,7 +252,22 @@ def forward_estimator_keys(loss: LossModule, kwargs: dict[str, Any]) -> None:
     estimator.set_keys(**{k: v for k, v in kwargs.items() if k in known})
 
 
-class BootstrappedTargets:
+class EstimatorChoice:
+    """Mixin for losses with a value estimator: ``make_value_estimator`` also takes an
+    estimator instance or class (see :func:`build_estimator`), as TorchRL; ``value_type`` is
+    then the estimator's class."""
+
+    def make_value_estimator(self, value_type: Any = None, **hyperparams: Any) -> Any:
+        super().make_value_estimator(value_type, **hyperparams)  # type: ignore[misc]
+        if isinstance(value_type, ValueEstimatorBase):
+            # stored as a submodule by LossModule (an nn.Module): the estimator is registered
+            # once, at value_estimator
+            del self.value_type
+            self.value_type = type(value_type)
+        return self
+
+
+class BootstrappedTargets(EstimatorChoice):
     """Mixin for losses whose TD target bootstraps from the loss's own (target) networks.
 
     Such a loss computes the next-state value itself and hands it to the estimator, so only
@@ -219,7 +279,8 @@ class BootstrappedTargets:
 
     def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
         allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
-        hyperparams.setdefault("skip_existing", True)
+        if not is_estimator(value_type):  # one given is used as it is
+            hyperparams.setdefault("skip_existing", True)
         return build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 
     def _forward_value_estimator_keys(self, **kwargs: Any) -> None:

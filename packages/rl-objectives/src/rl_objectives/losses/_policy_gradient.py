@@ -20,7 +20,7 @@ from rl_objectives.value.base import BoundNetwork
 __all__: list[str] = []
 
 
-class _PolicyGradientLoss(C.DetachedParamsCache, LossModule):
+class _PolicyGradientLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
     """Shared machinery of the on-policy losses (PPO family, A2C); see :class:`PPOLoss`."""
 
     _scores_actions = True  # log-probs of the batch's actions: see LossModule

@@ -57,11 +57,14 @@ class DistributionalDQNLoss(LossModule):
 
     Keyword Args:
         support: ``[atoms]`` evenly spaced atoms (e.g. ``torch.linspace(-10, 10, 51)``).
+            Defaults to the network's own ``support`` (a ``DistributionalQValueActor``'s), as
+            in TorchRL.
         delay_value: bootstrap from a target copy. Defaults to ``True``.
         reduction: ``"mean"``, ``"sum"`` or ``"none"``. Defaults to ``"mean"``.
 
     Raises:
         ValueError: ``gamma`` outside ``[0, 1]`` or a support with fewer than 2 atoms.
+        TypeError: no ``support`` given and the network has none.
 
     Examples:
         >>> import torch
@@ -103,7 +106,7 @@ class DistributionalDQNLoss(LossModule):
         value_network: torch.nn.Module,
         gamma: float,
         *,
-        support: torch.Tensor,
+        support: torch.Tensor | None = None,
         delay_value: bool = True,
         reduction: str | None = None,
     ) -> None:
@@ -111,6 +114,14 @@ class DistributionalDQNLoss(LossModule):
         owner = type(self).__name__
         if not 0.0 <= float(gamma) <= 1.0:
             raise ValueError(f"{owner}: expected gamma in [0, 1], got {gamma}.")
+        if support is None:
+            support = getattr(value_network, "support", None)
+            if not isinstance(support, torch.Tensor):
+                raise TypeError(
+                    f"{owner}: expected support= (the atoms' values, e.g. "
+                    f"torch.linspace(-10, 10, 51)) or a value_network with a support buffer "
+                    f"(a DistributionalQValueActor), got neither."
+                )
         if support.dim() != 1 or support.numel() < 2:
             raise ValueError(
                 f"{owner}: expected a 1-D support of at least 2 atoms, got shape {tuple(support.shape)}."

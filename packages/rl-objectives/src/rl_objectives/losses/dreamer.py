@@ -303,7 +303,7 @@ class DreamerModelLoss(LossModule):
         return losses, tensordict.detach()
 
 
-class _ImaginationActorLoss(LossModule):
+class _ImaginationActorLoss(C.EstimatorChoice, LossModule):
     """What Dreamer's and DreamerV3's actor losses share: the constructor's checks (``gamma``
     and ``lmbda`` refused, ``imagination_horizon``, ``model_based_env``), the held-out value
     network and env, the TD estimators, and the imagined rollout with its lambda-returns.
@@ -360,7 +360,8 @@ class _ImaginationActorLoss(LossModule):
         self.discount_loss = discount_loss
 
     def _make_value_estimator(self, value_type: Any, **hyperparams: Any) -> Any:
-        hyperparams.setdefault("skip_existing", True)
+        if not C.is_estimator(value_type):  # one given is used as it is
+            hyperparams.setdefault("skip_existing", True)
         allowed = (ValueEstimators.TD0, ValueEstimators.TD1, ValueEstimators.TDLambda)
         return C.build_estimator(self, value_type, hyperparams, None, allowed=allowed)
 

@@ -19,7 +19,7 @@ from rl_objectives.value.base import BoundNetwork
 __all__ = ["ReinforceLoss"]
 
 
-class ReinforceLoss(C.DetachedParamsCache, LossModule):
+class ReinforceLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
     """``loss_actor = -mean(log_pi(a | s) * A)``; with a critic, ``loss_value`` fits ``V``.
 
     The advantage is read at ``advantage`` or computed with the value estimator (TD(0) by

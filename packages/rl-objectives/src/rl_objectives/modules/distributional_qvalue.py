@@ -11,7 +11,11 @@ from torch import nn
 
 from rl_core.keys import ACTION, ACTION_VALUE, CHOSEN_ACTION_VALUE, OBSERVATION, NestedKey
 from rl_core.modules import QValueModule
-from rl_core.specs import TensorSpec
+from rl_core.modules.qvalue import greedy_action
+from rl_core.specs import MultiOneHot, TensorSpec
+
+#: TorchRL's names of the multi-one-hot action space
+_MULTI_ONE_HOT = ("mult_one_hot", "mult-one-hot", "multi_one_hot", "multi-one-hot")
 
 
 def expected_action_value(log_probs: torch.Tensor, support: torch.Tensor) -> torch.Tensor:
@@ -44,13 +48,20 @@ class DistributionalQValueModule(QValueModule):
     ``[*B, n_actions]``, True = allowed). Writes ``out_keys``: the action, encoded like the
     action space, and the log-probabilities (unchanged).
 
+    A multi-one-hot action (several sub-actions, each one-hot; TorchRL's ``"mult_one_hot"``)
+    reads the values of each sub-action side by side, ``[*B, n_atoms, sum(var_nums)]``, and
+    picks each sub-action's best choice independently.
+
     Args:
-        action_space: ``"one_hot"`` or ``"categorical"``, or the action spec (``OneHot`` or
-            ``Categorical``, or a Composite holding one at the action key).
+        action_space: ``"one_hot"``, ``"categorical"`` or ``"mult_one_hot"`` (also spelled
+            ``"mult-one-hot"``), or the action spec (``OneHot``, ``Categorical`` or
+            ``MultiOneHot``, or a Composite holding one at the action key).
         support: the atoms' values ``z``, ``[n_atoms]`` (a buffer of the module).
 
     Keyword Args:
         spec: the action spec, when ``action_space`` is a string or ``None``.
+        var_nums: the number of choices of each sub-action of a multi-one-hot action (the
+            spec's ``nvec``); needed for ``"mult_one_hot"`` without a spec.
         action_value_key: where the log-probabilities are read. Defaults to
             ``"action_value"`` (also for ``None``).
         out_keys: ``[action, action_value]`` keys. Defaults to
@@ -59,9 +70,11 @@ class DistributionalQValueModule(QValueModule):
         safe: whether to project the action into the spec. Defaults to ``False``.
 
     Raises:
-        ValueError: no support, ``out_keys`` not two keys, or (when called) values that are
-            not log-probabilities or whose atom dim does not match the support.
-        TypeError: a multi-discrete spec (not supported here).
+        ValueError: no support, ``out_keys`` not two keys, ``var_nums`` missing for
+            ``"mult_one_hot"``, not positive ints, given for another action space or not the
+            spec's ``nvec``, or (when called) values that are not log-probabilities or whose
+            atom dim does not match the support.
+        TypeError: a multi-categorical spec (not supported here).
 
     Examples:
         >>> import torch
@@ -84,8 +97,22 @@ class DistributionalQValueModule(QValueModule):
         out_keys: Sequence[NestedKey] | None = None,
         action_mask_key: NestedKey | None = None,
         safe: bool = False,
+        var_nums: Sequence[int] | torch.Tensor | None = None,
     ) -> None:
         where = "DistributionalQValueModule"
+        nvec = _check_var_nums(where, var_nums)
+        if isinstance(action_space, str) and action_space.lower() in _MULTI_ONE_HOT:
+            if spec is None:
+                if nvec is None:
+                    raise ValueError(
+                        f"{where}: action_space={action_space!r} needs var_nums (the number "
+                        f"of choices of each sub-action) or a MultiOneHot spec, got neither."
+                    )
+                spec = MultiOneHot(nvec)
+            action_space = None  # the spec names the space (rl-core takes no multi string)
+            multi_named = True
+        else:
+            multi_named = False
         if support is None:
             raise ValueError(
                 f"{where}: expected support, the values of the atoms (e.g. "
@@ -105,10 +132,29 @@ class DistributionalQValueModule(QValueModule):
             action_mask_key=action_mask_key,
             safe=safe,
         )
-        if self.action_space.startswith("multi"):
+        if self.action_space == "multi_categorical":
             raise TypeError(
-                f"{where}: multi-discrete action spaces are not supported; expected a OneHot "
-                f"or Categorical action spec."
+                f"{where}: multi-categorical action spaces are not supported; expected a "
+                f"OneHot, Categorical or MultiOneHot action spec."
+            )
+        if multi_named and self.action_space != "multi_one_hot":
+            raise ValueError(
+                f"{where}: action_space='mult_one_hot' contradicts the "
+                f"{type(self.action_spec).__name__} spec."
+            )
+        self.var_nums: list[int] | None = None
+        if self.action_space == "multi_one_hot":
+            spec_nvec = [int(n) for n in self.action_spec.nvec.reshape(-1).tolist()]
+            if nvec is not None and nvec != spec_nvec:
+                raise ValueError(
+                    f"{where}: var_nums={nvec} differs from the MultiOneHot spec's nvec "
+                    f"{spec_nvec}."
+                )
+            self.var_nums = spec_nvec
+        elif nvec is not None:
+            raise ValueError(
+                f"{where}: var_nums is for a multi-one-hot action space; this one is "
+                f"{self.action_space!r}. Drop var_nums or pass action_space='mult_one_hot'."
             )
         self.out_keys = out_keys
         support = torch.as_tensor(support)
@@ -146,7 +192,11 @@ class DistributionalQValueModule(QValueModule):
                     f"DistributionalQValueModule: expected a bool action mask at "
                     f"{self.action_mask_key!r}, got {mask.dtype}."
                 )
-        action, _ = self._single(expected_action_value(log_probs, self.support), mask)
+        values = expected_action_value(log_probs, self.support)
+        if self.var_nums is not None:
+            action = self._multi_one_hot(values, mask)
+        else:
+            action, _ = self._single(values, mask)
         if self.safe and self.action_spec is not None:
             spec = self.action_spec
             extra = action.ndim - spec.ndim  # data may carry more leading dims than the spec
@@ -158,6 +208,41 @@ class DistributionalQValueModule(QValueModule):
         if key_values != self.action_value_key:
             tensordict.set(key_values, log_probs)
         return tensordict
+
+    def _multi_one_hot(self, values: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        """Each sub-action's greedy choice, one-hot, side by side: ``[*B, sum(var_nums)]``."""
+        nvec = self.var_nums
+        if values.shape[-1] != sum(nvec):
+            raise ValueError(
+                f"DistributionalQValueModule: expected the values of sum(var_nums)={sum(nvec)} "
+                f"actions (var_nums={nvec}) in the last dim, got {values.shape[-1]}."
+            )
+        masks = [None] * len(nvec) if mask is None else mask.split(nvec, -1)
+        blocks = []
+        for part, part_mask in zip(values.split(nvec, -1), masks):
+            index, _ = greedy_action(part, part_mask)
+            blocks.append(torch.nn.functional.one_hot(index, part.shape[-1]))
+        return torch.cat(blocks, -1).to(self.action_spec.dtype)
+
+
+def _check_var_nums(where: str, var_nums: object) -> list[int] | None:
+    """``var_nums`` as a list of positive ints (``None`` stays ``None``)."""
+    if var_nums is None:
+        return None
+    if isinstance(var_nums, torch.Tensor):
+        values = var_nums.reshape(-1).tolist()
+    elif isinstance(var_nums, Sequence) and not isinstance(var_nums, str):
+        values = list(var_nums)
+    else:
+        values = None
+    if not values or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values
+    ):
+        raise ValueError(
+            f"{where}: expected var_nums to be a non-empty sequence of positive ints (the "
+            f"number of choices of each sub-action), got {var_nums!r}."
+        )
+    return values
 
 
 class _LogSoftmax(nn.Module):
@@ -180,10 +265,14 @@ class DistributionalQValueActor(TensorDictSequential):
         support: the atoms' values ``z``, ``[n_atoms]``.
         in_keys: keys the network reads. Defaults to ``("observation",)`` (also for
             ``None``). Ignored for a TensorDict module.
-        spec: the action spec (``OneHot``, ``Categorical`` or a Composite holding one).
+        spec: the action spec (``OneHot``, ``Categorical``, ``MultiOneHot`` or a Composite
+            holding one).
 
     Keyword Args:
-        action_space: ``"one_hot"`` or ``"categorical"`` when no spec is given.
+        action_space: ``"one_hot"``, ``"categorical"`` or ``"mult_one_hot"`` when no spec is
+            given.
+        var_nums: the number of choices of each sub-action of a multi-one-hot action; see
+            :class:`DistributionalQValueModule`.
         action_value_key: where the log-probabilities go. Defaults to ``"action_value"``
             (also for ``None``).
         action_mask_key: where the action mask is read, or ``None``.
@@ -219,6 +308,7 @@ class DistributionalQValueActor(TensorDictSequential):
         action_mask_key: NestedKey | None = None,
         safe: bool = False,
         make_log_softmax: bool = True,
+        var_nums: Sequence[int] | torch.Tensor | None = None,
     ) -> None:
         action_value_key = ACTION_VALUE if action_value_key is None else action_value_key
         value_net = _value_network(module, in_keys, action_value_key)
@@ -229,6 +319,7 @@ class DistributionalQValueActor(TensorDictSequential):
             action_value_key=action_value_key,
             action_mask_key=action_mask_key,
             safe=safe,
+            var_nums=var_nums,
         )
         modules: list[TensorDictModuleBase] = [value_net]
         if make_log_softmax:
