@@ -16,7 +16,8 @@ N_ATOMS = 5
 
 
 def _quantile_huber_reference(quantiles, targets, kappa=1.0):
-    """Kuznetsov et al. (2020), eq. for J(psi_n), one scalar at a time, in float64."""
+    """Kuznetsov et al. (2020), eq. for J(psi_n), one scalar at a time, in float64, summed
+    over the critics ``n`` (TorchRL's TQCLoss sums them; the paper trains each on its own)."""
     n_nets, batch, n_atoms = quantiles.shape
     out = torch.zeros(batch, dtype=torch.float64)
     for b in range(batch):
@@ -28,7 +29,7 @@ def _quantile_huber_reference(quantiles, targets, kappa=1.0):
                     u = float(targets[b, j] - quantiles[n, b, m])
                     huber = 0.5 * u * u if abs(u) <= kappa else kappa * (abs(u) - 0.5 * kappa)
                     total += abs(tau - (1.0 if u < 0 else 0.0)) * huber / kappa
-        out[b] = total / (n_nets * n_atoms * targets.shape[-1])
+        out[b] = total / (n_atoms * targets.shape[-1])
     return out
 
 
@@ -40,6 +41,16 @@ def test_quantile_huber_loss_matches_float64_reference(kappa):
     torch.testing.assert_close(
         quantile_huber_loss(quantiles, targets, kappa),
         _quantile_huber_reference(quantiles, targets, kappa),
+    )
+
+
+def test_quantile_huber_loss_sums_over_critics():
+    # TorchRL's TQCLoss: three identical critics give three times one critic's loss
+    g = torch.Generator().manual_seed(1)
+    one = torch.randn(1, 4, 6, generator=g, dtype=torch.float64)
+    targets = torch.randn(4, 7, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(
+        quantile_huber_loss(one.expand(3, 4, 6), targets), 3 * quantile_huber_loss(one, targets)
     )
 
 
@@ -88,7 +99,8 @@ def test_tqc_matches_reference_in_float64():
         u, torch.zeros_like(u), reduction="none"
     )
     qparams = list(loss.qvalue_network_params.values(True, True))
-    assert_same_grads(grads(out["loss_qvalue"], qparams), grads(rho.mean(), qparams), atol=1e-10)
+    rho = rho.mean(dim=(-2, -1)).sum(0).mean()
+    assert_same_grads(grads(out["loss_qvalue"], qparams), grads(rho, qparams), atol=1e-10)
     assert all(g is None for g in grads(out["loss_actor"], qparams))
     actor_params = list(param_net.parameters())
     assert_same_grads(

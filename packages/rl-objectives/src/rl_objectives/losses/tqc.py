@@ -24,7 +24,8 @@ def quantile_huber_loss(
     With ``M`` atoms at the quantile midpoints ``tau_m = (2m + 1) / (2M)`` (``m = 0..M-1``),
     ``u = target_j - quantile_m`` and the Huber function ``h(u) = u^2 / 2`` for
     ``|u| <= kappa``, ``kappa * (|u| - kappa / 2)`` beyond, the loss of a pair is
-    ``|tau_m - 1[u < 0]| * h(u) / kappa``. It is averaged over critics, atoms and targets.
+    ``|tau_m - 1[u < 0]| * h(u) / kappa``. It is averaged over atoms and targets and summed
+    over critics (as TorchRL's ``TQCLoss``, and as the SAC family sums its critics' losses).
 
     Args:
         quantiles: predicted atoms, ``[N, *B, M]`` (``N`` critics).
@@ -46,7 +47,7 @@ def quantile_huber_loss(
     abs_u = u.abs()
     huber = torch.where(abs_u <= kappa, 0.5 * u.pow(2), kappa * (abs_u - 0.5 * kappa)) / kappa
     weight = (tau.unsqueeze(-1) - (u.detach() < 0).to(u.dtype)).abs()
-    return (weight * huber).mean(dim=(-2, -1)).mean(0)
+    return (weight * huber).mean(dim=(-2, -1)).sum(0)
 
 
 class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossModule):
@@ -58,8 +59,9 @@ class TQCLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
     - target: ``a' ~ pi(s')``; the ``N * M`` target atoms ``Z_target(s', a')`` are pooled and
       sorted, and the smallest ``k = N * (M - d)`` are kept:
       ``y_j = r + gamma * (1 - terminated) * (z_(j) - alpha * log_pi(a' | s'))``;
-    - ``loss_qvalue = mean_b quantile_huber_loss(Z(s, a_data), y)`` (averaged over critics,
-      atoms and target atoms, as in the authors' code);
+    - ``loss_qvalue = mean_b quantile_huber_loss(Z(s, a_data), y)`` (summed over critics,
+      averaged over atoms and target atoms, as TorchRL; the authors' code also averages over
+      critics, an ``N`` times smaller loss);
     - ``loss_actor = mean(alpha * log_pi(a | s) - mean_{n, m} Z_n^m(s, a))`` with
       ``a ~ pi(s)`` reparameterised (critics frozen);
     - ``loss_alpha = -mean(log_alpha * (log_pi(a | s) + target_entropy))``.
