@@ -14,8 +14,8 @@ from rl_envs.transforms._common import (
     check_negative_dim,
     continuous_like,
     episode_windows,
-    gather_steps,
 )
+from rl_envs.transforms.functional import cat_frames
 
 _PADDINGS = ("same", "constant")
 
@@ -110,22 +110,38 @@ class CatFrames(Transform):
         return next_tensordict
 
     # ------------------------------------------------------------------ trajectory path
-    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def unfolding(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Stacks the frames of each step of a trajectory (last batch dim = time) from the
+        steps before it in the same episode (TorchRL's offline path; calling the transform on
+        a TensorDict runs it). The window is :func:`~rl_envs.transforms.functional.cat_frames`
+        with the slots before each step's episode start padded.
+
+        Args:
+            tensordict: ``[*B, T]``; an episode starts at index 0 and after each step whose
+                ``done_key`` is set.
+
+        Returns:
+            ``tensordict``, with the stacks at ``out_keys`` (and at ``("next", out_key)``
+            where ``("next", in_key)`` is present).
+
+        Raises:
+            ValueError: ``tensordict`` has no batch dim.
+        """
         time_dim, windows = episode_windows(tensordict, self.N, self.done_key, "CatFrames")
+        pad = torch.stack([~valid for _, valid in windows], -1)  # [*B, T, N], oldest first
         for in_key, out_key in zip(self.in_keys, self.out_keys):
             frames = tensordict.get(in_key, None)
             if frames is None:
                 continue
-            stack = []
-            for back, (index, valid) in zip(range(self.N - 1, -1, -1), windows):
-                gathered = gather_steps(frames, index, time_dim)
-                if self.padding == "constant" and back:
-                    mask = valid.reshape(*valid.shape, *([1] * (frames.ndim - valid.ndim)))
-                    gathered = torch.where(
-                        mask, gathered, torch.full_like(gathered, self.padding_value)
-                    )
-                stack.append(gathered)
-            stacked = torch.cat(stack, self.dim)
+            stacked = cat_frames(
+                frames,
+                self.N,
+                self.dim,
+                padding=self.padding,
+                padding_value=self.padding_value,
+                time_dim=time_dim - frames.ndim,
+                done_mask=pad,
+            )
             nxt = tensordict.get((NEXT, in_key), None)
             tensordict.set(out_key, stacked)
             if nxt is not None:
@@ -133,6 +149,9 @@ class CatFrames(Transform):
                 kept = stacked.narrow(self.dim, size, (self.N - 1) * size)
                 tensordict.set((NEXT, out_key), torch.cat([kept, nxt], self.dim))
         return tensordict
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        return self.unfolding(tensordict)
 
     # ------------------------------------------------------------------ specs
     def _map_spec(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
