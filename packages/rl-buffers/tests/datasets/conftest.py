@@ -35,3 +35,39 @@ def episodes() -> TensorDict:
         },
         [5],
     )
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    """A local HTTP server process (``_http_server.py``) serving ``tmp_path / "served"``;
+    yields ``start(rate=0) -> (base_url, log_file)``. Each server is killed at teardown."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    served = tmp_path / "served"
+    served.mkdir()
+    script = Path(__file__).with_name("_http_server.py")
+    processes = []
+
+    def start(rate: int = 0) -> tuple[str, Path]:
+        n = len(processes)
+        port_file, log = tmp_path / f"port{n}", tmp_path / f"log{n}"
+        log.touch()
+        process = subprocess.Popen(
+            [sys.executable, str(script), str(served), str(port_file), str(log), str(rate)]
+        )
+        processes.append(process)
+        deadline = time.monotonic() + 30
+        while not port_file.exists():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the test HTTP server did not start")
+            time.sleep(0.02)
+        return f"http://127.0.0.1:{port_file.read_text()}", log
+
+    start.folder = served
+    yield start
+    for process in processes:
+        process.kill()
+        process.wait()
