@@ -4,6 +4,7 @@ from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 from rl_buffers.datasets.d4rl import D4RLExperienceReplay, d4rl_url
 from rl_buffers.datasets.h5_split import H5Combine, H5Split
 from rl_buffers.datasets.minari_data import MinariExperienceReplay
+from rl_buffers.datasets.roboset import RobosetExperienceReplay
 from rl_buffers.datasets.ted_flat import Flat2TED, TED2Flat
 from rl_buffers.datasets.ted_nested import Nested2TED, TED2Nested
 
@@ -16,6 +17,7 @@ __all__ = [
     "H5Split",
     "MinariExperienceReplay",
     "Nested2TED",
+    "RobosetExperienceReplay",
     "TED2Flat",
     "TED2Nested",
 ]
