@@ -62,8 +62,9 @@ def test_actor_heads_match_their_definitions_in_float64():
     actor = DTActor(3, 2, transformer_config=TINY).double().eval()
     obs, act, rtg = _inputs(2, 3)
     h = actor.transformer(obs, act, rtg)
+    # the raw linear output, as TorchRL's DTActor (squashing is left to a TanhDelta head)
     torch.testing.assert_close(
-        actor(obs, act, rtg), torch.tanh(h @ actor.action_layer.weight.T + actor.action_layer.bias)
+        actor(obs, act, rtg), h @ actor.action_layer.weight.T + actor.action_layer.bias
     )
     online = OnlineDTActor(3, 2, transformer_config=TINY).double().eval()
     h = online.transformer(obs, act, rtg)
@@ -83,7 +84,22 @@ def test_default_configs_follow_torchrl():
     assert (config.n_embd, config.n_layer, config.n_head, config.n_inner) == (256, 4, 4, 1024)
     assert (config.activation, config.n_positions) == ("relu", 1024)
     assert (config.resid_pdrop, config.attn_pdrop) == (0.1, 0.1)
-    assert DTActor.default_config().n_embd == 128
+    for actor in (DTActor, OnlineDTActor):
+        config = actor.default_config()
+        assert (config.n_embd, config.n_layer, config.n_head, config.n_inner) == (512, 4, 4, 2048)
+        assert (config.activation, config.n_positions) == ("relu", 1024)
+        assert (config.resid_pdrop, config.attn_pdrop) == (0.1, 0.1)
+
+
+def test_action_heads_start_orthogonal_with_zero_bias():
+    # TorchRL initialises the actors' heads so: W W^T = I (action_dim <= n_embd), b = 0
+    torch.manual_seed(0)
+    actor = DTActor(3, 2, transformer_config=TINY)
+    online = OnlineDTActor(3, 2, transformer_config=TINY)
+    for layer in (actor.action_layer, online.action_layer_mean, online.action_layer_logstd):
+        w = layer.weight.detach()
+        torch.testing.assert_close(w @ w.T, torch.eye(2), atol=1e-5, rtol=0)
+        assert torch.equal(layer.bias.detach(), torch.zeros(2))
 
 
 def test_bad_inputs_and_configs_raise():

@@ -180,17 +180,29 @@ class DecisionTransformer(nn.Module):
 
 
 def _actor_default_config() -> DTConfig:
-    return DTConfig(n_embd=128, n_layer=3, n_head=1, n_inner=512)
+    """TorchRL's settings for both actors: a wider GPT-2 than the bare transformer's."""
+    return DTConfig(n_embd=512, n_layer=4, n_head=4, n_inner=2048)
+
+
+def _head(n_embd: int, action_dim: int, device: torch.device | str | None) -> nn.Linear:
+    """An action head as TorchRL initialises it: orthogonal weight, zero bias."""
+    layer = nn.Linear(n_embd, action_dim, device=device)
+    nn.init.orthogonal_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    return layer
 
 
 class DTActor(nn.Module):
-    """The deterministic Decision Transformer policy: ``tanh(Linear(h_t))`` per step.
+    """The deterministic Decision Transformer policy: ``Linear(h_t)`` per step.
+
+    The output is not squashed (as TorchRL's): wrap the actor in a ``TanhDelta`` head (or
+    apply ``tanh``) for actions in ``[-1, 1]``.
 
     Args:
         state_dim: observation size.
         action_dim: action size.
         transformer_config: a :class:`DTConfig` or dict; defaults to
-            :meth:`default_config` (``n_embd=128, n_layer=3, n_head=1, n_inner=512``, the rest
+            :meth:`default_config` (``n_embd=512, n_layer=4, n_head=4, n_inner=2048``, the rest
             as :class:`DecisionTransformer`).
         device: device of the parameters.
 
@@ -212,7 +224,7 @@ class DTActor(nn.Module):
         super().__init__()
         config = _as_config(transformer_config, self.default_config())
         self.transformer = DecisionTransformer(state_dim, action_dim, config, device=device)
-        self.action_layer = nn.Linear(config.n_embd, action_dim, device=device)
+        self.action_layer = _head(config.n_embd, action_dim, device)
 
     @classmethod
     def default_config(cls) -> DTConfig:
@@ -222,8 +234,8 @@ class DTActor(nn.Module):
     def forward(
         self, observation: torch.Tensor, action: torch.Tensor, return_to_go: torch.Tensor
     ) -> torch.Tensor:
-        """Predicted actions ``[*B, T, action_dim]`` in ``[-1, 1]``."""
-        return torch.tanh(self.action_layer(self.transformer(observation, action, return_to_go)))
+        """Predicted actions ``[*B, T, action_dim]``, unbounded."""
+        return self.action_layer(self.transformer(observation, action, return_to_go))
 
 
 class OnlineDTActor(nn.Module):
@@ -261,8 +273,8 @@ class OnlineDTActor(nn.Module):
         super().__init__()
         config = _as_config(transformer_config, self.default_config())
         self.transformer = DecisionTransformer(state_dim, action_dim, config, device=device)
-        self.action_layer_mean = nn.Linear(config.n_embd, action_dim, device=device)
-        self.action_layer_logstd = nn.Linear(config.n_embd, action_dim, device=device)
+        self.action_layer_mean = _head(config.n_embd, action_dim, device)
+        self.action_layer_logstd = _head(config.n_embd, action_dim, device)
 
     @classmethod
     def default_config(cls) -> DTConfig:
