@@ -6,8 +6,8 @@ Run from the repository root::
 
 Prints microseconds per call (median over ``--repeat`` timed calls after two warm-up calls)
 for GAE on ``[B=256, T=1000, 1]`` (the public wrapper and the bare op in the ``[T, N]``
-kernel layout) and for a sum tree of capacity 2**20: an update of 256 leaves, a prefix-sum
-search of 256 values, and both together.
+kernel layout) and for a sum tree of capacity 2**20 (the ops ``torch.ops.rl_core.*``): an
+update of 256 leaves, a prefix-sum search of 256 values, and both together.
 """
 
 from __future__ import annotations
@@ -19,13 +19,7 @@ from collections.abc import Callable
 
 import torch
 
-from rl_core.ops import (
-    generalized_advantage_estimate,
-    make_sum_tree,
-    sum_tree_find_prefixsum,
-    sum_tree_total,
-    sum_tree_update_,
-)
+from rl_core.ops import generalized_advantage_estimate
 
 
 def _median_us(fn: Callable[[], object], device: torch.device, repeat: int) -> float:
@@ -62,8 +56,9 @@ def main() -> None:
     gae_op = torch.ops.rl_core.generalized_advantage_estimate
 
     capacity, queries = 2**20, 256
-    tree = make_sum_tree(capacity, torch.float32, device=device)
-    sum_tree_update_(
+    tree_ops = torch.ops.rl_core  # the tree ops themselves (rl_buffers.trees wraps them)
+    tree = torch.zeros(2 * capacity, dtype=torch.float32, device=device)  # an empty sum tree
+    tree_ops.sum_tree_update_(
         tree,
         torch.arange(capacity, device=device),
         torch.rand(capacity, generator=gen, device=device),
@@ -71,11 +66,11 @@ def main() -> None:
 
     def update() -> None:
         index = torch.randint(0, capacity, (queries,), generator=gen, device=device)
-        sum_tree_update_(tree, index, torch.rand(queries, generator=gen, device=device))
+        tree_ops.sum_tree_update_(tree, index, torch.rand(queries, generator=gen, device=device))
 
     def search() -> None:
         uniform = torch.rand(queries, generator=gen, device=device)
-        sum_tree_find_prefixsum(tree, uniform * sum_tree_total(tree))
+        tree_ops.sum_tree_find_prefixsum(tree, uniform * tree[1])  # tree[1]: the total
 
     def update_and_search() -> None:
         update()

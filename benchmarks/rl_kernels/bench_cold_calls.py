@@ -29,8 +29,9 @@ REPEATS = 40
 def main() -> None:
     torch.set_num_threads(1)
     ops.load_kernel_packages()
-    capacity = ops.segment_tree_capacity(LEAVES)
-    sums, mins, top = ops.make_sum_tree(capacity), ops.make_min_tree(capacity), torch.ones(1)
+    capacity = 1 << (LEAVES - 1).bit_length()  # the smallest power of two >= LEAVES
+    sums, mins = torch.zeros(2 * capacity), torch.full((2 * capacity,), float("inf"))
+    top = torch.ones(1)
     torch.ops.rl_core.sum_min_tree_priority_update_(
         sums, mins, top, torch.arange(LEAVES), torch.rand(LEAVES), 1e-8, 0.7, LEAVES
     )

@@ -123,26 +123,25 @@ def bench_gae(device: torch.device, batch: int, steps: int, repeat: int) -> None
 
 
 def bench_prioritized(device: torch.device, items: int, batch: int, repeat: int) -> None:
-    capacity = ops.segment_tree_capacity(items)
+    capacity = 1 << (items - 1).bit_length()  # the smallest power of two >= items
     gen = torch.Generator(device=device).manual_seed(0)
     alpha, beta = 0.6, 0.4
+    tree_ops = torch.ops.rl_core  # the ops themselves (rl_buffers.trees wraps them)
 
     def fresh_trees():
         priorities = torch.rand(items, generator=gen, device=device) ** alpha
         index = torch.arange(items, device=device)
-        sum_tree = ops.sum_tree_update_(
-            ops.make_sum_tree(capacity, device=device), index, priorities
-        )
-        min_tree = ops.min_tree_update_(
-            ops.make_min_tree(capacity, device=device), index, priorities
-        )
+        sum_tree = torch.zeros(2 * capacity, device=device)
+        min_tree = torch.full((2 * capacity,), float("inf"), device=device)
+        tree_ops.sum_tree_update_(sum_tree, index, priorities)
+        tree_ops.min_tree_update_(min_tree, index, priorities)
         return sum_tree, min_tree
 
     def iteration(sum_tree, min_tree, find, update_sum, update_min):
-        total = ops.sum_tree_total(sum_tree)
+        total = sum_tree[1]  # the root: the sum of the leaves
         index = find(sum_tree, torch.rand(batch, generator=gen, device=device) * total)
         # (p / total) / (p_min / total) == p / p_min: the totals cancel.
-        weight = (sum_tree[capacity + index] / ops.min_tree_min(min_tree)) ** -beta
+        weight = (sum_tree[capacity + index] / min_tree[1]) ** -beta
         new_priority = torch.rand(batch, generator=gen, device=device) ** alpha
         update_sum(sum_tree, index, new_priority)
         update_min(min_tree, index, new_priority)
@@ -151,7 +150,10 @@ def bench_prioritized(device: torch.device, items: int, batch: int, repeat: int)
     trees = fresh_trees()
     compiled = _best_seconds(
         lambda: iteration(
-            *trees, ops.sum_tree_find_prefixsum, ops.sum_tree_update_, ops.min_tree_update_
+            *trees,
+            tree_ops.sum_tree_find_prefixsum,
+            tree_ops.sum_tree_update_,
+            tree_ops.min_tree_update_,
         ),
         device,
         repeat,

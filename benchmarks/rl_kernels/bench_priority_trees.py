@@ -55,9 +55,9 @@ def main() -> None:
     torch.set_num_threads(1)
     print(f"kernel packages: {ops.load_kernel_packages()}, torch {torch.__version__}")
     n, batch = args.leaves, args.batch
-    capacity = ops.segment_tree_capacity(n)
-    sums, mins = ops.make_sum_tree(capacity), ops.make_min_tree(capacity)
-    ops.sum_min_tree_update_(sums, mins, torch.arange(n), torch.rand(n))
+    capacity = 1 << (n - 1).bit_length()  # the smallest power of two >= n
+    sums, mins = torch.zeros(2 * capacity), torch.full((2 * capacity,), float("inf"))
+    torch.ops.rl_core.sum_min_tree_update_(sums, mins, torch.arange(n), torch.rand(n))
     sample = torch.ops.rl_core.sum_tree_sample.default
     find = torch.ops.rl_core.sum_tree_find_prefixsum.default
     fixed = torch.rand(batch)

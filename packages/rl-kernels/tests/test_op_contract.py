@@ -92,8 +92,10 @@ def _advantage_then_sample(value, next_value, reward, done, tree, index, uniform
         0.99, 0.95, value, next_value, reward, done
     )
     lambda_return = ops.td_lambda_return_estimate(0.99, 0.95, next_value, reward, done)
-    ops.sum_tree_update_(tree, index, advantage.abs().flatten()[: index.shape[0]])
-    leaves = ops.sum_tree_find_prefixsum(tree, uniform * ops.sum_tree_total(tree))
+    torch.ops.rl_core.sum_tree_update_(
+        tree, index, advantage.abs().flatten()[: index.shape[0]].contiguous()
+    )
+    leaves = torch.ops.rl_core.sum_tree_find_prefixsum(tree, uniform * tree[1])
     return target, lambda_return, leaves
 
 
@@ -102,10 +104,9 @@ def test_torch_compile_of_a_caller_runs_the_kernels(device):
     gen = torch.Generator().manual_seed(0)
     value, next_value, reward = (torch.randn(8, 50, 1, generator=gen).to(device) for _ in range(3))
     done = (torch.rand(8, 50, 1, generator=gen) < 0.1).to(device)
-    tree = ops.sum_tree_update_(
-        ops.make_sum_tree(64, device=device),
-        torch.arange(64, device=device),
-        torch.rand(64, generator=gen).to(device),
+    tree = torch.zeros(128, device=device)  # a sum tree over 64 leaves
+    torch.ops.rl_core.sum_tree_update_(
+        tree, torch.arange(64, device=device), torch.rand(64, generator=gen).to(device)
     )
     index = torch.tensor([3, 9, 3, 40], device=device)
     uniform = torch.rand(32, generator=gen).to(device)

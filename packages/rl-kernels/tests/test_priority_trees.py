@@ -9,7 +9,6 @@ import pytest
 import torch
 
 import rl_kernels
-from rl_core import ops
 from rl_core.ops import reference
 
 CUDA = torch.cuda.is_available() and "cuda" in rl_kernels.devices()
@@ -18,9 +17,10 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
 
 def _trees(capacity, dtype, device="cpu"):
+    """An empty sum tree (zeros) and min tree (``+inf``) in the ops' layout: 1-D, 2 * capacity."""
     return (
-        ops.make_sum_tree(capacity, dtype, device=device),
-        ops.make_min_tree(capacity, dtype, device=device),
+        torch.zeros(2 * capacity, dtype=dtype, device=device),
+        torch.full((2 * capacity,), float("inf"), dtype=dtype, device=device),
     )
 
 
@@ -37,7 +37,7 @@ def test_fused_kernels_are_registered(device, name):
 @pytest.mark.skipif(not CUDA, reason="needs a CUDA device and the CUDA kernels")
 def test_cuda_sample_never_waits_for_the_device():
     trees = _trees(1024, torch.float32, "cuda")
-    ops.sum_min_tree_update_(
+    torch.ops.rl_core.sum_min_tree_update_(
         *trees, torch.arange(1024, device="cuda"), torch.rand(1024, device="cuda")
     )
     uniform = torch.rand(256, device="cuda")

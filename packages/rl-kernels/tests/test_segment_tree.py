@@ -6,10 +6,19 @@ import pytest
 import torch
 
 import rl_kernels  # noqa: F401  (registers the kernels)
-from rl_core import ops
 from rl_core.ops import reference
 
 TREE_OPS = ("sum_tree_update_", "min_tree_update_", "sum_tree_find_prefixsum")
+
+
+def _sum_tree(capacity, dtype=None, device=None):
+    """An empty sum tree in the ops' layout: 1-D, ``2 * capacity`` zeros."""
+    return torch.zeros(2 * capacity, dtype=dtype, device=device)
+
+
+def _min_tree(capacity, dtype=None, device=None):
+    """An empty min tree in the ops' layout: 1-D, ``2 * capacity`` times ``+inf``."""
+    return torch.full((2 * capacity,), float("inf"), dtype=dtype, device=device)
 
 
 @pytest.mark.parametrize("name", TREE_OPS)
@@ -33,7 +42,7 @@ def _random_updates(capacity, count, dtype, seed):
     ("capacity", "count"), [(1, 3), (8, 20), (1024, 300), (4096, 5000), (16384, 30000)]
 )
 def test_tree_update_matches_reference(device, dtype, kind, capacity, count):
-    make = ops.make_sum_tree if kind == "sum" else ops.make_min_tree
+    make = _sum_tree if kind == "sum" else _min_tree
     name = f"{kind}_tree_update_"
     expected = make(capacity, dtype)
     got = make(capacity, dtype, device=device)
@@ -52,14 +61,14 @@ def test_tree_update_of_strided_tree_and_values(device):
     value = torch.arange(12.0, dtype=torch.float64, device=device)[::2]
     index = torch.tensor([0, 3, 5, 3, 7, 1], device=device)
     torch.ops.rl_core.sum_tree_update_(tree, index, value)
-    expected = ops.make_sum_tree(8, torch.float64)
+    expected = _sum_tree(8, torch.float64)
     reference.sum_tree_update_(expected, index.cpu(), value.cpu())
     assert torch.equal(buffer[::2].cpu(), expected)
     assert torch.equal(buffer[1::2].cpu(), torch.zeros(16, dtype=torch.float64))
 
 
 def test_empty_update_and_empty_search(device):
-    tree = ops.make_sum_tree(4, device=device)
+    tree = _sum_tree(4, device=device)
     torch.ops.rl_core.sum_tree_update_(
         tree, torch.empty(0, dtype=torch.int64, device=device), torch.empty(0, device=device)
     )
@@ -73,7 +82,7 @@ def test_empty_update_and_empty_search(device):
 def test_prefixsum_search_matches_reference(device, dtype):
     gen = torch.Generator().manual_seed(1)
     capacity = 512
-    tree = ops.make_sum_tree(capacity, dtype)
+    tree = _sum_tree(capacity, dtype)
     priorities = torch.rand(capacity, generator=gen, dtype=dtype)
     priorities[torch.rand(capacity, generator=gen) < 0.3] = 0  # zero leaves are never found
     priorities[-20:] = 0  # the tail is empty: queries past the total land before it
@@ -92,15 +101,14 @@ def test_prefixsum_search_matches_reference(device, dtype):
 
 
 def test_prefixsum_search_on_zero_tree_and_strided_queries(device):
-    zeros = ops.make_sum_tree(16, device=device)
+    zeros = _sum_tree(16, device=device)
     found = torch.ops.rl_core.sum_tree_find_prefixsum(
         zeros, torch.tensor([0.0, 3.0], device=device)
     )
     assert found.tolist() == [0, 0]
-    tree = ops.sum_tree_update_(
-        ops.make_sum_tree(4, device=device),
-        torch.arange(4, device=device),
-        torch.tensor([1.0, 0, 2, 1], device=device),
+    tree = _sum_tree(4, device=device)
+    torch.ops.rl_core.sum_tree_update_(
+        tree, torch.arange(4, device=device), torch.tensor([1.0, 0, 2, 1], device=device)
     )
     query = torch.tensor([[0.0, 7.0], [0.99, 7.0], [1.0, 7.0], [2.5, 7.0]], device=device)[:, 0]
     assert not query.is_contiguous()
@@ -109,7 +117,7 @@ def test_prefixsum_search_on_zero_tree_and_strided_queries(device):
 
 @pytest.mark.parametrize("name", ["sum_tree_update_", "min_tree_update_"])
 def test_out_of_range_update_raises_and_leaves_tree_unchanged(device, name):
-    tree = ops.make_sum_tree(8, device=device)
+    tree = _sum_tree(8, device=device)
     torch.ops.rl_core.sum_tree_update_(
         tree, torch.tensor([2], device=device), torch.tensor([1.5], device=device)
     )

@@ -1,4 +1,8 @@
-"""torch.compile traces the public wrappers and the ops in one graph (fake kernels)."""
+"""torch.compile traces the public wrappers and the ops in one graph (fake kernels).
+
+The tree ops are called as ``torch.ops.rl_core.<name>``: their wrappers live in rl-buffers
+(``rl_buffers.trees``), whose tests compile them.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,16 @@ import torch
 
 from rl_core.ops import (
     generalized_advantage_estimate,
-    make_sum_tree,
-    sum_tree_find_prefixsum,
-    sum_tree_total,
-    sum_tree_update_,
     td_lambda_return_estimate,
     vtrace_advantage_estimate,
 )
 
+_trees = torch.ops.rl_core
+
 
 def _gae_then_sample(value, next_value, reward, done, tree, uniform):
     advantage, target = generalized_advantage_estimate(0.99, 0.95, value, next_value, reward, done)
-    leaves = sum_tree_find_prefixsum(tree, uniform * sum_tree_total(tree))
+    leaves = _trees.sum_tree_find_prefixsum(tree, uniform * tree[1])
     return advantage, target, leaves
 
 
@@ -26,7 +28,8 @@ def _inputs():
     gen = torch.Generator().manual_seed(0)
     value, next_value, reward = (torch.randn(4, 16, 1, generator=gen) for _ in range(3))
     done = torch.rand(4, 16, 1, generator=gen) < 0.2
-    tree = sum_tree_update_(make_sum_tree(32), torch.arange(32), torch.rand(32, generator=gen))
+    tree = torch.zeros(64)
+    _trees.sum_tree_update_(tree, torch.arange(32), torch.rand(32, generator=gen))
     return value, next_value, reward, done, tree, torch.rand(8, generator=gen)
 
 
@@ -36,8 +39,8 @@ def _every_op(value, next_value, reward, done, tree, uniform, index):
     vtrace_advantage, _ = vtrace_advantage_estimate(
         0.9, reward, value, value, next_value, reward, done
     )
-    sum_tree_update_(tree, index, advantage.abs().flatten()[: index.shape[0]])
-    leaves = sum_tree_find_prefixsum(tree, uniform * sum_tree_total(tree))
+    _trees.sum_tree_update_(tree, index, advantage.abs().flatten()[: index.shape[0]].contiguous())
+    leaves = _trees.sum_tree_find_prefixsum(tree, uniform * tree[1])
     return target, lambda_return, vtrace_advantage, leaves
 
 

@@ -70,8 +70,7 @@ def test_a_failing_kernel_package_warns_once_and_the_ops_still_run(fake_entry_po
         lambda: ops.td_lambda_return_estimate(
             0.9, 0.9, torch.zeros(2, 1), torch.zeros(2, 1), torch.zeros(2, 1, dtype=torch.bool)
         ),
-        lambda: ops.sum_tree_find_prefixsum(ops.make_sum_tree(2), torch.zeros(1)),
-        lambda: ops.min_tree_update_(ops.make_min_tree(2), torch.tensor([0]), 1.0),
+        lambda: ops.gather_rows([torch.zeros(2, 1)], torch.tensor([1])),
     ],
 )
 def test_every_wrapper_triggers_discovery(fake_entry_points, call):

@@ -103,7 +103,7 @@ def test_every_op_is_declared_in_the_rl_core_namespace():
 
 
 def _public_call(name):
-    """Calls the public wrapper of op ``name``; returns what to compare."""
+    """Calls op ``name`` (through its rl-core wrapper where it has one); returns what to compare."""
     traj_shape = (2, 6, 1)
     gen = torch.Generator().manual_seed(7)
     x = [torch.randn(traj_shape, generator=gen) for _ in range(5)]
@@ -114,30 +114,26 @@ def _public_call(name):
         return ops.td_lambda_return_estimate(0.9, 0.9, x[0], x[1], done)
     if name == "vtrace_advantage_estimate":
         return ops.vtrace_advantage_estimate(0.9, x[0], x[1], x[2], x[3], x[4], done)[0]
-    if name == "sum_tree_find_prefixsum":
-        tree = ops.sum_tree_update_(ops.make_sum_tree(4), torch.arange(4), torch.ones(4))
-        return ops.sum_tree_find_prefixsum(tree, torch.tensor([0.5, 2.5]))
-    if name == "sum_tree_sample":
-        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
-        ops.sum_min_tree_update_(*trees, torch.arange(4), torch.tensor([1.0, 2.0, 0.5, 4.0]))
-        return ops.sum_tree_sample(*trees, torch.tensor([0.1, 0.5, 0.9]), 0.5)
     if name == "gather_rows":
         return ops.gather_rows([torch.arange(8.0).reshape(4, 2)], torch.tensor([3, 1]))
+    # The tree ops' wrappers live in rl-buffers (rl_buffers.trees): here the ops themselves.
+    tree_ops = torch.ops.rl_core
+    sums, mins = torch.zeros(8), torch.full((8,), float("inf"))
+    index, value = torch.tensor([1, 2]), torch.tensor([3.0, 4.0])
+    if name == "sum_tree_find_prefixsum":
+        tree_ops.sum_tree_update_(sums, torch.arange(4), torch.ones(4))
+        return tree_ops.sum_tree_find_prefixsum(sums, torch.tensor([0.5, 2.5]))
+    if name == "sum_tree_sample":
+        tree_ops.sum_min_tree_update_(sums, mins, torch.arange(4), torch.tensor([1.0, 2, 0.5, 4]))
+        return tree_ops.sum_tree_sample(sums, mins, torch.tensor([0.1, 0.5, 0.9]), 0.5)
     if name == "sum_min_tree_priority_update_":
-        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
-        return ops.sum_min_tree_priority_update_(
-            *trees,
-            torch.ones(1),
-            torch.tensor([1, 2]),
-            torch.tensor([3.0, 4.0]),
-            eps=0.5,
-            alpha=0.7,
-        )
+        tree_ops.sum_min_tree_priority_update_(sums, mins, torch.ones(1), index, value, 0.5, 0.7, 4)
+        return sums, mins
     if name == "sum_min_tree_update_":
-        trees = (ops.make_sum_tree(4), ops.make_min_tree(4))
-        return ops.sum_min_tree_update_(*trees, torch.tensor([1, 2]), torch.tensor([3.0, 4.0]))
-    tree = ops.make_sum_tree(4) if name == "sum_tree_update_" else ops.make_min_tree(4)
-    getattr(ops, name)(tree, torch.tensor([1, 2]), torch.tensor([3.0, 4.0]))
+        tree_ops.sum_min_tree_update_(sums, mins, index, value)
+        return sums, mins
+    tree = sums if name == "sum_tree_update_" else mins
+    getattr(tree_ops, name)(tree, index, value)
     return tree
 
 

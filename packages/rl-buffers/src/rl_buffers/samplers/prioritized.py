@@ -1,4 +1,4 @@
-"""PrioritizedSampler: proportional prioritized replay on rl-core's sum-tree ops."""
+"""PrioritizedSampler: proportional prioritized replay on sum and min trees (rl_buffers.trees)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from torch import Tensor
 
 from rl_buffers.samplers.sampler import Sampler, check_not_empty
 from rl_buffers.storages.storage import Storage
+from rl_buffers.trees import make_min_tree, make_sum_tree, min_tree_update_, segment_tree_capacity
 from rl_core import ops
 
 __all__ = ["PrioritizedSampler"]
@@ -50,9 +51,9 @@ def _cuda_device(storage: Storage) -> torch.device | None:
 class PrioritizedSampler(Sampler):
     """Draws item ``i`` with probability ``p_i / sum_j p_j``, ``p_i = (priority_i + eps) ** alpha``.
 
-    The priorities sit in a sum tree and a min tree driven by ``rl_core.ops``
-    (``sum_min_tree_update_`` writes both, ``sum_tree_sample`` draws a batch with its
-    importance weights): with ``rl-kernels`` installed the compiled kernels run, with no
+    The priorities sit in a sum tree and a min tree (:mod:`rl_buffers.trees`) driven by the
+    ``rl_core`` ops (``sum_min_tree_update_`` writes both, ``sum_tree_sample`` draws a batch
+    with its importance weights): with ``rl-kernels`` installed the compiled kernels run, with no
     change here. New items get the highest priority seen so far (1.0 at first), so each is
     likely drawn soon. Each batch comes with importance weights
     ``w_i = (p_i / min_j p_j) ** -beta`` (at most 1) under ``"priority_weight"``, the
@@ -116,10 +117,10 @@ class PrioritizedSampler(Sampler):
         self.eps = _check_fraction(where, "eps", eps, low_open=True)
         self.dtype = dtype
         self.reduction = reduction
-        self._capacity = ops.segment_tree_capacity(max_capacity)
-        self._tree = ops.make_sum_tree(self._capacity, dtype, device=device)
+        self._capacity = segment_tree_capacity(max_capacity)
+        self._tree = make_sum_tree(self._capacity, dtype, device=device)
         # the smallest stored priority, for the importance weights, without a scan per sample
-        self._min_tree = ops.make_min_tree(self._capacity, dtype, device=device)
+        self._min_tree = make_min_tree(self._capacity, dtype, device=device)
         # the largest value written so far (1.0 at first), in a tensor the update op raises
         self._device = self._tree.device  # the draws, indices and weights live there too
         self._max_value = torch.ones(1, dtype=dtype, device=self._device)
@@ -310,7 +311,7 @@ class PrioritizedSampler(Sampler):
         self._tree.copy_(tree)
         self._min_tree.fill_(float("inf"))
         written = (tree[self._capacity :] > 0).nonzero().reshape(-1)  # priorities are >= eps
-        ops.min_tree_update_(self._min_tree, written, tree[self._capacity + written])
+        min_tree_update_(self._min_tree, written, tree[self._capacity + written])
         self._written = int(written.max()) + 1 if written.numel() else 0
         self._max_value.fill_(float(state_dict["max_priority"]))
 

@@ -1,9 +1,10 @@
-"""Hot ops declared with ``torch.library``: value estimates and prioritized-replay trees.
+"""Hot ops declared with ``torch.library``: value estimates, prioritized-replay trees, row reads.
 
 Each op lives in the ``rl_core`` namespace (``torch.ops.rl_core.<name>``) with a schema, a
 pure-torch reference kernel, a fake kernel for ``torch.compile``/``torch.export``, and (value
-ops) an autograd formula. The functions exported here are thin wrappers that check their
-arguments, move them to the kernel layout and call the op:
+ops) an autograd formula. The functions named below are thin wrappers that check their
+arguments, move them to the kernel layout and call the op; the tree ops' wrappers sit beside
+the prioritized samplers that use them, in ``rl_buffers.trees`` (rl-buffers):
 
 =================================  =========================================================
 op (``torch.ops.rl_core.*``)       public wrapper
@@ -11,18 +12,17 @@ op (``torch.ops.rl_core.*``)       public wrapper
 ``generalized_advantage_estimate`` :func:`generalized_advantage_estimate`
 ``td_lambda_return_estimate``      :func:`td_lambda_return_estimate`
 ``vtrace_advantage_estimate``      :func:`vtrace_advantage_estimate`
-``sum_tree_update_``               :func:`sum_tree_update_`
-``min_tree_update_``               :func:`min_tree_update_`
-``sum_tree_find_prefixsum``        :func:`sum_tree_find_prefixsum`
-``sum_min_tree_update_``           :func:`sum_min_tree_update_` (both trees, one call)
-``sum_tree_sample``                :func:`sum_tree_sample` (draws + importance weights)
-``sum_min_tree_priority_update_``  :func:`sum_min_tree_priority_update_` (checks + powers +
-                                   both trees, one call)
+``sum_tree_update_``               ``rl_buffers.trees.sum_tree_update_``
+``min_tree_update_``               ``rl_buffers.trees.min_tree_update_``
+``sum_tree_find_prefixsum``        ``rl_buffers.trees.sum_tree_find_prefixsum``
+``sum_min_tree_update_``           ``rl_buffers.trees.sum_min_tree_update_`` (both trees)
+``sum_tree_sample``                ``rl_buffers.trees.sum_tree_sample`` (draws + weights)
+``sum_min_tree_priority_update_``  ``rl_buffers.trees.sum_min_tree_priority_update_``
+                                   (checks + powers + both trees, one call)
 ``gather_rows``                    :func:`gather_rows` (rows of several tables, one call)
 =================================  =========================================================
 
-:func:`td0_return_estimate`, the tree constructors and :func:`sum_tree_total` /
-:func:`min_tree_min` (``tree[1]``) are elementwise or trivial and need no op.
+:func:`td0_return_estimate` is elementwise and needs no op.
 
 Kernel layout (the contract a compiled kernel implements; schemas in
 ``rl_core.ops._library.SCHEMAS``): value-op tensors are ``[T, N]`` with time first (any
@@ -63,7 +63,8 @@ registered only the basic ops the fused ops run those kernels; :mod:`rl_core.ops
 reference (the oracle) all the same, and a package may register fused kernels too.
 
 How a kernel package is found: it declares an entry point in the group
-``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper here runs
+``"rl_core.ops"`` (:data:`ENTRY_POINT_GROUP`), and the first call of any wrapper (here or in
+``rl_buffers.trees``) runs
 :func:`load_kernel_packages`, which imports it (see :mod:`rl_core.ops.kernel_packages`).
 Nothing is loaded at ``import rl_core``. A kernel package that fails to load gives one
 :class:`KernelLoadWarning` and the reference kernels stay in place. Code that calls
@@ -95,21 +96,6 @@ from rl_core.ops.kernel_packages import (
     KernelLoadWarning,
     load_kernel_packages,
 )
-from rl_core.ops.priority_trees import (
-    sum_min_tree_priority_update_,
-    sum_min_tree_update_,
-    sum_tree_sample,
-)
-from rl_core.ops.segment_tree import (
-    make_min_tree,
-    make_sum_tree,
-    min_tree_min,
-    min_tree_update_,
-    segment_tree_capacity,
-    sum_tree_find_prefixsum,
-    sum_tree_total,
-    sum_tree_update_,
-)
 from rl_core.ops.vtrace import vtrace_advantage_estimate
 
 __all__ = [
@@ -118,18 +104,6 @@ __all__ = [
     "td_lambda_return_estimate",
     "td0_return_estimate",
     "vtrace_advantage_estimate",
-    # segment trees
-    "segment_tree_capacity",
-    "make_sum_tree",
-    "make_min_tree",
-    "sum_tree_update_",
-    "min_tree_update_",
-    "sum_tree_find_prefixsum",
-    "sum_tree_total",
-    "min_tree_min",
-    "sum_min_tree_update_",
-    "sum_tree_sample",
-    "sum_min_tree_priority_update_",
     # replay reads
     "gather_rows",
     # the reference kernels (test oracle)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rl_core.ops import (
+from rl_buffers.trees import (
     make_min_tree,
     make_sum_tree,
     min_tree_min,

@@ -4,7 +4,7 @@ A prioritized sampler keeps its priorities in a sum tree (for drawing) and a min
 the importance weights), updates both with the same leaves, and draws with the weights in
 the same step. These wrappers run each of those steps as one op, so an installed kernel
 package (``rl-kernels``) does each in one pass, with no per-step Python between the trees.
-They give exactly what the separate ops of :mod:`rl_core.ops.segment_tree` give.
+They give exactly what the separate ops of :mod:`rl_buffers.trees.segment_tree` give.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rl_core.ops import _library  # noqa: F401  (registers the ops)
+import rl_core.ops  # noqa: F401  (declares the ops)
+from rl_buffers.trees.segment_tree import _check_tree, _check_update
 from rl_core.ops.kernel_packages import ensure_kernel_packages
-from rl_core.ops.segment_tree import _check_tree, _check_update
 
 __all__ = ["sum_min_tree_priority_update_", "sum_min_tree_update_", "sum_tree_sample"]
 
@@ -38,12 +38,12 @@ def sum_min_tree_update_(
 ) -> tuple[Tensor, Tensor]:
     """Sets the same leaves of a sum tree and a min tree in place, in one op.
 
-    The same as :func:`~rl_core.ops.sum_tree_update_` on ``sum_tree`` and
-    :func:`~rl_core.ops.min_tree_update_` on ``min_tree`` (last write wins for a repeated
+    The same as :func:`~rl_buffers.trees.sum_tree_update_` on ``sum_tree`` and
+    :func:`~rl_buffers.trees.min_tree_update_` on ``min_tree`` (last write wins for a repeated
     leaf), bit for bit. Runs ``torch.ops.rl_core.sum_min_tree_update_``.
 
     Args:
-        sum_tree: a sum tree from :func:`~rl_core.ops.make_sum_tree`; modified in place.
+        sum_tree: a sum tree from :func:`~rl_buffers.trees.make_sum_tree`; modified in place.
         min_tree: a min tree of the same capacity, dtype and device; modified in place.
         index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
         value: ``[K]`` priorities or one scalar for all; cast to the trees' dtype and
@@ -59,7 +59,7 @@ def sum_min_tree_update_(
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_min_tree, make_sum_tree, sum_min_tree_update_
+        >>> from rl_buffers.trees import make_min_tree, make_sum_tree, sum_min_tree_update_
         >>> sums, mins = sum_min_tree_update_(
         ...     make_sum_tree(4), make_min_tree(4), torch.tensor([0, 3]), torch.tensor([2.0, 0.5])
         ... )
@@ -87,7 +87,7 @@ def sum_tree_sample(
     ``torch.ops.rl_core.sum_tree_sample``.
 
     Args:
-        sum_tree: a sum tree from :func:`~rl_core.ops.make_sum_tree`.
+        sum_tree: a sum tree from :func:`~rl_buffers.trees.make_sum_tree`.
         min_tree: the min tree over the same leaves (same capacity, dtype and device).
         uniform: draws in ``[0, 1)`` of any shape (e.g. ``torch.rand(batch)``); cast to the
             trees' dtype.
@@ -103,8 +103,8 @@ def sum_tree_sample(
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_min_tree, make_sum_tree, sum_min_tree_update_
-        >>> from rl_core.ops import sum_tree_sample
+        >>> from rl_buffers.trees import make_min_tree, make_sum_tree, sum_min_tree_update_
+        >>> from rl_buffers.trees import sum_tree_sample
         >>> sums, mins = sum_min_tree_update_(
         ...     make_sum_tree(4), make_min_tree(4), torch.arange(4), torch.tensor([1.0, 0.5, 2, 1])
         ... )
@@ -150,7 +150,7 @@ def sum_min_tree_priority_update_(
     written value. Runs ``torch.ops.rl_core.sum_min_tree_priority_update_``.
 
     Args:
-        sum_tree: a sum tree from :func:`~rl_core.ops.make_sum_tree`; modified in place.
+        sum_tree: a sum tree from :func:`~rl_buffers.trees.make_sum_tree`; modified in place.
         min_tree: the min tree of the same capacity, dtype and device; modified in place.
         max_value: one element in the trees' dtype, on their device: the running maximum
             of the written values (e.g. ``torch.ones(1)``); modified in place.
@@ -173,7 +173,7 @@ def sum_min_tree_priority_update_(
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_min_tree, make_sum_tree, sum_min_tree_priority_update_
+        >>> from rl_buffers.trees import make_min_tree, make_sum_tree, sum_min_tree_priority_update_
         >>> sums, mins, top = make_sum_tree(4), make_min_tree(4), torch.ones(1)
         >>> _ = sum_min_tree_priority_update_(
         ...     sums, mins, top, torch.tensor([0, 3]), torch.tensor([3.0, 0.0]), eps=1.0, alpha=2.0

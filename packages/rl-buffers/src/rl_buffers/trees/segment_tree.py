@@ -3,10 +3,12 @@
 A tree over ``capacity`` leaves (a power of two) is a 1-D tensor of size ``2 * capacity``:
 leaf ``i`` sits at index ``capacity + i``, node ``j`` combines nodes ``2j`` and ``2j + 1``,
 the root is index 1 and index 0 is unused. A sum tree's root is the total priority; a min
-tree's root is the smallest priority (empty leaves hold ``+inf``). Updates and prefix-sum
-searches are ``rl_core`` ops, so a kernel registered by ``rl-kernels`` runs them when
-installed. Reading the root needs no op: :func:`sum_tree_total` and :func:`min_tree_min`
-return ``tree[1]``, which every backend and ``torch.compile`` handle as they are.
+tree's root is the smallest priority (empty leaves hold ``+inf``). The functions here check
+their arguments and call the ``rl_core`` ops (``torch.ops.rl_core.*``, whose schemas and
+reference kernels live in :mod:`rl_core.ops`), so a kernel registered by ``rl-kernels``
+runs the updates and prefix-sum searches when installed. Reading the root needs no op:
+:func:`sum_tree_total` and :func:`min_tree_min` return ``tree[1]``, which every backend and
+``torch.compile`` handle as they are.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from rl_core.ops import _library  # noqa: F401  (registers the ops)
+import rl_core.ops  # noqa: F401  (declares the ops)
 from rl_core.ops.kernel_packages import ensure_kernel_packages
 
 __all__ = [
@@ -42,7 +44,7 @@ def segment_tree_capacity(size: int) -> int:
         ValueError: ``size`` is smaller than 1.
 
     Examples:
-        >>> from rl_core.ops import segment_tree_capacity
+        >>> from rl_buffers.trees import segment_tree_capacity
         >>> segment_tree_capacity(1000), segment_tree_capacity(1024), segment_tree_capacity(1)
         (1024, 1024, 1)
     """
@@ -82,7 +84,7 @@ def make_sum_tree(
         ValueError: ``capacity`` is not a power of two.
 
     Examples:
-        >>> from rl_core.ops import make_sum_tree
+        >>> from rl_buffers.trees import make_sum_tree
         >>> make_sum_tree(4).shape
         torch.Size([8])
     """
@@ -112,7 +114,7 @@ def make_min_tree(
         ValueError: ``capacity`` is not a power of two.
 
     Examples:
-        >>> from rl_core.ops import make_min_tree, min_tree_min
+        >>> from rl_buffers.trees import make_min_tree, min_tree_min
         >>> float(min_tree_min(make_min_tree(4)))
         inf
     """
@@ -184,7 +186,7 @@ def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor | float) -> Tens
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_sum_tree, sum_tree_total, sum_tree_update_
+        >>> from rl_buffers.trees import make_sum_tree, sum_tree_total, sum_tree_update_
         >>> tree = make_sum_tree(4)
         >>> _ = sum_tree_update_(tree, torch.tensor([0, 2, 0]), torch.tensor([1.0, 2.0, 3.0]))
         >>> tree[4:].tolist(), float(sum_tree_total(tree))
@@ -216,7 +218,7 @@ def min_tree_update_(tree: Tensor, index: Tensor, value: Tensor | float) -> Tens
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_min_tree, min_tree_min, min_tree_update_
+        >>> from rl_buffers.trees import make_min_tree, min_tree_min, min_tree_update_
         >>> tree = min_tree_update_(make_min_tree(4), torch.tensor([1, 3]), torch.tensor([2.0, 0.5]))
         >>> float(min_tree_min(tree))
         0.5
@@ -249,7 +251,7 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_sum_tree, sum_tree_find_prefixsum, sum_tree_update_
+        >>> from rl_buffers.trees import make_sum_tree, sum_tree_find_prefixsum, sum_tree_update_
         >>> tree = sum_tree_update_(make_sum_tree(4), torch.arange(4), torch.tensor([1.0, 0, 2, 1]))
         >>> sum_tree_find_prefixsum(tree, torch.tensor([0.0, 0.99, 1.0, 2.5, 3.0, 9.0])).tolist()
         [0, 0, 2, 2, 3, 3]
@@ -280,7 +282,7 @@ def sum_tree_total(tree: Tensor) -> Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_sum_tree, sum_tree_total, sum_tree_update_
+        >>> from rl_buffers.trees import make_sum_tree, sum_tree_total, sum_tree_update_
         >>> tree = sum_tree_update_(make_sum_tree(2), torch.tensor([0, 1]), torch.tensor([1.0, 2.0]))
         >>> float(sum_tree_total(tree))
         3.0
@@ -299,7 +301,7 @@ def min_tree_min(tree: Tensor) -> Tensor:
 
     Examples:
         >>> import torch
-        >>> from rl_core.ops import make_min_tree, min_tree_min, min_tree_update_
+        >>> from rl_buffers.trees import make_min_tree, min_tree_min, min_tree_update_
         >>> tree = min_tree_update_(make_min_tree(2), torch.tensor([1]), torch.tensor([4.0]))
         >>> float(min_tree_min(tree))
         4.0
