@@ -61,3 +61,69 @@ def test_on_buffer_batches_and_errors(cartpole):
     env = TransformedEnv(cartpole, FlattenAction(ndim=3))
     with pytest.raises(ValueError, match="FlattenAction: the action 'action' of shape"):
         _ = env.action_spec
+
+
+class EchoAction(gym.Env):
+    """Observes the action it was given; its Box has a different range per dim."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012
+
+    def __init__(self):
+        low, high = np.array([-1.0, 0.0, -2.0]), np.array([1.0, 4.0, 2.0])
+        self.observation_space = gym.spaces.Box(low, high, dtype=np.float64)
+        self.action_space = gym.spaces.Box(low, high, dtype=np.float64)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(3), {}
+
+    def step(self, action):
+        return np.asarray(action, dtype=np.float64), 0.0, False, False, {}
+
+
+# widths: dim 0 (2 intervals of [-1, 1]) 1.0, dim 1 (4 of [0, 4]) 1.0, dim 2 (8 of [-2, 2]) 0.5;
+# the chosen intervals [1, 3, 0] land at low + (i + offset) * width
+CHOSEN = [1, 3, 0]
+EXPECTED = {
+    "MEDIAN": [0.5, 3.5, -1.75],
+    "LOW": [0.0, 3.0, -2.0],
+    "HIGH": [1.0, 4.0, -1.5],
+}
+
+
+@pytest.mark.parametrize("sampling", ["MEDIAN", "LOW", "HIGH"])
+def test_per_dim_counts_and_sampling_strategies_as_torchrl(sampling):
+    strategy = ActionDiscretizer.SamplingStrategy[sampling]
+    env = TransformedEnv(GymWrapper(EchoAction()), ActionDiscretizer([2, 4, 8], sampling=strategy))
+    check_env_specs(env)
+    assert env.action_spec.nvec.tolist() == [2, 4, 8]
+    traj = env.rollout(2, lambda td: td.set("action", torch.tensor(CHOSEN)))
+    assert traj["next", "observation"][-1].tolist() == EXPECTED[sampling]
+
+
+def test_one_hot_blocks_and_random_sampling():
+    t = ActionDiscretizer([2, 4, 8], categorical=False)
+    env = TransformedEnv(GymWrapper(EchoAction()), t)
+    check_env_specs(env)
+    assert env.action_spec.shape == (14,)
+    one_hot = torch.zeros(14, dtype=torch.bool)
+    one_hot[[1, 2 + 3, 6 + 0]] = True  # blocks of 2, 4 and 8
+    traj = env.rollout(1, lambda td: td.set("action", one_hot))
+    assert traj["next", "observation"][0].tolist() == EXPECTED["MEDIAN"]
+    random = ActionDiscretizer([2, 4, 8], sampling=ActionDiscretizer.SamplingStrategy.RANDOM)
+    env = TransformedEnv(GymWrapper(EchoAction()), random)
+    torch.manual_seed(0)
+    obs = env.rollout(50, lambda td: td.set("action", torch.tensor(CHOSEN)))["next", "observation"]
+    low, high = torch.tensor(EXPECTED["LOW"]), torch.tensor(EXPECTED["HIGH"])
+    assert bool(((obs >= low) & (obs < high)).all())
+    assert obs.std(0).min() > 0  # it does move inside the interval
+
+
+def test_discretizer_arguments_are_checked():
+    with pytest.raises(ValueError, match="ActionDiscretizer: sampling must be one of"):
+        ActionDiscretizer(3, sampling=7)
+    with pytest.raises(ValueError, match="ActionDiscretizer: expected num_intervals >= 2"):
+        ActionDiscretizer([3, 1])
+    env = TransformedEnv(GymWrapper(EchoAction()), ActionDiscretizer([3, 3]))
+    with pytest.raises(ValueError, match=r"expected 3 counts \(the action's last dim\)"):
+        _ = env.action_spec
