@@ -14,6 +14,7 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import unquote
 
 CHUNK = 8192
 
@@ -24,7 +25,7 @@ class Handler(BaseHTTPRequestHandler):
     rate: int
 
     def do_GET(self) -> None:
-        file = self.folder / self.path.lstrip("/")
+        file = self.folder / unquote(self.path).lstrip("/")
         ranged = self.headers.get("Range")
         with open(self.log_file, "a") as log:
             log.write(f"{self.path} {ranged}\n")

@@ -1,5 +1,6 @@
 """Offline datasets served as replay buffers."""
 
+from rl_buffers.datasets.atari_dqn import AtariDQNExperienceReplay
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 from rl_buffers.datasets.d4rl import D4RLExperienceReplay, d4rl_url
 from rl_buffers.datasets.h5_split import H5Combine, H5Split
@@ -9,6 +10,7 @@ from rl_buffers.datasets.ted_flat import Flat2TED, TED2Flat
 from rl_buffers.datasets.ted_nested import Nested2TED, TED2Nested
 
 __all__ = [
+    "AtariDQNExperienceReplay",
     "BaseDatasetExperienceReplay",
     "D4RLExperienceReplay",
     "d4rl_url",
