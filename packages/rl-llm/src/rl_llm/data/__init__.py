@@ -7,6 +7,7 @@ from rl_llm.data.kl_controllers import AdaptiveKLController, ConstantKLControlle
 from rl_llm.data.log_probs import LogProbs
 from rl_llm.data.masks import Masks
 from rl_llm.data.prompt_group_sampler import PromptGroupSampler
+from rl_llm.data.reward import PairwiseDataset, RewardData
 from rl_llm.data.text import Text
 from rl_llm.data.tokens import Tokens
 from rl_llm.data.utils import as_nested_tensor, as_padded_tensor
@@ -27,4 +28,6 @@ __all__ = [
     "AdaptiveKLController",
     "KLControllerBase",
     "PromptGroupSampler",
+    "RewardData",
+    "PairwiseDataset",
 ]

@@ -11,10 +11,12 @@ from rl_llm.objectives.loss_outputs import (
     DistillationLossOutput,
     GRPOLossOutput,
     LLMLossOutput,
+    RewardModelLossOutput,
     SFTLossOutput,
 )
 from rl_llm.objectives.mc_advantage import MCAdvantage, group_advantages
 from rl_llm.objectives.mc_selector import MCAdvantageSelector
+from rl_llm.objectives.reward_model import RewardModelLoss, reward_model_loss
 from rl_llm.objectives.sft import SFTLoss
 
 __all__ = [
@@ -39,4 +41,7 @@ __all__ = [
     "CISPOLossOutput",
     "SFTLossOutput",
     "DistillationLossOutput",
+    "RewardModelLoss",
+    "RewardModelLossOutput",
+    "reward_model_loss",
 ]

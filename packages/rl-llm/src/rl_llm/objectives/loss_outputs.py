@@ -84,3 +84,16 @@ class DistillationLossOutput(TensorDict):
 
     loss_distill = _field("loss_distill", "The scaled distillation loss (with gradients).")
     kl_to_teacher = _field("kl_to_teacher", "Mean per-token k3 estimate of KL(student || teacher).")
+
+
+class RewardModelLossOutput(TensorDict):
+    """The output of :class:`~rl_llm.objectives.RewardModelLoss`.
+
+    Fields: ``loss_reward_model`` (the Bradley-Terry loss), ``loss_center`` (the centering
+    term, when asked for) and ``accuracy`` (share of pairs whose chosen response scores
+    higher, detached).
+    """
+
+    loss_reward_model = _field("loss_reward_model", "The Bradley-Terry pairwise loss.")
+    loss_center = _field("loss_center", "center_coeff * (r_chosen^2 + r_rejected^2).")
+    accuracy = _field("accuracy", "Share of pairs ranked right (detached).")
