@@ -113,3 +113,21 @@ def test_an_unknown_estimator_name_is_named():
         loss.make_value_estimator("TD2")
     with pytest.raises(ValueError, match=r"got <class 'torch.nn.modules.linear.Linear'>"):
         loss.make_value_estimator(nn.Linear)
+
+
+def test_a_differentiable_estimator_does_not_train_the_critic_through_the_objective():
+    # TorchRL's PPO test: the advantage of a differentiable GAE run on the critic module
+    # itself; the policy terms then send no gradient to the critic
+    actor, actor_net = categorical_actor()
+    critic, critic_net = value_critic()
+    loss = ClipPPOLoss(actor, critic, entropy_bonus=False)
+    td = onpolicy_batch().exclude("advantage", "value_target")
+    GAE(gamma=0.9, lmbda=0.9, value_network=critic, differentiable=True)(td)
+    out = loss(td)
+    critic_params = list(critic_net.parameters())
+    assert all(
+        g is None
+        for g in torch.autograd.grad(out["loss_objective"], critic_params, allow_unused=True)
+    )
+    actor_grads = torch.autograd.grad(out["loss_objective"], list(actor_net.parameters()))
+    assert all(g.abs().sum() > 0 for g in actor_grads)

@@ -51,10 +51,37 @@ def test_gae_time_dim_first():
 def test_gae_average_and_differentiable():
     net = value_net()
     td = trajectories()
+    td["observation"].requires_grad_(True)
+    td["next", "observation"].requires_grad_(True)
     GAE(0.9, 0.8, net, average_gae=True, differentiable=True)(td)
     assert abs(td["advantage"].mean().item()) < 1e-5
     assert abs(td["advantage"].std().item() - 1) < 1e-4
+    # differentiable in the network's inputs, as TorchRL; the network itself is held out
     assert td["value_target"].requires_grad
+    obs_grads = torch.autograd.grad(
+        td["value_target"].sum(),
+        [td["observation"], td["next", "observation"]],
+        retain_graph=True,
+    )
+    assert all(g.abs().sum() > 0 for g in obs_grads)
+    param_grads = torch.autograd.grad(
+        td["value_target"].sum(), list(net.parameters()), allow_unused=True
+    )
+    assert all(g is None for g in param_grads)
+
+
+@pytest.mark.parametrize("given_params", [False, True])
+def test_gae_forward_matches_the_reference_when_differentiable(given_params):
+    # the same numbers as without gradients, and no gradient to the parameters given either
+    net = value_net()
+    td = trajectories()
+    params = TensorDict.from_module(net).clone() if given_params else None
+    kwargs = {"params": params} if given_params else {}
+    GAE(0.9, 0.8, net, differentiable=True)(td, **kwargs)
+    adv, target = expected(td, net, 0.9, 0.8, 1)
+    torch.testing.assert_close(td["advantage"], adv)
+    torch.testing.assert_close(td["value_target"], target)
+    assert not td["advantage"].requires_grad  # the inputs do not require grad here
 
 
 def test_gae_params_and_target_params():

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Self
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torch import Tensor, nn
 
 from rl_core import keys as K
@@ -87,8 +87,11 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
             are already in the data (``skip_existing=True``).
 
     Keyword Args:
-        differentiable: keep gradients through the values (e.g. to train the critic on the
-            target). Defaults to ``False``: the estimates are computed under ``no_grad``.
+        differentiable: keep gradients through the estimates, to the value network's inputs
+            (e.g. imagined states). :meth:`forward` never sends gradient into the network's
+            parameters (it evaluates them detached, as TorchRL holds the network out), so
+            writing the advantage never trains the critic. Defaults to ``False``: the
+            estimates are computed under ``no_grad``.
         skip_existing: reuse the values already present instead of calling the network.
             Defaults to ``False``.
         shifted: evaluate the states and the next states in one network call (stacked
@@ -190,6 +193,21 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
     def _grad_context(self) -> Any:
         return nullcontext() if self.differentiable else torch.no_grad()
 
+    def _held_out(
+        self, params: TensorDictBase | None, target_params: TensorDictBase | None
+    ) -> tuple[TensorDictBase | None, TensorDictBase | None]:
+        """The parameters :meth:`forward` evaluates the value network with: detached (the
+        network's own when none are given), so that no gradient reaches them; unchanged when
+        nothing is differentiated or there is no network."""
+        if not self.differentiable or self.value_network is None:
+            return params, target_params
+        if params is None:
+            if isinstance(self.value_network, BoundNetwork):
+                params = self.value_network._params(None)
+            else:
+                params = TensorDict.from_module(self.value_network)
+        return params.detach(), None if target_params is None else target_params.detach()
+
     def _run(self, tensordict: TensorDictBase, params: TensorDictBase | None) -> None:
         if self.value_network is None:
             raise KeyError(
@@ -281,6 +299,7 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
             params: parameters to load into the value network (a loss's online params).
             target_params: parameters for the next-state values (a loss's target params).
         """
+        params, target_params = self._held_out(params, target_params)
         with self._grad_context():
             target = self.value_estimate(tensordict, params=params, target_params=target_params)
             value, _ = self._state_values(tensordict, params, need_next=False)

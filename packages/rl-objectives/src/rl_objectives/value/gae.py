@@ -113,6 +113,7 @@ class GAE(ValueEstimatorBase):
         target_params: TensorDictBase | None = None,
     ) -> TensorDictBase:
         """Writes ``advantage`` (standardised with ``average_gae``) and ``value_target``."""
+        params, target_params = self._held_out(params, target_params)
         with self._grad_context():
             advantage, target = self._estimate(tensordict, params, target_params)
             if self.average_gae:

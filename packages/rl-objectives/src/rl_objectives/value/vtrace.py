@@ -149,6 +149,7 @@ class VTrace(ValueEstimatorBase):
         actor_params: TensorDictBase | None = None,
     ) -> TensorDictBase:
         """Writes the V-trace ``advantage`` and ``value_target``."""
+        params, target_params = self._held_out(params, target_params)
         with self._grad_context():
             advantage, target = self._estimate(tensordict, params, target_params, actor_params)
         tensordict.set(self.tensor_keys.advantage, advantage)
