@@ -4,6 +4,7 @@ from rl_buffers.datasets.atari_dqn import AtariDQNExperienceReplay
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 from rl_buffers.datasets.d4rl import D4RLExperienceReplay, d4rl_url
 from rl_buffers.datasets.h5_split import H5Combine, H5Split
+from rl_buffers.datasets.lerobot import LeRobotExperienceReplay, lerobot_columns_to_tensordict
 from rl_buffers.datasets.minari_data import MinariExperienceReplay
 from rl_buffers.datasets.roboset import RobosetExperienceReplay
 from rl_buffers.datasets.ted_flat import Flat2TED, TED2Flat
@@ -17,6 +18,8 @@ __all__ = [
     "Flat2TED",
     "H5Combine",
     "H5Split",
+    "LeRobotExperienceReplay",
+    "lerobot_columns_to_tensordict",
     "MinariExperienceReplay",
     "Nested2TED",
     "RobosetExperienceReplay",
