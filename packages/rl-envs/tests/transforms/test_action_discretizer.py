@@ -58,7 +58,7 @@ def test_on_buffer_batches_and_errors(cartpole):
     env = TransformedEnv(cartpole, ActionDiscretizer(3))
     with pytest.raises(TypeError, match="ActionDiscretizer: the action 'action' has a"):
         _ = env.action_spec
-    env = TransformedEnv(cartpole, FlattenAction(ndim=3))
+    env = TransformedEnv(cartpole, FlattenAction(-3, -1))
     with pytest.raises(ValueError, match="FlattenAction: the action 'action' of shape"):
         _ = env.action_spec
 
@@ -127,3 +127,27 @@ def test_discretizer_arguments_are_checked():
     env = TransformedEnv(GymWrapper(EchoAction()), ActionDiscretizer([3, 3]))
     with pytest.raises(ValueError, match=r"expected 3 counts \(the action's last dim\)"):
         _ = env.action_spec
+
+
+def test_flatten_action_takes_torchrl_dims_keys_and_action_shape():
+    # TorchRL's FlattenAction(first_dim=-2, last_dim=-1, ...): here on a (2, 3) Box
+    env = TransformedEnv(GymWrapper(GridAction()), FlattenAction(first_dim=-2, last_dim=-1))
+    assert env.action_spec.shape == (6,)
+    only_last = TransformedEnv(GymWrapper(GridAction()), FlattenAction(-1, -1))
+    assert only_last.action_spec.shape == (2, 3)
+    # outside an env: the span comes from action_shape; forward flattens, inverse unflattens
+    t = FlattenAction(-2, -1, in_keys_inv=["a"], out_keys_inv=["flat"], action_shape=(2, 3))
+    data = TensorDict(flat=torch.arange(12.0).view(2, 6), batch_size=[2])
+    out = t.inv(data)
+    assert out["a"].shape == (2, 2, 3)
+    assert out["a"][1, 1].tolist() == [9.0, 10.0, 11.0]
+    assert t(TensorDict(a=out["a"], batch_size=[2]))["a"].shape == (2, 6)
+    # dims counted after the batch dims (TorchRL's allow_positive_dim)
+    positive = FlattenAction(0, 1, allow_positive_dim=True)
+    env = TransformedEnv(GymWrapper(GridAction()), positive)
+    assert env.action_spec.shape == (6,)
+    check_env_specs(env)
+    with pytest.raises(ValueError, match="FlattenAction: expected a negative first_dim"):
+        FlattenAction(0, 1)
+    with pytest.raises(RuntimeError, match="the span of the action 'action' is unknown"):
+        FlattenAction().inv(TensorDict(action=torch.zeros(6)))

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from enum import IntEnum
 
 import torch
+from tensordict import TensorDictBase
 
 from rl_core import (
     Categorical,
@@ -17,7 +18,12 @@ from rl_core import (
     Transform,
 )
 from rl_core.keys import ACTION, NestedKey
-from rl_envs.transforms._common import bounds, map_action_leaves
+from rl_envs.transforms._common import (
+    bounds,
+    check_negative_dim,
+    feature_dim,
+    map_action_leaves,
+)
 
 
 class ActionDiscretizer(Transform):
@@ -184,43 +190,119 @@ class ActionDiscretizer(Transform):
 
 
 class FlattenAction(Transform):
-    """A multi-dim action shown flat: the policy writes ``[..., prod(shape)]``, the env gets
-    ``[..., *shape]``.
+    """A multi-dim action shown flat, as TorchRL's: the policy writes the dims
+    ``first_dim..last_dim`` of the action merged into one, the env gets them unflattened.
+
+    The inverse path (policy -> env) unflattens each ``out_keys_inv`` entry back to the span
+    of its ``in_keys_inv`` action (read from the env's action spec, or given as
+    ``action_shape``); the forward path (e.g. on replay-buffer samples) flattens ``in_keys``.
 
     Args:
-        action_key: the action. Defaults to ``"action"``.
-        ndim: the number of trailing action dims to flatten (>= 2). Defaults to 2.
+        first_dim: the first dim to merge (negative; or, with ``allow_positive_dim``, counted
+            from the first dim after the env's batch dims). Defaults to -2.
+        last_dim: the last dim to merge (same rule; not before ``first_dim``). Defaults to -1.
+        in_keys_inv: the env's actions. Defaults to ``["action"]`` (keyword-only).
+        out_keys_inv: what the policy writes; default ``in_keys_inv`` (keyword-only).
+        in_keys: entries the forward path flattens; default ``in_keys_inv`` (keyword-only).
+        out_keys: where it writes them; default ``in_keys`` (keyword-only).
+        allow_positive_dim: accept dims ``>= 0`` (keyword-only). Defaults to False.
+        action_shape: the span ``first_dim..last_dim`` of the unflattened action, for use
+            outside an env (keyword-only).
+
+    Raises:
+        ValueError: a dim ``>= 0`` without ``allow_positive_dim``, ``first_dim > last_dim``;
+            (on the specs) an action without those dims.
+        RuntimeError: (inverse) the action's span is unknown: put the transform in an env or
+            pass ``action_shape``.
 
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> t = FlattenAction()
-        >>> t.shape = torch.Size([2, 3])
+        >>> t = FlattenAction(-2, -1, action_shape=(2, 3))
         >>> t.inv(TensorDict(action=torch.zeros(5, 6), batch_size=[5]))["action"].shape
         torch.Size([5, 2, 3])
+        >>> t(TensorDict(action=torch.zeros(5, 2, 3), batch_size=[5]))["action"].shape
+        torch.Size([5, 6])
     """
 
-    def __init__(self, action_key: NestedKey = ACTION, *, ndim: int = 2) -> None:
-        if ndim < 2:
-            raise ValueError(f"FlattenAction: expected ndim >= 2, got {ndim}.")
-        super().__init__(in_keys_inv=[action_key])
-        self.ndim = ndim
-        self.shape: torch.Size | None = None
+    def __init__(
+        self,
+        first_dim: int = -2,
+        last_dim: int = -1,
+        *,
+        in_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys_inv: NestedKey | Sequence[NestedKey] | None = None,
+        in_keys: NestedKey | Sequence[NestedKey] | None = None,
+        out_keys: NestedKey | Sequence[NestedKey] | None = None,
+        allow_positive_dim: bool = False,
+        action_shape: Sequence[int] | None = None,
+    ) -> None:
+        actions = [ACTION] if in_keys_inv is None else in_keys_inv
+        super().__init__(
+            in_keys=actions if in_keys is None else in_keys,
+            out_keys=out_keys,
+            in_keys_inv=actions,
+            out_keys_inv=out_keys_inv,
+        )
+        self.allow_positive_dim = bool(allow_positive_dim)
+        self._first_dim = check_negative_dim(
+            first_dim, "FlattenAction", "first_dim", allow_positive_dim=self.allow_positive_dim
+        )
+        self._last_dim = check_negative_dim(
+            last_dim, "FlattenAction", "last_dim", allow_positive_dim=self.allow_positive_dim
+        )
+        if (first_dim < 0) == (last_dim < 0) and first_dim > last_dim:
+            raise ValueError(
+                f"FlattenAction: expected first_dim <= last_dim, got {first_dim} > {last_dim}."
+            )
+        self.shapes: dict[NestedKey, torch.Size] = {}
+        if action_shape is not None:
+            for key in self.in_keys_inv:
+                self.shapes[key] = torch.Size(int(n) for n in action_shape)
 
-    def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        if self.shape is None:
-            raise RuntimeError("FlattenAction: the action shape is unknown; put it in an env.")
-        return value.reshape(*value.shape[:-1], *self.shape)
+    @property
+    def first_dim(self) -> int:
+        """The tensor dim the merged span starts at."""
+        return feature_dim(self, self._first_dim)
+
+    @property
+    def last_dim(self) -> int:
+        """The tensor dim the merged span ends at."""
+        return feature_dim(self, self._last_dim)
+
+    def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
+        return value.flatten(self.first_dim, self.last_dim)
+
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        # the merged dim of the flat action: first_dim when counted from the front, else
+        # last_dim (the dims merged into it were all to its left)
+        merged = self.first_dim if self._first_dim >= 0 else self.last_dim
+        for in_key, out_key in zip(self.in_keys_inv, self.out_keys_inv):
+            value = tensordict.get(out_key, None)
+            if value is None:
+                continue
+            shape = self.shapes.get(in_key)
+            if shape is None:
+                raise RuntimeError(
+                    f"FlattenAction: the span of the action {in_key!r} is unknown; put the "
+                    f"transform in an env or pass action_shape=."
+                )
+            tensordict.set(in_key, value.unflatten(merged, shape))
+        return tensordict
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
-        if len(spec.shape) < self.ndim:
+        ndim = len(spec.shape)
+        first, last = (
+            d % ndim if -ndim <= d < ndim else None for d in (self.first_dim, self.last_dim)
+        )
+        if first is None or last is None or first > last:
             raise ValueError(
-                f"FlattenAction: the action {key!r} of shape {tuple(spec.shape)} has fewer than "
-                f"{self.ndim} dims."
+                f"FlattenAction: the action {key!r} of shape {tuple(spec.shape)} has no dims "
+                f"{self.first_dim}..{self.last_dim} to flatten."
             )
-        self.shape = spec.shape[-self.ndim :]
-        lead = spec.shape[: -self.ndim]
-        return spec.reshape(*lead, self.shape.numel())
+        self.shapes[key] = spec.shape[first : last + 1]
+        flat = (*spec.shape[:first], self.shapes[key].numel(), *spec.shape[last + 1 :])
+        return spec.reshape(*flat)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         return map_action_leaves(
