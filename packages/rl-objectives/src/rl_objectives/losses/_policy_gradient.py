@@ -277,14 +277,22 @@ class _PolicyGradientLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
         return -(log_weight.exp() * advantage)
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
-        """Returns ``loss_objective`` and, when enabled, ``loss_entropy``/``entropy`` and
-        ``loss_critic`` (plus subclass diagnostics)."""
+        """Returns ``loss_objective``, ``kl_approx`` (the mean of ``log_pi_old - log_pi``
+        over the batch, a sample estimate of ``KL(pi_old || pi)``, as TorchRL logs it) and,
+        when enabled, ``loss_entropy``/``entropy`` and ``loss_critic`` (plus subclass
+        diagnostics)."""
         td = tensordict.copy()
         advantage = self._advantage(td)
         log_weight, _, dist = self._log_weight(td, advantage)
         out: dict[str, Tensor] = {}
         objective = self._objective(log_weight, C.squeeze_feature(advantage), out)
         out["loss_objective"] = C.reduce(objective, self.reduction)
+        out["kl_approx"] = _kl_approx(log_weight)
         self._entropy_terms(dist, advantage, out)
         self._critic_terms(td, out)
         return TensorDict(out)
+
+
+def _kl_approx(log_weight: Tensor) -> Tensor:
+    """``mean(log_pi_old - log_pi)``, detached: TorchRL's ``kl_approx`` diagnostic."""
+    return (-log_weight).detach().mean()

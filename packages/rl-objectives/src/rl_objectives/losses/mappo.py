@@ -149,6 +149,7 @@ class _MultiAgentPPOLoss(ClipPPOLoss):
         out: dict[str, Tensor] = {}
         objective = self._objective(log_weight, C.squeeze_feature(advantage), out)
         out["loss_objective"] = _masked_reduce(objective, mask, self.reduction)
+        out["kl_approx"] = _masked_reduce((-log_weight).detach(), mask, "mean")
         if self.entropy_bonus:
             entropy = C.aggregate_log_prob(C.entropy_of(dist, self.samples_mc_entropy), advantage)
             out["entropy"] = _masked_reduce(entropy.detach(), mask, "mean")

@@ -63,5 +63,5 @@ class PPOLoss(_PolicyGradientLoss):
         ... )
         >>> out = loss(td)
         >>> sorted(out.keys())
-        ['entropy', 'loss_critic', 'loss_entropy', 'loss_objective']
+        ['entropy', 'kl_approx', 'loss_critic', 'loss_entropy', 'loss_objective']
     """
