@@ -45,14 +45,18 @@ def test_shared_decentralised_applies_one_net_per_agent():
     assert net.params is None
 
 
-def test_shared_centralised_maps_all_inputs_to_all_outputs():
+def test_shared_centralised_gives_every_agent_one_output_of_all_inputs():
+    # TorchRL: one MLP from the joint input to n_agent_outputs, the same for every agent
     torch.manual_seed(0)
     net = MultiAgentMLP(N_IN, N_OUT, N_AGENTS, centralized=True, share_params=True)
     assert net.net[0].in_features == N_IN * N_AGENTS
+    assert net.net[-1].out_features == N_OUT
     x = torch.randn(6, N_AGENTS, N_IN)
     out = net(x)
     assert out.shape == (6, N_AGENTS, N_OUT)
-    torch.testing.assert_close(out.flatten(-2), net.net(x.flatten(-2)))
+    joint = net.net(x.flatten(-2))
+    for i in range(N_AGENTS):
+        torch.testing.assert_close(out[:, i], joint)
     # changing one agent's input changes every agent's output
     x2 = x.clone()
     x2[:, 0] += 1

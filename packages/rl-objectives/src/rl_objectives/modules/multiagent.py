@@ -56,8 +56,9 @@ class MultiAgentMLP(_AgentNetworks):
     - ``centralized=False, share_params=False``: one MLP per agent on its own input.
     - ``centralized=True, share_params=False``: one MLP per agent, each seeing the inputs of all
       agents concatenated (``n_agents * n_agent_inputs`` features).
-    - ``centralized=True, share_params=True``: one MLP from all agents' inputs to all agents'
-      outputs (``n_agents * n_agent_outputs`` features, reshaped per agent).
+    - ``centralized=True, share_params=True``: one MLP from all agents' inputs to one output,
+      the same for every agent (as TorchRL: e.g. a centralised critic's one value of the
+      joint state).
 
     Independent parameters are stacked along a leading agent dimension in :attr:`params` (a
     ``TensorDictParams``) and evaluated for all agents at once with ``torch.vmap``, not in a
@@ -121,14 +122,11 @@ class MultiAgentMLP(_AgentNetworks):
         self.share_params = share_params
 
         in_features = n_agent_inputs * n_agents if centralized else n_agent_inputs
-        out_features = (
-            n_agent_outputs * n_agents if centralized and share_params else n_agent_outputs
-        )
 
         def build() -> MLP:
             return MLP(
                 in_features,
-                out_features,
+                n_agent_outputs,
                 depth=depth,
                 num_cells=num_cells,
                 activation_class=activation_class,
@@ -158,8 +156,8 @@ class MultiAgentMLP(_AgentNetworks):
             x = x.flatten(-2, -1)
         if self.net is not None:
             out = self.net(x)
-            if self.centralized:
-                out = out.unflatten(-1, (self.n_agents, self.n_agent_outputs))
+            if self.centralized:  # one output of the joint input, given to every agent
+                out = out.unsqueeze(-2).expand(*out.shape[:-1], self.n_agents, out.shape[-1])
             return out
         return self._each_agent(x, None if self.centralized else -2)
 
