@@ -12,7 +12,15 @@ check_rl_core("rl-envs")  # first: an rl-core outside the declared range fails h
 
 from importlib.metadata import version as _version
 
-from rl_envs.batched import BatchedEnvBase, EnvCreator, EnvMetadata, ParallelEnv, SerialEnv
+from rl_envs.batched import (
+    BatchedEnvBase,
+    EnvCreator,
+    EnvMetadata,
+    ParallelEnv,
+    SerialEnv,
+    env_creator,
+    get_env_metadata,
+)
 from rl_envs.libs import (
     BraxEnv,
     BraxWrapper,
@@ -161,6 +169,8 @@ __all__ = [
     "EnvMetadata",
     "ParallelEnv",
     "SerialEnv",
+    "env_creator",
+    "get_env_metadata",
     # transforms
     "ObservationNorm",
     "VecNorm",

@@ -2,8 +2,16 @@
 
 from rl_envs.batched._meta import EnvMetadata
 from rl_envs.batched.base import BatchedEnvBase
-from rl_envs.batched.env_creator import EnvCreator
+from rl_envs.batched.env_creator import EnvCreator, env_creator, get_env_metadata
 from rl_envs.batched.parallel import ParallelEnv
 from rl_envs.batched.serial import SerialEnv
 
-__all__ = ["BatchedEnvBase", "EnvCreator", "EnvMetadata", "ParallelEnv", "SerialEnv"]
+__all__ = [
+    "BatchedEnvBase",
+    "EnvCreator",
+    "EnvMetadata",
+    "ParallelEnv",
+    "SerialEnv",
+    "env_creator",
+    "get_env_metadata",
+]

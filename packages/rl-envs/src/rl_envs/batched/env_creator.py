@@ -102,4 +102,76 @@ class EnvCreator:
         return f"EnvCreator({name}, create_env_kwargs={self.create_env_kwargs})"
 
 
-__all__ = ["EnvCreator"]
+def env_creator(fun: Callable[..., EnvBase]) -> EnvCreator:
+    """``EnvCreator(fun)`` (TorchRL's helper); an :class:`EnvCreator` is returned as it is.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> type(env_creator(CountingEnv)).__name__
+        'EnvCreator'
+    """
+    return fun if isinstance(fun, EnvCreator) else EnvCreator(fun)
+
+
+def get_env_metadata(
+    env_or_creator: EnvBase | Callable[..., EnvBase],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    env_validator: Callable[[EnvBase], None] | None = None,
+) -> EnvMetadata:
+    """The :class:`~rl_envs.batched.EnvMetadata` (specs, batch size, device) of an env, of an
+    :class:`EnvCreator` or of any env factory (TorchRL's helper).
+
+    A factory is called with ``kwargs`` and the env it builds is closed after reading; an
+    ``EnvCreator`` answers from its cached metadata unless ``env_validator`` needs an env.
+
+    Args:
+        env_or_creator: an env, an ``EnvCreator`` or a callable returning an env.
+        kwargs: keyword arguments for a factory (an ``EnvCreator`` takes none but its own).
+        env_validator: called with the env before its metadata is read (keyword-only).
+
+    Raises:
+        ValueError: ``kwargs`` given for an ``EnvCreator`` that holds other ones.
+        TypeError: ``env_or_creator`` is neither an env nor callable, or builds no env.
+
+    Examples:
+        >>> from rl_core.testing import CountingEnv
+        >>> get_env_metadata(CountingEnv, {"batch_size": [2]}).batch_size
+        torch.Size([2])
+    """
+    if isinstance(env_or_creator, EnvBase):
+        if env_validator is not None:
+            env_validator(env_or_creator)
+        return EnvMetadata.from_env(env_or_creator)
+    if isinstance(env_or_creator, EnvCreator):
+        if kwargs and dict(kwargs) != env_or_creator.create_env_kwargs:
+            raise ValueError(
+                f"get_env_metadata: the EnvCreator holds create_env_kwargs="
+                f"{env_or_creator.create_env_kwargs}, got kwargs={dict(kwargs)}; build the "
+                f"creator with these kwargs instead."
+            )
+        if env_validator is None:
+            return env_or_creator.meta_data
+        factory: Callable[..., EnvBase] = env_or_creator
+        kwargs = None
+    elif callable(env_or_creator):
+        factory = env_or_creator
+    else:
+        raise TypeError(
+            f"get_env_metadata: expected an env, an EnvCreator or a callable returning an env, "
+            f"got {type(env_or_creator).__name__}."
+        )
+    env = factory(**dict(kwargs or {}))
+    if not isinstance(env, EnvBase):
+        raise TypeError(
+            f"get_env_metadata: the factory returned a {type(env).__name__}, expected an EnvBase."
+        )
+    try:
+        if env_validator is not None:
+            env_validator(env)
+        return EnvMetadata.from_env(env)
+    finally:
+        env.close()
+
+
+__all__ = ["EnvCreator", "env_creator", "get_env_metadata"]
