@@ -38,8 +38,9 @@ def _det_actor():
     return Actor(MLP(OBS, ACT, depth=1, num_cells=8))
 
 
-NEXT_OFF = [("next", "observation"), ("next", "reward"), ("next", "terminated")]
-NEXT_ON = [("next", "observation"), ("next", "reward"), ("next", "done"), ("next", "terminated")]
+# ("next", "terminated") is not among them: without it, done stands for it (as in TorchRL)
+NEXT_OFF = [("next", "observation"), ("next", "reward")]
+NEXT_ON = [("next", "observation"), ("next", "reward"), ("next", "done")]
 
 # name: (make the loss, make a complete batch, the entries it cannot do without)
 CASES = {
@@ -161,3 +162,17 @@ def test_action_of_wrong_width_is_caught_without_distribution_checks(name):
         assert torch.equal(torch.random.get_rng_state(), state)  # the check drew nothing
     finally:
         torch.distributions.Distribution.set_default_validate_args(previous)
+
+
+@pytest.mark.parametrize("name", ["SACLoss", "DQNLoss", "ClipPPOLoss"])
+def test_without_terminated_done_stands_for_it(name):
+    make_loss, make_batch, _ = CASES[name]
+    batch = make_batch()
+    as_done = batch.clone()
+    as_done["next", "terminated"] = batch["next", "done"].clone()
+    torch.manual_seed(0)
+    out = make_loss()(batch.exclude(("next", "terminated")))
+    torch.manual_seed(0)
+    ref = make_loss()(as_done)
+    for key, value in ref.items():
+        torch.testing.assert_close(out[key], value)

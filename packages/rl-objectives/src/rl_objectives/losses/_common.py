@@ -333,7 +333,8 @@ def next_value_td(
     tensordict: TensorDictBase, value_key: Any, next_value: Tensor, keys: Any
 ) -> TensorDictBase:
     """A ``[*B]`` TensorDict holding ``next/value`` plus the reward and done flags, for an
-    estimator built with ``skip_existing`` and no network."""
+    estimator built with ``skip_existing`` and no network (without a terminated flag, the
+    estimator reads done in its place)."""
     from tensordict import TensorDict
 
     src = tensordict.get("next")
@@ -341,6 +342,8 @@ def next_value_td(
     for name in ("reward", "done", "terminated"):
         key = getattr(keys, name)
         entry = src.get(key, None)
+        if entry is None and name == "terminated":
+            continue
         if entry is None:
             raise KeyError(f"expected an entry {('next', key)!r} in the data, found none.")
         nxt.set(key, entry)
@@ -356,7 +359,11 @@ def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: T
         src = tensordict.get("next")
         batch_dims = tensordict.batch_dims
         reward = expand_like(src.get(keys.reward), next_value, batch_dims)
-        terminated = expand_like(src.get(keys.terminated), next_value, batch_dims)
+        # without a terminated flag, done stands for it (as in the estimators)
+        terminated = src.get(keys.terminated, None)
+        if terminated is None:
+            terminated = src.get(keys.done)
+        terminated = expand_like(terminated, next_value, batch_dims)
         reward = reward.to(next_value.dtype)
         return reward + estimator.gamma * (~terminated).to(reward.dtype) * next_value
     value_key = loss.value_estimator.tensor_keys.value

@@ -257,13 +257,20 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         return value, (next_td.get(key) if need_next else None)
 
     def _next_entries(self, tensordict: TensorDictBase, like: Tensor) -> tuple[Tensor, ...]:
-        """``(reward, done, terminated)`` of ``"next"``, expanded to the shape of ``like``."""
+        """``(reward, done, terminated)`` of ``"next"``, expanded to the shape of ``like``.
+
+        Data without a terminated entry (an env that tells no truncation apart) is read as
+        terminated wherever it is done, as TorchRL does.
+        """
         next_td = tensordict.get(K.NEXT)
         batch_dims = tensordict.batch_dims
         out = []
         for name in ("reward", "done", "terminated"):
             key = getattr(self.tensor_keys, name)
             entry = next_td.get(key, None)
+            if entry is None and name == "terminated":
+                out.append(out[1])  # done, already expanded
+                continue
             if entry is None:
                 raise KeyError(
                     f"{type(self).__name__}: expected an entry {(K.NEXT, key)!r} in the data, "
