@@ -50,6 +50,7 @@ from rl_envs.transforms.stack import Stack
 from rl_envs.transforms.target_return import TargetReturn
 from rl_envs.transforms.time_max_pool import TimeMaxPool
 from rl_envs.transforms.traj_counter import TrajCounter
+from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
 
 __all__ = [
@@ -85,6 +86,7 @@ __all__ = [
     "RewardClipping",
     "Reward2GoTransform",
     "TrajCounter",
+    "UnaryTransform",
     "BinarizeReward",
     "LineariseRewards",
     "TargetReturn",
