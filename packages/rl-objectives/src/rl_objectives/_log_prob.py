@@ -108,6 +108,12 @@ def is_composite(dist: Any) -> bool:
 def action_of(dist: Any, tensordict: TensorDictBase, action_keys: LogProbKeys) -> Any:
     """What ``dist.log_prob`` takes: the TensorDict of the action entries for a composite
     distribution (it reads each head at its own key), the action tensor otherwise."""
+    for key in key_list(action_keys):
+        if tensordict.get(key, None) is None:
+            raise KeyError(
+                f"expected the batch's action at {key!r} (its log-probability under the "
+                f"current policy is scored), found none."
+            )
     if is_composite(dist):
         return tensordict.select(*key_list(action_keys))
     if isinstance(action_keys, list):

@@ -45,3 +45,17 @@ def test_vtrace_estimator_matches_reference():
 def test_vtrace_needs_a_probabilistic_actor():
     with pytest.raises(TypeError, match="VTrace: actor_network must be a probabilistic actor"):
         VTrace(0.9, None, torch.nn.Linear(1, 1))
+
+
+def test_vtrace_names_a_missing_action():
+    # V-trace scores the batch's own actions (IMPALA); TorchRL 0.14 samples new ones instead
+    net = TensorDictModule(
+        torch.nn.Sequential(torch.nn.Linear(3, 2), NormalParamExtractor()),
+        ["observation"],
+        ["loc", "scale"],
+    )
+    actor = ProbabilisticActor(net, ["loc", "scale"], distribution_class=torch.distributions.Normal)
+    td = trajectories().exclude("action")
+    td["action_log_prob"] = torch.zeros(2, 9)
+    with pytest.raises(KeyError, match=r"VTrace: expected the batch's action at 'action'"):
+        VTrace(0.9, value_net(), actor)(td)

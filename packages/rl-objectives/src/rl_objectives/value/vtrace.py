@@ -93,7 +93,10 @@ class VTrace(ValueEstimatorBase):
                 with actor_params.to_module(self.actor_network, preserve_module_state=False):
                     dist = self.actor_network.get_dist(tensordict)
             # per-dimension log-probs of a factorised dist, and those of several heads, summed
-            log_pi = action_log_prob(dist, tensordict, self.action_key, like.dim())
+            try:
+                log_pi = action_log_prob(dist, tensordict, self.action_key, like.dim())
+            except KeyError as err:
+                raise KeyError(f"VTrace: {err.args[0]} Pass action_key= to rename it.") from None
         keys = self.tensor_keys.sample_log_prob
         log_mu = read_log_prob(type(self).__name__, tensordict, keys, like.dim())
         batch_dims = tensordict.batch_dims
