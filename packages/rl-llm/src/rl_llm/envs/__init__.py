@@ -7,7 +7,14 @@ from rl_llm.envs.countdown import CountdownEnv, CountdownRewardParser, make_coun
 from rl_llm.envs.data_loading_primer import DataLoadingPrimer, RayDataLoadingPrimer
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
 from rl_llm.envs.execute_tools import ExecuteToolsInOrder
-from rl_llm.envs.gsm8k import GSM8KEnv, answer_reward, make_arithmetic_dataset, parse_answer
+from rl_llm.envs.gsm8k import (
+    GSM8KEnv,
+    GSM8KRewardParser,
+    answer_reward,
+    make_arithmetic_dataset,
+    parse_answer,
+)
+from rl_llm.envs.gsm8k_prepare import GSM8KPrepareQuestion
 from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
 from rl_llm.envs.incremental_tokenizer import IncrementalTokenizer
 from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
@@ -71,4 +78,6 @@ __all__ = [
     "PythonExecutorService",
     "IncrementalTokenizer",
     "PolicyVersion",
+    "GSM8KRewardParser",
+    "GSM8KPrepareQuestion",
 ]

@@ -58,12 +58,33 @@ def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) 
     return format_reward
 
 
-class _GSM8KAnswerReward(RewardParserBase):
-    """:func:`answer_reward` as a reward parser (chat replies, or ``LLMEnv``'s ``"response"``);
-    a reply counts as answered when it earns a reward."""
+class GSM8KRewardParser(RewardParserBase):
+    """GSM8K's reward as a transform: :func:`answer_reward` of each reply against its reference.
+
+    ``correct_reward`` for a correct ``<answer>`` (numbers compared exactly, GSM8K ``####``
+    references understood), ``format_reward`` for a tagged wrong one, 0 without a tag; every
+    reply is scored, never raised. Adds to the step's reward and writes ``"success"``; with
+    ``set_done_if_answer`` it ends the dialogs that answered. Works on a chat env (the last
+    message) or on ``LLMEnv``'s ``"response"``; :class:`GSM8KEnv` is a ``DatasetChatEnv`` seen
+    through it.
+
+    Args:
+        format_reward: the reward of a well-formed but wrong answer.
+        correct_reward: the reward of a correct answer.
+        set_done_if_answer: end the dialogs whose reply holds an answer tag.
+        answer_key: where each dialog's reference is read.
+
+    Examples:
+        >>> from rl_llm.envs import GSM8KRewardParser
+        >>> parser = GSM8KRewardParser()
+        >>> parser.score("<answer>1,000</answer>", "#### 1000"), parser.score("no tag", "4")
+        ((1.0, True), (0.0, False))
+    """
 
     def score(self, response: str, answer: str) -> tuple[float, bool]:
         reward = answer_reward(response, answer, format_reward=self.format_reward)
+        if reward == 1.0:
+            return self.correct_reward, True
         return reward, reward > 0
 
 
@@ -125,7 +146,7 @@ class GSM8KEnv(TransformedEnv):
         )
         if any(answer is None for _, answer in env.items):
             raise ValueError("GSM8KEnv: every item needs an 'answer'.")
-        parser = _GSM8KAnswerReward(format_reward=format_reward, set_done_if_answer=False)
+        parser = GSM8KRewardParser(format_reward=format_reward, set_done_if_answer=False)
         super().__init__(env, Compose(parser, EndOfDialog()))
 
     @property

@@ -11,7 +11,7 @@ from tensordict import TensorDict, TensorDictBase
 from rl_core import Compose, Composite, EnvBase, NonTensor, StepCounter, TransformedEnv
 from rl_llm._utils import as_strings
 from rl_llm.envs.data_loading_primer import DataLoadingPrimer
-from rl_llm.envs.gsm8k import _GSM8KAnswerReward
+from rl_llm.envs.gsm8k import GSM8KRewardParser
 from rl_llm.keys import QUERY
 
 
@@ -155,7 +155,7 @@ def make_gsm8k_env(
         env,
         Compose(
             DataLoadingPrimer(rows, repeats=repeats, group_repeats=group_repeats),
-            _GSM8KAnswerReward(set_done_if_answer=False),
+            GSM8KRewardParser(set_done_if_answer=False),
             StepCounter(max_steps=1),
         ),
     )
