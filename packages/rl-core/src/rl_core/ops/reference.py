@@ -71,17 +71,8 @@ def generalized_advantage_estimate(
     and ``advantage[t] = delta[t] + gamma * lmbda * (1 - done[t]) * advantage[t + 1]`` with
     ``advantage[T] = 0``; ``value_target = advantage + state_value``.
 
-    Args:
-        gamma: discount factor.
-        lmbda: GAE trace-decay parameter.
-        state_value: ``[T, N]`` values of the states acted in.
-        next_state_value: ``[T, N]`` values of the states landed in.
-        reward: ``[T, N]`` rewards.
-        done: ``[T, N]`` bool, True where an episode ends (cuts the trace).
-        terminated: ``[T, N]`` bool, True where an episode terminates (cuts bootstrapping).
-
-    Returns:
-        ``(advantage, value_target)``, both ``[T, N]``.
+    Arguments and returns: those of ``rl_core.ops.generalized_advantage_estimate``, in the kernel layout
+    (see the module docstring).
     """
     bootstrap = gamma * (~terminated).to(reward.dtype)
     decay = (gamma * lmbda) * (~done).to(reward.dtype)
@@ -108,16 +99,8 @@ def td_lambda_return_estimate(
     + l[t] * G[t + 1])`` with ``l[t] = lmbda * (1 - done[t])``: the return bootstraps fully
     from ``next_state_value`` at an episode boundary and at the last step.
 
-    Args:
-        gamma: discount factor.
-        lmbda: TD(lambda) mixing parameter.
-        next_state_value: ``[T, N]`` values of the states landed in.
-        reward: ``[T, N]`` rewards.
-        done: ``[T, N]`` bool, True where an episode ends.
-        terminated: ``[T, N]`` bool, True where an episode terminates.
-
-    Returns:
-        The ``[T, N]`` lambda-return.
+    Arguments and returns: those of ``rl_core.ops.td_lambda_return_estimate``, in the kernel layout
+    (see the module docstring).
     """
     bootstrap = gamma * (~terminated).to(reward.dtype)
     mix = lmbda * (~done).to(reward.dtype)
@@ -155,20 +138,8 @@ def vtrace_advantage_estimate(
     target ``v_next[t]`` is ``v[t + 1] = state_value[t + 1] + d[t + 1]`` inside an episode
     (IMPALA's ``v_{s+1}``) and ``next_state_value[t]`` at an episode end and at the last step.
 
-    Args:
-        gamma: discount factor.
-        rho_thresh: clipping threshold of the importance weights in the deltas.
-        c_thresh: clipping threshold of the trace coefficients.
-        log_pi: ``[T, N]`` log-probabilities of the actions under the learner policy.
-        log_mu: ``[T, N]`` log-probabilities of the actions under the behaviour policy.
-        state_value: ``[T, N]`` values of the states acted in.
-        next_state_value: ``[T, N]`` values of the states landed in.
-        reward: ``[T, N]`` rewards.
-        done: ``[T, N]`` bool, True where an episode ends (cuts the trace).
-        terminated: ``[T, N]`` bool, True where an episode terminates (cuts bootstrapping).
-
-    Returns:
-        ``(advantage, value_target)``, both ``[T, N]``.
+    Arguments and returns: those of ``rl_core.ops.vtrace_advantage_estimate``, in the kernel layout
+    (see the module docstring).
     """
     ratio = (log_pi - log_mu).exp()
     rho = ratio.clamp(max=rho_thresh)
@@ -244,10 +215,8 @@ def sum_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
     errors do not build up over many updates. When a leaf appears more than once in
     ``index``, the value at its last position is written.
 
-    Args:
-        tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
-        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
-        value: ``[K]`` new leaf values (priorities, >= 0), same dtype as ``tree``.
+    Arguments and returns: those of ``rl_buffers.trees.sum_tree_update_``, in the kernel layout
+    (see the module docstring).
 
     Raises:
         ValueError: an index is outside ``[0, capacity)``.
@@ -261,10 +230,8 @@ def min_tree_update_(tree: Tensor, index: Tensor, value: Tensor) -> None:
     Same layout and duplicate rule as :func:`sum_tree_update_`; a node holds the minimum of
     its children, empty leaves hold ``+inf``.
 
-    Args:
-        tree: the min tree, 1-D of size ``2 * capacity``; modified in place.
-        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
-        value: ``[K]`` new leaf values, same dtype as ``tree``.
+    Arguments and returns: those of ``rl_buffers.trees.min_tree_update_``, in the kernel layout
+    (see the module docstring).
 
     Raises:
         ValueError: an index is outside ``[0, capacity)``.
@@ -282,12 +249,8 @@ def sum_tree_find_prefixsum(tree: Tensor, value: Tensor) -> Tensor:
     the descent never enters an all-zero subtree while the other side has mass. An all-zero
     tree returns leaf 0.
 
-    Args:
-        tree: the sum tree, 1-D of size ``2 * capacity``, leaves >= 0.
-        value: ``[K]`` query values, same dtype as ``tree``.
-
-    Returns:
-        int64 ``[K]`` leaf numbers in ``[0, capacity)``.
+    Arguments and returns: those of ``rl_buffers.trees.sum_tree_find_prefixsum``, in the kernel layout
+    (see the module docstring).
     """
     capacity = tree.shape[0] // 2
     # Entry j of ``lefts``/``rights`` is the left/right child of node j (strided views;
@@ -312,11 +275,8 @@ def sum_min_tree_update_(sum_tree: Tensor, min_tree: Tensor, index: Tensor, valu
     ``min_tree`` with the same arguments. The leaf range is checked before anything is
     written, so on an error both trees are unchanged.
 
-    Args:
-        sum_tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
-        min_tree: the min tree, same size, dtype and device; modified in place.
-        index: int64 ``[K]`` leaf numbers in ``[0, capacity)``.
-        value: ``[K]`` new leaf values, same dtype as the trees.
+    Arguments and returns: those of ``rl_buffers.trees.sum_min_tree_update_``, in the kernel layout
+    (see the module docstring).
 
     Raises:
         ValueError: an index is outside ``[0, capacity)``.
@@ -335,15 +295,8 @@ def sum_tree_sample(
     ``leaf[i] / total``; ``weight = (leaf[index] / min_tree[1]) ** -beta``, the importance
     weights of prioritized replay (1 for the smallest stored priority, below 1 above it).
 
-    Args:
-        sum_tree: the sum tree, 1-D of size ``2 * capacity``.
-        min_tree: the min tree over the same leaves, same size, dtype and device.
-        uniform: ``[K]`` draws in ``[0, 1)``, same dtype as the trees.
-        beta: importance-sampling exponent.
-
-    Returns:
-        ``(index, weight)``: int64 ``[K]`` leaf numbers and ``[K]`` weights in the trees'
-        dtype.
+    Arguments and returns: those of ``rl_buffers.trees.sum_tree_sample``, in the kernel layout
+    (see the module docstring).
     """
     index = sum_tree_find_prefixsum(sum_tree, uniform * sum_tree[1])
     leaves = sum_tree[sum_tree.shape[0] // 2 :]
@@ -394,16 +347,8 @@ def sum_min_tree_priority_update_(
     and ``pow``) at leaves ``index`` as :func:`sum_min_tree_update_` does, and raises
     ``max_value`` (one element) to ``value.max()`` when that is larger.
 
-    Args:
-        sum_tree: the sum tree, 1-D of size ``2 * capacity``; modified in place.
-        min_tree: the min tree, same size, dtype and device; modified in place.
-        max_value: one element, the trees' dtype: the running maximum of the written
-            values; modified in place.
-        index: int64 ``[K]`` leaf numbers in ``[0, max_index)``.
-        priority: ``[K]`` raw priorities, ``>= 0``, the trees' dtype.
-        eps: added to every priority.
-        alpha: the priority exponent.
-        max_index: the number of usable leaves, at most ``capacity``.
+    Arguments and returns: those of ``rl_buffers.trees.sum_min_tree_priority_update_``, in the kernel layout
+    (see the module docstring).
 
     Raises:
         IndexError: an index is outside ``[0, max_index)`` (nothing is written).
@@ -420,13 +365,8 @@ def sum_min_tree_priority_update_(
 def gather_rows(tables: list[Tensor], index: Tensor) -> list[Tensor]:
     """Rows ``index`` of each table: ``[table.index_select(0, index) for table in tables]``.
 
-    Args:
-        tables: tensors with at least one dim, on ``index``'s device (any dtypes and sizes
-            of dim 0).
-        index: int64 ``[K]`` row numbers, each in ``[0, table.shape[0])`` of every table.
-
-    Returns:
-        one new contiguous tensor ``[K, *table.shape[1:]]`` per table, in order.
+    Arguments and returns: those of ``rl_core.ops.gather_rows``, in the kernel layout
+    (see the module docstring).
 
     Raises:
         IndexError: a row number is outside a table.
