@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from rl_objectives.trainers.trainer import Trainer
+from typing import Any
 
 
 class TrainerHookBase(abc.ABC):
@@ -19,8 +16,10 @@ class TrainerHookBase(abc.ABC):
     """
 
     @abc.abstractmethod
-    def register(self, trainer: Trainer, name: str | None = None) -> None:
-        """Attaches the hook to ``trainer``; ``name`` keys its state in the trainer's."""
+    def register(self, trainer: Any, name: str | None = None) -> None:
+        """Attaches the hook to ``trainer`` (a :class:`~rl_objectives.trainers.Trainer`: the
+        trainer imports the hooks, so they name it by duck type); ``name`` keys its state in
+        the trainer's."""
 
     def state_dict(self) -> dict[str, Any]:
         """The hook's state; empty for a stateless hook."""

@@ -1,0 +1,60 @@
+"""The ``rl-train`` console script end to end: the PPO CartPole recipe learns (a learning test),
+a ``-m`` sweep runs one job per seed with its resolved config, and a bad override fails before
+anything is built, naming the key."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra", reason='needs hydra-core: pip install "rl-objectives[hydra]"')
+
+RL_TRAIN = Path(sys.executable).with_name("rl-train")
+
+
+def rl_train(*args, timeout=300):
+    return subprocess.run(
+        [str(RL_TRAIN), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.mark.learning
+def test_ppo_cartpole_recipe_reaches_475(tmp_path):
+    out = rl_train(
+        "--config-name", "ppo_cartpole", f"hydra.run.dir={tmp_path}", "progress_bar=false"
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["mean_return_last10"] >= 475, result
+    assert result["frames"] <= 100_000
+    assert (tmp_path / ".hydra" / "config.yaml").is_file()
+    assert (tmp_path / "learning_curve.csv").is_file()
+    assert any((tmp_path / "checkpoints").iterdir())
+
+
+def test_sweep_over_three_seeds(tmp_path):
+    out = rl_train(
+        "--config-name", "ppo_cartpole", "-m", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}",
+        "total_frames=2048", "target_return=null", "progress_bar=false", "plot=false",
+        "checkpoint_interval=1024", "algo.trainer.num_epochs=1",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    for job in range(3):
+        run = tmp_path / str(job)
+        result = json.loads((run / "result.json").read_text())
+        assert result["frames"] == 2048
+        assert f"seed: {job}" in (run / ".hydra" / "config.yaml").read_text()
+        assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+            "checkpoint_000000001024",
+            "checkpoint_000000002048",
+        ]
+
+
+def test_a_wrong_type_fails_naming_the_key(tmp_path):
+    out = rl_train("collector.frames_per_batch=lots", f"hydra.run.dir={tmp_path}")
+    assert out.returncode != 0
+    assert "collector.frames_per_batch" in out.stderr
+    assert "could not be converted to Integer" in out.stderr
+    assert not (tmp_path / "result.json").exists()
