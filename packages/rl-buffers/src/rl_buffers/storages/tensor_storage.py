@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 from torch import Tensor
 
 from rl_buffers.storages._pytree import flatten_items, is_tree, unflatten_items
@@ -174,8 +174,11 @@ class TensorStorage(Storage):
             next_row: with ``set_cursor=False``, the write position to record instead
                 (stored with the length, after the data, in persistent storages).
         """
-        index = _as_index(index)
-        if is_tree(data) or self._treespec is not None:
+        if type(index) is range or type(index) is list:
+            index = torch.as_tensor(index, dtype=torch.long)
+        if self._treespec is not None or (
+            type(data) is not TensorDict and not isinstance(data, Tensor) and is_tree(data)
+        ):
             data = self._flatten(data, isinstance(index, int))
         tree = self._tree
         if next_row is not None and (isinstance(next_row, bool) or not isinstance(next_row, int)):
@@ -292,7 +295,8 @@ class TensorStorage(Storage):
             raise RuntimeError(
                 f"{type(self).__name__}.get: the storage is empty; write items before reading."
             )
-        index = _as_index(index)
+        if type(index) is range or type(index) is list:
+            index = torch.as_tensor(index, dtype=torch.long)
         if self._treespec is None:
             return self._get(tree, index, extra)
         if extra is not None:
@@ -514,13 +518,6 @@ def _check_tensor_batch(where: str, data: Any) -> None:
         f"{where}: expected a tensor or a TensorDict, got {type(data).__name__}. "
         f"Use ListStorage for other objects."
     )
-
-
-def _as_index(index: Any) -> Any:
-    """A ``range`` or a list of rows as a tensor (an int, a slice or a tensor as given)."""
-    if isinstance(index, range | list):
-        return torch.as_tensor(index, dtype=torch.long)
-    return index
 
 
 def _batch_shape(data: Any) -> torch.Size:
