@@ -71,3 +71,37 @@ def test_action_mask_errors(cartpole, pendulum):
     env = TransformedEnv(pendulum, ActionMask())
     with pytest.raises(TypeError, match="ActionMask: the action 'action' has a"):
         _ = env.action_spec
+
+
+def test_action_scaling_to_unit_interval_forward_path_and_explicit_stats():
+    from rl_envs.native.pendulum import PendulumEnv
+
+    # torque bounds [-2, 2]: loc 0, scale 2; [0, 1] maps 0 -> -2 and 1 -> 2
+    env = TransformedEnv(PendulumEnv(batch_size=[2]), ActionScaling(standard_normal=False))
+    check_env_specs(env)
+    assert env.action_spec.low.unique().tolist() == [0.0]
+    td = TensorDict(action=torch.tensor([[0.25], [1.0]]), batch_size=[2])
+    assert env.transform.inv(td.clone())["action"].squeeze(-1).tolist() == [-1.0, 2.0]
+    # forward (env scale -> normalised), as on replay-buffer samples
+    data = TensorDict(action=torch.tensor([[1.0], [-2.0]]), batch_size=[2])
+    assert env.transform(data)["action"].squeeze(-1).tolist() == [0.75, 0.0]
+    # explicit loc/scale: no env needed; in_keys_inv=[] normalises samples only
+    t = ActionScaling(in_keys_inv=[], loc=torch.tensor([1.0, -1.0]), scale=torch.tensor([2.0, 4.0]))
+    assert t.in_keys == ["action"]
+    out = t(TensorDict(action=torch.tensor([3.0, 3.0])))["action"]
+    assert out.tolist() == [1.0, 1.0]
+    explicit = TransformedEnv(PendulumEnv(), ActionScaling(loc=0.0, scale=1.0))
+    assert explicit.transform.inv(explicit.reset().set("action", torch.tensor([0.5])))[
+        "action"
+    ].tolist() == [0.5]
+
+
+def test_action_scaling_arguments_are_checked():
+    with pytest.raises(ValueError, match="ActionScaling: pass loc and scale together"):
+        ActionScaling(loc=0.0)
+    with pytest.raises(ValueError, match=r"in_keys_inv=\[\] \(forward only\) needs loc and scale"):
+        ActionScaling(in_keys_inv=[])
+    with pytest.raises(ValueError, match="ActionScaling: scale must be nonzero"):
+        ActionScaling(loc=0.0, scale=torch.tensor([1.0, 0.0]))
+    with pytest.raises(RuntimeError, match="ActionScaling: loc and scale are unknown"):
+        ActionScaling().inv(TensorDict(action=torch.zeros(1)))
