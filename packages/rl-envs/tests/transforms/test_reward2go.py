@@ -1,8 +1,10 @@
+import re
+
 import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import StepCounter, TransformedEnv
+from rl_core import Compose, StepCounter, TransformedEnv
 from rl_envs.transforms import Reward2GoTransform
 
 
@@ -24,8 +26,12 @@ def test_batched_trajectories_from_a_buffer():
 
 
 def test_errors(cartpole):
-    env = TransformedEnv(cartpole, Reward2GoTransform())
-    with pytest.raises(RuntimeError, match="Reward2GoTransform: it needs future rewards"):
+    # as TorchRL: refused with ValueError(ENV_ERR) when put in an env, or in a Compose in one
+    with pytest.raises(ValueError, match=re.escape(Reward2GoTransform.ENV_ERR)):
+        TransformedEnv(cartpole, Reward2GoTransform())
+    env = TransformedEnv(cartpole, Compose(Reward2GoTransform()))
+    with pytest.raises(ValueError, match="Reward2GoTransform: it needs future rewards"):
         env.reset()
+    assert isinstance(Compose(Reward2GoTransform()), Compose)  # outside an env: fine
     with pytest.raises(KeyError, match="Reward2GoTransform: the trajectory has no"):
         Reward2GoTransform()(TensorDict(batch_size=[3]))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 from tensordict import TensorDictBase
 
-from rl_core import Composite, Transform
+from rl_core import Composite, EnvBase, Transform
 from rl_core.keys import DONE, NEXT, REWARD, NestedKey
 
 
@@ -49,7 +50,8 @@ class Reward2GoTransform(Transform):
         done_key: the flag ending an episode. Defaults to ``("next", "done")``.
 
     Raises:
-        RuntimeError: (on the specs) the transform was put in an env.
+        ValueError: the transform is put in an env (directly, or within a ``Compose``: on the
+            specs); ``ENV_ERR`` is the message.
 
     Examples:
         >>> import torch
@@ -91,11 +93,20 @@ class Reward2GoTransform(Transform):
             tensordict.set(out_key, reward_to_go(reward, done, self.gamma, time_dim))
         return tensordict
 
+    #: The error of putting the transform in an env (TorchRL's attribute name).
+    ENV_ERR = (
+        "Reward2GoTransform: it needs future rewards, so it cannot run in an env; apply it to "
+        "trajectories (rollouts, replay-buffer batches)."
+    )
+
+    def set_container(self, container: Any) -> None:
+        if isinstance(container, EnvBase):  # as TorchRL: refused when put in an env
+            raise ValueError(self.ENV_ERR)
+        super().set_container(container)
+
     def transform_output_spec(self, output_spec: Composite) -> Composite:
-        raise RuntimeError(
-            "Reward2GoTransform: it needs future rewards, so it cannot run in an env; apply "
-            "it to trajectories (rollouts, replay-buffer batches)."
-        )
+        # reached when the transform sits in a Compose that is put in an env
+        raise ValueError(self.ENV_ERR)
 
     def extra_repr(self) -> str:
         return f"gamma={self.gamma}, {super().extra_repr()}"
