@@ -136,3 +136,31 @@ def test_tool_calling_episode_end_to_end(tiny_model, tiny_tokenizer):
             )
     assert service.runs == 3
     assert torch.is_tensor(answered["tokens"].response)
+
+
+def test_python_interpreters_share_one_pool():
+    from rl_llm.envs import PythonInterpreter
+
+    service = PythonExecutorService(pool_size=1, timeout=5)
+    envs = [
+        TransformedEnv(ChatEnv(batch_size=(2,)), PythonInterpreter(service=service))
+        for _ in range(2)
+    ]
+    replies = ["```python\nprint(3 + 4)\n```", "```python\nraise SystemExit(2)\n```"]
+    results = [None, None]
+
+    def run(k):
+        td = envs[k].reset(TensorDict(query=["q", "q"], batch_size=[2]))
+        results[k] = _reply_step(envs[k], td, replies)["next", "history"].prompt
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert (service.runs, service.max_in_flight) == (4, 1)
+    for prompt in results:
+        assert prompt[0, -1].content == "stdout:\n7\n"
+        assert prompt[1, -1].content == "exit code: 2"
+    with pytest.raises(TypeError, match="expected service to be a PythonExecutorService, got dict"):
+        PythonInterpreter(service={})

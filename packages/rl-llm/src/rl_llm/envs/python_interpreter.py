@@ -10,6 +10,7 @@ from tensordict import TensorDictBase
 from rl_core import Transform
 from rl_llm.envs import _sandbox
 from rl_llm.envs._tool_utils import append_tool_messages, last_replies
+from rl_llm.envs.python_executor_service import PythonExecutorService
 
 _CODE = re.compile(r"```python\n(.*?)```", re.DOTALL)
 
@@ -41,6 +42,8 @@ class PythonInterpreter(Transform):
         max_workers: dialogs whose code runs at the same time.
         max_processes: the most processes and threads one run may hold at once, the sandbox's
             launcher and init included (default 64); ``None`` runs without a cap.
+        service: a :class:`PythonExecutorService` to run the code in instead (its limits
+            apply, and its pool bounds the runs of every env sharing it).
 
     Raises:
         RuntimeError: the kernel has no Landlock (file access could not be confined), or
@@ -75,8 +78,14 @@ class PythonInterpreter(Transform):
         max_output_chars: int = 2000,
         max_workers: int = 4,
         max_processes: int | None = 64,
+        service: PythonExecutorService | None = None,
     ) -> None:
         super().__init__()
+        if service is not None and not isinstance(service, PythonExecutorService):
+            raise TypeError(
+                f"PythonInterpreter: expected service to be a PythonExecutorService, got "
+                f"{type(service).__name__}."
+            )
         _sandbox.check_supported()
         _sandbox.process_cap(max_processes)
         if timeout <= 0 or memory_mb <= 0:
@@ -93,6 +102,7 @@ class PythonInterpreter(Transform):
         self.max_output_chars = max_output_chars
         self.max_workers = max_workers
         self.max_processes = max_processes
+        self.service = service
 
     @property
     def network_namespace(self) -> bool:
@@ -101,6 +111,8 @@ class PythonInterpreter(Transform):
 
     def run(self, code: str) -> str:
         """Runs ``code`` in the sandbox; returns the tool message text."""
+        if self.service is not None:
+            return self._run_on_service(code)
         n = self.max_output_chars
         res = _sandbox.run_sandboxed(
             code,
@@ -120,6 +132,17 @@ class PythonInterpreter(Transform):
             parts.append(f"killed: time limit of {self.timeout} s reached")
         elif res.returncode:
             parts.append(f"exit code: {res.returncode}")
+        return "\n".join(parts) if parts else "(no output)"
+
+    def _run_on_service(self, code: str) -> str:
+        out = self.service.execute(code)
+        parts = []
+        if out["stdout"]:
+            parts.append("stdout:\n" + out["stdout"])
+        if out["stderr"]:
+            parts.append("stderr:\n" + out["stderr"])
+        if out["returncode"] and not out["timed_out"]:
+            parts.append(f"exit code: {out['returncode']}")
         return "\n".join(parts) if parts else "(no output)"
 
     def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:

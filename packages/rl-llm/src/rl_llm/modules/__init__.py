@@ -1,8 +1,15 @@
 """LLM policies: transformers and vLLM models as TensorDict modules with one contract."""
 
 from rl_llm.modules.base import LLMWrapperBase
+from rl_llm.modules.distributions import LLMMaskedCategorical
 from rl_llm.modules.reward_model import GPT2RewardModel
 from rl_llm.modules.transformers_wrapper import TransformersWrapper
 from rl_llm.modules.vllm_wrapper import vLLMWrapper
 
-__all__ = ["LLMWrapperBase", "TransformersWrapper", "vLLMWrapper", "GPT2RewardModel"]
+__all__ = [
+    "LLMWrapperBase",
+    "TransformersWrapper",
+    "vLLMWrapper",
+    "GPT2RewardModel",
+    "LLMMaskedCategorical",
+]
