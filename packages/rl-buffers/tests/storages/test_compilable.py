@@ -100,3 +100,11 @@ def test_tensor_storage_set_traces_in_one_graph(compilable):
     assert len(storage) == 75
     assert storage.next_row == 75
     torch.testing.assert_close(storage[:75], data.repeat(3, 1))
+
+
+def test_delayed_init_takes_only_false():
+    # TorchRL's keyword (test_pickable passes delayed_init=False); True is not built.
+    buffer = ReplayBuffer(storage=LazyTensorStorage(3), delayed_init=False)
+    assert len(buffer) == 0
+    with pytest.raises(ValueError, match=r"delayed_init=True is not supported"):
+        TensorDictReplayBuffer(storage=LazyTensorStorage(3), delayed_init=True)

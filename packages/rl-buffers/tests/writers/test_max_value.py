@@ -2,7 +2,12 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_buffers import LazyTensorStorage, TensorDictMaxValueWriter, TensorDictReplayBuffer
+from rl_buffers import (
+    LazyTensorStorage,
+    ReplayBuffer,
+    TensorDictMaxValueWriter,
+    TensorDictReplayBuffer,
+)
 
 
 def test_keeps_highest_ranked_items():
@@ -39,3 +44,19 @@ def test_state_round_trip():
     other.load_state_dict(writer.state_dict())
     other.register_storage(storage)
     assert other.extend(TensorDict({"r": torch.tensor([1.5])}, [1])).tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    "data", [torch.zeros(3, 1), {"a": torch.zeros(3, 1)}], ids=["tensor", "dict"]
+)
+def test_data_that_is_not_a_tensordict_is_refused_as_torchrl_does(data):
+    # TorchRL raises RuntimeError("... expects data to be a tensor collection"); the error here
+    # is both a TypeError and a RuntimeError, and nothing is written.
+    storage = LazyTensorStorage(4)
+    buffer = ReplayBuffer(storage=storage, writer=TensorDictMaxValueWriter(rank_key="a"))
+    for write in (buffer.add, buffer.extend):
+        with pytest.raises(RuntimeError, match="expects data to be a tensor collection"):
+            write(data)
+        with pytest.raises(TypeError, match=r"got (Tensor|dict)\. Write TensorDicts"):
+            write(data)
+    assert len(buffer) == 0

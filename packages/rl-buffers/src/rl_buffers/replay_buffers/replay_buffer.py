@@ -61,11 +61,14 @@ class ReplayBuffer:
         compilable: TorchRL's keyword, passed to the default storage and writer (those
             given keep their own); see :class:`Storage` (both values behave alike here).
             Defaults to False.
+        delayed_init: TorchRL's keyword; only False (the default: the buffer is built at
+            once) is accepted.
 
     Raises:
-        ValueError: ``prefetch`` without ``batch_size``, ``pin_memory`` without CUDA, a
-            ``consume_after_n_samples`` the sampler contradicts, or (with a
-            ``ConsumingSampler``) ``prefetch`` or an ``ndim > 1`` storage.
+        ValueError: ``delayed_init`` other than False, ``prefetch`` without ``batch_size``,
+            ``pin_memory`` without CUDA, a ``consume_after_n_samples`` the sampler
+            contradicts, or (with a ``ConsumingSampler``) ``prefetch`` or an ``ndim > 1``
+            storage.
         TypeError: ``generator`` is not a ``torch.Generator`` or ``compilable`` not a bool;
             with a ``ConsumingSampler``, a storage other than list and tensor ones or a
             writer without ``write_at``.
@@ -93,9 +96,16 @@ class ReplayBuffer:
         generator: torch.Generator | None = None,
         consume_after_n_samples: int | None = None,
         compilable: bool = False,
+        delayed_init: bool = False,
     ) -> None:
         name = type(self).__name__
         self.compilable = check_compilable(name, compilable)
+        if delayed_init is not False:
+            raise ValueError(
+                f"{name}: delayed_init={delayed_init!r} is not supported: the buffer is built "
+                f"from the storage, sampler and writer instances it is given, at once (it "
+                f"pickles whole to other processes). Pass delayed_init=False (the default)."
+            )
         self._storage = storage if storage is not None else ListStorage(1000, compilable=compilable)
         self._sampler = _consuming_sampler(name, sampler, consume_after_n_samples)
         # Samplers that read what was written (StreamingSliceSampler) define mark_update.

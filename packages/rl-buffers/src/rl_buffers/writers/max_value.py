@@ -66,10 +66,7 @@ class TensorDictMaxValueWriter(Writer):
         self._filled = 0
 
     def _ranks(self, data: TensorDictBase) -> Tensor:
-        if not isinstance(data, TensorDictBase):
-            raise TypeError(
-                f"TensorDictMaxValueWriter: expected TensorDict data, got {type(data).__name__}."
-            )
+        _check_tensordict(data)
         value = data.get(self.rank_key, None)
         if value is None:
             raise KeyError(
@@ -80,6 +77,7 @@ class TensorDictMaxValueWriter(Writer):
         return _REDUCTIONS[self.reduction](value)
 
     def add(self, data: Any) -> int:
+        _check_tensordict(data)
         rows = self.extend(data.unsqueeze(0))
         return int(rows[0]) if rows.numel() else -1
 
@@ -117,3 +115,17 @@ class TensorDictMaxValueWriter(Writer):
     def _empty(self) -> None:
         self._heap = []
         self._filled = 0
+
+
+class _NotATensorCollection(TypeError, RuntimeError):
+    """Data that is not a TensorDict given to the writer: a ``TypeError`` (the wrong type),
+    also a ``RuntimeError`` as TorchRL raises there."""
+
+
+def _check_tensordict(data: Any) -> None:
+    if not isinstance(data, TensorDictBase):
+        raise _NotATensorCollection(
+            f"TensorDictMaxValueWriter expects data to be a tensor collection (a TensorDict "
+            f"with its rank_key entry), got {type(data).__name__}. Write TensorDicts, or use "
+            f"RoundRobinWriter for other data."
+        )
