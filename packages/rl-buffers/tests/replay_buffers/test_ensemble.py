@@ -187,5 +187,5 @@ def test_bad_arguments():
     with pytest.raises(TypeError, match="expected Writer instances"):
         WriterEnsemble(PrioritizedSampler(3, 1.0, 1.0))
     empty = ReplayBufferEnsemble(ReplayBuffer(storage=LazyTensorStorage(3)), batch_size=2)
-    with pytest.raises(RuntimeError, match="cannot sample from an empty buffer"):
+    with pytest.raises(RuntimeError, match="Cannot sample from an empty storage"):
         empty.sample()

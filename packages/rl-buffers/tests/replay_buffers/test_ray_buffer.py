@@ -50,7 +50,7 @@ def test_remote_writers_and_learner_share_one_buffer(ray_cluster, tmp_path):
         delayed_init=True,
     )
     assert buffer._actor is None  # delayed_init: nothing started yet
-    with pytest.raises(RuntimeError, match="cannot sample from an empty buffer"):
+    with pytest.raises(RuntimeError, match="Cannot sample from an empty storage"):
         buffer.sample()  # the remote error, raised here with its type
     actor_pid = ray.get(buffer.actor.pid.remote())
     assert actor_pid != os.getpid()

@@ -55,7 +55,7 @@ def test_extend_sample_len_and_empty():
     buffer.empty()
     assert len(buffer) == 0
     with pytest.raises(
-        RuntimeError, match=r"ReplayBuffer\.sample: cannot sample from an empty buffer"
+        RuntimeError, match=r"ReplayBuffer\.sample: Cannot sample from an empty storage"
     ):
         buffer.sample(2)
     with pytest.raises(ValueError, match="no batch_size; pass sample"):
@@ -136,7 +136,7 @@ def test_prefetch_samples_ahead():
     with pytest.raises(ValueError, match="batch_size=4 differs from the prefetched batch_size=8"):
         buffer.sample(4)
     buffer.empty()
-    with pytest.raises(RuntimeError, match="empty buffer"):
+    with pytest.raises(RuntimeError, match="Cannot sample from an empty storage"):
         buffer.sample()
     with pytest.raises(ValueError, match="prefetch=2 needs a batch_size"):
         ReplayBuffer(prefetch=2)

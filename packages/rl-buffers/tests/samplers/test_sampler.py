@@ -18,7 +18,7 @@ def test_base_contract():
 
 def test_empty_storage_and_bad_batch_size():
     with pytest.raises(
-        RuntimeError, match=r"RandomSampler\.sample: cannot sample from an empty buffer"
+        RuntimeError, match=r"RandomSampler\.sample: Cannot sample from an empty storage"
     ):
         RandomSampler().sample(LazyTensorStorage(2), 1)
     with pytest.raises(ValueError, match="expected batch_size to be a positive int, got 0"):

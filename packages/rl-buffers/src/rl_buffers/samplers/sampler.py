@@ -77,6 +77,7 @@ def check_not_empty(where: str, storage: Storage) -> int:
     n = len(storage)
     if n == 0:
         raise RuntimeError(
-            f"{where}: cannot sample from an empty buffer; add or extend items first."
+            f"{where}: Cannot sample from an empty storage (TorchRL's words; the buffer holds "
+            f"no item); add or extend items first."
         )
     return n
