@@ -50,8 +50,10 @@ class D4RLExperienceReplay(BaseDatasetExperienceReplay):
     your own in its layout: ``observations``, ``actions``, ``rewards``, ``terminals`` and
     optionally ``timeouts``, ``next_observations``, an ``infos`` group and a ``metadata``
     group), or let it be downloaded from D4RL's address for ``dataset_id`` (or ``url``),
-    resuming an interrupted download. It is converted once into memory-mapped TED rows
-    under ``root/<dataset_id>/`` (see :class:`BaseDatasetExperienceReplay`).
+    resuming an interrupted download (an interrupted one leaves only
+    ``root/<dataset_id>.hdf5.part``, which the next call continues). It is converted once
+    into memory-mapped TED rows under ``root/<dataset_id>/`` (see
+    :class:`BaseDatasetExperienceReplay`).
 
     The rows follow TorchRL's for the same file: row ``t`` of the file gives
     ``"observation"``, ``"action"`` and ``("next", "observation")`` (``next_observations``,
