@@ -2,6 +2,7 @@
 
 from rl_llm.modules.base import LLMWrapperBase
 from rl_llm.modules.distributions import LLMMaskedCategorical
+from rl_llm.modules.lm_head_actor_value import LMHeadActorValueOperator
 from rl_llm.modules.reward_model import GPT2RewardModel
 from rl_llm.modules.transformers_wrapper import TransformersWrapper
 from rl_llm.modules.vllm_wrapper import vLLMWrapper
@@ -12,4 +13,5 @@ __all__ = [
     "vLLMWrapper",
     "GPT2RewardModel",
     "LLMMaskedCategorical",
+    "LMHeadActorValueOperator",
 ]
