@@ -60,3 +60,13 @@ def test_data_that_is_not_a_tensordict_is_refused_as_torchrl_does(data):
         with pytest.raises(TypeError, match=r"got (Tensor|dict)\. Write TensorDicts"):
             write(data)
     assert len(buffer) == 0
+
+
+def test_a_storage_of_several_dims_is_refused_at_construction():
+    with pytest.raises(
+        ValueError,
+        match=r"not compatible with storages with more than one dimension: got LazyTensorStorage with ndim=2",
+    ):
+        TensorDictReplayBuffer(
+            storage=LazyTensorStorage(10, ndim=2), writer=TensorDictMaxValueWriter()
+        )

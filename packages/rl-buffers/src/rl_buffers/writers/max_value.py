@@ -65,6 +65,22 @@ class TensorDictMaxValueWriter(Writer):
         self._heap: list[tuple[float, int]] = []  # (rank, row), lowest rank first
         self._filled = 0
 
+    def register_storage(self, storage: Any) -> None:
+        """Attaches the storage to write into.
+
+        Raises:
+            ValueError: the storage indexes items with more than one dim (``ndim > 1``):
+                items are ranked one by one, a row of several items has no one rank.
+        """
+        ndim = getattr(storage, "ndim", 1)
+        if ndim > 1:
+            raise ValueError(
+                f"TensorDictMaxValueWriter is not compatible with storages with more than one "
+                f"dimension: got {type(storage).__name__} with ndim={ndim}. Use a storage "
+                f"with ndim=1 (flatten the batch first) or RoundRobinWriter."
+            )
+        super().register_storage(storage)
+
     def _ranks(self, data: TensorDictBase) -> Tensor:
         _check_tensordict(data)
         value = data.get(self.rank_key, None)
