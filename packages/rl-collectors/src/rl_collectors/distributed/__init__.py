@@ -1,5 +1,17 @@
-"""Distributed collectors: ``RayCollector`` (needs the ``rl-collectors[ray]`` extra)."""
+"""Distributed collectors: ``RayCollector`` (extra ``rl-collectors[ray]``), and collector nodes
+on ``torch.distributed`` (``DistributedCollector``, ``DistributedSyncCollector``), started as
+local processes or submitit jobs (extra ``rl-collectors[submitit]``)."""
 
+from rl_collectors.distributed.default_configs import DEFAULT_SLURM_CONF, DEFAULT_SLURM_CONF_MAIN
+from rl_collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
 from rl_collectors.distributed.ray_collector import RayCollector
+from rl_collectors.distributed.sync import DistributedSyncCollector
 
-__all__ = ["RayCollector"]
+__all__ = [
+    "RayCollector",
+    "DistributedCollector",
+    "DistributedSyncCollector",
+    "DistributedWeightUpdater",
+    "DEFAULT_SLURM_CONF",
+    "DEFAULT_SLURM_CONF_MAIN",
+]

@@ -8,6 +8,7 @@ transports: ``SharedMemWeightSyncScheme`` (one shared-memory copy on this machin
 ``weight_sync_schemes={"policy": scheme}``.
 """
 
+from rl_collectors.weight_sync.distributed import DistributedTransport, DistributedWeightSyncScheme
 from rl_collectors.weight_sync.mp import MPTransport, MultiProcessWeightSyncScheme
 from rl_collectors.weight_sync.no_update import NoWeightSyncScheme
 from rl_collectors.weight_sync.scheme import (
@@ -30,4 +31,6 @@ __all__ = [
     "MultiProcessWeightSyncScheme",
     "SharedMemWeightSyncScheme",
     "NoWeightSyncScheme",
+    "DistributedTransport",
+    "DistributedWeightSyncScheme",
 ]

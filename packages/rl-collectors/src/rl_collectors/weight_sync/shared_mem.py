@@ -45,7 +45,7 @@ class SharedMemTransport:
         >>> transport = SharedMemTransport(source)
         >>> transport.publish({"weight": torch.full((1, 1), 2.0)})
         1
-        >>> transport.pull(target, seen=0), float(target.weight)
+        >>> transport.pull(target, seen=0), float(target.weight.detach())
         (1, 2.0)
     """
 

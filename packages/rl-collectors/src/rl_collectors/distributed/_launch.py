@@ -1,0 +1,85 @@
+"""Starting collector nodes: local processes (``"mp"``) or submitit jobs (``"submitit"``,
+SLURM in production, submitit's local executor on one machine). Each node is a handle that
+says whether it is gone and stops it."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from typing import Any
+
+from rl_collectors.distributed._node import node_main
+
+# Seconds a node gets to exit after CLOSE before it is killed.
+CLOSE_TIMEOUT_S = 5.0
+
+
+def import_submitit(where: str) -> Any:
+    try:
+        import submitit
+    except ImportError as err:
+        raise ImportError(
+            f'{where} needs submitit for launcher="submitit": pip install "rl-collectors[submitit]"'
+        ) from err
+    return submitit
+
+
+class ProcessNode:
+    """A node started as a local process."""
+
+    def __init__(self, context: Any, args: tuple) -> None:
+        self.process = context.Process(target=node_main, args=args, daemon=False)
+        self.process.start()
+
+    def gone(self) -> str | None:
+        code = self.process.exitcode
+        return None if code is None else f"pid {self.process.pid}, exit code {code}"
+
+    def stop(self, grace: float) -> None:
+        self.process.join(grace)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+class SubmititNode:
+    """A node started as a submitit job."""
+
+    def __init__(self, executor: Any, args: tuple) -> None:
+        self.job = executor.submit(node_main, *args)
+
+    def gone(self) -> str | None:
+        if not self.job.done():
+            return None
+        return f"submitit job {self.job.job_id}, state {self.job.state}"
+
+    def stop(self, grace: float) -> None:
+        import time
+
+        deadline = time.monotonic() + grace
+        while not self.job.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.job.done():
+            with contextlib.suppress(Exception):
+                self.job.cancel()
+
+
+def start_nodes(
+    where: str,
+    launcher: str,
+    args: list[tuple],
+    *,
+    start_method: str | None,
+    slurm_kwargs: dict[str, Any],
+    folder: str | os.PathLike | None,
+    cluster: str | None,
+) -> list[Any]:
+    """One handle per node: ``args[i]`` are ``node_main``'s arguments for node ``i``."""
+    if launcher == "mp":
+        context = multiprocessing.get_context(start_method)
+        return [ProcessNode(context, a) for a in args]
+    submitit = import_submitit(where)
+    executor = submitit.AutoExecutor(folder=folder or "submitit_logs", cluster=cluster)
+    executor.update_parameters(**slurm_kwargs)
+    return [SubmititNode(executor, a) for a in args]

@@ -1,0 +1,197 @@
+import os
+import signal
+import socket
+import threading
+import time
+from functools import partial
+
+import pytest
+import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
+from torch import nn
+
+from rl_collectors import SyncDataCollector
+from rl_collectors.distributed import (
+    DistributedCollector,
+    DistributedSyncCollector,
+    DistributedWeightUpdater,
+)
+from rl_collectors.weight_sync import DistributedWeightSyncScheme
+from rl_core import RandomPolicy
+from rl_core.testing import CountingEnv
+
+make = partial(CountingEnv, max_count=4, batch_size=[2])
+
+
+class Probe(nn.Module):
+    """Writes its weights into the batch: what a node holds is read bit for bit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(3))
+
+    def forward(self, obs):
+        action = torch.zeros(*obs.shape[:-1], 1, dtype=torch.long)
+        return action, self.w.detach().expand(*obs.shape[:-1], 3).clone()
+
+
+def probe_policy():
+    return TensorDictModule(Probe(), in_keys=["observation"], out_keys=["action", "probe"])
+
+
+def port_is_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def assert_released(collector):
+    for node in collector._nodes:
+        assert not node.process.is_alive()
+    assert port_is_free(collector.address[1])
+
+
+def local_batches(seeds, policy, frames, n_batches):
+    """The oracle: each node's envs collected here with the same seeds."""
+    out = []
+    for seed in seeds:
+        collector = SyncDataCollector(make(), policy, frames_per_batch=frames)
+        torch.manual_seed(seed)
+        collector.set_seed(seed)
+        out.append([collector.next().exclude("collector") for _ in range(n_batches)])
+    return out
+
+
+def test_sync_collector_gives_the_frames_of_the_same_envs_collected_locally():
+    policy = RandomPolicy(make().full_action_spec)
+    collector = DistributedSyncCollector(
+        [make, make, make], policy, frames_per_batch=24, total_frames=48
+    )
+    try:
+        final = collector.set_seed(10)
+        seeds = [10, 11, 12]  # CountingEnv.set_seed returns seed + 1
+        assert final == 13
+        batches = list(collector)
+    finally:
+        collector.shutdown()
+    expected = local_batches(seeds, policy, 8, 2)
+    assert [b.batch_size for b in batches] == [torch.Size([6, 4])] * 2
+    for k, batch in enumerate(batches):
+        want = torch.cat([expected[node][k] for node in range(3)], 0)
+        got = batch.exclude("collector")
+        assert (got == want).all()
+    assert_released(collector)
+
+
+def test_async_collector_gives_each_nodes_frames_in_order():
+    policy = RandomPolicy(make().full_action_spec)
+    collector = DistributedCollector(
+        [make, make, make], policy, frames_per_batch=8, total_frames=48
+    )
+    try:
+        collector.set_seed(10)
+        batches = list(collector)
+    finally:
+        collector.shutdown()
+    assert len(batches) == 6
+    expected = local_batches([10, 11, 12], policy, 8, 3)
+    # Trajectory ids say which node a batch came from (id * 3 + node).
+    seen = [0, 0, 0]
+    for batch in batches:
+        node = int(batch["collector", "traj_ids"][0, 0]) % 3
+        assert (batch.exclude("collector") == expected[node][seen[node]]).all()
+        seen[node] += 1
+    assert sum(seen) == 6
+    assert_released(collector)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("scheme", [None, "distributed"])
+def test_weights_arrive_bit_identical_and_versioned(sync, scheme):
+    policy = probe_policy()
+    schemes = None if scheme is None else {"policy": DistributedWeightSyncScheme()}
+    collector = DistributedCollector(
+        [make, make], policy, frames_per_batch=8, sync=sync, weight_sync_schemes=schemes
+    )
+    try:
+        if scheme is None:
+            assert isinstance(collector.weight_updater, DistributedWeightUpdater)
+        first = collector.next()
+        assert (first["probe"] == 0).all()
+        weights = torch.randn(3, generator=torch.Generator().manual_seed(1))
+        collector.update_policy_weights_(TensorDict({"module": {"w": weights}}, []))
+        got_new = 0
+        for _ in range(6):
+            batch = collector.next()
+            fresh = batch["collector", "policy_version"] == 1
+            assert (fresh | (batch["collector", "policy_version"] == 0)).all()
+            assert torch.equal(batch["probe"][fresh], weights.expand(int(fresh.sum()), 3))
+            got_new += int(fresh.any())
+        assert got_new >= 2
+    finally:
+        collector.shutdown()
+    assert_released(collector)
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_a_node_killed_mid_batch_raises_naming_it_within_3_s(sync):
+    slow = partial(CountingEnv, max_count=10_000, batch_size=[1])
+    collector = DistributedCollector([slow, slow, slow], None, frames_per_batch=300_000, sync=sync)
+    iterator = iter(collector)
+    victim = collector._nodes[1].process
+    killer_at = time.monotonic() + 1.0
+
+    def kill_later():
+        time.sleep(max(killer_at - time.monotonic(), 0))
+        os.kill(victim.pid, signal.SIGKILL)
+
+    threading.Thread(target=kill_later, daemon=True).start()
+    with pytest.raises(RuntimeError, match=r"collector node 1 \(rank 2, pid \d+, exit code -9\)"):
+        next(iterator)
+    assert time.monotonic() - killer_at < 3.0
+    collector.shutdown()
+    assert_released(collector)
+
+
+def test_a_push_to_a_dead_node_fails_fast():
+    collector = DistributedCollector([make, make], probe_policy(), frames_per_batch=8, sync=True)
+    collector.next()
+    os.kill(collector._nodes[0].process.pid, signal.SIGKILL)
+    collector._nodes[0].process.join(5)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"collector node 0 \(rank 1, pid \d+, exit code -9\)"):
+        collector.update_policy_weights_()
+    assert time.monotonic() - start < 3.0
+    collector.shutdown()
+    assert_released(collector)
+
+
+class BrokenEnvFactory:
+    def __call__(self):
+        raise ValueError("this env cannot be built")
+
+
+def test_a_node_that_fails_reports_its_error():
+    def collect():
+        collector = DistributedSyncCollector([make, BrokenEnvFactory()], None, frames_per_batch=8)
+        collector.next()
+
+    with pytest.raises(
+        RuntimeError, match=r"(?s)collector node 1 \(rank 2.*this env cannot be built"
+    ):
+        collect()
+
+
+def test_bad_arguments():
+    with pytest.raises(TypeError, match="expected create_env_fn as a list of env factories"):
+        DistributedCollector(make, None, frames_per_batch=8)
+    with pytest.raises(ValueError, match="expected launcher in"):
+        DistributedCollector([make], None, frames_per_batch=8, launcher="ssh")
+    with pytest.raises(ValueError, match="frames_per_batch=7, not a multiple of 2"):
+        DistributedSyncCollector([make, make], None, frames_per_batch=7)
+    with pytest.raises(ValueError, match="expected backend 'gloo' or 'nccl', got 'mpi'"):
+        DistributedCollector([make], None, frames_per_batch=8, backend="mpi")
