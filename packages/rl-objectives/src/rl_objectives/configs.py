@@ -9,7 +9,7 @@ that rl-train calls with those parts. Keys and types are checked when a config i
 an unknown key or a value of the wrong type fails before anything is built, naming the key.
 
 :func:`register_configs` stores them in Hydra's ``ConfigStore``: groups ``algo`` (``ppo``,
-``a2c``, ``sac``) and ``logger`` (``csv``, ``tensorboard``), and the top-level ``train``
+``a2c``, ``sac``, ``dqn``) and ``logger`` (``csv``, ``tensorboard``), and the top-level ``train``
 schema. rl-train calls it through the ``rl_stack.configs`` entry point, with those of the other
 installed packages (``env``, ``collector``, ``replay_buffer``). Importing this module does not
 import hydra; only :func:`register_configs` does.
@@ -45,7 +45,33 @@ class SACModelConfig:
     _partial_: bool = True
 
 
+@dataclass
+class DQNModelConfig:
+    """:func:`rl_objectives.trainers.helpers.make_dqn_models`: a Q-network MLP and
+    epsilon-greedy exploration annealed over ``annealing_num_steps`` frames."""
+
+    num_cells: int = 256
+    depth: int = 2
+    activation: str = "relu"
+    eps_init: float = 1.0
+    eps_end: float = 0.05
+    annealing_num_steps: int = 10_000
+    _target_: str = "rl_objectives.trainers.helpers.make_dqn_models"
+    _partial_: bool = True
+
+
 # Losses (called with the model's networks).
+
+
+@dataclass
+class DQNLossConfig:
+    """:class:`rl_objectives.DQNLoss`."""
+
+    loss_function: str = "l2"
+    delay_value: bool = True
+    double_dqn: bool = False
+    _target_: str = "rl_objectives.DQNLoss"
+    _partial_: bool = True
 
 
 @dataclass
@@ -181,6 +207,20 @@ class SACTrainerConfig:
     _partial_: bool = True
 
 
+@dataclass
+class DQNTrainerConfig:
+    """:class:`rl_objectives.trainers.DQNTrainer` (rl-train passes the replay buffer and the
+    target updater)."""
+
+    batch_size: int = 64
+    optim_steps_per_batch: int = 1
+    clip_norm: float | None = None
+    clip_grad_norm: bool = True
+    log_interval: int = 1
+    _target_: str = "rl_objectives.trainers.DQNTrainer"
+    _partial_: bool = True
+
+
 # Loggers (called with the run directory).
 
 
@@ -251,6 +291,20 @@ class SACAlgoConfig:
     anneal_lr: bool = False
 
 
+@dataclass
+class DQNAlgoConfig:
+    """DQN: :class:`DQNModelConfig`, :class:`DQNLossConfig` with TD(0), Adam, hard target
+    copies, :class:`DQNTrainerConfig` (needs a ``replay_buffer``)."""
+
+    model: DQNModelConfig = field(default_factory=DQNModelConfig)
+    loss: DQNLossConfig = field(default_factory=DQNLossConfig)
+    value_estimator: ValueEstimatorConfig = field(default_factory=ValueEstimatorConfig)
+    optimizer: AdamConfig = field(default_factory=AdamConfig)
+    trainer: DQNTrainerConfig = field(default_factory=DQNTrainerConfig)
+    target_net_updater: HardUpdateConfig = field(default_factory=HardUpdateConfig)
+    anneal_lr: bool = False
+
+
 def _default_groups() -> list[Any]:
     return ["_self_", {"algo": "ppo"}, {"env": "gym"}, {"collector": "sync"}, {"logger": "csv"}]
 
@@ -283,7 +337,12 @@ class TrainConfig:
 
 
 #: The ``algo`` group's options.
-ALGO_CONFIGS: dict[str, type] = {"ppo": PPOAlgoConfig, "a2c": A2CAlgoConfig, "sac": SACAlgoConfig}
+ALGO_CONFIGS: dict[str, type] = {
+    "ppo": PPOAlgoConfig,
+    "a2c": A2CAlgoConfig,
+    "sac": SACAlgoConfig,
+    "dqn": DQNAlgoConfig,
+}
 #: The ``logger`` group's options.
 LOGGER_CONFIGS: dict[str, type] = {"csv": CSVLoggerConfig, "tensorboard": TensorboardLoggerConfig}
 

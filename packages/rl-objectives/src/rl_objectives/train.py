@@ -145,6 +145,7 @@ def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer
     env = instantiate(cfg.env)
     models = instantiate(algo.model)(env)
     policy = models.pop("policy")
+    exploration = models.pop("exploration", None)
     collector = instantiate(cfg.collector)(env, policy)
     loss = instantiate(algo.loss)(**models)
     estimator = {k: v for k, v in dict(algo.value_estimator).items() if v is not None}
@@ -176,6 +177,8 @@ def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer
             optimizer, start_factor=1.0, end_factor=0.0, total_iters=steps
         )
         LRSchedulerHook(schedule).register(trainer)
+    if exploration is not None:  # anneal epsilon by the frames collected
+        trainer.register_op("batch_process", lambda batch: exploration.step(batch.numel()))
     returns = EpisodeReturns(trainer, cfg.target_return)
     trainer.register_op("pre_steps_log", returns)
     trainer.register_module("episode_returns", returns)

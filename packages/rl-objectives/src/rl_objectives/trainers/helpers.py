@@ -6,11 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from tensordict.nn import NormalParamExtractor, TensorDictModule
+from tensordict.nn import NormalParamExtractor, TensorDictModule, TensorDictSequential
 
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, OBSERVATION
-from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal, ValueOperator
+from rl_core.modules import (
+    MLP,
+    EGreedyModule,
+    OneHotCategorical,
+    ProbabilisticActor,
+    QValueActor,
+    TanhNormal,
+    ValueOperator,
+)
 
 _ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU, "elu": torch.nn.ELU}
 
@@ -113,3 +121,43 @@ def make_sac_models(
         [OBSERVATION, ACTION],
     )
     return {"policy": actor, "actor_network": actor, "qvalue_network": qvalue}
+
+
+def make_dqn_models(
+    env: EnvBase,
+    *,
+    num_cells: int = 256,
+    depth: int = 2,
+    activation: str = "relu",
+    eps_init: float = 1.0,
+    eps_end: float = 0.05,
+    annealing_num_steps: int = 10_000,
+) -> dict[str, Any]:
+    """A Q-network MLP over the discrete actions (a ``QValueActor``) and an epsilon-greedy
+    exploration module after it.
+
+    Returns:
+        ``{"policy": actor then exploration, "value_network": actor, "exploration": module}``:
+        the collector runs the policy; ``exploration.step(frames)`` anneals epsilon (rl-train
+        calls it on every collected batch).
+
+    Raises:
+        TypeError: ``env`` is not an ``EnvBase``.
+        ValueError: continuous actions, an unknown activation, or no ``"observation"`` entry.
+    """
+    act = _check("make_dqn_models", env, activation)
+    if env.action_spec.dtype.is_floating_point:
+        raise ValueError(
+            "make_dqn_models: DQN needs discrete actions, got a floating action spec; use a "
+            "continuous-control algorithm (SAC) or discretise the actions."
+        )
+    obs_dim = env.observation_spec[OBSERVATION].shape[-1]
+    n_actions = env.action_spec.shape[-1]
+    net = MLP(obs_dim, n_actions, depth=depth, num_cells=num_cells, activation_class=act)
+    actor = QValueActor(net, in_keys=[OBSERVATION], spec=env.action_spec)
+    explore = EGreedyModule(
+        env.action_spec, eps_init=eps_init, eps_end=eps_end,
+        annealing_num_steps=annealing_num_steps,
+    )  # fmt: skip
+    policy = TensorDictSequential(actor, explore)
+    return {"policy": policy, "value_network": actor, "exploration": explore}
