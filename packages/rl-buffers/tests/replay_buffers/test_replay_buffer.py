@@ -432,3 +432,20 @@ def test_an_empty_index_of_list_storages_gives_no_item():
     assert buffer[torch.tensor([])] == []
     with pytest.raises(TypeError, match=r"expected integer positions, got torch\.float32"):
         buffer[[0.0]]
+
+
+def test_a_drop_last_sampler_needs_the_buffer_batch_size():
+    # TorchRL refuses it at construction: an epoch's last batch is dropped by a fixed size.
+    with pytest.raises(
+        ValueError, match="Samplers with drop_last=True must work with a predictable batch-size"
+    ):
+        ReplayBuffer(
+            storage=LazyTensorStorage(8), sampler=SamplerWithoutReplacement(drop_last=True)
+        )
+    buffer = ReplayBuffer(
+        storage=LazyTensorStorage(8),
+        sampler=SamplerWithoutReplacement(drop_last=True),
+        batch_size=3,
+    )
+    buffer.extend(torch.arange(7.0))
+    assert buffer.sample().shape == (3,)

@@ -65,7 +65,8 @@ class ReplayBuffer:
             once) is accepted.
 
     Raises:
-        ValueError: ``delayed_init`` other than False, ``prefetch`` without ``batch_size``,
+        ValueError: ``delayed_init`` other than False, a ``drop_last=True`` sampler or
+            ``prefetch`` without ``batch_size``,
             ``pin_memory`` without CUDA, a ``consume_after_n_samples`` the sampler
             contradicts, or (with a ``ConsumingSampler``) ``prefetch`` or an ``ndim > 1``
             storage.
@@ -116,6 +117,12 @@ class ReplayBuffer:
             collate_fn = stack_items if isinstance(self._storage, ListStorage) else None
         self._collate_fn = collate_fn
         self._batch_size = check_batch_size(name, batch_size) if batch_size is not None else None
+        if batch_size is None and getattr(self._sampler, "drop_last", False):
+            raise ValueError(
+                f"{name}: Samplers with drop_last=True must work with a predictable batch-size "
+                f"(TorchRL's words): {type(self._sampler).__name__}(drop_last=True) needs the "
+                f"buffer's batch_size=, got None. Pass batch_size= or drop_last=False."
+            )
         if prefetch is not None and (
             isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0
         ):
