@@ -449,3 +449,25 @@ def test_a_drop_last_sampler_needs_the_buffer_batch_size():
     )
     buffer.extend(torch.arange(7.0))
     assert buffer.sample().shape == (3,)
+
+
+@pytest.mark.parametrize(
+    ("storage", "collate_fn"),
+    [(lambda: LazyTensorStorage(12), None), (lambda: ListStorage(12), torch.stack)],
+    ids=["lazy_tensor", "list"],
+)
+def test_setitem_overwrites_items_in_place(storage, collate_fn):
+    buffer = ReplayBuffer(storage=storage(), collate_fn=collate_fn)
+    buffer.extend(TensorDict({"a": torch.arange(10)}, [10]))
+    buffer[3:5] = TensorDict({"a": torch.tensor([-1, -2])}, [2])
+    buffer[torch.tensor([7, 0])] = TensorDict({"a": torch.tensor([-7, -10])}, [2])
+    buffer[-1] = TensorDict({"a": torch.tensor(-9)}, [])
+    assert buffer[:]["a"].tolist() == [-10, 1, 2, -1, -2, 5, 6, -7, 8, -9]
+    assert len(buffer) == 10
+    assert buffer.writer._cursor == 10  # the next extend goes on after the last item
+    buffer.extend(TensorDict({"a": torch.tensor([10])}, [1]))
+    assert buffer[-1]["a"].item() == 10
+    with pytest.raises(IndexError):
+        buffer[11] = TensorDict({"a": torch.tensor(0)}, [])
+    with pytest.raises(TypeError, match="expected positions of whole items, got 'a'"):
+        buffer["a"] = torch.zeros(11)

@@ -45,3 +45,10 @@ def test_without_a_name_the_storage_is_named():
 def test_dataset_name_must_be_a_string():
     with pytest.raises(TypeError, match="expected dataset to be a str"):
         ImmutableDatasetWriter(3)
+
+
+def test_setitem_is_refused_too():
+    buffer = _buffer(ImmutableDatasetWriter("demo"))
+    with pytest.raises(RuntimeError, match="demo is a read-only dataset: write_at refused"):
+        buffer[0:2] = TensorDict({"obs": torch.zeros(2)}, [2])
+    assert buffer[:]["obs"].tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -262,6 +262,56 @@ class ReplayBuffer:
         return data
 
     # ---------------------------------------------------------------- writes
+    def __setitem__(self, index: Any, data: Any) -> None:
+        """Overwrites stored items by position (TorchRL's ``buffer[index] = data``).
+
+        ``index`` is read as :meth:`__getitem__` reads it (an int, a slice, a list or tensor
+        of ints, a boolean mask over the stored items); ``data`` holds one item per
+        position (one item for an int), inverse-transformed as ``extend`` does. The items
+        go through the writer's ``write_at``: the length and the writer's cursor stay as
+        they are, and the sampler is told those items were rewritten.
+
+        Raises:
+            IndexError: a position is outside ``[-len, len)``.
+            TypeError: ``index`` names entries (write whole items), the storage has
+                ``ndim > 1``, or the writer cannot write at chosen rows (no ``write_at``).
+            RuntimeError: the writer refuses writes (an :class:`ImmutableDatasetWriter`).
+
+        Examples:
+            >>> import torch
+            >>> from rl_buffers import LazyTensorStorage, ReplayBuffer
+            >>> buffer = ReplayBuffer(storage=LazyTensorStorage(10))
+            >>> _ = buffer.extend(torch.arange(5.0))
+            >>> buffer[1:3] = torch.zeros(2)
+            >>> buffer[-1] = torch.tensor(9.0)
+            >>> buffer[:].tolist(), len(buffer)
+            ([0.0, 0.0, 0.0, 3.0, 9.0], 5)
+        """
+        name = f"{type(self).__name__}[...] ="
+        if isinstance(index, str) or (isinstance(index, tuple) and index):
+            raise TypeError(
+                f"{name}: expected positions of whole items, got {index!r}. Read the items "
+                f"(buffer[idx]), change the entry and write them back (buffer[idx] = items)."
+            )
+        write_at = getattr(self._writer, "write_at", None)
+        if write_at is None:
+            raise TypeError(
+                f"{name}: the writer {type(self._writer).__name__} cannot write at chosen "
+                f"positions (it has no write_at); use a RoundRobinWriter."
+            )
+        if self._storage.ndim != 1:
+            raise TypeError(
+                f"{name}: positions are items, and this storage has ndim="
+                f"{self._storage.ndim} (rows of several items); write rows with extend."
+            )
+        data = self._before_write(data)
+        with self._lock:
+            positions = self._storage._positions(index)
+            rows = write_at(positions, data)
+            self._sampler.extend(rows)
+            if self._mark_update is not None:
+                self._mark_update(rows, storage=self._storage)
+
     def _before_write(self, data: Any) -> Any:
         if len(self._transforms) and self._transform.has_inverse:
             data = self._transform.inv(data)
