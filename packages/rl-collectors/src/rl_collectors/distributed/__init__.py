@@ -4,6 +4,7 @@ local processes or submitit jobs (extra ``rl-collectors[submitit]``)."""
 
 from rl_collectors.distributed.default_configs import DEFAULT_SLURM_CONF, DEFAULT_SLURM_CONF_MAIN
 from rl_collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
+from rl_collectors.distributed.launcher import submitit_delayed_launcher
 from rl_collectors.distributed.ray_collector import RayCollector
 from rl_collectors.distributed.sync import DistributedSyncCollector
 
@@ -14,4 +15,5 @@ __all__ = [
     "DistributedWeightUpdater",
     "DEFAULT_SLURM_CONF",
     "DEFAULT_SLURM_CONF_MAIN",
+    "submitit_delayed_launcher",
 ]
