@@ -17,7 +17,7 @@ from omegaconf.errors import ConfigKeyError, ValidationError
 from rl_core.testing import CountingEnv
 from rl_objectives import ClipPPOLoss
 from rl_objectives.configs import PPOAlgoConfig, TrainConfig, register_configs
-from rl_objectives.train import check_groups, register_all_configs
+from rl_objectives.train import check_groups, recipe_groups, register_all_configs
 from rl_objectives.trainers import PPOTrainer
 
 
@@ -84,3 +84,12 @@ def test_a_missing_package_is_named_with_its_install_line():
         check_groups(
             ["replay_buffer=tensordict"], repo={**store, "env": {"x": 1}, "collector": {"x": 1}}
         )
+
+
+def test_a_recipe_needing_a_missing_package_is_named_with_its_install_line():
+    assert recipe_groups(["--config-name", "dqn_cartpole"]) == {"replay_buffer", "algo"}
+    assert recipe_groups(["--config-name=ppo_cartpole"]) == set()
+    store = {"algo": {"x": 1}, "logger": {"x": 1}, "env": {"x": 1}, "collector": {"x": 1}}
+    with pytest.raises(SystemExit, match=r'pip install "rl-buffers\[hydra\]"'):
+        check_groups(["--config-name", "sac_pendulum"], repo=store)
+    check_groups(["--config-name", "ppo_cartpole"], repo=store)  # needs no buffer

@@ -54,6 +54,35 @@ def register_all_configs() -> list[str]:
     return names
 
 
+def recipe_groups(argv: list[str]) -> set[str]:
+    """The config groups that the shipped recipe named by ``--config-name``/``-cn`` selects in
+    its defaults list (none for another config)."""
+    name = None
+    for i, arg in enumerate(argv):
+        if arg in ("--config-name", "-cn") and i + 1 < len(argv):
+            name = argv[i + 1]
+        elif arg.startswith("--config-name="):
+            name = arg.split("=", 1)[1]
+    if name is None:
+        return set()
+    from importlib.resources import files
+
+    recipe = files("rl_objectives.recipes") / f"{name}.yaml"
+    if not recipe.is_file():
+        return set()
+    from omegaconf import OmegaConf
+
+    groups = set()
+    for entry in OmegaConf.create(recipe.read_text()).get("defaults", []):
+        if isinstance(entry, str) or not hasattr(entry, "keys"):
+            continue
+        for key in entry.keys():
+            group = str(key).removeprefix("override ").strip().lstrip("/").split("@")[0]
+            if group in GROUP_PACKAGES:
+                groups.add(group)
+    return groups
+
+
 def check_groups(argv: list[str], repo: dict[str, Any] | None = None) -> None:
     """Exits with the install line when a group the run needs (the default ones and those
     ``argv`` selects) has no configs in ``repo`` (default: Hydra's ``ConfigStore``): its
@@ -62,7 +91,7 @@ def check_groups(argv: list[str], repo: dict[str, Any] | None = None) -> None:
         from hydra.core.config_store import ConfigStore
 
         repo = ConfigStore.instance().repo
-    wanted = set(DEFAULT_GROUPS)
+    wanted = set(DEFAULT_GROUPS) | recipe_groups(argv)
     for arg in argv:
         key = arg.lstrip("+~").split("=", 1)[0]
         if "=" in arg and key in GROUP_PACKAGES:
