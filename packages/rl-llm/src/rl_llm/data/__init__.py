@@ -7,9 +7,11 @@ from rl_llm.data.infinite import create_infinite_iterator
 from rl_llm.data.kl_controllers import AdaptiveKLController, ConstantKLController, KLControllerBase
 from rl_llm.data.log_probs import LogProbs
 from rl_llm.data.masks import Masks
+from rl_llm.data.prompt_data import PromptData
 from rl_llm.data.prompt_group_sampler import PromptGroupSampler
 from rl_llm.data.reward import PairwiseDataset, RewardData
 from rl_llm.data.text import Text
+from rl_llm.data.tokenizers import PromptTensorDictTokenizer, TensorDictTokenizer
 from rl_llm.data.tokens import Tokens
 from rl_llm.data.topk import TopKRewardSelector
 from rl_llm.data.utils import as_nested_tensor, as_padded_tensor
@@ -34,4 +36,7 @@ __all__ = [
     "PairwiseDataset",
     "TopKRewardSelector",
     "create_infinite_iterator",
+    "TensorDictTokenizer",
+    "PromptTensorDictTokenizer",
+    "PromptData",
 ]
