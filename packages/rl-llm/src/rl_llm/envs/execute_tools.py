@@ -181,8 +181,15 @@ class ExecuteToolsInOrder(Transform):
             )
         if not calls:
             return None
+        if not isinstance(calls, (list, tuple)):
+            return f"error: the tool parser returned {type(calls).__name__} calls, not a list"
         lines = []
         for k, call in enumerate(calls, 1):
+            if not isinstance(call, ToolCall):
+                lines.append(
+                    f"[{k}] ?: error: the parser gave a {type(call).__name__}, not a ToolCall"
+                )
+                continue
             text, ok = self.run_call(call, state)
             label = call.tool if call.tag is None else f"{call.tool} (tag {call.tag})"
             lines.append(f"[{k}] {label}: {_cut(text, self.max_output_chars)}")
