@@ -7,7 +7,7 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
 from rl_core.specs import OneHot
-from rl_objectives import DistributionalDQNLoss
+from rl_objectives import DistributionalDQNLoss, ValueEstimators
 from rl_objectives.modules import DistributionalQValueActor
 
 ATOMS, N_ACT, OBS, B = 7, 3, 4, 6
@@ -101,3 +101,31 @@ def test_distributional_dqn_reads_the_support_of_a_distributional_actor():
     assert torch.equal(loss.support, support)
     with pytest.raises(TypeError, match=r"DistributionalDQNLoss: expected support= .* got neither"):
         DistributionalDQNLoss(TensorDictModule(Net(), ["observation"], ["action_value"]), 0.9)
+
+
+def test_distributional_dqn_takes_td0_alone():
+    # TorchRL: TD0 is the one estimator of DistributionalDQNLoss; others raise NotImplementedError
+    support = torch.linspace(-2.0, 3.0, ATOMS)
+    torch.manual_seed(0)
+    net = TensorDictModule(Net(), ["observation"], ["action_value"])
+    loss = DistributionalDQNLoss(net, 0.9, support=support, delay_value=False)
+    assert loss.make_value_estimator(ValueEstimators.TD0, gamma=0.5) is loss
+    assert loss.gamma == 0.5
+    ref = DistributionalDQNLoss(net, 0.5, support=support, delay_value=False)
+    g = torch.Generator().manual_seed(1)
+    td = TensorDict(
+        observation=torch.randn(B, OBS, generator=g),
+        action=torch.randint(N_ACT, (B,), generator=g),
+        next=TensorDict(
+            observation=torch.randn(B, OBS, generator=g),
+            reward=torch.randn(B, 1, generator=g),
+            done=torch.zeros(B, 1, dtype=torch.bool),
+            terminated=torch.zeros(B, 1, dtype=torch.bool),
+            batch_size=[B],
+        ),
+        batch_size=[B],
+    )
+    torch.testing.assert_close(loss(td.clone())["loss"], ref(td.clone())["loss"])
+    for kind in (ValueEstimators.GAE, ValueEstimators.TD1, ValueEstimators.TDLambda):
+        with pytest.raises(NotImplementedError, match=r"expected one of \['TD0'\]"):
+            loss.make_value_estimator(kind)

@@ -11,6 +11,7 @@ from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
 from rl_objectives.losses import _common as C
+from rl_objectives.utils import ValueEstimators
 
 __all__ = ["DistributionalDQNLoss"]
 
@@ -42,14 +43,15 @@ def project_distribution(
     return out
 
 
-class DistributionalDQNLoss(LossModule):
+class DistributionalDQNLoss(C.EstimatorChoice, LossModule):
     """C51 (Bellemare et al., 2017): cross-entropy to the projected Bellman target distribution.
 
     The network writes ``action_value`` as log-probabilities over the atoms of ``support`` for
     every action, ``[*B, atoms, n_actions]`` (log-softmax over the atom dim). The next action
     is greedy in the target network's mean values; the target ``r + gamma * (1 - terminated) *
     Z'`` is projected onto the support; ``loss = -mean(sum_atoms m * log p(s, a_data))``.
-    Only this one-step target is built (no ``make_value_estimator``).
+    Only this one-step target is built: ``make_value_estimator`` takes TD(0) alone (its
+    ``gamma`` becomes the loss's discount), as TorchRL's.
 
     Args:
         value_network: a TensorDict module writing ``action_value`` as above.
@@ -131,6 +133,12 @@ class DistributionalDQNLoss(LossModule):
         self.delay_value = delay_value
         self.register_buffer("support", support.detach().clone())
         self.reduction = C.check_reduction(owner, reduction)
+
+    def _make_value_estimator(self, value_type: object, **hyperparams: object) -> object:
+        allowed = (ValueEstimators.TD0,)
+        estimator = C.build_estimator(self, value_type, dict(hyperparams), None, allowed=allowed)
+        self.gamma = float(estimator.gamma)  # the projection below discounts with it
+        return estimator
 
     def _log_probs(self, td: TensorDictBase, *, target: bool) -> torch.Tensor:
         with self.use_network("value_network", target=target) as net:
