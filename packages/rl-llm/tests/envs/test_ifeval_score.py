@@ -34,3 +34,28 @@ def test_strict_and_loose_scores_by_hand():
     assert batch.prompt_level_loose_acc.tolist() == [True, False]
     with pytest.raises(ValueError, match="unknown instruction id 'made:up'"):
         IFEvalScoreData.from_reply("x", ["made:up"], [{}])
+
+
+def test_ifeval_data_rows_round_trip_into_the_env_and_score():
+    from rl_llm.envs import IFEvalData, IFEvalEnv
+
+    item = {
+        "key": 3,
+        "prompt": "Answer in lowercase, ending with 'bye.'",
+        "instruction_id_list": ["change_case:english_lowercase", "startend:end_checker"],
+        "kwargs": [{}, {"end_phrase": "bye."}],
+    }
+    row = IFEvalData.from_item(item)
+    assert row.to_item() == item
+    env = IFEvalEnv([row.to_item()], batch_size=(1,))
+    assert env.reset()["history"].prompt[0, -1].content == item["prompt"]
+    with pytest.raises(ValueError, match="expected a response to score, got None"):
+        row.score()
+    row.response = "Sure:\nok bye."
+    score = row.score()
+    assert score.prompt_level_strict_acc.item() is False
+    assert score.prompt_level_loose_acc.item() is True
+    with pytest.raises(ValueError, match="unknown instruction id 'made:up'"):
+        IFEvalData.from_item({"prompt": "x", "instruction_id_list": ["made:up"], "kwargs": [{}]})
+    with pytest.raises(ValueError, match="expected an item with 'prompt'"):
+        IFEvalData.from_item({"instruction_id_list": []})

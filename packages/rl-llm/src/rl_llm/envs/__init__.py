@@ -16,6 +16,7 @@ from rl_llm.envs.gsm8k import (
 )
 from rl_llm.envs.gsm8k_prepare import GSM8KPrepareQuestion
 from rl_llm.envs.ifeval import IFEvalEnv, IfEvalScorer
+from rl_llm.envs.ifeval_data import IFEvalData
 from rl_llm.envs.ifeval_score import IFEvalScoreData
 from rl_llm.envs.incremental_tokenizer import IncrementalTokenizer
 from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
@@ -82,4 +83,5 @@ __all__ = [
     "GSM8KRewardParser",
     "GSM8KPrepareQuestion",
     "IFEvalScoreData",
+    "IFEvalData",
 ]
