@@ -42,5 +42,5 @@ def test_hard_update_counter_is_saved_and_restored(tiny):
     assert other.target_params_updater.counter == 3
     with pytest.raises(KeyError, match="the state lacks 'counter'"):
         other.load_state_dict({})
-    with pytest.raises(TypeError, match=r"expected an rl_core\.objectives\.TargetNetUpdater"):
+    with pytest.raises(TypeError, match=r"expected an rl_objectives\.TargetNetUpdater"):
         TargetNetUpdaterHook(loss)
