@@ -151,3 +151,28 @@ def test_inference_wrapper_rejects_unstacked_inputs():
     )
     with pytest.raises(ValueError, match="Stack a context window first"):
         wrapper(td)
+
+
+def test_inference_wrapper_reads_the_action_at_out_action():
+    # TorchRL's test: a policy writing its action under another key is refused until the
+    # wrapper is told where (set_tensor_keys(out_action=...))
+    torch.manual_seed(0)
+    key = ("nested", "action")
+    actor = DTActor(3, 2, transformer_config=TINY).double().eval()
+    policy = TensorDictModule(actor, ["observation", key, "return_to_go"], [key])
+    wrapper = DecisionTransformerInferenceWrapper(policy, inference_context=3)
+    obs, act, rtg = _inputs(4, steps=7)
+    td = TensorDict({"observation": obs, key: act, "return_to_go": rtg}, batch_size=[4])
+    with pytest.raises(ValueError, match=r"The value of out_action_key \('action'\) must be"):
+        wrapper(td)
+    with pytest.raises(ValueError, match=r"out_action_key \('nope'\)"):
+        wrapper.set_tensor_keys(out_action="nope")
+    assert wrapper.out_action_key == "action"  # unchanged by the refused call
+    wrapper.set_tensor_keys(action=key, out_action=key)
+    assert wrapper.out_keys == sorted([key, "observation", "return_to_go"], key=str)
+    out = wrapper(td)
+    shifted = torch.zeros_like(act)
+    shifted[:, :-1] = act[:, 1:]
+    mask = torch.zeros(7, 1, dtype=torch.float64)
+    mask[-3:] = 1.0
+    torch.testing.assert_close(out[key], actor(obs * mask, shifted * mask, rtg * mask)[:, -1])

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 from tensordict.nn import TensorDictModuleBase
+from tensordict.utils import unravel_key
 
 from rl_core import keys as K
 from rl_core.keys import NestedKey
@@ -41,9 +42,13 @@ class DecisionTransformerInferenceWrapper(TensorDictModuleBase):
         spec: the action spec, kept as ``self.spec``. Defaults to the policy's.
         device: accepted for TorchRL compatibility; the policy's device is used.
 
+    The action the policy writes is read at ``out_action`` (``"action"`` unless renamed with
+    :meth:`set_tensor_keys`), which must be one of the policy's ``out_keys``: a policy that
+    writes its action elsewhere is refused at its first call, as in TorchRL.
+
     Raises:
-        ValueError: ``inference_context`` is not positive, or the inputs are not
-            ``[*B, T, F]`` sequences of one length.
+        ValueError: ``inference_context`` is not positive, the policy does not write
+            ``out_action``, or the inputs are not ``[*B, T, F]`` sequences of one length.
 
     Examples:
         >>> import torch
@@ -80,13 +85,24 @@ class DecisionTransformerInferenceWrapper(TensorDictModuleBase):
         self.device = device
         self.observation_key: NestedKey = K.OBSERVATION
         self.action_key: NestedKey = K.ACTION
+        self.out_action_key: NestedKey = K.ACTION
         self.return_to_go_key: NestedKey = RETURN_TO_GO
         self._sync_keys()
 
     def _sync_keys(self) -> None:
         self.in_keys = [self.observation_key, self.action_key, self.return_to_go_key]
-        extra = [k for k in getattr(self.td_module, "out_keys", []) if k not in self.in_keys]
-        self.out_keys = [*self.in_keys, *extra]
+        written = [unravel_key(k) for k in getattr(self.td_module, "out_keys", [])]
+        # TorchRL's order: the policy's outputs and the three inputs, sorted by name
+        self.out_keys = sorted({*written, *map(unravel_key, self.in_keys)}, key=str)
+
+    def _check_out_action(self) -> None:
+        written = [unravel_key(k) for k in getattr(self.td_module, "out_keys", [])]
+        if unravel_key(self.out_action_key) not in written:
+            raise ValueError(
+                f"DecisionTransformerInferenceWrapper: The value of out_action_key "
+                f"({self.out_action_key!r}) must be one of the policy's out_keys ({written}). "
+                f"Set it with set_tensor_keys(out_action=...)."
+            )
 
     def set_tensor_keys(
         self,
@@ -94,14 +110,27 @@ class DecisionTransformerInferenceWrapper(TensorDictModuleBase):
         observation: NestedKey | None = None,
         action: NestedKey | None = None,
         return_to_go: NestedKey | None = None,
+        out_action: NestedKey | None = None,
     ) -> DecisionTransformerInferenceWrapper:
-        """Renames the entries read and written (the policy must use the same names)."""
+        """Renames the entries read (``observation``, ``action``, ``return_to_go``: the
+        policy's inputs) and the policy's action output (``out_action``).
+
+        Raises:
+            ValueError: the policy does not write ``out_action``.
+        """
         if observation is not None:
             self.observation_key = observation
         if action is not None:
             self.action_key = action
         if return_to_go is not None:
             self.return_to_go_key = return_to_go
+        if out_action is not None:
+            previous, self.out_action_key = self.out_action_key, out_action
+            try:
+                self._check_out_action()
+            except ValueError:
+                self.out_action_key = previous
+                raise
         self._sync_keys()
         return self
 
@@ -130,11 +159,14 @@ class DecisionTransformerInferenceWrapper(TensorDictModuleBase):
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns a copy of ``tensordict`` with the last predicted action and return-to-go."""
+        self._check_out_action()
         out = self.td_module(self._masked(tensordict))
         result = tensordict.copy()
-        for key in self.out_keys[3:]:
-            result.set(key, out.get(key))
-        result.set(self.action_key, out.get(self.action_key)[..., -1, :])
+        inputs = set(map(unravel_key, self.in_keys))
+        for key in self.out_keys:
+            if key not in inputs:
+                result.set(key, out.get(key))
+        result.set(self.out_action_key, out.get(self.out_action_key)[..., -1, :])
         result.set(self.return_to_go_key, tensordict.get(self.return_to_go_key)[..., -1, :])
         return result
 
