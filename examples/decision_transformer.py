@@ -149,7 +149,7 @@ from tensordict.nn import InteractionType, TensorDictModule, set_interaction_typ
 from tqdm import tqdm
 
 from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
-from rl_core.modules import ProbabilisticActor, TanhNormal
+from rl_core.modules import ProbabilisticActor, TanhDelta, TanhNormal
 from rl_envs import PendulumEnv
 from rl_objectives import DTLoss, OnlineDTLoss
 from rl_objectives.loggers import get_logger
@@ -294,8 +294,9 @@ def evaluate(cfg: Config, wrapper: DecisionTransformerInferenceWrapper) -> float
 
 
 def make_policy(cfg: Config, obs_dim: int) -> tuple[torch.nn.Module, TensorDictModule]:
-    """The actor network and its TensorDict policy: a ``DTActor`` writing ``action``, or with
-    ``--online`` an ``OnlineDTActor`` writing ``loc``/``scale`` for a ``TanhNormal``."""
+    """The actor network and its TensorDict policy: a ``DTActor`` whose unbounded output a
+    ``TanhDelta`` squashes into the action, or with ``--online`` an ``OnlineDTActor``
+    writing ``loc``/``scale`` for a ``TanhNormal``."""
     config = {
         "n_embd": cfg.n_embd,
         "n_layer": cfg.n_layer,
@@ -307,7 +308,8 @@ def make_policy(cfg: Config, obs_dim: int) -> tuple[torch.nn.Module, TensorDictM
     }
     if not cfg.online:
         actor = DTActor(obs_dim, 1, transformer_config=config)
-        return actor, TensorDictModule(actor, IN_KEYS, ["action"])
+        params = TensorDictModule(actor, IN_KEYS, ["param"])
+        return actor, ProbabilisticActor(params, ["param"], distribution_class=TanhDelta)
     actor = OnlineDTActor(obs_dim, 1, transformer_config=config)
     params = TensorDictModule(actor, IN_KEYS, ["loc", "scale"])
     return actor, ProbabilisticActor(params, ["loc", "scale"], distribution_class=TanhNormal)
