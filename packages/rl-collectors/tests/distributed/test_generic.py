@@ -195,3 +195,29 @@ def test_bad_arguments():
         DistributedSyncCollector([make, make], None, frames_per_batch=7)
     with pytest.raises(ValueError, match="expected backend 'gloo' or 'nccl', got 'mpi'"):
         DistributedCollector([make], None, frames_per_batch=8, backend="mpi")
+
+
+def test_a_restarted_trainer_goes_on_from_its_checkpoint_with_fresh_nodes(tmp_path):
+    weights = torch.randn(3, generator=torch.Generator().manual_seed(5))
+    first = DistributedCollector([make, make], probe_policy(), frames_per_batch=8, sync=True)
+    try:
+        first.next()
+        first.update_policy_weights_(TensorDict({"module": {"w": weights}}, []))
+        first.next()
+        torch.save(first.state_dict(), tmp_path / "trainer.pt")
+    finally:
+        first.shutdown()
+    assert_released(first)
+    # A new trainer process would build its policy afresh (zeros here) and new nodes.
+    second = DistributedCollector([make, make], probe_policy(), frames_per_batch=8, sync=True)
+    try:
+        second.load_state_dict(torch.load(tmp_path / "trainer.pt"))
+        batch = second.next()
+        assert (batch["collector", "policy_version"] == 1).all()
+        assert torch.equal(batch["probe"], weights.expand(*batch.shape, 3))
+        assert second._frames == 24
+        second.update_policy_weights_()
+        assert (second.next()["collector", "policy_version"] == 2).all()
+    finally:
+        second.shutdown()
+    assert_released(second)

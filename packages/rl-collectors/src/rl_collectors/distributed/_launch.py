@@ -5,6 +5,7 @@ says whether it is gone and stops it."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 from typing import Any
@@ -77,6 +78,9 @@ def start_nodes(
 ) -> list[Any]:
     """One handle per node: ``args[i]`` are ``node_main``'s arguments for node ``i``."""
     if launcher == "mp":
+        # Garbage of earlier collectors (process groups with threads) is destroyed here, where
+        # its threads live, before a forked node inherits it (the node freezes what it got).
+        gc.collect()
         context = multiprocessing.get_context(start_method)
         return [ProcessNode(context, a) for a in args]
     submitit = import_submitit(where)

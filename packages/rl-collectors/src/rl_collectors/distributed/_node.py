@@ -9,6 +9,7 @@ the store (``error/<rank>``) before the node exits, so the trainer reports it by
 from __future__ import annotations
 
 import contextlib
+import gc
 import pickle
 import traceback
 from typing import Any
@@ -42,6 +43,10 @@ def node_main(
     config: dict[str, Any] | None = None,
 ) -> None:
     """Runs collector node ``rank`` (1..world_size-1) until the trainer closes it."""
+    # A forked node inherits the trainer's objects, among them garbage process groups of
+    # earlier collectors: collecting them here would run destructors that join threads this
+    # process does not have, and hang. The node never collects what it inherited.
+    gc.freeze()
     store = _wire.make_store(host, port, world_size, False, timeout)
     collector = None
     try:

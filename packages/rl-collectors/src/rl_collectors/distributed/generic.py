@@ -247,7 +247,11 @@ class DistributedCollector(BaseCollector):
             deadline = time.monotonic() + timeout
             for i in range(n):
                 self._wait_key(f"ready/{i + 1}", i, deadline)
-            self._group = _wire.make_group(self._store, 0, world, backend, timeout)
+            try:
+                self._group = _wire.make_group(self._store, 0, world, backend, timeout)
+            except RuntimeError as err:
+                # A node that failed right after joining closes its end under our feet.
+                self._fail(self._why(0, err))
         except BaseException:
             self._stop(graceful=False)
             raise
@@ -437,14 +441,18 @@ class DistributedCollector(BaseCollector):
             raise RuntimeError(f"{type(self).__name__}.{what}: the collector was shut down.")
 
     def update_policy_weights_(self, weights: Any = None, *, worker_ids: Any = None) -> None:
-        """Sends the policy's weights to every node (or ``worker_ids``); ``weights`` (a
-        TensorDict or state dict) is loaded into the policy first. A node that is gone
-        raises, naming it, instead of blocking."""
+        """Sends the policy's weights to every node (or ``worker_ids``) as the next version;
+        ``weights`` (a TensorDict or state dict) is loaded into the policy first. A node that
+        is gone raises, naming it, instead of blocking."""
         self._check_open("update_policy_weights_")
+        self.policy_version += 1
+        self._push(weights, worker_ids)
+
+    def _push(self, weights: Any, worker_ids: Any) -> None:
+        """Sends the weights, tagged with ``policy_version``."""
         gone = self._any_gone()
         if gone is not None:
             self._fail(gone)
-        self.policy_version += 1
         if self.weight_sync_schemes:
             if weights is not None and isinstance(self.policy, nn.Module):
                 _load(self.policy, weights)
@@ -459,6 +467,40 @@ class DistributedCollector(BaseCollector):
                 f"{type(self).__name__}.update_policy_weights_: the policy has no weights."
             )
         self.weight_updater.push_weights(weights, worker_ids=worker_ids)
+
+    def state_dict(self) -> dict[str, Any]:
+        """What a restarted trainer needs to go on with fresh nodes: the frame and batch
+        counters, the policy version and the policy's state dict (the nodes' envs are not
+        saved: fresh nodes start new episodes)."""
+        policy = self.policy
+        return {
+            "frames": self._frames,
+            "iter": self._iter,
+            "policy_version": self.policy_version,
+            "policy_state_dict": policy.state_dict() if isinstance(policy, nn.Module) else None,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restores ``state_dict()``'s counters and policy, and sends the policy to the nodes
+        under the saved version: the batches of this collector's (fresh) nodes go on from
+        the checkpoint."""
+        self._check_open("load_state_dict")
+        missing = {"frames", "iter", "policy_version", "policy_state_dict"} - set(state)
+        if missing:
+            raise KeyError(
+                f"{type(self).__name__}.load_state_dict: expected the keys of state_dict(), "
+                f"missing {sorted(missing)}."
+            )
+        self._frames, self._iter = state["frames"], state["iter"]
+        self.policy_version = state["policy_version"]
+        if state["policy_state_dict"] is not None:
+            if not isinstance(self.policy, nn.Module):
+                raise TypeError(
+                    f"{type(self).__name__}.load_state_dict: the state holds policy weights "
+                    f"but this collector's policy is a {type(self.policy).__name__}."
+                )
+            self.policy.load_state_dict(state["policy_state_dict"])
+            self._push(None, None)
 
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seeds node ``i``'s env and torch RNG with the seed the previous node returned
