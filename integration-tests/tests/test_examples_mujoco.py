@@ -44,8 +44,12 @@ def test_sac_mujoco_example_runs_on_dm_control(load_example, tmp_path):
     assert 0 <= result["random_return"] <= 1000
 
 
-def test_sac_mujoco_example_rejects_a_dm_control_name_without_a_task(load_example, tmp_path):
+def test_sac_mujoco_example_rejects_a_dm_control_name_without_a_task(
+    load_example, tmp_path, capsys
+):
     sac = load_example("sac_mujoco")
-    cfg = sac.parse_config(_flags("--env-name cartpole", tmp_path))
-    with pytest.raises(SystemExit, match="expected --env-name <domain>-<task>"):
-        sac.make_env(cfg, 1, 0)
+    # Refused while the command line is read, before anything is built.
+    with pytest.raises(SystemExit) as exit_info:
+        sac.parse_config(_flags("--env-name cartpole", tmp_path))
+    assert exit_info.value.code == 2
+    assert "<domain>-<task> with suite dm_control" in capsys.readouterr().err

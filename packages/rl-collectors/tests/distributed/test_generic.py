@@ -98,7 +98,8 @@ def test_async_collector_gives_each_nodes_frames_in_order():
     finally:
         collector.shutdown()
     assert len(batches) == 6
-    expected = local_batches([10, 11, 12], policy, 8, 3)
+    # Nodes run at their own pace: a fast node may deliver any share of the 6 batches.
+    expected = local_batches([10, 11, 12], policy, 8, 6)
     # Trajectory ids say which node a batch came from (id * 3 + node).
     seen = [0, 0, 0]
     for batch in batches:
