@@ -70,8 +70,9 @@ class DistributedWeightUpdater(WeightUpdaterBase):
         if self._packer is None:
             self._packer = _wire.Packer.of(full)
         collector._order(worker_id, _wire.UPDATE, collector.policy_version)
+        packed = self._packer.pack(full)
         collector._watch(
-            collector._group.send([self._packer.pack(full)], worker_id + 1, 1), worker_id
+            functools.partial(collector._group.send, [packed], worker_id + 1, 1), worker_id
         )
 
 
@@ -299,11 +300,14 @@ class DistributedCollector(BaseCollector):
         """``work.wait()`` in a helper thread (gloo completes point-to-point work in it)."""
         return self._pool.submit(work.wait)
 
-    def _watch(self, work: Any | Future, i: int) -> None:
+    def _watch(self, work: Any | Future | Callable[[], Any], i: int) -> None:
         """Waits for a transfer with node ``i``, raising (naming the node) if any node is
-        gone or the transfer failed."""
-        done = work if isinstance(work, Future) else self._start(work)
+        gone or the transfer failed. ``work`` may be a function that starts the transfer:
+        gloo can refuse to start one with a node that just closed its end."""
         try:
+            if callable(work) and not isinstance(work, Future):
+                work = work()
+            done = work if isinstance(work, Future) else self._start(work)
             _wire.wait_for(done, self._tick)
         except RuntimeError as err:
             self._fail(self._why(i, err))
@@ -334,7 +338,7 @@ class DistributedCollector(BaseCollector):
 
     def _order(self, i: int, code: int, argument: int = 0) -> None:
         self._check_open("command")
-        self._watch(_wire.command(self._group, i + 1, code, argument), i)
+        self._watch(functools.partial(_wire.command, self._group, i + 1, code, argument), i)
 
     def _post_batch(self, i: int) -> tuple[Future, torch.Tensor] | None:
         """Posts the receive of node ``i``'s batch once its layout is known."""
@@ -509,7 +513,7 @@ class DistributedCollector(BaseCollector):
         for i in range(self.num_nodes):
             self._order(i, _wire.SEED, seed)
             answer = torch.zeros(1, dtype=torch.int64)
-            self._watch(self._group.recv([answer], i + 1, 0), i)
+            self._watch(functools.partial(self._group.recv, [answer], i + 1, 0), i)
             if not static_seed:
                 seed = int(answer)
         return seed
@@ -519,7 +523,10 @@ class DistributedCollector(BaseCollector):
         self._drain()
         for i in range(self.num_nodes):
             self._order(i, _wire.RESET)
-            self._watch(self._group.recv([torch.zeros(1, dtype=torch.int64)], i + 1, 0), i)
+            self._watch(
+                functools.partial(self._group.recv, [torch.zeros(1, dtype=torch.int64)], i + 1, 0),
+                i,
+            )
 
     def shutdown(self) -> None:
         """Closes every node (killing those that do not exit in time) and releases the
