@@ -18,10 +18,10 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import build_tensordict, get_leaf, set_leaf
 from rl_core.envs import StepPlan
 from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
-from rl_core._accel.td_access import build_tensordict, get_leaf, set_leaf
 from rl_envs._accel.gym_parts import GymPlanEnv, numpy_rows_apply, runs_own_steps
 from rl_envs._accel.gym_rollout import plan_random_rollout, random_rollout
 

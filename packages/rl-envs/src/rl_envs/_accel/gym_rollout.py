@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core._accel.td_access import entries_view
 from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import TensorSpec
-from rl_core._accel.td_access import entries_view
 from rl_envs._accel.gym_parts import GymPlanEnv, gym_parts, numpy_stepper
 
 # Actions drawn (and encoded) at once.

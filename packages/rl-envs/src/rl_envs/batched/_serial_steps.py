@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import TreeBuilder, entries_view, get_leaf, is_plain, leaf_paths
 from rl_core.envs import EnvBase
 from rl_core.keys import DONE
-from rl_core._accel.td_access import TreeBuilder, entries_view, get_leaf, is_plain, leaf_paths
 from rl_envs.batched._meta import Path, rows_to_reset
 
 if TYPE_CHECKING:

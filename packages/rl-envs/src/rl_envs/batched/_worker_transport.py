@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import TreeBuilder, get_leaf, set_leaf
 from rl_core.envs import EnvBase, spec_checks_enabled
 from rl_core.keys import DONE, NEXT
-from rl_core._accel.td_access import TreeBuilder, get_leaf, set_leaf
 from rl_envs._accel.seam import GymDirectStep, numpy_stepper
 from rl_envs.batched._meta import Path
 from rl_envs.batched._shared import SharedBuffers

@@ -11,9 +11,9 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import get_leaf
 from rl_core.envs import EnvBase, StepPlan
 from rl_core.keys import DONE
-from rl_core._accel.td_access import get_leaf
 from rl_envs.batched import _wire
 from rl_envs.batched._factories import as_env_factories
 from rl_envs.batched._meta import Path, rows_to_reset

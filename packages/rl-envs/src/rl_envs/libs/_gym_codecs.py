@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 
+from rl_core._accel.td_access import build_tensordict
 from rl_core.keys import ACTION
 from rl_core.specs import (
     Binary,
@@ -29,7 +30,6 @@ from rl_core.specs import (
     TensorSpec,
     Unbounded,
 )
-from rl_core._accel.td_access import build_tensordict
 from rl_envs.libs._gym_specs import discrete_start
 
 Decoder = Callable[[Any], Any]

@@ -25,8 +25,8 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
-from rl_core.keys import RESET, NestedKey
 from rl_core._accel.td_access import get_leaf
+from rl_core.keys import RESET, NestedKey
 
 
 def reset_mask(tensordict: TensorDictBase | None, num_envs: int) -> np.ndarray | None:

@@ -10,10 +10,10 @@ import numpy as np
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from rl_core._accel.td_access import build_tensordict
 from rl_core.envs import EnvBase, StepPlan
 from rl_core.keys import ACTION, DONE, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
-from rl_core._accel.td_access import build_tensordict
 from rl_envs._accel.seam import GymParts, GymStepPlan, register_gym_parts
 from rl_envs.libs._gym_codecs import make_encoder, require
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader, with_info_entries

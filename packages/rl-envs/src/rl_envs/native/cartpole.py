@@ -7,10 +7,10 @@ import math
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import build_tensordict
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, RESET, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Categorical, OneHot, Unbounded
-from rl_core._accel.td_access import build_tensordict
 
 # CartPole-v1 constants.
 GRAVITY = 9.8

@@ -7,10 +7,10 @@ import math
 import torch
 from tensordict import TensorDictBase
 
+from rl_core._accel.td_access import build_tensordict
 from rl_core.envs import EnvBase
 from rl_core.keys import ACTION, DONE, OBSERVATION, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Bounded, Composite, Unbounded
-from rl_core._accel.td_access import build_tensordict
 
 # State entries: the pendulum angle (0 is upright) and its angular velocity.
 TH = "th"

@@ -40,7 +40,9 @@ class PythonExecutorService:
         (True, '42\\n')
     """
 
-    schema_in: ClassVar[dict[str, str]] = {"code": "Python source (standard library only), run in a sandbox"}
+    schema_in: ClassVar[dict[str, str]] = {
+        "code": "Python source (standard library only), run in a sandbox"
+    }
     schema_out: ClassVar[dict[str, str]] = {
         "success": "bool: exited with 0 in time",
         "stdout": "str",
