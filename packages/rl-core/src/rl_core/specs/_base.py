@@ -280,7 +280,13 @@ class TensorSpec(ABC):
 
     @abstractmethod
     def rand(self, shape: ShapeLike = ()) -> Any:
-        """Samples a value of shape ``(*shape, *self.shape)`` from the space."""
+        """Samples a value of shape ``(*shape, *self.shape)`` from the space.
+
+        Each spec's own docstring says how it samples (uniformly, among valid choices...).
+
+        Args:
+            shape: leading dims to prepend. Defaults to ``()``.
+        """
 
     @abstractmethod
     def zero(self, shape: ShapeLike = ()) -> Any:
@@ -329,7 +335,18 @@ class TensorSpec(ABC):
 
     @abstractmethod
     def project(self, value: Any) -> Any:
-        """Maps ``value`` into the space (clamp, round, argmax...)."""
+        """Maps ``value`` into the space (clamp, round, argmax...).
+
+        Args:
+            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
+                ``(*batch, *self.shape)`` (projected element by element).
+
+        Returns:
+            A value of the spec's dtype that :meth:`is_in` accepts.
+
+        Raises:
+            ValueError: the shape does not end with ``self.shape``.
+        """
 
     @abstractmethod
     def encode(self, value: Any, *, ignore_device: bool = False) -> Any:

@@ -109,11 +109,7 @@ class _StackBase(TensorSpec):
         return self._stack_values(values, self.dim + lead)
 
     def rand(self, shape: ShapeLike = ()) -> Any:
-        """Samples every member and stacks the samples along the stack dim.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-        """
+        """Samples every member and stacks the samples along the stack dim."""
         return self._fill("rand", shape)
 
     def zero(self, shape: ShapeLike = ()) -> Any:
@@ -293,7 +289,8 @@ class _StackBase(TensorSpec):
             type(other) is type(self)
             and other.dim == self.dim  # type: ignore[attr-defined]
             and len(other) == len(self)  # type: ignore[arg-type]
-            and all(a == b for a, b in zip(self._members, other._members))  # type: ignore[attr-defined]
+            and all(a == b for a, b in zip(self._members, other._members))  # type:
+            ignore[attr-defined]
         )
 
     def __repr__(self) -> str:

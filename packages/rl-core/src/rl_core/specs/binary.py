@@ -76,14 +76,7 @@ class Binary(_LeafSpec):
             raise TypeError(f"{where}: expected a bool, integer or floating dtype, got {dtype}.")
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples each entry as a fair coin.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            A tensor of shape ``(*shape, *self.shape)``.
-        """
+        """Samples each entry as a fair coin."""
         size = self._full(shape)
         if self._dtype is torch.bool:
             return torch.randint(0, 2, size, dtype=torch.bool, device=self.device)
@@ -99,18 +92,7 @@ class Binary(_LeafSpec):
         return f"has an entry other than 0 and 1: {value[at].item()} at index {at}"
 
     def project(self, value: Any) -> torch.Tensor:
-        """Thresholds ``value`` at 0.5: entries ``> 0.5`` become 1, the others (and NaN) 0.
-
-        Args:
-            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            A tensor of the spec's dtype holding only 0 and 1.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
-        """
+        """Thresholds ``value`` at 0.5: entries ``> 0.5`` become 1, the others (and NaN) 0."""
         value = self._project_input(value)
         if value.shape != self.shape:  # leading batch dims: project element by element
             return self._for_value(value).project(value)

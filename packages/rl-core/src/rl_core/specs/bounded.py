@@ -182,14 +182,7 @@ class Bounded(_LeafSpec):
         return "discrete" if self._discrete else "continuous"
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples uniformly inside the box.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            A tensor of shape ``(*shape, *self.shape)`` inside ``[low, high]``.
-        """
+        """Samples uniformly inside ``[low, high]``."""
         size = self._full(shape)
         low, high, dev = self.low, self.high, self.device
         if self._discrete:
@@ -230,16 +223,9 @@ class Bounded(_LeafSpec):
         )
 
     def project(self, value: Any) -> torch.Tensor:
-        """Clamps ``value`` into ``[low, high]``; integer specs round first, NaN maps to ``low``.
+        """Clamps ``value`` (any real dtype) into ``[low, high]``.
 
-        Args:
-            value: a tensor (or array-like) of shape ``self.shape``, any real dtype.
-
-        Returns:
-            A tensor of the spec's dtype inside the box.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
+        Integer specs round first; NaN maps to ``low``.
         """
         value = self._project_input(value)
         if value.shape != self.shape:  # leading batch dims: project element by element

@@ -100,28 +100,15 @@ class Categorical(_LeafSpec):
         _check_categorical_dtype(self.n, dtype, where)
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets the action mask in place.
-
-        Args:
-            mask: a bool tensor broadcastable to ``(*shape, n)`` (True = valid), or ``None``
-                to allow every choice.
-
-        Raises:
-            TypeError: the mask is not a bool tensor.
-            ValueError: wrong shape, or a row without any valid choice.
+        """Sets the action mask in place: a bool tensor broadcastable to ``(*shape, n)`` (True =
+        valid), or ``None`` to allow every choice. ``TypeError`` for a non-bool mask,
+        ``ValueError`` for a wrong shape or a row without any valid choice.
         """
         shape = torch.Size((*self.shape, self.n))
         self.mask = _check_mask(mask, shape, self.device, "Categorical.update_mask")
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples valid indices uniformly.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            An integer tensor of shape ``(*shape, *self.shape)``.
-        """
+        """Samples valid indices uniformly."""
         size = self._full(shape)
         if self.mask is None:
             return torch.randint(0, self.n, size, dtype=self._dtype, device=self.device)
@@ -144,16 +131,6 @@ class Categorical(_LeafSpec):
 
         Floats are rounded, everything is clamped to ``[0, n - 1]``, and with a mask each
         masked-out index is replaced by the closest valid one (the lower on ties).
-
-        Args:
-            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            A tensor of the spec's dtype that :meth:`is_in` accepts.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value)
         if value.shape != self.shape:  # leading batch dims: project element by element
@@ -166,22 +143,13 @@ class Categorical(_LeafSpec):
         return value.to(self._dtype)
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks, along the last dim of ``tensor_to_index``, the entries named by ``index``.
+        """Picks, along the last dim of ``tensor_to_index`` (``(*B, n)``), the entries named by
+        ``index`` (integer indices of shape ``B``).
 
-        The rule shared by every discrete spec: the result has one value per sub-action
-        along the last dim, so ``[..., 1]`` here (e.g. the chosen action value from
-        Q-values of shape ``[..., n]``).
-
-        Args:
-            index: integer indices of shape ``B``.
-            tensor_to_index: a tensor of shape ``(*B, n)``.
-
-        Returns:
-            A tensor of shape ``(*B, 1)``.
-
-        Raises:
-            TypeError: an argument is not a tensor.
-            ValueError: the shapes do not match.
+        The rule shared by every discrete spec: the result has one value per sub-action along the
+        last dim, so ``(*B, 1)`` here (e.g. the chosen action value from Q-values of shape
+        ``[..., n]``). Raises ``TypeError`` for a non-tensor argument and ``ValueError`` for
+        mismatched shapes.
         """
         _check_index_args(index, tensor_to_index, self.n, "Categorical.index")
         return tensor_to_index.gather(-1, index.long().unsqueeze(-1))

@@ -129,14 +129,7 @@ class Composite(_SpecTree):
         return TensorDict(out, batch_size=batch, device=self.device)
 
     def rand(self, shape: ShapeLike = ()) -> TensorDict:
-        """Samples every entry (``None`` entries are skipped).
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            A TensorDict of batch size ``(*shape, *self.shape)`` on ``self.device``.
-        """
+        """Samples every entry (``None`` entries skipped) into a TensorDict on ``self.device``."""
         return self._fill("rand", shape)
 
     def zero(self, shape: ShapeLike = ()) -> TensorDict:

@@ -181,28 +181,16 @@ class MultiCategorical(_LeafSpec):
         return torch.Size((*self.shape[:-1], sum(self._counts("MultiCategorical mask"))))
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets the action mask in place.
-
-        Args:
-            mask: a bool tensor broadcastable to ``(*shape[:-1], sum(nvec))``, or ``None``.
-
-        Raises:
-            TypeError: the mask is not a bool tensor.
-            ValueError: wrong shape, or a sub-action without any valid choice.
+        """Sets the action mask in place: a bool tensor broadcastable to
+        ``(*shape[:-1], sum(nvec))``, or ``None``. ``TypeError`` for a non-bool mask,
+        ``ValueError`` for a wrong shape or a sub-action without any valid choice.
         """
         self.mask = _check_mask(
             mask, self._mask_shape(), self.device, "MultiCategorical.update_mask", self.nvec
         )
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples valid sub-actions uniformly and independently.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            An integer tensor of shape ``(*shape, *self.shape)``.
-        """
+        """Samples valid sub-actions uniformly and independently."""
         size = self._full(shape)
         if self.mask is None:
             u = torch.rand(size, dtype=torch.float64, device=self.device)
@@ -228,18 +216,8 @@ class MultiCategorical(_LeafSpec):
         return None
 
     def project(self, value: Any) -> torch.Tensor:
-        """Rounds and clamps each sub-action into ``[0, nvec[i] - 1]``; masked-out ones move
-        to the closest valid choice (the lower on ties).
-
-        Args:
-            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            A tensor of the spec's dtype that :meth:`is_in` accepts.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
+        """Rounds and clamps each sub-action into ``[0, nvec[i] - 1]``; masked-out ones move to the
+        closest valid choice (the lower on ties).
         """
         value = self._project_input(value)
         if value.shape != self.shape:  # leading batch dims: project element by element
@@ -254,19 +232,10 @@ class MultiCategorical(_LeafSpec):
         return value.to(self._dtype)
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks the value of each chosen sub-action: one value per sub-action.
+        """Picks the value of each chosen sub-action, as :meth:`Categorical.index`.
 
-        Args:
-            index: sub-actions of shape ``(*B, len(nvec))``.
-            tensor_to_index: the values of all choices, concatenated per sub-action, of
-                shape ``(*B, sum(nvec))``.
-
-        Returns:
-            A tensor of shape ``(*B, len(nvec))``.
-
-        Raises:
-            TypeError: an argument is not a tensor.
-            ValueError: the shapes do not match.
+        ``index`` holds sub-actions ``(*B, len(nvec))``, ``tensor_to_index`` the values of all
+        choices concatenated per sub-action ``(*B, sum(nvec))``; the result is ``(*B, len(nvec))``.
         """
         counts = self._counts("MultiCategorical.index")
         _check_index_args(

@@ -105,14 +105,9 @@ class MultiOneHot(_LeafSpec):
         return not (t.is_floating_point() or t.is_complex() or t.dtype is torch.bool)
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets the action mask in place.
-
-        Args:
-            mask: a bool tensor broadcastable to ``shape`` (True = valid), or ``None``.
-
-        Raises:
-            TypeError: the mask is not a bool tensor.
-            ValueError: wrong shape, or a sub-action without any valid choice.
+        """Sets the action mask in place: a bool tensor broadcastable to ``shape`` (True = valid),
+        or ``None``. ``TypeError`` for a non-bool mask, ``ValueError`` for a wrong shape or
+        a sub-action without any valid choice.
         """
         self.mask = _check_mask(mask, self.shape, self.device, "MultiOneHot.update_mask", self.nvec)
 
@@ -121,14 +116,7 @@ class MultiOneHot(_LeafSpec):
         return torch.cat(blocks, -1).to(self._dtype)
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples each sub-action's valid choices uniformly.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            A tensor of shape ``(*shape, *self.shape)``.
-        """
+        """Samples each sub-action's valid choices uniformly."""
         batch = self._full(shape)[:-1]
         if self.mask is None:
             u = torch.rand((*batch, len(self._nvec)), dtype=torch.float64, device=self.device)
@@ -153,18 +141,7 @@ class MultiOneHot(_LeafSpec):
         return _masked_out_failure(value, self.mask)
 
     def project(self, value: Any) -> torch.Tensor:
-        """Maps each block to the one-hot vector of its argmax (among valid choices).
-
-        Args:
-            value: scores of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            One-hot blocks of the spec's dtype.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
-        """
+        """Maps each block to the one-hot vector of its argmax (among valid choices)."""
         value = self._project_input(value).double()
         if value.shape != self.shape:  # leading batch dims: project element by element
             return self._for_value(value).project(value)
@@ -180,22 +157,11 @@ class MultiOneHot(_LeafSpec):
         return torch.stack([b.argmax(-1) for b in hot.split(self._nvec, dim=-1)], -1)
 
     def encode(self, value: Any, *, ignore_device: bool = False) -> torch.Tensor:
-        """Converts one-hot blocks, or sub-action indices, to a tensor of the spec.
+        """Converts one-hot blocks (shape ``self.shape``), or integer sub-action indices (shape
+        ``(*self.shape[:-1], len(nvec))``), to a tensor of the spec.
 
-        Args:
-            value: an array of shape ``self.shape`` (one-hot blocks), or integer indices of
-                shape ``(*self.shape[:-1], len(nvec))``. When both shapes coincide (every
-                ``nvec`` is 1), an all-zero integer value is read as indices and anything
-                else as one-hot blocks.
-
-        Keyword Args:
-            ignore_device: keep the value's device. Defaults to ``False``.
-
-        Returns:
-            A tensor of the spec's dtype and shape (the domain is not checked).
-
-        Raises:
-            ValueError: the shape matches neither form.
+        When both shapes coincide (every ``nvec`` is 1), an all-zero integer value is read as
+        indices and anything else as one-hot blocks. Otherwise as :meth:`TensorSpec.encode`.
         """
         out = self._as_tensor(value, None, None if ignore_device else self.device)
         index_shape = (*self.shape[:-1], len(self._nvec))
@@ -210,16 +176,8 @@ class MultiOneHot(_LeafSpec):
         )
 
     def to_numpy(self, value: torch.Tensor, *, safe: bool = False) -> np.ndarray:
-        """Converts one-hot blocks to numpy sub-action *indices* (a ``MultiDiscrete`` sample).
-
-        Args:
-            value: a tensor of shape ``(..., sum(nvec))``.
-
-        Keyword Args:
-            safe: check the value with :meth:`assert_is_in` first. Defaults to ``False``.
-
-        Returns:
-            An int64 array of shape ``(..., len(nvec))``; :meth:`encode` maps it back.
+        """Converts one-hot blocks ``(..., sum(nvec))`` to int64 numpy sub-action *indices*
+        ``(..., len(nvec))`` (a ``MultiDiscrete`` sample); :meth:`encode` maps them back.
         """
         if safe:
             self.assert_is_in(value)
@@ -230,18 +188,8 @@ class MultiOneHot(_LeafSpec):
         return self._indices(value.detach()).cpu().numpy()
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks the value of each chosen sub-action: one value per sub-action.
-
-        Args:
-            index: one-hot blocks of shape ``(*B, sum(nvec))``.
-            tensor_to_index: values of the same shape, e.g. per-choice Q-values.
-
-        Returns:
-            A tensor of shape ``(*B, len(nvec))``.
-
-        Raises:
-            TypeError: an argument is not a tensor.
-            ValueError: the shapes do not match.
+        """Picks the value of each chosen sub-action, as :meth:`Categorical.index`: ``index`` and
+        ``tensor_to_index`` are ``(*B, sum(nvec))``, the result ``(*B, len(nvec))``.
         """
         total = sum(self._nvec)
         _check_index_args(index, tensor_to_index, total, "MultiOneHot.index", event_size=total)

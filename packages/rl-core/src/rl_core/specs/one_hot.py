@@ -91,26 +91,14 @@ class OneHot(_LeafSpec):
             raise TypeError(f"{where}: expected a bool, integer or floating dtype, got {dtype}.")
 
     def update_mask(self, mask: torch.Tensor | None) -> None:
-        """Sets the action mask in place.
-
-        Args:
-            mask: a bool tensor broadcastable to ``shape`` (True = valid), or ``None``.
-
-        Raises:
-            TypeError: the mask is not a bool tensor.
-            ValueError: wrong shape, or a row without any valid choice.
+        """Sets the action mask in place: a bool tensor broadcastable to ``shape`` (True = valid),
+        or ``None``. ``TypeError`` for a non-bool mask, ``ValueError`` for a wrong shape or
+        a row without any valid choice.
         """
         self.mask = _check_mask(mask, self.shape, self.device, "OneHot.update_mask")
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples valid one-hot vectors uniformly.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            A tensor of shape ``(*shape, *self.shape)``.
-        """
+        """Samples valid one-hot vectors uniformly."""
         full = self._full(shape)
         if self.mask is None:
             # Indices drawn with a trailing dim of 1 (the same draws as of shape full[:-1]),
@@ -140,19 +128,9 @@ class OneHot(_LeafSpec):
         return _masked_out_failure(value, self.mask)
 
     def project(self, value: Any) -> torch.Tensor:
-        """Maps ``value`` to the one-hot vector of its argmax (among valid choices).
+        """Maps ``value`` (scores) to the one-hot vector of its argmax among valid choices.
 
         NaN entries count as the lowest score; ties go to the lower index.
-
-        Args:
-            value: scores of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            A one-hot tensor of the spec's dtype.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
         """
         value = self._project_input(value).double()
         if value.shape != self.shape:  # leading batch dims: project element by element
@@ -164,20 +142,8 @@ class OneHot(_LeafSpec):
         return one_hot(scores.argmax(-1), self.n).to(self._dtype)
 
     def encode(self, value: Any, *, ignore_device: bool = False) -> torch.Tensor:
-        """Converts a one-hot array, or an integer index array, to a one-hot tensor.
-
-        Args:
-            value: an array of shape ``self.shape`` (one-hot), or integer indices of shape
-                ``self.shape[:-1]`` (a gym ``Discrete`` sample), as numpy, python or tensor.
-
-        Keyword Args:
-            ignore_device: keep the value's device. Defaults to ``False``.
-
-        Returns:
-            A tensor of the spec's dtype and shape (the domain is not checked).
-
-        Raises:
-            ValueError: the shape is neither ``self.shape`` nor ``self.shape[:-1]``.
+        """Converts a one-hot array, or integer indices of shape ``self.shape[:-1]`` (a gym
+        ``Discrete`` sample), to a one-hot tensor; otherwise as :meth:`TensorSpec.encode`.
         """
         out = self._as_tensor(value, None, None if ignore_device else self.device)
         if out.shape == self.shape:
@@ -189,16 +155,8 @@ class OneHot(_LeafSpec):
         )
 
     def to_numpy(self, value: torch.Tensor, *, safe: bool = False) -> np.ndarray:
-        """Converts one-hot vectors to numpy *indices*, as gym ``Discrete`` spaces expect.
-
-        Args:
-            value: a one-hot tensor of shape ``(..., n)``.
-
-        Keyword Args:
-            safe: check the value with :meth:`assert_is_in` first. Defaults to ``False``.
-
-        Returns:
-            An int64 array of shape ``value.shape[:-1]``; :meth:`encode` maps it back.
+        """Converts one-hot vectors ``(..., n)`` to int64 numpy *indices* ``(...)``, as gym
+        ``Discrete`` spaces expect; :meth:`encode` maps them back.
         """
         if safe:
             self.assert_is_in(value)
@@ -215,20 +173,8 @@ class OneHot(_LeafSpec):
         )
 
     def index(self, index: torch.Tensor, tensor_to_index: torch.Tensor) -> torch.Tensor:
-        """Picks, along the last dim of ``tensor_to_index``, the entries ``index`` selects.
-
-        Same rule as :meth:`Categorical.index`: one value per sub-action, so ``[..., 1]``.
-
-        Args:
-            index: one-hot vectors of shape ``(*B, n)``.
-            tensor_to_index: a tensor of shape ``(*B, n)``, e.g. Q-values.
-
-        Returns:
-            A tensor of shape ``(*B, 1)``.
-
-        Raises:
-            TypeError: an argument is not a tensor.
-            ValueError: the shapes do not match.
+        """Picks the entries the one-hot ``index`` selects in ``tensor_to_index`` (both
+        ``(*B, n)``), as :meth:`Categorical.index`: the result is ``(*B, 1)``.
         """
         _check_index_args(index, tensor_to_index, self.n, "OneHot.index", event_size=self.n)
         hot = index.to(torch.uint8) if index.dtype is torch.bool else index

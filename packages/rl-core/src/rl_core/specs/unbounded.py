@@ -58,15 +58,7 @@ class Unbounded(_LeafSpec):
         return "continuous" if self._dtype.is_floating_point else "discrete"
 
     def rand(self, shape: ShapeLike = ()) -> torch.Tensor:
-        """Samples a tensor of shape ``(*shape, *self.shape)``.
-
-        Args:
-            shape: leading dims to prepend. Defaults to ``()``.
-
-        Returns:
-            Normal samples for floats, uniform integers over the dtype's range, or random
-            bools.
-        """
+        """Samples normal floats, uniform integers over the dtype's range, or random bools."""
         size = self._full(shape)
         dtype = self._dtype
         if dtype.is_floating_point or dtype.is_complex:
@@ -77,16 +69,5 @@ class Unbounded(_LeafSpec):
         return torch.randint(info.min, info.max, size, dtype=dtype, device=self.device)
 
     def project(self, value: Any) -> torch.Tensor:
-        """Casts ``value`` to the spec's dtype (and device).
-
-        Args:
-            value: a tensor (or array-like) of shape ``self.shape``, or with leading batch dims
-                ``(*batch, *self.shape)`` (projected element by element).
-
-        Returns:
-            The value in the spec's dtype.
-
-        Raises:
-            ValueError: the shape does not end with ``self.shape``.
-        """
+        """Casts ``value`` to the spec's dtype (and device)."""
         return self._project_input(value).to(self._dtype)
