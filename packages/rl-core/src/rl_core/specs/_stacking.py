@@ -289,8 +289,7 @@ class _StackBase(TensorSpec):
             type(other) is type(self)
             and other.dim == self.dim  # type: ignore[attr-defined]
             and len(other) == len(self)  # type: ignore[arg-type]
-            and all(a == b for a, b in zip(self._members, other._members))  # type:
-            ignore[attr-defined]
+            and all(a == b for a, b in zip(self._members, other._members))  # type: ignore[attr-defined]
         )
 
     def __repr__(self) -> str:
