@@ -27,6 +27,15 @@ from rl_objectives.modules.dreamer_v3_utils import (
 )
 from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
 from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
+from rl_objectives.modules.value_transforms import (
+    ComposeValueTransform,
+    IdentityValueTransform,
+    SignedHyperbolicValueTransform,
+    SymLogValueTransform,
+    ValueTransform,
+    signed_hyperbolic,
+    signed_parabolic,
+)
 from rl_objectives.modules.world_models import (
     RSSMPosterior,
     RSSMPrior,
@@ -53,6 +62,14 @@ __all__ = [
     "two_hot_decode",
     "two_hot_cross_entropy",
     "SymExpTwoHot",
+    # invertible transforms of value targets (symlog, Pohlen et al.'s h)
+    "ValueTransform",
+    "IdentityValueTransform",
+    "SymLogValueTransform",
+    "SignedHyperbolicValueTransform",
+    "ComposeValueTransform",
+    "signed_hyperbolic",
+    "signed_parabolic",
     # Decision Transformer (GPT-2 blocks from transformers)
     "DecisionTransformer",
     "DTActor",

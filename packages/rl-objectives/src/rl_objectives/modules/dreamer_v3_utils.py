@@ -30,7 +30,8 @@ def symlog(x: torch.Tensor) -> torch.Tensor:
         >>> symlog(torch.tensor([-100.0, 0.0, 1.0])).tolist()  # doctest: +ELLIPSIS
         [-4.61512..., 0.0, 0.69314...]
     """
-    return torch.sign(x) * torch.log1p(x.abs())
+    # sign() has slope 0 at 0, symlog has slope 1 there: keep the true local gradient
+    return torch.where(x == 0, x, torch.sign(x) * torch.log1p(x.abs()))
 
 
 def symexp(x: torch.Tensor) -> torch.Tensor:
@@ -43,7 +44,7 @@ def symexp(x: torch.Tensor) -> torch.Tensor:
         >>> torch.allclose(symexp(symlog(x)), x)
         True
     """
-    return torch.sign(x) * torch.expm1(x.abs())
+    return torch.where(x == 0, x, torch.sign(x) * torch.expm1(x.abs()))
 
 
 def _check_bins(bins: torch.Tensor, where: str) -> None:
