@@ -61,6 +61,7 @@ from rl_envs.model_based import (
 )
 from rl_envs.native import CartPoleEnv, PendulumEnv
 from rl_envs.transforms import (
+    ActionChunkTransform,
     ActionDiscretizer,
     ActionMask,
     ActionScaling,
@@ -219,6 +220,7 @@ __all__ = [
     "LineariseRewards",
     "TargetReturn",
     "MultiAction",
+    "ActionChunkTransform",
     "AutoResetEnv",
     "MultiStepTransform",
     "RandomCropTensorDict",

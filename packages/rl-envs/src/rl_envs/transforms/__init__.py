@@ -8,6 +8,7 @@ live in rl-core.
 """
 
 from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
+from rl_envs.transforms.action_chunk import ActionChunkTransform, action_chunks
 from rl_envs.transforms.action_discretizer import ActionDiscretizer, FlattenAction
 from rl_envs.transforms.actions import ActionMask, ActionScaling
 from rl_envs.transforms.auto_reset import AutoResetEnv, AutoResetTransform
@@ -97,6 +98,8 @@ __all__ = [
     "FlattenAction",
     "FrameSkipTransform",
     "MultiAction",
+    "ActionChunkTransform",
+    "action_chunks",
     "ConditionalSkip",
     # episodes
     "NoopResetEnv",
