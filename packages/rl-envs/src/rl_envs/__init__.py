@@ -22,12 +22,15 @@ from rl_envs.batched import (
     get_env_metadata,
 )
 from rl_envs.libs import (
+    AntEnv,
     BraxEnv,
     BraxWrapper,
     DMControlEnv,
     DMControlWrapper,
     GymEnv,
     GymWrapper,
+    HopperEnv,
+    HumanoidEnv,
     InfoDictReader,
     JumanjiEnv,
     JumanjiWrapper,
@@ -44,6 +47,7 @@ from rl_envs.libs import (
     PointMassEnv,
     VmasEnv,
     VmasWrapper,
+    Walker2dEnv,
     check_marl_grouping,
     default_info_dict_reader,
     gym_backend,
@@ -134,6 +138,10 @@ __all__ = [
     # MuJoCo
     "MujocoEnv",
     "PointMassEnv",
+    "AntEnv",
+    "HopperEnv",
+    "HumanoidEnv",
+    "Walker2dEnv",
     # OpenSpiel
     "OpenSpielEnv",
     "OpenSpielWrapper",

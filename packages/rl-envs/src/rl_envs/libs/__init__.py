@@ -16,7 +16,11 @@ from rl_envs.libs.implement_for import implement_for
 from rl_envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from rl_envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
+from rl_envs.libs.mujoco_ant import AntEnv
+from rl_envs.libs.mujoco_hopper import HopperEnv
+from rl_envs.libs.mujoco_humanoid import HumanoidEnv
 from rl_envs.libs.mujoco_point_mass import PointMassEnv
+from rl_envs.libs.mujoco_walker import Walker2dEnv
 from rl_envs.libs.openspiel import OpenSpielWrapper
 from rl_envs.libs.openspiel_env import OpenSpielEnv
 from rl_envs.libs.pettingzoo import PettingZooWrapper
@@ -24,6 +28,7 @@ from rl_envs.libs.pettingzoo_env import PettingZooEnv
 from rl_envs.libs.vmas import VmasEnv, VmasWrapper
 
 __all__ = [
+    "AntEnv",
     "BraxEnv",
     "BraxWrapper",
     "DMControlEnv",
@@ -34,6 +39,8 @@ __all__ = [
     "MOGymWrapper",
     "GymEnv",
     "GymWrapper",
+    "HopperEnv",
+    "HumanoidEnv",
     "InfoDictReader",
     "MarlGroupMapType",
     "MujocoEnv",
@@ -46,6 +53,7 @@ __all__ = [
     "PettingZooWrapper",
     "VmasEnv",
     "VmasWrapper",
+    "Walker2dEnv",
     "check_marl_grouping",
     "default_info_dict_reader",
     "gym_backend",
