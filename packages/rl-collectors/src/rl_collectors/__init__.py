@@ -22,6 +22,7 @@ from rl_collectors.base import BaseCollector, DataCollectorBase
 from rl_collectors.distributed import RayCollector
 from rl_collectors.evaluator import Evaluator
 from rl_collectors.multi_async import MultiAsyncCollector, MultiaSyncDataCollector
+from rl_collectors.multi_collector import MultiCollector
 from rl_collectors.multi_sync import MultiSyncCollector, MultiSyncDataCollector
 from rl_collectors.postprocs import MultiStep
 from rl_collectors.profiling import ProfileConfig
@@ -43,6 +44,7 @@ __all__ = [
     "Collector",
     "MultiSyncCollector",
     "MultiAsyncCollector",
+    "MultiCollector",
     "AsyncCollector",
     "DataCollectorBase",
     "SyncDataCollector",
