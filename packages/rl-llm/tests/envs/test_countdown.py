@@ -113,3 +113,20 @@ def test_many_unclosed_tags_are_read_in_linear_time():
     assert CountdownRewardParser().score("<answer>" * 5000 + "2+3", ref) == (0.0, False)
     assert CountdownRewardParser().score("<answer>" * 5000 + "2+3</answer>", ref) == (0.1, True)
     assert time.process_time() - start < 0.5
+
+
+# Issue 56: listing candidates never pays; only one expression is read, and it must be valid.
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "<answer>3*5+2, (3+5)*2</answer>",
+        "<answer>3*5+2; (3+5)*2</answer>",
+        "<answer>3*5+2 or (3+5)*2</answer>",
+        "<answer>(3*5+2) (3+5)*2</answer>",
+        "<answer>16</answer>",  # the target itself is not among the numbers
+        "<answer>3*5+2 = 16</answer>",  # a false claim after "=" does not make it right
+    ],
+)
+def test_listed_candidates_are_not_correct(reply):
+    assert countdown_score(reply, [2, 3, 5], 16)[0] is False
+    assert CountdownRewardParser().score(reply, '{"numbers": [2, 3, 5], "target": 16}')[0] == 0.1

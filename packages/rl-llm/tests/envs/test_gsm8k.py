@@ -113,11 +113,68 @@ def test_make_gsm8k_env_compares_400_digit_numbers_exactly():
     ("response", "expected"),
     [
         ("<answer>" * 5000 + "5", 0.0),  # unclosed tags: read in linear time
-        ("<answer>" * 5000 + "5</answer>", 1.0),  # the regex's reading: from the first tag
+        # the regex's reading, from the first tag: 4,999 tags then 5 is not one number
+        ("<answer>" * 5000 + "5</answer>", 0.0),
         ("<answer>x</answer>" * 3000 + "<answer>5</answer>", 1.0),
     ],
 )
 def test_long_replies_are_read_in_linear_time(response, expected):
     start = time.process_time()
     assert answer_reward(response, "5") == expected
+    assert time.process_time() - start < 0.25
+
+
+# Issue 56: an answer is one number; several candidates or an expression score 0, never 1.
+@pytest.mark.parametrize(
+    ("response", "reference", "expected"),
+    [
+        ("<answer>9**9**9**9</answer>", "9", 0.0),  # the last number was read: scored 1.0
+        ("<answer>7 or 9</answer>", "9", 0.0),
+        ("<answer>" + " ".join(str(i) for i in range(1, 101)) + "</answer>", "42", 0.0),
+        ("<answer>1, 2, 3, 42</answer>", "42", 0.0),
+        ("<answer>3+6=9</answer>", "9", 0.0),
+        ("<answer>40 + 2</answer>", "42", 0.0),
+        ("<answer>5 thousand</answer>", "5", 0.0),
+        ("<answer>3 squared</answer>", "3", 0.0),
+        ("<answer>18 dollars or 19</answer>", "19", 0.0),
+        ("<answer>9e9</answer>", "9", 0.0),
+        # one number as GSM8K's references write it still scores
+        ("<answer>$1,234.50</answer>", "#### 1234.5", 1.0),
+        ("<answer>18 dollars.</answer>", "#### 18", 1.0),
+        ("<answer>x = -3</answer>", "-3", 1.0),
+        ("<answer>25%</answer>", "25", 1.0),
+        ("<answer>60 miles per hour</answer>", "#### 60", 1.0),
+        ("<answer>The answer is: 18</answer>", "18", 1.0),
+        ("<answer>17 dollars</answer>", "18", 0.1),  # one number, wrong
+        ("<answer>eighteen</answer>", "18", 0.1),  # a tag without a number
+    ],
+)
+def test_an_answer_is_one_number(response, reference, expected):
+    assert answer_reward(response, reference) == expected
+
+
+def test_env_step_refuses_listed_candidates():
+    env = GSM8KEnv([{"question": "q", "answer": "#### 9"}], batch_size=(3,), repeats=3)
+    replies = ["<answer>9**9**9**9</answer>", "<answer>7 or 9</answer>", "<answer>9</answer>"]
+    td = env.reset()
+    td["history"].full = td["history"].prompt.append(
+        History.from_chats([[{"role": "assistant", "content": r}] for r in replies])
+    )
+    out = env.step(td)["next"]
+    assert out["reward"].squeeze(-1).tolist() == [0.0, 0.0, 1.0]
+    assert out["success"].squeeze(-1).tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "1 a" + " " * 20000 + "b c 2",
+        "x" + " is" * 10000 + " 1 2",
+        "1" + ",000" * 5000 + " 2",
+        "the" + " " * 20000 + "is 5 " + "a " * 10000 + "1",
+    ],
+)
+def test_adversarial_answers_are_read_in_linear_time(answer):
+    start = time.process_time()
+    assert answer_reward(f"<answer>{answer}</answer>", "2") == 0.0
     assert time.process_time() - start < 0.25

@@ -16,7 +16,7 @@ from rl_llm.envs import DatasetChatEnv, GSM8KPrepareQuestion, GSM8KRewardParser,
         ("<answer>10000000000000001</answer>", "10000000000000000", 0.1),
         ("12", "12", 0.0),
         ("", "12", 0.0),
-        ("<answer>9**9**9**9</answer>", "7", 0.1),
+        ("<answer>9**9**9**9</answer>", "7", 0.0),  # an expression is refused (issue 56)
         ("<answer>" * 5000, "12", 0.0),
         ("<answer>" + "9" * 5000 + "</answer>", "9", 0.1),
     ],

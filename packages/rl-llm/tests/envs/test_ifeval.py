@@ -236,3 +236,25 @@ def test_env_step_scores_long_replies_quickly():
     out = env.step(td)
     assert time.process_time() - start < 1.0
     assert out["next", "reward"].squeeze(-1).tolist() == [0.0] * len(replies)
+
+
+# Issue 56: a blank reply follows no instruction (IFEval's rule); "say nothing" scored 1.0 on
+# every negative instruction (no commas, fewer words, forbidden words).
+NEGATIVE = {
+    "punctuation:no_comma": {},
+    "keywords:forbidden_words": {"forbidden_words": ["cat"]},
+    "length_constraints:number_words": {"num_words": 50, "relation": "less than"},
+    "length_constraints:number_sentences": {"num_sentences": 3, "relation": "less than"},
+    "keywords:frequency": {"keyword": "cat", "frequency": 2, "relation": "less than"},
+}
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "\n\t"])
+def test_blank_replies_follow_no_instruction(reply):
+    ids, kwargs = list(NEGATIVE), list(NEGATIVE.values())
+    assert check_instructions(reply, ids, kwargs) == [False] * len(ids)
+    ref = json.dumps({"instruction_id_list": ids, "kwargs": kwargs})
+    assert IfEvalScorer().score(reply, ref) == (0.0, True)
+    assert IfEvalScorer().score("a dog ran.", ref) == (1.0, True)
+    with pytest.raises(ValueError, match="unknown instruction id 'made:up'"):
+        check_instructions(reply, ["made:up"], [{}])

@@ -29,7 +29,8 @@ def test_last_boxed_matches_nested_braces():
         (r"\dfrac34", "3/4", True),
         (r"2\sqrt{2}", r"\sqrt{8}", True),
         (r"\pi/2", "1.5707963267948966", True),
-        ("2^{10}", "1024", True),
+        ("1024", "2^{10}", True),
+        ("2^{10}", "1024", False),  # left to compute: refused (issue 56)
         ("1,024", "1024", True),
         (r"90^\circ", "90", True),
         (r"\text{(B)}", "(B)", True),
@@ -93,8 +94,10 @@ def test_missing_solution_is_refused():
         ("<answer>1000001</answer>", r"\boxed{1000000}", 0.1),
         ("<answer>1000000</answer>", r"\boxed{1000000}", 1.0),
         ("<answer>1048577</answer>", r"\boxed{2^{20}}", 0.1),
-        ("<answer>2^{20}+1</answer>", r"\boxed{1048576}", 0.1),
-        ("<answer>2^{20}</answer>", r"\boxed{1048576}", 1.0),
+        # arithmetic left undone is refused (issue 56): 0, whatever its value
+        ("<answer>2^{20}+1</answer>", r"\boxed{1048576}", 0.0),
+        ("<answer>2^{20}</answer>", r"\boxed{1048576}", 0.0),
+        ("<answer>1048576</answer>", r"\boxed{2^{20}}", 1.0),
         (r"<answer>\frac{1000001}{3}</answer>", r"\boxed{\frac{1000000}{3}}", 0.1),
         ("<answer>0.3333333</answer>", r"\boxed{\frac13}", 0.1),
         # An inexact term cannot stretch the tolerance across integers.
@@ -105,7 +108,7 @@ def test_missing_solution_is_refused():
     ],
 )
 def test_integers_and_rationals_compare_exactly(reply, solution, expected):
-    assert MATHRewardParser().score(reply, solution) == (expected, True)
+    assert MATHRewardParser().score(reply, solution) == (expected, expected > 0)
 
 
 def test_env_step_compares_large_integers_exactly():
@@ -114,7 +117,7 @@ def test_env_step_compares_large_integers_exactly():
     )
     replies = ["<answer>1000001</answer>", "<answer>1000000</answer>", "<answer>2^{20}+1</answer>"]
     out = env.step(_reply(env.reset(), replies))
-    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0, 0.1])
+    assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx([0.1, 1.0, 0.0])
     assert out["next", "success"].squeeze(-1).tolist() == [False, True, False]
 
 
@@ -191,3 +194,41 @@ def test_env_step_scores_hostile_replies_without_raising():
     expected = [0.1] * len(HOSTILE) + [0.0] * len(UNANSWERED)
     assert out["next", "reward"].squeeze(-1).tolist() == pytest.approx(expected)
     assert out["next", "done"].all()
+
+
+# Issue 56: an answer that leaves arithmetic between numbers undone (the question's own
+# expression, a sum that holds the answer) is refused, unless written as the reference is.
+@pytest.mark.parametrize(
+    "answer", ["2+2", "2^2", r"\sqrt{16}", r"\frac{8}{2}", "--4", r"2\cdot 2", "(1+3)"]
+)
+def test_unsimplified_answers_score_zero(answer):
+    parser = MATHRewardParser()
+    assert parser.score(f"<answer>{answer}</answer>", r"\boxed{4}") == (0.0, False)
+    assert not math_equivalent(answer, "4")
+
+
+def test_unsimplified_tuple_entries_are_refused_and_the_reference_form_still_scores():
+    parser = MATHRewardParser()
+    assert parser.score("<answer>(1+1, 3)</answer>", r"\boxed{(2, 3)}") == (0.0, False)
+    assert parser.score("<answer>(2, 3)</answer>", r"\boxed{(2, 3)}") == (1.0, True)
+    assert parser.score("<answer>2^{10}</answer>", r"\boxed{2^{10}}") == (1.0, True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference"),
+    [
+        (r"\frac{1}{2}", "0.5"),
+        (r"\frac{2}{4}", r"\frac12"),
+        (r"2\sqrt{2}", r"\sqrt{8}"),
+        (r"\sqrt{8}", r"2\sqrt{2}"),
+        (r"1+\sqrt{3}", r"\sqrt3+1"),
+        (r"-\frac{1}{2}", "-0.5"),
+        (r"\pi/2", r"\frac{\pi}{2}"),
+        ("1024", "2^{10}"),
+    ],
+)
+def test_simplified_answers_still_compare_by_value(answer, reference):
+    assert MATHRewardParser().score(f"<answer>{answer}</answer>", rf"\boxed{{{reference}}}") == (
+        1.0,
+        True,
+    )

@@ -23,7 +23,8 @@ from rl_llm.envs._task_env import EndOfDialog
 
 IFEVAL_ITEM = {"prompt": "No commas.", "instruction_id_list": ["punctuation:no_comma"]}
 
-# (factory, parser type, replies, rewards): the rewards are those of the envs before the change.
+# (factory, parser type, replies, rewards): the rewards are those of the envs before the change
+# (but the blank IFEval reply: it follows no instruction since issue 56).
 CASES = {
     "math": (
         lambda: MATHEnv([{"problem": "p", "solution": r"\boxed{5}"}], batch_size=(3,), repeats=3),
@@ -41,7 +42,7 @@ CASES = {
         lambda: IFEvalEnv([{**IFEVAL_ITEM, "kwargs": [{}]}], batch_size=(3,), repeats=3),
         IfEvalScorer,
         ["no commas here", "a, b", ""],
-        [1.0, 0.0, 1.0],
+        [1.0, 0.0, 0.0],  # a blank reply follows nothing (issue 56; was 1.0)
     ),
     "countdown": (
         lambda: CountdownEnv([{"numbers": [2, 3], "target": 5}], batch_size=(3,), repeats=3),

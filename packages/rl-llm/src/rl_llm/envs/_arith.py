@@ -181,6 +181,76 @@ def evaluate(expr: str, *, allow_functions: bool = False) -> tuple[Number, list]
     return _eval(tree.body, source, numbers, 0, allow_functions), numbers
 
 
+def _literal(node: ast.AST) -> bool:
+    """A number as written, with at most one sign: ``3``, ``-0.5``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _fraction(node: ast.AST) -> bool:
+    """A fraction of two literals that is not a whole number: ``1/2``, ``-3/4``, ``6/4``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        node = node.operand
+    if not (
+        isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Div)
+        and _literal(node.left)
+        and _literal(node.right)
+    ):
+        return False
+    try:
+        value = Fraction(ast.unparse(node.left)) / Fraction(ast.unparse(node.right))
+    except (ValueError, ZeroDivisionError):
+        return False
+    return value.denominator != 1
+
+
+def _rational(node: ast.AST) -> bool:
+    return _literal(node) or _fraction(node)
+
+
+def unsimplified_part(expr: str) -> str | None:
+    """The first part of ``expr`` that a final answer would have worked out, or ``None``.
+
+    A final answer states its value; it does not leave arithmetic between plain numbers to
+    the reader. Refused: an operator between two numbers or fractions (``2+2``, ``2**10``,
+    ``3*4*\\pi``, ``1/2+1/3``), a fraction that is a whole number (``8/2``), a sign on a sign
+    (``--4``) and the root of a perfect square (``sqrt(16)``). Kept: numbers, fractions
+    (``1/2``, ``6/4``), and terms with an irrational part (``2*sqrt(2)``, ``pi/2``,
+    ``1+sqrt(3)``). An expression that does not parse has no unsimplified part (the
+    evaluator refuses it on its own).
+
+    Examples:
+        >>> from rl_llm.envs._arith import unsimplified_part
+        >>> unsimplified_part("2+2"), unsimplified_part("sqrt(16)"), unsimplified_part("2*sqrt(2)")
+        ('2 + 2', 'sqrt(16)', None)
+    """
+    if len(expr) > _MAX_CHARS:
+        return None
+    try:
+        tree = ast.parse(expr.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Div) and _literal(node.left) and _literal(node.right):
+                if not _fraction(node):
+                    return ast.unparse(node)
+            elif _rational(node.left) and _rational(node.right):
+                return ast.unparse(node)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.UnaryOp):
+            return ast.unparse(node)
+        elif isinstance(node, ast.Call) and len(node.args) == 1 and _rational(node.args[0]):
+            try:
+                root = _sqrt(evaluate(ast.unparse(node.args[0]))[0])
+            except ArithmeticError_:
+                continue
+            if isinstance(root, Fraction):
+                return ast.unparse(node)
+    return None
+
+
 def same_number(predicted: Number, reference: Number, *, rel_tol: float = 1e-6) -> bool:
     """The one rule by which the reward parsers compare numeric answers.
 

@@ -19,6 +19,52 @@ MATH_SYSTEM_PROMPT = (
     "Solve the problem. Think briefly, then give the final number inside <answer></answer>."
 )
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+# One number as GSM8K's references and careful replies write it: an optional lead-in without
+# digits ("the answer is", "x ="), an optional sign and currency, digits with thousands
+# separators or none, an optional decimal part, an optional unit of a few words ("dollars",
+# "km per hour", "%") and a final period.
+_LEAD_IN = r"(?:[A-Za-z][A-Za-z' ]*?(?:\bis|\bare|:|=)\s*)?"
+_AMOUNT = r"(?P<minus>[-\u2212]?)\s*[$\u20ac\u00a3]?\s*(?P<minus2>[-\u2212]?)"
+_DIGITS = r"(?P<number>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+_UNIT = r"(?:\s*(?P<unit>[A-Za-z%\u00b0][A-Za-z%\u00b0'/\- ]*))?"
+# Matched against the answer without its final period: every part ends where the next
+# begins, so the match is linear in the answer's length (no retries over runs of blanks).
+_ONE_NUMBER = re.compile(rf"{_LEAD_IN}{_AMOUNT}{_DIGITS}{_UNIT}")
+# Words that turn a number into another value or into a list of candidates: a unit made of
+# them ("9 or 7", "5 thousand", "3 squared") is not a unit.
+_NOT_UNITS = frozenset(
+    [
+        "or",
+        "and",
+        "nor",
+        "plus",
+        "minus",
+        "times",
+        "divided",
+        "over",
+        "by",
+        "to",
+        "versus",
+        "vs",
+        "not",
+        "either",
+        "maybe",
+        "mod",
+        "modulo",
+        "squared",
+        "cubed",
+        "power",
+        "hundred",
+        "thousand",
+        "million",
+        "billion",
+        "trillion",
+        "dozen",
+        "half",
+    ]
+)
+#: At most this many words of unit ("square feet per hour").
+_MAX_UNIT_WORDS = 4
 
 
 def parse_answer(response: str) -> str | None:
@@ -27,12 +73,45 @@ def parse_answer(response: str) -> str | None:
     return None if found is None else found.strip()
 
 
-def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) -> float:
-    """1 when the tagged answer equals the reference number, ``format_reward`` for a tag alone.
+def read_number_answer(answer: str) -> str | None:
+    """The one number an ``<answer>`` holds, as a plain decimal string, or ``None``.
 
-    The reference may be a GSM8K solution: the number after its last ``####`` is used. The
-    last number of the tag and of the reference compare exactly (as written, thousands
-    separators dropped: ``7.0`` equals ``7``, ``10000000000000001`` differs from
+    An answer is one number as GSM8K's references write it: an optional sign and currency
+    sign, digits with or without thousands separators (``1,234``), an optional decimal
+    part, then an optional unit of up to four words (``dollars``, ``km per hour``, ``%``),
+    optionally after a lead-in without digits (``the answer is``, ``x =``). Anything else
+    holding a digit is refused (``None``): several numbers (``7 or 9``, a list), an
+    expression (``9**9``, ``3+6=9``), a number in words that change it (``5 thousand``,
+    ``3 squared``).
+
+    Examples:
+        >>> from rl_llm.envs.gsm8k import read_number_answer
+        >>> read_number_answer("$1,234.50"), read_number_answer("the answer is 18 dollars.")
+        ('1234.50', '18')
+        >>> read_number_answer("9**9**9**9"), read_number_answer("7 or 9"), read_number_answer("1 2 3")
+        (None, None, None)
+    """
+    text = answer.strip()
+    match = _ONE_NUMBER.fullmatch(text[:-1].rstrip() if text.endswith(".") else text)
+    if match is None or (match.group("minus") and match.group("minus2")):
+        return None
+    unit = (match.group("unit") or "").lower().replace("/", " ").replace("-", " ").split()
+    if len(unit) > _MAX_UNIT_WORDS or any(word.strip("'.") in _NOT_UNITS for word in unit):
+        return None
+    sign = "-" if match.group("minus") or match.group("minus2") else ""
+    return sign + match.group("number").replace(",", "")
+
+
+def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) -> float:
+    """1 when the tagged answer is the reference number, ``format_reward`` for a tag without
+    a number, 0 without a tag or for a refused answer.
+
+    The tag's content must be one number (:func:`read_number_answer`: thousands separators,
+    a currency sign, a unit and a lead-in such as ``the answer is`` are allowed); a tag
+    holding several numbers or an expression (``7 or 9``, ``9**9**9**9``, ``1 2 3 ... 100``)
+    is refused and scores 0, so listing candidates never pays. The reference may be a GSM8K
+    solution: the last number after its last ``####`` is used. The numbers compare exactly
+    (as written: ``7.0`` equals ``7``, ``10000000000000001`` differs from
     ``10000000000000000``), by :func:`~rl_llm.envs._arith.same_number`; a number too long to
     hold exactly (over about 1,200 digits) matches nothing.
 
@@ -40,19 +119,21 @@ def answer_reward(response: str, reference: str, *, format_reward: float = 0.1) 
         >>> from rl_llm.envs.gsm8k import answer_reward
         >>> answer_reward("so <answer>12</answer>", "12"), answer_reward("<answer>1</answer>", "2")
         (1.0, 0.1)
-        >>> answer_reward("12", "3 + 9 = 12\\n#### 12")
-        0.0
+        >>> answer_reward("12", "3 + 9 = 12\\n#### 12"), answer_reward("<answer>7 or 12</answer>", "12")
+        (0.0, 0.0)
     """
     reference = reference.split("####")[-1].strip()
     answer = parse_answer(response)
     if answer is None:
         return 0.0
-    got, want = (
-        _NUMBER.findall(answer.replace(",", "")),
-        _NUMBER.findall(reference.replace(",", "")),
-    )
-    if got and want:
-        a, b = exact_decimal(got[-1]), exact_decimal(want[-1])
+    if not any(c.isdigit() for c in answer):
+        return format_reward
+    got = read_number_answer(answer)
+    if got is None:
+        return 0.0
+    want = _NUMBER.findall(reference.replace(",", ""))
+    if want:
+        a, b = exact_decimal(got), exact_decimal(want[-1])
         if a is not None and b is not None and same_number(a, b):
             return 1.0
     return format_reward

@@ -164,6 +164,9 @@ def check_instructions(
 ) -> list[bool]:
     """Whether ``response`` follows each instruction (IFEval ids and their kwargs).
 
+    A blank reply follows no instruction (IFEval's rule): saying nothing never meets
+    "no commas", "fewer than 50 words" or "avoid the word x".
+
     Raises:
         ValueError: an instruction id this module does not check, ``kwargs`` that is not a
             list of one dict (or ``None``) per instruction, or kwargs that do not fit.
@@ -173,6 +176,8 @@ def check_instructions(
         >>> check_instructions("all lower, no caps", ["change_case:english_lowercase",
         ...     "punctuation:no_comma"], [{}, {}])
         [True, False]
+        >>> check_instructions(" ", ["punctuation:no_comma"], [{}])
+        [False]
     """
     out = []
     for iid, kw in zip(instruction_id_list, _instruction_kwargs(instruction_id_list, kwargs)):
@@ -184,7 +189,7 @@ def check_instructions(
             )
         kw = {k: v for k, v in kw.items() if v is not None}
         try:
-            out.append(bool(check(response, **kw)))
+            out.append(bool(check(response, **kw)) and bool(response.strip()))
         except TypeError as err:
             raise ValueError(f"IfEvalScorer: bad kwargs {kw!r} for {iid!r}: {err}.") from None
     return out

@@ -9,7 +9,13 @@ from typing import Any
 import torch
 
 from rl_core import Compose, TransformedEnv
-from rl_llm.envs._arith import ArithmeticError_, Number, evaluate, same_number
+from rl_llm.envs._arith import (
+    ArithmeticError_,
+    Number,
+    evaluate,
+    same_number,
+    unsimplified_part,
+)
 from rl_llm.envs._reward_parser import RewardParserBase, last_answer_tag
 from rl_llm.envs._task_env import EndOfDialog, parser_property
 from rl_llm.envs.dataset_chat_env import DatasetChatEnv
@@ -116,7 +122,10 @@ def normalize_math_answer(answer: str) -> str:
     return s
 
 
-def _value(s: str) -> Number | None:
+def _value(s: str, *, simplified: bool = False) -> Number | None:
+    """The value of an answer, or ``None``; with ``simplified``, also ``None`` for an answer
+    that leaves arithmetic between numbers undone (see
+    :func:`~rl_llm.envs._arith.unsimplified_part`)."""
     try:
         expr = _latex_to_python(s)
         expr = expr.replace("\\cdot", "*").replace("\\times", "*").replace("\\pi", "pi")
@@ -124,6 +133,8 @@ def _value(s: str) -> Number | None:
         expr = re.sub(r"(\d)\s*(pi|sqrt|\()", r"\1*\2", expr)
         value, _ = evaluate(expr, allow_functions=True)
     except ArithmeticError_:
+        return None
+    if simplified and unsimplified_part(expr) is not None:
         return None
     return value
 
@@ -133,12 +144,13 @@ def _bracketed(s: str) -> bool:
 
 
 def _scalar_equivalent(a: str, b: str) -> bool:
-    """Equal canonical strings, or equal values (:func:`~rl_llm.envs._arith.same_number`)."""
+    """Equal canonical strings, or equal values (:func:`~rl_llm.envs._arith.same_number`) of
+    a simplified prediction ``a`` and the reference ``b``."""
     if a == b:
         return True
     if len(a) > _MAX_ANSWER_CHARS or len(b) > _MAX_ANSWER_CHARS:
         return False
-    va, vb = _value(a), _value(b)
+    va, vb = _value(a, simplified=True), _value(b)
     return va is not None and vb is not None and same_number(va, vb)
 
 
@@ -148,7 +160,11 @@ def math_equivalent(predicted: str, reference: str) -> bool:
     Numeric values come from integers, decimals, fractions (``\\frac``, ``/``), roots
     (``\\sqrt``), ``\\pi`` and powers. Integers and exact rationals compare exactly; a
     relative tolerance of 1e-6 applies only to inexact values (``\\pi``, irrational roots),
-    see :func:`~rl_llm.envs._arith.same_number`. Tuples and intervals compare entry by entry
+    see :func:`~rl_llm.envs._arith.same_number`. The predicted answer is compared by value only
+    when it is simplified: one that leaves arithmetic between numbers to do (``2+2``,
+    ``2^{10}``, ``\\sqrt{16}``, ``\\frac{8}{2}``) matches only a reference written the same
+    way, so restating the question's expression never scores (see
+    :func:`~rl_llm.envs._arith.unsimplified_part`). Tuples and intervals compare entry by entry
     and need the same brackets: ``(1, 2)`` (open) differs from ``[1, 2]`` (closed). Answers
     over 1000 characters compare as strings only; any input returns, none raises.
 
@@ -160,6 +176,8 @@ def math_equivalent(predicted: str, reference: str) -> bool:
         (True, False)
         >>> math_equivalent("1000001", "1000000"), math_equivalent("3", "4")
         (False, False)
+        >>> math_equivalent("2+2", "4"), math_equivalent(r"\\sqrt{16}", "4"), math_equivalent("2+2", "2+2")
+        (False, False, True)
     """
     if len(predicted) > 4 * _MAX_ANSWER_CHARS or len(reference) > 4 * _MAX_ANSWER_CHARS:
         return predicted.strip() == reference.strip()
@@ -174,6 +192,26 @@ def math_equivalent(predicted: str, reference: str) -> bool:
         xs, ys = a[1:-1].split(","), b[1:-1].split(",")
         return len(xs) == len(ys) and all(_scalar_equivalent(x, y) for x, y in zip(xs, ys))
     return _scalar_equivalent(a, b)
+
+
+def unsimplified_answer(predicted: str) -> bool:
+    """Whether a predicted answer (or an entry of its tuple) leaves arithmetic between numbers
+    undone (``2+2``, ``2^{10}``, ``\\sqrt{16}``, ``(1+1, 2)``): :class:`MATHRewardParser`
+    refuses it (reward 0) unless it is written exactly as the reference.
+
+    Examples:
+        >>> from rl_llm.envs.math_env import unsimplified_answer
+        >>> unsimplified_answer("2+2"), unsimplified_answer(r"\\frac{1}{2}"), unsimplified_answer("x")
+        (True, False, False)
+    """
+    if len(predicted) > 4 * _MAX_ANSWER_CHARS:
+        return False
+    a = normalize_math_answer(predicted)
+    parts = a[1:-1].split(",") if _bracketed(a) else [a]
+    return any(
+        len(x) <= _MAX_ANSWER_CHARS and _value(x) is not None and _value(x, simplified=True) is None
+        for x in parts
+    )
 
 
 def extract_math_answer(response: str) -> str | None:
@@ -192,8 +230,10 @@ class MATHRewardParser(RewardParserBase):
     the reference is the last ``\\boxed{}`` of the MATH solution at ``"answer"`` (the whole
     reference when it holds none). Equivalence: :func:`math_equivalent`. The reward
     (added to the step's reward, ``[B, 1]``) is ``correct_reward`` for a correct answer,
-    ``format_reward`` for a wrong but parseable one, 0 otherwise; ``"success"`` marks the
-    correct ones.
+    ``format_reward`` for a wrong but parseable one, 0 otherwise: an answer that leaves
+    arithmetic between numbers undone (``2+2``, ``\\sqrt{16}``; :func:`unsimplified_answer`)
+    is refused with 0 unless written exactly as the reference, so restating the question's
+    expression never pays. ``"success"`` marks the correct ones.
 
     Args:
         format_reward: defaults to 0.1.
@@ -216,6 +256,8 @@ class MATHRewardParser(RewardParserBase):
         reference = last_boxed(answer) or answer
         if math_equivalent(predicted, reference):
             return self.correct_reward, True
+        if unsimplified_answer(predicted):
+            return 0.0, False
         return self.format_reward, True
 
 
