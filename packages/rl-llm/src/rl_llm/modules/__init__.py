@@ -2,6 +2,7 @@
 
 from rl_llm.modules.base import LLMWrapperBase
 from rl_llm.modules.distributions import LLMMaskedCategorical
+from rl_llm.modules.hf_reward_model import HFRewardModelWrapper
 from rl_llm.modules.lm_head_actor_value import LMHeadActorValueOperator
 from rl_llm.modules.reward_model import GPT2RewardModel
 from rl_llm.modules.transformers_wrapper import TransformersWrapper
@@ -14,4 +15,5 @@ __all__ = [
     "GPT2RewardModel",
     "LLMMaskedCategorical",
     "LMHeadActorValueOperator",
+    "HFRewardModelWrapper",
 ]
