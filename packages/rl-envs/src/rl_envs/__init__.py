@@ -63,7 +63,7 @@ from rl_envs.model_based import (
     MPCPlannerBase,
     MPPIPlanner,
 )
-from rl_envs.native import CartPoleEnv, PendulumEnv
+from rl_envs.native import CartPoleEnv, PendulumEnv, TicTacToeEnv
 from rl_envs.transforms import (
     ActionChunkTransform,
     ActionDiscretizer,
@@ -167,6 +167,7 @@ __all__ = [
     # torch-native
     "CartPoleEnv",
     "PendulumEnv",
+    "TicTacToeEnv",
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",

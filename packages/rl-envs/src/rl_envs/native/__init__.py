@@ -2,5 +2,6 @@
 
 from rl_envs.native.cartpole import CartPoleEnv
 from rl_envs.native.pendulum import PendulumEnv
+from rl_envs.native.tictactoe import TicTacToeEnv
 
-__all__ = ["CartPoleEnv", "PendulumEnv"]
+__all__ = ["CartPoleEnv", "PendulumEnv", "TicTacToeEnv"]
