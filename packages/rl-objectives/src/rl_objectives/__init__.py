@@ -11,11 +11,13 @@ from importlib.metadata import version as _version
 from rl_objectives import losses, mixers, modules, value
 from rl_objectives.losses import (
     A2CLoss,
+    ACTLoss,
     BCLoss,
     ClipPPOLoss,
     CQLLoss,
     CrossQLoss,
     DDPGLoss,
+    DiffusionBCLoss,
     DiscreteCQLLoss,
     DiscreteIQLLoss,
     DiscreteSACLoss,
@@ -103,6 +105,8 @@ __all__ += [
     "DiscreteCQLLoss",
     "QMixerLoss",
     "BCLoss",
+    "ACTLoss",
+    "DiffusionBCLoss",
     "GAILLoss",
     "DTLoss",
     "DiscreteIQLLoss",

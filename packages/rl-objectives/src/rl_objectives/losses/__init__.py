@@ -1,11 +1,13 @@
 """The loss catalogue; every loss is also importable from :mod:`rl_objectives`."""
 
 from rl_objectives.losses.a2c import A2CLoss
+from rl_objectives.losses.act import ACTLoss, kl_to_standard_normal
 from rl_objectives.losses.bc import BCLoss
 from rl_objectives.losses.clip_ppo import ClipPPOLoss
 from rl_objectives.losses.cql import CQLLoss
 from rl_objectives.losses.crossq import CrossQLoss
 from rl_objectives.losses.ddpg import DDPGLoss
+from rl_objectives.losses.diffusion_bc import DiffusionBCLoss
 from rl_objectives.losses.discrete_cql import DiscreteCQLLoss
 from rl_objectives.losses.discrete_iql import DiscreteIQLLoss
 from rl_objectives.losses.discrete_sac import DiscreteSACLoss
@@ -51,6 +53,9 @@ __all__ = [
     "DiscreteCQLLoss",
     "QMixerLoss",
     "BCLoss",
+    "ACTLoss",
+    "kl_to_standard_normal",
+    "DiffusionBCLoss",
     "GAILLoss",
     "DTLoss",
     "DiscreteIQLLoss",

@@ -2,14 +2,16 @@
 
 World models and Dreamer networks (``RSSMPrior``, ``RSSMRollout``, ``WorldModelWrapper``,
 ``ObsEncoder``, ``DreamerActor``, DreamerV3's categorical latents and two-hot heads), Decision
-Transformer networks, multi-agent networks and the cross-group critic, and DQN-specific
+Transformer networks, imitation policies (ACT, diffusion), multi-agent networks and the cross-group critic, and DQN-specific
 networks (noisy layers, the dueling net, distributional Q-value heads). The building blocks
 every policy needs (``MLP``, ``ConvNet``, actors, ``QValueActor``, distributions) stay in
 :mod:`rl_core.modules`.
 """
 
+from rl_objectives.modules.act import ACTModel
 from rl_objectives.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
 from rl_objectives.modules.decision_transformer import DecisionTransformer, DTActor, OnlineDTActor
+from rl_objectives.modules.diffusion import DiffusionActor
 from rl_objectives.modules.distributional_qvalue import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -75,6 +77,9 @@ __all__ = [
     "DTActor",
     "OnlineDTActor",
     "DecisionTransformerInferenceWrapper",
+    # imitation: action chunking (ACT) and diffusion policies
+    "ACTModel",
+    "DiffusionActor",
     # multi-agent
     "MultiAgentMLP",
     "MultiAgentConvNet",
