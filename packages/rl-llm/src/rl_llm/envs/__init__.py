@@ -22,6 +22,7 @@ from rl_llm.envs.incremental_tokenizer import IncrementalTokenizer
 from rl_llm.envs.kl import KLComputation, RetrieveKL, RetrieveLogProb
 from rl_llm.envs.kl_reward import KLRewardTransform
 from rl_llm.envs.llm_env import LLMEnv, make_gsm8k_env
+from rl_llm.envs.llm_hashing_env import LLMHashingEnv
 from rl_llm.envs.math_env import MATHEnv, MATHRewardParser
 from rl_llm.envs.mcp_tool import MCPToolTransform
 from rl_llm.envs.policy_version import PolicyVersion
@@ -84,4 +85,5 @@ __all__ = [
     "GSM8KPrepareQuestion",
     "IFEvalScoreData",
     "IFEvalData",
+    "LLMHashingEnv",
 ]
