@@ -66,15 +66,20 @@ MIGRATING_PATH = Path(__file__).resolve().parents[1] / "MIGRATING.md"
 TABLE_MARKERS = ("<!-- import-map:start -->\n", "\n<!-- import-map:end -->")
 
 MISSING_HELPER_NAME = "_torchrl_missing"
+ABSENT_TABLE_NAME = "_TORCHRL_ABSENT"
 MISSING_HELPER = '''\
 # Written by tools/migrate_torchrl.py: TorchRL names with no counterpart in the rl stack are
-# bound to _torchrl_missing(...) below; using one raises, naming it (see MIGRATING.md).
+# bound to _torchrl_missing(...) below; using one raises, naming it and, where the import map
+# says, why it is absent (_TORCHRL_ABSENT; see MIGRATING.md).
 def _torchrl_missing(name):
     """A placeholder class for a TorchRL name the rl stack does not have; using it raises."""
     message = (
         f"{name} has no counterpart in the rl stack: tools/migrate_torchrl.py bound it to a "
         "placeholder that raises when used (see MIGRATING.md)"
     )
+    why = globals().get("_TORCHRL_ABSENT", {}).get(name)
+    if why:
+        message = f"{message}. Why: {why}"
 
     class _Meta(type):
         def __getattr__(cls, attr):
@@ -87,6 +92,7 @@ def _torchrl_missing(name):
     Missing.__name__ = Missing.__qualname__ = name.rpartition(".")[2]
     return Missing
 '''
+ABSENT_MARKERS = ("<!-- absent:start -->\n", "\n<!-- absent:end -->")
 
 SPEC_ATTRIBUTE = re.compile(r"(?:^|_)spec$")
 """A name that reads as a spec (``spec``, ``action_spec``, ``full_observation_spec``)."""
@@ -112,14 +118,29 @@ class Target:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class Replacement:
+    """A TorchRL name that becomes an expression here (``logger`` is the standard library's
+    ``logging.getLogger("torchrl")``): ``module`` is imported (``""``: nothing) and the
+    name is bound to ``expression``."""
+
+    torchrl_module: str
+    module: str
+    expression: str
+    note: str = ""
+
+
 @dataclass
 class ImportMap:
-    """The parsed ``torchrl_map.toml``: TorchRL names to targets, names new here, and the
-    TorchRL modules whose names here all live in one module."""
+    """The parsed ``torchrl_map.toml``: TorchRL names to targets, names new here, the TorchRL
+    modules whose names here all live in one module, TorchRL names bound to an expression
+    here (``[replaced]``) and TorchRL names absent here with why (``[absent]``)."""
 
     targets: dict[str, Target]
     new: dict[str, tuple[str, str]]
     modules: dict[str, str] = field(default_factory=dict)
+    replaced: dict[str, Replacement] = field(default_factory=dict)
+    absent: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: Path = MAP_PATH) -> ImportMap:
@@ -130,16 +151,41 @@ class ImportMap:
         for name, (tr, here, new_name, why) in data.get("renamed", {}).items():
             targets[name] = Target(tr, here, new_name, why)
         new = {name: (module, what) for name, (module, what) in data.get("new", {}).items()}
-        return cls(targets, new, dict(data.get("modules", {})))
+        replaced = {name: Replacement(*entry) for name, entry in data.get("replaced", {}).items()}
+        absent = {name: (tr, why) for name, (tr, why) in data.get("absent", {}).items()}
+        return cls(targets, new, dict(data.get("modules", {})), replaced, absent)
 
     def placed_names(self) -> set[str]:
         """Every name here the map places: targets of moved/renamed entries and new names."""
         return {t.name for t in self.targets.values()} | set(self.new)
 
+    def why_absent(self, torchrl_name: str) -> str | None:
+        """Why the TorchRL name (``torchrl.envs.IsaacGymEnv`` or ``IsaacGymEnv``) is absent
+        here, from ``[absent]``; ``None`` when the map places it or says nothing."""
+        name = torchrl_name.rpartition(".")[2]
+        if name in self.targets or name in self.replaced:
+            return None
+        entry = self.absent.get(name)
+        return None if entry is None else entry[1]
+
+    def unaccounted(self, census: dict[str, list[str]]) -> list[str]:
+        """``module.name`` of each TorchRL name of ``census`` (``{module: names}``, as in
+        ``tools/torchrl_names.toml``) that the map neither places nor lists absent with a
+        reason."""
+        accounted = set(self.targets) | set(self.new) | set(self.replaced)
+        accounted |= {name for name, (_, why) in self.absent.items() if why.strip()}
+        return sorted(
+            f"{module}.{name}"
+            for module, names in census.items()
+            for name in names
+            if name not in accounted and f"{module}.{name}" not in self.modules
+        )
+
     @cached_property
     def torchrl_modules(self) -> frozenset[str]:
         """Every TorchRL module the map knows: its entries' modules, their parents, [modules]."""
         known = set(self.modules) | {t.torchrl_module for t in self.targets.values()}
+        known |= {r.torchrl_module for r in self.replaced.values()}
         for module in list(known):
             parts = module.split(".")
             known.update(".".join(parts[:i]) for i in range(1, len(parts)))
@@ -147,7 +193,8 @@ class ImportMap:
 
     def markdown_table(self) -> str:
         """The import table of MIGRATING.md, sorted by TorchRL module then name; then the
-        TorchRL modules that move as a whole."""
+        TorchRL names bound to an expression here; then the TorchRL modules that move as a
+        whole."""
         rows = ["| TorchRL | here | note |", "|---|---|---|"]
         for torchrl_name, t in sorted(
             self.targets.items(), key=lambda kv: (kv[1].torchrl_module, kv[0])
@@ -155,9 +202,30 @@ class ImportMap:
             rows.append(
                 f"| `{t.torchrl_module}.{torchrl_name}` | `{t.module}.{t.name}` | {t.note} |"
             )
+        for torchrl_name, r in sorted(
+            self.replaced.items(), key=lambda kv: (kv[1].torchrl_module, kv[0])
+        ):
+            rows.append(f"| `{r.torchrl_module}.{torchrl_name}` | `{r.expression}` | {r.note} |")
         for torchrl_module, here in sorted(self.modules.items()):
             rows.append(f"| `{torchrl_module}` (module) | `{here}` | module import |")
         return "\n".join(rows)
+
+    def absent_markdown(self) -> str:
+        """MIGRATING.md's list of the TorchRL names absent here, grouped by TorchRL module (a
+        name the map also places is left out: it is no longer absent)."""
+        groups: dict[str, list[str]] = defaultdict(list)
+        for name, (torchrl_module, why) in self.absent.items():
+            if self.why_absent(name) is not None:
+                groups[torchrl_module].append(f"- `{name}`: {why}")
+        count = sum(len(lines) for lines in groups.values())
+        out = [
+            f"{count} TorchRL names in {len(groups)} modules, from `[absent]` in "
+            "`tools/torchrl_map.toml`. The codemod binds each to a placeholder that raises "
+            "where it is used and quotes the reason."
+        ]
+        for torchrl_module in sorted(groups):
+            out += ["", f"### `{torchrl_module}`", "", *sorted(groups[torchrl_module])]
+        return "\n".join(out)
 
 
 @dataclass
@@ -333,6 +401,7 @@ class _Rewriter:
         self.uses = _attribute_uses(self.tree)
         self.edits: list[tuple[int, int, str]] = []
         self.needs_helper = False
+        self.reasons: dict[str, str] = {}  # placeholder name -> why it is absent (the map's)
 
     def offset(self, lineno: int, col: int) -> int:
         """The character offset of an ast position (``col`` counts UTF-8 bytes)."""
@@ -358,9 +427,17 @@ class _Rewriter:
         prefix = self.lines[node.lineno - 1][: node.col_offset]
         return prefix if prefix.isspace() or not prefix else " " * node.col_offset
 
-    def placeholder(self, indent: str, bound: str, torchrl_name: str) -> str:
+    def missing(self, torchrl_name: str) -> str:
+        """The placeholder call for a TorchRL name; its reason, if the map gives one, goes
+        into the file's ``_TORCHRL_ABSENT`` table."""
         self.needs_helper = True
-        return f'{indent}{bound} = {MISSING_HELPER_NAME}("{torchrl_name}")'
+        why = self.map.why_absent(torchrl_name)
+        if why is not None:
+            self.reasons[torchrl_name] = why
+        return f'{MISSING_HELPER_NAME}("{torchrl_name}")'
+
+    def placeholder(self, indent: str, bound: str, torchrl_name: str) -> str:
+        return f"{indent}{bound} = {self.missing(torchrl_name)}"
 
     def module_binding(
         self, torchrl_module: str, bound: str, indent: str, lineno: int
@@ -381,6 +458,11 @@ class _Rewriter:
                 resolved[attr] = f"{target.module}.{target.name}"
                 homes.add(target.module)
                 alias_of.add(target.module if target.name == attr else "")
+            elif attr in self.map.replaced:
+                replacement = self.map.replaced[attr]
+                resolved[attr] = replacement.expression
+                homes.update([replacement.module] if replacement.module else [])
+                alias_of.add("")
             else:
                 resolved[attr] = None
                 self.report.unknown.append((lineno, sub))
@@ -402,8 +484,7 @@ class _Rewriter:
             if expr is not None:
                 args.append(f"{attr}={expr}")
             elif self.report.placeholders:
-                self.needs_helper = True
-                args.append(f'{attr}={MISSING_HELPER_NAME}("{torchrl_module}.{attr}")')
+                args.append(f"{attr}={self.missing(f'{torchrl_module}.{attr}')}")
         lines.append(_call_line(indent, f"{bound} = _SimpleNamespace", args))
         return lines
 
@@ -443,11 +524,18 @@ class _Rewriter:
         grouped: dict[str, list[str]] = defaultdict(list)
         kept: list[str] = []
         extra: list[str] = []
+        plain: list[str] = []  # modules imported whole for [replaced] expressions
         for alias in node.names:
             bound = alias.asname or alias.name
             as_written = alias.name if alias.asname is None else f"{alias.name} as {bound}"
             sub = f"{module}.{alias.name}"
             target = self.map.targets.get(alias.name)
+            replacement = self.map.replaced.get(alias.name)
+            if target is None and replacement is not None:
+                if replacement.module and replacement.module not in plain:
+                    plain.append(replacement.module)
+                extra.append(f"{indent}{bound} = {replacement.expression}")
+                continue
             if target is None and sub in self.map.torchrl_modules:
                 binding = self.module_binding(sub, bound, indent, node.lineno)
                 if binding is None:
@@ -467,7 +555,8 @@ class _Rewriter:
             )
         if not grouped and not extra:
             return
-        new_lines = [_import_line(indent, m, names) for m, names in sorted(grouped.items())]
+        new_lines = [f"{indent}import {module}" for module in plain]
+        new_lines += [_import_line(indent, m, names) for m, names in sorted(grouped.items())]
         if kept:
             new_lines.append(_import_line(indent, module, kept))
         new_lines += extra
@@ -539,6 +628,9 @@ class _Rewriter:
             after = stmt.end_lineno or stmt.lineno
         at = self.starts[min(after, len(self.lines))]
         text = ("\n" if after else "") + MISSING_HELPER + "\n\n"
+        if self.reasons:
+            entries = "".join(f"    {k!r}: {v!r},\n" for k, v in sorted(self.reasons.items()))
+            text += f"{ABSENT_TABLE_NAME} = {{\n{entries}}}\n\n\n"
         if at == len(self.source) and self.source and not self.source.endswith("\n"):
             text = "\n" + text
         return (at, at, text)
@@ -650,13 +742,21 @@ def unplaced_names(import_map: ImportMap, exported: dict[str, set[str]]) -> list
     )
 
 
-def update_migrating(import_map: ImportMap, path: Path = MIGRATING_PATH) -> bool:
-    """Writes the map's table between MIGRATING.md's markers; returns whether it changed."""
-    text = path.read_text()
-    start, end = TABLE_MARKERS
-    head, _, rest = text.partition(start)
+def _between(text: str, markers: tuple[str, str], body: str) -> str:
+    start, end = markers
+    head, found, rest = text.partition(start)
+    if not found:
+        raise ValueError(f"MIGRATING.md has no {start.strip()} marker; put the two markers back")
     _, _, tail = rest.partition(end)
-    updated = f"{head}{start}{import_map.markdown_table()}{end}{tail}"
+    return f"{head}{start}{body}{end}{tail}"
+
+
+def update_migrating(import_map: ImportMap, path: Path = MIGRATING_PATH) -> bool:
+    """Writes the map's table and its absent list between MIGRATING.md's markers; returns
+    whether the file changed."""
+    text = path.read_text()
+    updated = _between(text, TABLE_MARKERS, import_map.markdown_table())
+    updated = _between(updated, ABSENT_MARKERS, import_map.absent_markdown())
     path.write_text(updated)
     return updated != text
 
