@@ -18,12 +18,14 @@ from rl_buffers.map.scores import (
     ucb1_tuned_score,
     ucb_score,
 )
+from rl_buffers.map.search import MCTS
 from rl_buffers.map.tdstorage import TensorDictMap, TensorMap
 
 __all__ = [
     "BinaryToDecimal",
     "EXP3Score",
     "HashToInt",
+    "MCTS",
     "MCTSScore",
     "MCTSScores",
     "PUCTScore",
