@@ -358,3 +358,18 @@ def test_decision_transformer_online_phase_runs(load_example, tmp_path):
     # Pendulum's reward is at least -16.27 per step
     assert all(-30 * 16.3 <= r <= 0 for r in result["collected_returns"])
     assert (tmp_path / "run" / "logs" / "scalars" / "online" / "collected_return.csv").is_file()
+
+
+def test_mcts_tictactoe_example_runs_to_completion(load_example, tmp_path):
+    example = load_example("mcts_tictactoe")
+    line = (
+        "--iterations 1 --games-per-iteration 4 --simulations 4 --eval-simulations 4 "
+        "--eval-games 4 --train-steps 2 --batch-size 8"
+    )
+    result = example.train(example.parse_config(flags(line, tmp_path)))
+    assert sum(result["first"].values()) == 4
+    assert sum(result["second"].values()) == 4
+    assert result["positions"] >= 4 * 5  # a game lasts at least five moves
+    assert (tmp_path / "run" / "policy_value.pt").is_file()
+    assert (tmp_path / "run" / "learning_curve.png").is_file()
+    assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss.csv").is_file()
