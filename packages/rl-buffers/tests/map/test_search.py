@@ -122,3 +122,24 @@ def test_bad_arguments_are_refused():
     bad = MCTS(env, lambda td: (torch.zeros(2, 4), torch.zeros(2)), reward_keys=["reward"])
     with pytest.raises(ValueError, match=r"logits of shape \(2, 3\)"):
         bad(env.position([2, 3]))
+
+
+def test_the_searched_tree_goes_into_a_forest(tmp_path):
+    from rl_buffers.map import MCTSForest
+
+    env = Nim(1)
+    search = MCTS(env, uniform, num_simulations=20, reward_keys=["reward"])
+    with pytest.raises(RuntimeError, match="no search ran yet"):
+        search.to_forest(MCTSForest())
+    search(env.position([3]))
+    forest = search.to_forest(MCTSForest())
+    expanded = int(search.tree["size"].sum()) - 1
+    assert len(forest) == expanded
+    tree = forest.get_tree(env.position([3])[0], compact=False)
+    # from 3 stones: take 1, 2 or 3; taking 3 wins at once
+    wins = [c for c in tree.subtree if c.rollout["next", "done"].all()]
+    assert [int(c.rollout["action"][0]) for c in wins] == [2]
+    forest.dumps(tmp_path / "nim")
+    again = MCTSForest()
+    again.loads(tmp_path / "nim")
+    assert again.get_tree(env.position([3])[0], compact=False).num_vertices() == tree.num_vertices()

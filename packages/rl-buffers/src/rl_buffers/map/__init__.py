@@ -4,6 +4,7 @@ TorchRL's ``torchrl.data.map`` (hashes, :class:`QueryModule`, :class:`TensorDict
 :class:`MCTSForest`, :class:`Tree`) and ``torchrl.modules.mcts`` (the selection scores).
 """
 
+from rl_buffers.map.forest import MCTSForest
 from rl_buffers.map.hash import BinaryToDecimal, RandomProjectionHash, SipHash, siphash24
 from rl_buffers.map.query import HashToInt, QueryModule
 from rl_buffers.map.scores import (
@@ -20,12 +21,14 @@ from rl_buffers.map.scores import (
 )
 from rl_buffers.map.search import MCTS
 from rl_buffers.map.tdstorage import TensorDictMap, TensorMap
+from rl_buffers.map.tree import Tree
 
 __all__ = [
     "BinaryToDecimal",
     "EXP3Score",
     "HashToInt",
     "MCTS",
+    "MCTSForest",
     "MCTSScore",
     "MCTSScores",
     "PUCTScore",
@@ -34,6 +37,7 @@ __all__ = [
     "SipHash",
     "TensorDictMap",
     "TensorMap",
+    "Tree",
     "UCB1TunedScore",
     "UCBScore",
     "exp3_probabilities",

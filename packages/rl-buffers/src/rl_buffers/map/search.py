@@ -7,9 +7,10 @@ from collections.abc import Callable
 import torch
 from tensordict import NestedKey, TensorDict, TensorDictBase
 
+from rl_buffers.map.forest import MCTSForest
 from rl_buffers.map.scores import MCTSScore, PUCTScore
 from rl_core.envs import EnvBase
-from rl_core.keys import ACTION, DONE
+from rl_core.keys import ACTION, DONE, NEXT
 
 Evaluator = Callable[[TensorDictBase], tuple[torch.Tensor, torch.Tensor]]
 
@@ -191,6 +192,31 @@ class MCTS:
             value=value,
             batch_size=[self.batch],
         )
+
+    def to_forest(self, forest: MCTSForest) -> MCTSForest:
+        """Stores every transition the last search expanded (all roots) in ``forest``, whose
+        keys it sets from the env; returns it.
+
+        Raises:
+            RuntimeError: no search ran yet.
+        """
+        if self.tree is None:
+            raise RuntimeError("MCTS.to_forest: no search ran yet; call the search first.")
+        children = self.tree["edges", "child"]
+        b, node, action = torch.nonzero(children >= 0, as_tuple=True)
+        child = children[b, node, action]
+        states = self.tree["states"]
+        steps = states[b, node].clone()
+        steps.set(ACTION, action.to(self.env.action_spec.dtype))
+        nxt = states[b, child].clone()
+        nxt.set("reward", self.tree["edges", "reward"][b, node, action].unsqueeze(-1))
+        nxt.set(DONE, self.tree["terminal"][b, child].unsqueeze(-1))
+        steps.set(NEXT, nxt)
+        forest.observation_keys = [k for k in self.state_keys if k != self.mask_key]
+        forest.action_keys = [ACTION]
+        forest.reward_keys = ["reward"]
+        forest.extend(steps)
+        return forest
 
     def _simulate(self, tree: TensorDict, root: TensorDictBase) -> None:
         b = self.batch

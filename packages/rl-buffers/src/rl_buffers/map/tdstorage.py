@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import torch
@@ -251,6 +252,39 @@ class TensorDictMap(TensorDictModuleBase, TensorMap[TensorDictBase, TensorDictBa
             item = item.unsqueeze(0)
         known = self._lookup(self._index(item, extend=False))
         return known[0] if scalar else known
+
+    def dumps(self, path: str | Path) -> None:
+        """Saves the map under the directory ``path``: the storage through its ``dumps``, the
+        query module's state (hash tables, projections) and which slots hold a key."""
+        path = Path(path)
+        self.storage.dumps(path / "storage")
+        torch.save(
+            {"query_module": self.query_module.state_dict(), "known": self._known},
+            path / "map.pt",
+        )
+
+    def loads(self, path: str | Path) -> None:
+        """Restores what :meth:`dumps` saved under ``path``.
+
+        Raises:
+            FileNotFoundError: ``path`` holds no saved map.
+            ValueError: the saved map's size differs from this one's.
+        """
+        path = Path(path)
+        if not (path / "map.pt").is_file():
+            raise FileNotFoundError(
+                f"TensorDictMap.loads: no saved map at {path} (map.pt is missing). Pass the "
+                f"directory given to dumps()."
+            )
+        saved = torch.load(path / "map.pt", weights_only=False)
+        if saved["known"].shape != self._known.shape:
+            raise ValueError(
+                f"TensorDictMap.loads: the saved map holds {saved['known'].numel()} slots, this "
+                f"one {self.max_size}; build it with the same max_size."
+            )
+        self.storage.loads(path / "storage")
+        self.query_module.load_state_dict(saved["query_module"])
+        self._known = saved["known"].clone()
 
     def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return {
