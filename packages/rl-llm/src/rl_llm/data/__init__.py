@@ -1,6 +1,7 @@
 """Data structures of rl-llm: chat histories and the outputs of LLM policies."""
 
 from rl_llm.data._templates import add_chat_template, detect_chat_template
+from rl_llm.data.buffer_dataset import TorchRLBufferDataset
 from rl_llm.data.chat_history import ChatHistory
 from rl_llm.data.history import History, set_chat_template
 from rl_llm.data.infinite import create_infinite_iterator
@@ -39,4 +40,5 @@ __all__ = [
     "TensorDictTokenizer",
     "PromptTensorDictTokenizer",
     "PromptData",
+    "TorchRLBufferDataset",
 ]
