@@ -6,6 +6,7 @@ this package is imported.
 
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
 from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
+from rl_envs.libs.available import get_available_libraries
 from rl_envs.libs.brax import BraxEnv, BraxWrapper
 from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
 from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
@@ -56,6 +57,7 @@ __all__ = [
     "Walker2dEnv",
     "check_marl_grouping",
     "default_info_dict_reader",
+    "get_available_libraries",
     "gym_backend",
     "gym_space_to_spec",
     "implement_for",

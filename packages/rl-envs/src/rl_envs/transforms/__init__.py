@@ -19,8 +19,10 @@ from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
 from rl_envs.transforms.conditional_skip import ConditionalSkip
 from rl_envs.transforms.device_cast import DeviceCastTransform
+from rl_envs.transforms.discrete_action_projection import DiscreteActionProjection
 from rl_envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
+from rl_envs.transforms.expand_as import ExpandAs
 from rl_envs.transforms.finite_check import FiniteTensorDictCheck
 from rl_envs.transforms.frame_skip import FrameSkipTransform
 from rl_envs.transforms.hash import Hash
@@ -32,6 +34,7 @@ from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.primer import TensorDictPrimer
 from rl_envs.transforms.random_crop import RandomCropTensorDict
+from rl_envs.transforms.random_truncation import RandomTruncationTransform
 from rl_envs.transforms.recording import PixelRenderTransform, VideoRecorder
 from rl_envs.transforms.remove_empty_specs import RemoveEmptySpecs
 from rl_envs.transforms.reward import (
@@ -49,7 +52,9 @@ from rl_envs.transforms.shape import (
 )
 from rl_envs.transforms.stack import Stack
 from rl_envs.transforms.target_return import TargetReturn
+from rl_envs.transforms.terminate import TerminateTransform
 from rl_envs.transforms.time_max_pool import TimeMaxPool
+from rl_envs.transforms.timer import Timer
 from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
@@ -76,6 +81,7 @@ __all__ = [
     "NextObservationDelta",
     "RemoveEmptySpecs",
     "FiniteTensorDictCheck",
+    "ExpandAs",
     # pixels
     "ToTensorImage",
     "Resize",
@@ -101,6 +107,7 @@ __all__ = [
     "ActionChunkTransform",
     "action_chunks",
     "ConditionalSkip",
+    "DiscreteActionProjection",
     # episodes
     "NoopResetEnv",
     "AutoResetTransform",
@@ -108,6 +115,9 @@ __all__ = [
     "BatchSizeTransform",
     "EndOfLifeTransform",
     "TimeMaxPool",
+    "TerminateTransform",
+    "RandomTruncationTransform",
+    "Timer",
     # trajectories (replay buffers)
     "MultiStepTransform",
     "RandomCropTensorDict",
