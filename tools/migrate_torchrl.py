@@ -30,9 +30,14 @@ rewrite does:
   concatenated); code in a string keeps unknown names in their ``from torchrl`` line (no
   helper is written into a string). A TorchRL import in an f-string or in a concatenated
   literal is reported with its line.
-- ``import torchrl...`` without ``as`` (attribute access such as ``torchrl.envs.GymEnv``)
-  and ``from torchrl... import *`` are reported with their line, not rewritten: they need
-  a person.
+- ``import torchrl...`` without ``as``: each ``torchrl.a.b.Name`` chain the file reads becomes
+  the name here (``torchrl.envs.GymEnv`` is ``rl_envs.GymEnv``, ``torchrl._utils.RL_WARNINGS``
+  is ``False``), an absent name a placeholder; the statement becomes the imports those need.
+  Chains naming nothing here (a private module) stay, and ``torchrl`` is bound to a
+  placeholder, so only those uses fail. A file that reads no chain keeps the statement and
+  it is reported (``--keep-missing`` keeps it too whenever a chain stays).
+- ``[replaced]`` names (``logger``, ``rl_warnings``) are bound to the map's expression.
+- ``from torchrl... import *`` is reported with its line, not rewritten: it needs a person.
 - Attributes TorchRL code reads that this stack's objects do not have are reported with
   their line and the code to write instead (:data:`ATTRIBUTE_FIXES`): a spec's ``.space``
   (``env.action_spec.space.low`` is ``env.action_spec.low`` here) and an env's
@@ -402,6 +407,8 @@ class _Rewriter:
         self.edits: list[tuple[int, int, str]] = []
         self.needs_helper = False
         self.reasons: dict[str, str] = {}  # placeholder name -> why it is absent (the map's)
+        self.in_chain: set[int] = set()  # inner nodes of torchrl.a.b chains (see torchrl_chains)
+        self.chain_lines: tuple[list[str], bool] | None = None  # what `import torchrl.x` becomes
 
     def offset(self, lineno: int, col: int) -> int:
         """The character offset of an ast position (``col`` counts UTF-8 bytes)."""
@@ -500,8 +507,11 @@ class _Rewriter:
                 kept.append(text)
                 continue
             if alias.asname is None:
-                self.report.unhandled.append((node.lineno, f"import {alias.name}"))
-                kept.append(text)
+                lines, keep = self.chain_imports(indent)
+                if keep:
+                    self.report.unhandled.append((node.lineno, f"import {alias.name}"))
+                    kept.append(text)
+                new_lines.extend(line for line in lines if line not in new_lines)
                 continue
             binding = self.module_binding(alias.name, alias.asname, indent, node.lineno)
             if binding is None:
@@ -514,6 +524,89 @@ class _Rewriter:
             new_lines.insert(0, f"{indent}import {', '.join(kept)}")
         self.replace_statement(node, new_lines, indent)
         self.report.rewritten += 1
+
+    def torchrl_chains(self) -> list[tuple[ast.Attribute, list[str]]]:
+        """Each outermost ``torchrl.a.b...`` attribute chain of the file (outside f-strings),
+        with its dotted parts."""
+        found = []
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.Attribute) or id(node) in self.in_chain:
+                continue
+            parts, inner = [], node
+            while isinstance(inner, ast.Attribute):
+                parts.append(inner.attr)
+                inner = inner.value
+            if isinstance(inner, ast.Name) and inner.id == "torchrl":
+                walk = node
+                while isinstance(walk, ast.Attribute):  # its inner chains are not outermost
+                    self.in_chain.add(id(walk.value))
+                    walk = walk.value
+                found.append((node, ["torchrl", *reversed(parts)]))
+        return found
+
+    def resolve_chain(self, parts: list[str]) -> tuple[int, str, str | None] | None:
+        """``(k, expression, module to import)`` for the first ``k`` parts of a
+        ``torchrl.a.b.Name...`` chain that stand for a name here, or ``None``."""
+        for k in range(2, len(parts) + 1):
+            module, attr = ".".join(parts[: k - 1]), parts[k - 1]
+            if ".".join(parts[:k]) in self.map.torchrl_modules:
+                continue
+            target = self.map.targets.get(attr)
+            if target is not None:
+                return k, f"{target.module}.{target.name}", target.module
+            replacement = self.map.replaced.get(attr)
+            if replacement is not None:
+                return k, replacement.expression, replacement.module or None
+            here = self.map.modules.get(module)
+            if here is not None and not attr.startswith("_"):  # not a private submodule
+                return k, f"{here}.{attr}", here
+            return None
+        return None
+
+    def chain_imports(self, indent: str) -> tuple[list[str], bool]:
+        """For ``import torchrl.x`` (no ``as``): rewrites every ``torchrl.x.Name`` chain of the
+        file to the name here (once per file) and returns the statement's new lines: the
+        modules the chains need and, when some chains stay (a name nothing here has, a
+        private module), ``torchrl`` bound to a placeholder, so the file imports and only
+        those uses fail. The flag says to keep the statement too: the file reads no chain,
+        or some stay and placeholders are off."""
+        if self.chain_lines is not None:
+            return self.chain_lines
+        chains = self.torchrl_chains()
+        if not chains:
+            self.chain_lines = ([], True)
+            return self.chain_lines
+        homes: list[str] = []
+        left = False
+        for node, parts in chains:
+            resolved = self.resolve_chain(parts)
+            if resolved is None and isinstance(node.ctx, ast.Load) and self.report.placeholders:
+                absent = next(
+                    (k for k in range(2, len(parts) + 1) if self.map.why_absent(parts[k - 1])),
+                    None,
+                )
+                if absent is not None:
+                    resolved = (absent, self.missing(".".join(parts[:absent])), None)
+                    self.report.unknown.append((node.lineno, ".".join(parts[:absent])))
+            if resolved is None:
+                left = True
+                self.report.unknown.append((node.lineno, ".".join(parts)))
+                continue
+            k, expression, module = resolved
+            sub = node
+            for _ in range(len(parts) - k):
+                sub = sub.value  # type: ignore[assignment]
+            if not re.fullmatch(r"[\w.]+(\([^()]*\))?", expression):
+                expression = f"({expression})"  # `lambda: False` read as `...()` or `.x`
+            self.replace(sub, expression)
+            if module is not None and module not in homes:
+                homes.append(module)
+        lines = [f"{indent}import {module}" for module in homes]
+        keep = left and not self.report.placeholders
+        if left and not keep:
+            lines.append(self.placeholder(indent, "torchrl", "torchrl"))
+        self.chain_lines = (lines, keep)
+        return self.chain_lines
 
     def rewrite_import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or "torchrl"

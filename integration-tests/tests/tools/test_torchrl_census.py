@@ -155,3 +155,56 @@ def test_torchrl_utils_imports_convert_to_a_module_that_imports(migrate, import_
         "torchrl._utils.seed_generator",
         "torchrl._utils.timeit",
     ]
+
+
+ATTRIBUTES = """\
+import pytest
+import torchrl
+import torchrl.data.tensor_specs
+
+
+@pytest.mark.skipif(not torchrl._utils.RL_WARNINGS, reason="RL_WARNINGS is not set")
+def test_warns():
+    pass
+
+
+def test_reads_names_through_the_package():
+    torchrl._utils.logger.info("converted")
+    return torchrl.data.tensor_specs.Composite, torchrl._utils.rl_warnings()
+
+
+def test_reads_an_absent_name():
+    return torchrl.envs.libs.utils.GymPixelObservationWrapper()
+
+
+def test_patches_a_private_module():
+    torchrl.collectors._multi_base._main_async_collector = None
+"""
+
+
+def test_import_torchrl_without_as_converts_its_attribute_chains(migrate, import_map):
+    import rl_core
+
+    out, report = migrate.rewrite_source(ATTRIBUTES, import_map, "test_rb_user.py")
+    assert "import torchrl" not in out
+    assert "@pytest.mark.skipif(not False," in out  # read at import, as TorchRL's tests do
+    scope = {}
+    exec(compile(out, "test_rb_user.py", "exec"), scope)  # the file imports
+    assert scope["test_reads_names_through_the_package"]() == (rl_core.Composite, False)
+    why = import_map.why_absent("GymPixelObservationWrapper")
+    with pytest.raises(NotImplementedError, match=re.escape(why)):
+        scope["test_reads_an_absent_name"]()
+    with pytest.raises(AttributeError, match=r"torchrl\.collectors: torchrl has no counterpart"):
+        scope["test_patches_a_private_module"]()  # only the use fails
+    assert sorted(name for _, name in report.unknown) == [
+        "torchrl.collectors._multi_base._main_async_collector",
+        "torchrl.envs.libs.utils.GymPixelObservationWrapper",
+    ]
+    again, _ = migrate.rewrite_source(out, import_map, "test_rb_user.py")
+    assert again == out
+    kept, kept_report = migrate.rewrite_source(
+        ATTRIBUTES, import_map, "test_rb_user.py", placeholders=False
+    )
+    assert "import torchrl.data.tensor_specs\n" in kept  # left for TorchRL, reported
+    assert "rl_core.Composite" in kept
+    assert (3, "import torchrl.data.tensor_specs") in kept_report.unhandled
