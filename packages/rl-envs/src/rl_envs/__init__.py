@@ -65,7 +65,7 @@ from rl_envs.model_based import (
     MPCPlannerBase,
     MPPIPlanner,
 )
-from rl_envs.native import CartPoleEnv, PendulumEnv, TicTacToeEnv
+from rl_envs.native import CartPoleEnv, ChessEnv, PendulumEnv, TicTacToeEnv
 from rl_envs.transforms import (
     ActionChunkTransform,
     ActionDiscretizer,
@@ -175,6 +175,7 @@ __all__ = [
     "CartPoleEnv",
     "PendulumEnv",
     "TicTacToeEnv",
+    "ChessEnv",
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",
