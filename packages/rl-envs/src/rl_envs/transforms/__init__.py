@@ -44,6 +44,7 @@ from rl_envs.transforms.reward import (
     RewardScaling,
 )
 from rl_envs.transforms.reward2go import Reward2GoTransform
+from rl_envs.transforms.rnd import RNDTransform, RunningMeanStd
 from rl_envs.transforms.shape import (
     FlattenObservation,
     PermuteTransform,
@@ -92,6 +93,8 @@ __all__ = [
     "RewardScaling",
     "RewardClipping",
     "Reward2GoTransform",
+    "RNDTransform",
+    "RunningMeanStd",
     "TrajCounter",
     "UnaryTransform",
     "BinarizeReward",

@@ -31,6 +31,7 @@ from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.qmixer import QMixerLoss
 from rl_objectives.losses.redq import REDQLoss
 from rl_objectives.losses.reinforce import ReinforceLoss
+from rl_objectives.losses.rnd import RNDLoss
 from rl_objectives.losses.sac import SACLoss
 from rl_objectives.losses.td3 import TD3Loss
 from rl_objectives.losses.td3_bc import TD3BCLoss
@@ -72,6 +73,7 @@ __all__ = [
     "DreamerV3ValueLoss",
     "categorical_kl_balanced",
     "categorical_kl_terms",
+    "RNDLoss",
     "TQCLoss",
     "OnlineDTLoss",
 ]
