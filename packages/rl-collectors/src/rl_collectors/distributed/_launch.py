@@ -8,6 +8,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+from collections.abc import Callable
 from typing import Any
 
 from rl_collectors.distributed._node import node_main
@@ -29,8 +30,8 @@ def import_submitit(where: str) -> Any:
 class ProcessNode:
     """A node started as a local process."""
 
-    def __init__(self, context: Any, args: tuple) -> None:
-        self.process = context.Process(target=node_main, args=args, daemon=False)
+    def __init__(self, context: Any, args: tuple, target: Callable[..., None] = node_main) -> None:
+        self.process = context.Process(target=target, args=args, daemon=False)
         self.process.start()
 
     def gone(self) -> str | None:
@@ -47,8 +48,8 @@ class ProcessNode:
 class SubmititNode:
     """A node started as a submitit job."""
 
-    def __init__(self, executor: Any, args: tuple) -> None:
-        self.job = executor.submit(node_main, *args)
+    def __init__(self, executor: Any, args: tuple, target: Callable[..., None] = node_main) -> None:
+        self.job = executor.submit(target, *args)
 
     def gone(self) -> str | None:
         if not self.job.done():
@@ -75,15 +76,17 @@ def start_nodes(
     slurm_kwargs: dict[str, Any],
     folder: str | os.PathLike | None,
     cluster: str | None,
+    target: Callable[..., None] = node_main,
 ) -> list[Any]:
-    """One handle per node: ``args[i]`` are ``node_main``'s arguments for node ``i``."""
+    """One handle per node: ``args[i]`` are ``target``'s arguments for node ``i`` (by
+    default ``node_main``'s)."""
     if launcher == "mp":
         # Garbage of earlier collectors (process groups with threads) is destroyed here, where
         # its threads live, before a forked node inherits it (the node freezes what it got).
         gc.collect()
         context = multiprocessing.get_context(start_method)
-        return [ProcessNode(context, a) for a in args]
+        return [ProcessNode(context, a, target) for a in args]
     submitit = import_submitit(where)
     executor = submitit.AutoExecutor(folder=folder or "submitit_logs", cluster=cluster)
     executor.update_parameters(**slurm_kwargs)
-    return [SubmititNode(executor, a) for a in args]
+    return [SubmititNode(executor, a, target) for a in args]

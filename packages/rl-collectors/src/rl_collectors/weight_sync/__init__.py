@@ -11,6 +11,7 @@ transports: ``SharedMemWeightSyncScheme`` (one shared-memory copy on this machin
 from rl_collectors.weight_sync.distributed import DistributedTransport, DistributedWeightSyncScheme
 from rl_collectors.weight_sync.mp import MPTransport, MultiProcessWeightSyncScheme
 from rl_collectors.weight_sync.no_update import NoWeightSyncScheme
+from rl_collectors.weight_sync.rpc import RPCTransport, RPCWeightSyncScheme
 from rl_collectors.weight_sync.scheme import (
     InitialSyncTransport,
     TransportBackend,
@@ -33,4 +34,6 @@ __all__ = [
     "NoWeightSyncScheme",
     "DistributedTransport",
     "DistributedWeightSyncScheme",
+    "RPCTransport",
+    "RPCWeightSyncScheme",
 ]
