@@ -74,9 +74,10 @@ from tensordict.nn import NormalParamExtractor, TensorDictModule
 from tqdm import tqdm
 
 from rl_collectors import SyncDataCollector
-from rl_core import RewardSum, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor, TanhNormal, ValueOperator
 from rl_envs import GymEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import A2CLoss
 from rl_objectives.loggers import get_logger
 

@@ -96,7 +96,7 @@ from tqdm import tqdm
 
 from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import Compose, RewardSum, StepCounter, TransformedEnv
+from rl_core import Compose, StepCounter, TransformedEnv
 from rl_core.modules import MLP, ConvNet, EGreedyModule, QValueActor
 from rl_envs import GymEnv, ParallelEnv, default_info_dict_reader
 from rl_envs.transforms import (
@@ -106,6 +106,7 @@ from rl_envs.transforms import (
     NoopResetEnv,
     Resize,
     RewardClipping,
+    RewardSum,
     ToTensorImage,
 )
 from rl_objectives import DQNLoss, HardUpdate

@@ -76,9 +76,10 @@ from tqdm import tqdm
 
 from rl_buffers import LazyMemmapStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import ExplorationType, RandomPolicy, RewardSum, TransformedEnv, set_exploration_type
+from rl_core import ExplorationType, RandomPolicy, TransformedEnv, set_exploration_type
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
 from rl_envs import GymEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import IQLLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 

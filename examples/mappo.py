@@ -111,9 +111,10 @@ from tqdm import tqdm
 
 from rl_buffers import LazyTensorStorage, SamplerWithoutReplacement, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import ExplorationType, RewardSum, TransformedEnv, set_exploration_type
+from rl_core import ExplorationType, TransformedEnv, set_exploration_type
 from rl_core.modules import ProbabilisticActor
 from rl_envs import PettingZooEnv, SerialEnv, VmasEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import IPPOLoss, MAPPOLoss
 from rl_objectives.loggers import get_logger
 from rl_objectives.modules import MultiAgentMLP

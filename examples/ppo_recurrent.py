@@ -85,15 +85,7 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 from tqdm import tqdm
 
 from rl_collectors import SyncDataCollector
-from rl_core import (
-    Bounded,
-    Composite,
-    InitTracker,
-    RewardSum,
-    TensorSpec,
-    Transform,
-    TransformedEnv,
-)
+from rl_core import Bounded, Composite, TensorSpec, Transform, TransformedEnv
 from rl_core.modules import (
     MLP,
     LSTMModule,
@@ -101,7 +93,9 @@ from rl_core.modules import (
     ProbabilisticActor,
     get_primers_from_module,
 )
+from rl_core.transforms import InitTracker
 from rl_envs import GymEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import ClipPPOLoss
 from rl_objectives.loggers import get_logger
 from rl_objectives.value import GAE

@@ -103,9 +103,10 @@ from tqdm import tqdm
 
 from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import RewardSum, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.modules import EGreedyModule, QValueModule
 from rl_envs import PettingZooEnv, SerialEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import QMixerLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 from rl_objectives.mixers import QMixer, VDNMixer

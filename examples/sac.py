@@ -73,9 +73,10 @@ from tqdm import tqdm
 
 from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import RewardSum, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
 from rl_envs import GymEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import SACLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 

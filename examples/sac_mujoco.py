@@ -92,15 +92,10 @@ from tqdm import tqdm
 
 from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import (
-    Compose,
-    ExplorationType,
-    RewardSum,
-    TransformedEnv,
-    set_exploration_type,
-)
+from rl_core import Compose, ExplorationType, TransformedEnv, set_exploration_type
 from rl_core.modules import MLP, ProbabilisticActor, TanhNormal, ValueOperator
 from rl_envs import CatTensors, DMControlEnv, DoubleToFloat, GymEnv, SerialEnv
+from rl_envs.transforms import RewardSum
 from rl_objectives import SACLoss, SoftUpdate
 from rl_objectives.loggers import get_logger
 

@@ -9,10 +9,11 @@ import importlib
 import torch
 from tensordict.nn import TensorDictModule, TensorDictSequential
 
-from rl_core import ExplorationType, RewardSum, StepCounter, TransformedEnv, set_exploration_type
+from rl_core import ExplorationType, StepCounter, TransformedEnv, set_exploration_type
 from rl_core.modules import MLP, EGreedyModule, QValueActor, ValueOperator
 from rl_core.ops import generalized_advantage_estimate
 from rl_core.testing import CountingEnv
+from rl_envs.transforms import RewardSum
 
 PACKAGES = [
     "rl_core",

@@ -42,10 +42,11 @@ import numpy as np
 import torch
 from tensordict import TensorDictBase
 
-from rl_core import Compose, EnvBase, RewardSum, StepCounter, Transform, TransformedEnv
+from rl_core import Compose, EnvBase, StepCounter, Transform, TransformedEnv
 from rl_core._accel.rows import Rows
 from rl_core._accel.td_access import entries_view, set_leaf
 from rl_envs import GymEnv, ObservationNorm
+from rl_envs.transforms import RewardSum
 
 STEPS = 5_000
 ROUNDS = 2

@@ -42,13 +42,12 @@ from rl_core import (
     Compose,
     EnvBase,
     ExplorationType,
-    InitTracker,
-    RewardSum,
     StepCounter,
     TransformedEnv,
     set_exploration_type,
 )
 from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor
+from rl_core.transforms import InitTracker
 from rl_envs import (
     CatFrames,
     GrayScale,
@@ -60,6 +59,7 @@ from rl_envs import (
     RewardScaling,
     ToTensorImage,
 )
+from rl_envs.transforms import RewardSum
 
 CARTPOLE_STEPS = 5_000
 PONG_STEPS = 400

@@ -15,8 +15,9 @@ from torch import nn
 
 from rl_buffers import LazyTensorStorage, ReplayBuffer
 from rl_collectors import SyncDataCollector
-from rl_core import Compose, InitTracker, TransformedEnv
+from rl_core import Compose, TransformedEnv
 from rl_core.modules import GRUModule, LSTMModule
+from rl_core.transforms import InitTracker
 from rl_envs import BurnInTransform, GymEnv
 from rl_envs.transforms import TensorDictPrimer
 

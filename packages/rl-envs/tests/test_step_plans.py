@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rl_core import Compose, InitTracker, RewardSum, StepCounter, Transform, TransformedEnv
+from rl_core import Compose, InitTracker, StepCounter, Transform, TransformedEnv
 from rl_core._accel.seam import register_lane_plan
 from rl_core.envs._plans import built_plan
 from rl_core.testing import check_random_rollout, check_step_plan
@@ -16,6 +16,7 @@ from rl_envs.transforms import (
     ObservationNorm,
     RewardClipping,
     RewardScaling,
+    RewardSum,
     SignTransform,
 )
 

@@ -10,7 +10,7 @@ from rl_core.envs import EnvBase, StepPlan
 from rl_core.envs._plans import built_plan
 from rl_core.specs import Categorical, Composite, Unbounded
 from rl_core.testing import CountingEnv
-from rl_core.transforms import Compose, InitTracker, RewardSum, StepCounter, TransformedEnv
+from rl_core.transforms import Compose, InitTracker, StepCounter, TransformedEnv
 
 
 def lane_applies(transform):
@@ -73,11 +73,6 @@ class _RowEnv(EnvBase):
         pass
 
 
-class _TorchRewardSum(RewardSum):
-    def _step(self, tensordict, next_tensordict):  # the torch path: no lane plan
-        return super()._step(tensordict, next_tensordict)
-
-
 class _TorchStepCounter(StepCounter):
     def _reset(self, tensordict, tensordict_reset):
         return super()._reset(tensordict, tensordict_reset)
@@ -110,12 +105,10 @@ def _assert_same(a, b):
 
 @pytest.mark.parametrize("batch_size", [(), (3,)])
 def test_the_lane_gives_the_torch_paths_result(batch_size):
-    lane_env = TransformedEnv(
-        _RowEnv(batch_size=batch_size), Compose(RewardSum(), StepCounter(), InitTracker())
-    )
+    # rl-core's lane plans; rl-envs tests RewardSum's
+    lane_env = TransformedEnv(_RowEnv(batch_size=batch_size), Compose(StepCounter(), InitTracker()))
     torch_env = TransformedEnv(
-        _RowEnv(batch_size=batch_size),
-        Compose(_TorchRewardSum(), _TorchStepCounter(), _TorchInitTracker()),
+        _RowEnv(batch_size=batch_size), Compose(_TorchStepCounter(), _TorchInitTracker())
     )
     assert _lane(lane_env) is not None
     assert _lane(torch_env) is None
@@ -132,39 +125,39 @@ def test_the_lane_gives_the_torch_paths_result(batch_size):
     # torch.where (EnvBase.reset), and the next step takes the torch path.
     assert ran
     assert all(ran) if not batch_size else any(ran)
-    sums = _rollout(lane_env)["next", "episode_reward"]
-    assert sums.dtype == torch.float32
+    counts = _rollout(lane_env)["next", "step_count"]
+    assert counts.dtype == torch.int64
 
 
 def test_a_replaced_or_modified_running_value_is_read_as_the_torch_path_reads_it():
     results = []
     for make in (
-        lambda: Compose(RewardSum(), StepCounter()),
-        lambda: Compose(_TorchRewardSum(), _TorchStepCounter()),
+        lambda: Compose(StepCounter()),
+        lambda: Compose(_TorchStepCounter()),
     ):
         env = TransformedEnv(_RowEnv(max_count=50), make())
         td = env.reset()
         steps = []
         for i in range(6):
             if i == 2:
-                td["episode_reward"] = torch.tensor([5.0])  # a new tensor
+                td["step_count"] = torch.tensor([5])  # a new tensor
             if i == 4:
                 td["step_count"].add_(10)  # the same tensor, modified in place
             td, td = env.step_and_maybe_reset(_ones(td))
             steps.append(td.clone())
         results.append(torch.stack(steps))
     _assert_same(*results)
-    assert results[0]["step_count"].squeeze(-1).tolist() == [1, 2, 3, 4, 15, 16]
+    assert results[0]["step_count"].squeeze(-1).tolist() == [1, 2, 6, 7, 18, 19]
 
 
 def test_subclasses_that_override_a_step_method_take_the_torch_path():
-    assert lane_applies(RewardSum())
     assert lane_applies(StepCounter())
-    assert not lane_applies(_TorchRewardSum())
     assert not lane_applies(_TorchStepCounter())
     assert lane_applies(InitTracker())
     assert not lane_applies(_TorchInitTracker())
-    nested = InitTracker(("nested", "is_init"))
+    tracker = InitTracker(("nested", "is_init"))
+    assert lane_plan_factory(tracker)(tracker, None) is None
+    nested = StepCounter(step_count_key=("nested", "step_count"))
     assert lane_plan_factory(nested)(nested, None) is None  # root-level keys only
     truncating = StepCounter(max_steps=3)
     assert lane_plan_factory(truncating)(truncating, None) is None  # truncation: torch
@@ -172,19 +165,22 @@ def test_subclasses_that_override_a_step_method_take_the_torch_path():
 
 def test_the_lane_runs_only_where_every_transform_has_a_plan():
     # One transform left on torch would pay the cold start the others no longer pay.
-    env = TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter(max_steps=3)))
+    env = TransformedEnv(
+        _RowEnv(), Compose(StepCounter(), _TorchStepCounter(step_count_key="other_count"))
+    )
     assert _lane(env) is None
-    assert _lane(TransformedEnv(_RowEnv(), Compose(RewardSum(), StepCounter())))
+    assert _lane(TransformedEnv(_RowEnv(), Compose(StepCounter(max_steps=3)))) is None
+    assert _lane(TransformedEnv(_RowEnv(), Compose(StepCounter())))
 
 
 def test_envs_without_numpy_rows_have_no_lane():
-    env = TransformedEnv(CountingEnv(), Compose(RewardSum(), StepCounter()))
+    env = TransformedEnv(CountingEnv(), Compose(StepCounter()))
     assert _lane(env) is None
     assert _rollout(env, 4)["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3, 4]
 
 
 def test_lane_outputs_are_fresh_tensors_never_written_again():
-    env = TransformedEnv(_RowEnv(max_count=200), Compose(RewardSum(), StepCounter()))
+    env = TransformedEnv(_RowEnv(max_count=200), Compose(StepCounter()))
     td = env.reset()
     seen = []
     for _ in range(70):  # more than one block of rows

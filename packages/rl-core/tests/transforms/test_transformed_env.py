@@ -9,7 +9,6 @@ from rl_core.testing import CountingEnv
 from rl_core.transforms import (
     Compose,
     InitTracker,
-    RewardSum,
     StepCounter,
     Transform,
     TransformedEnv,
@@ -89,9 +88,9 @@ def test_specs_follow_the_transform_list():
 def test_append_transform_on_a_base_env_returns_a_transformed_env():
     env = CountingEnv().append_transform(StepCounter())
     assert isinstance(env, TransformedEnv)
-    again = env.append_transform(RewardSum())
+    again = env.append_transform(InitTracker())
     assert again is env
-    assert [type(t).__name__ for t in env.transform] == ["StepCounter", "RewardSum"]
+    assert [type(t).__name__ for t in env.transform] == ["StepCounter", "InitTracker"]
 
 
 def test_parent_is_the_env_up_to_the_transform():
@@ -131,7 +130,7 @@ def test_attribute_lookup_falls_back_to_the_base_env():
 def test_transformed_env_passes_check_env_specs_and_partial_resets():
     env = TransformedEnv(
         CountingEnv(max_count=100, batch_size=[3]),
-        Compose(StepCounter(max_steps=50), InitTracker(), RewardSum(), Scale(2.0)),
+        Compose(StepCounter(max_steps=50), InitTracker(), Scale(2.0)),
     )
     check_env_specs(env, seed=0)
     td = env.reset()
@@ -142,7 +141,6 @@ def test_transformed_env_passes_check_env_specs_and_partial_resets():
     out = env.reset(td)
     assert out["step_count"].squeeze(-1).tolist() == [0, 3, 3]
     assert out["is_init"].squeeze(-1).tolist() == [True, False, False]
-    assert out["episode_reward"].squeeze(-1).tolist() == [0.0, 3.0, 3.0]
     assert torch.equal(out["observation"][1:], before["observation"][1:])
 
 
@@ -332,7 +330,7 @@ class _Halve(Transform):
 
 def _replayed_env():
     base = _StatefulCounter(max_count=4, batch_size=(3,))
-    env = TransformedEnv(base, Compose(_Halve(), RewardSum(), StepCounter(), InitTracker()))
+    env = TransformedEnv(base, Compose(_Halve(), StepCounter(), InitTracker()))
     env.set_seed(0)
     return env
 
@@ -352,7 +350,7 @@ def test_rollout_without_policy_replays_transforms_on_the_base_env_loop():
     assert traj["observation"].max() <= 2.0  # halved counts (at most 4 / 2)
     # without a plan of the base env the generic loop runs
     base = CountingEnv(max_count=4, batch_size=(3,))
-    plain = TransformedEnv(base, Compose(_Halve(), RewardSum()))
+    plain = TransformedEnv(base, Compose(_Halve(), StepCounter()))
     assert active_plan(plain) is None
 
 

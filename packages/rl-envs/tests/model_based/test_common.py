@@ -5,10 +5,11 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_core import RewardSum, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.envs import check_env_specs
 from rl_core.specs import Bounded, Composite, Unbounded
 from rl_envs import ModelBasedEnvBase, PendulumEnv
+from rl_envs.transforms import RewardSum
 
 
 class Linear(torch.nn.Module):

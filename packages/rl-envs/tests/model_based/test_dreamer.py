@@ -7,9 +7,10 @@ from tensordict.nn import TensorDictModule, TensorDictSequential
 
 from rl_core.envs import check_env_specs
 from rl_core.modules import MLP
-from rl_core.transforms import RewardSum, TransformedEnv
+from rl_core.transforms import TransformedEnv
 from rl_envs import PendulumEnv
 from rl_envs.model_based import DreamerEnv
+from rl_envs.transforms import RewardSum
 
 S, H = 3, 5
 

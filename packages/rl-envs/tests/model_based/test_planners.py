@@ -8,10 +8,11 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import RewardSum, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.envs import EnvBase
 from rl_core.specs import Bounded, Composite, Unbounded
 from rl_envs.model_based import CEMPlanner, MPCPlannerBase, MPPIPlanner
+from rl_envs.transforms import RewardSum
 
 
 class Drift(EnvBase):

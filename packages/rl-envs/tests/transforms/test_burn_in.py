@@ -6,9 +6,10 @@ from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from torch import nn
 
-from rl_core import InitTracker, TransformedEnv
+from rl_core import TransformedEnv
 from rl_core.modules import GRUModule, LSTMModule
 from rl_core.testing import CountingEnv
+from rl_core.transforms import InitTracker
 from rl_envs.transforms import BurnInTransform
 
 B, T, F, H, BURN = 3, 7, 3, 4, 4

@@ -2,7 +2,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import TransformedEnv, check_env_specs
+from rl_core import Compose, StepCounter, TransformedEnv, check_env_specs
 from rl_envs.transforms import DTypeCastTransform
 
 
@@ -89,15 +89,20 @@ def test_fusable_declarations_live_in_the_registry_not_in_the_classes():
         ObservationNorm,
         RewardClipping,
         RewardScaling,
+        RewardSum,
         SignTransform,
     )
 
     kinds = (BinarizeReward, ClipTransform, DoubleToFloat, FiniteTensorDictCheck)
     kinds += (LineariseRewards, ObservationNorm, RewardClipping, RewardScaling, SignTransform)
+    kinds += (RewardSum,)
     for kind in kinds:
         assert "fusable" not in vars(kind), kind
     # The values the classes declared before, read the same way.
     assert DoubleToFloat().fusable
+    assert RewardSum().fusable
+    assert Compose(RewardSum(), StepCounter()).fusable
+    assert not Compose(RewardSum(), StepCounter(max_steps=2)).fusable
     assert FiniteTensorDictCheck().fusable
     assert ObservationNorm(loc=0.0, scale=1.0, in_keys=["observation"]).fusable
     assert RewardScaling(loc=0.0, scale=2.0).fusable

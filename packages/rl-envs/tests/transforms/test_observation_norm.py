@@ -3,9 +3,9 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import Compose, RewardSum, StepCounter, TransformedEnv, check_env_specs
+from rl_core import Compose, StepCounter, TransformedEnv, check_env_specs
 from rl_core.envs._plans import built_plan
-from rl_envs.transforms import ObservationNorm
+from rl_envs.transforms import ObservationNorm, RewardSum
 from rl_envs.transforms._affine import affine
 
 

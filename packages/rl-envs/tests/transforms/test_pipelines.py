@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from rl_core import Compose, RewardSum, StepCounter, Transform, TransformedEnv, check_env_specs
+from rl_core import Compose, StepCounter, Transform, TransformedEnv, check_env_specs
 from rl_core.envs._plans import active_plan
 from rl_envs import GymEnv, GymWrapper, ParallelEnv
 from rl_envs.transforms import (
@@ -12,6 +12,7 @@ from rl_envs.transforms import (
     NoopResetEnv,
     Resize,
     RewardClipping,
+    RewardSum,
     ToTensorImage,
 )
 
@@ -124,7 +125,7 @@ class _Unfusable(Transform):
 
 
 def _cartpole_pipeline(num_envs, *extra):
-    from rl_core import InitTracker
+    from rl_core.transforms import InitTracker
     from rl_envs.transforms import ObservationNorm
 
     base = GymEnv("CartPole-v1", num_envs=num_envs) if num_envs else GymEnv("CartPole-v1")

@@ -8,7 +8,6 @@ from rl_core import (
     Compose,
     Composite,
     EnvBase,
-    RewardSum,
     TransformedEnv,
     Unbounded,
     check_env_specs,
@@ -16,7 +15,7 @@ from rl_core import (
 from rl_core._accel.seam import fusable_as_declared
 from rl_core.envs import StepPlan
 from rl_core.envs._plans import built_plan
-from rl_envs.transforms import RewardClipping, RewardScaling
+from rl_envs.transforms import RewardClipping, RewardScaling, RewardSum
 
 
 def _lane(env):
@@ -77,7 +76,8 @@ class _TorchScaling(RewardScaling):
 
 
 def _scaled_cartpole(scaling, standard_normal, num_envs=0):
-    from rl_core import InitTracker, StepCounter
+    from rl_core import StepCounter
+    from rl_core.transforms import InitTracker
     from rl_envs import GymEnv
 
     base = GymEnv("CartPole-v1", num_envs=num_envs) if num_envs else GymEnv("CartPole-v1")
@@ -122,7 +122,7 @@ def test_reward_scaling_lane_gives_the_torch_paths_bits(standard_normal, num_env
 def test_a_float64_reward_takes_the_torch_path_of_reward_scaling():
     # loc and scale are float32: a float64 reward is scaled by torch (type promotion), the
     # lane only maps rows of loc's dtype.
-    from rl_core import InitTracker
+    from rl_core.transforms import InitTracker
 
     env = TransformedEnv(_Float64Reward(), Compose(RewardScaling(0.5, 2.0), InitTracker()))
     assert _lane(env) is not None

@@ -49,7 +49,7 @@ from rl_core._accel.flags import (
     reset_masks,
 )
 from rl_core._accel.lane import RowLane, lane_plan_factory, register_lane_plan
-from rl_core._accel.lane_plans import count_lane_plan, init_lane_plan, sum_lane_plan
+from rl_core._accel.lane_plans import count_lane_plan, init_lane_plan
 from rl_core._accel.plan_check import check_step_plan, seeded_twins
 from rl_core._accel.policy_classes import PolicyClasses, register_policy_classes
 from rl_core._accel.rows import NUMPY_DTYPES, Rows, on_cpu, zeros
@@ -93,13 +93,13 @@ __all__ = [
     "check_step_plan",
     "complete_done_flags",
     "count_lane_plan",
+    "init_lane_plan",
     "declare_fusable",
     "declared_fusable",
     "device_of",
     "entries",
     "fusable_as_declared",
     "get_leaf",
-    "init_lane_plan",
     "is_plain",
     "lane_plan_factory",
     "leaf_paths",
@@ -116,7 +116,6 @@ __all__ = [
     "seeded_twins",
     "sequence_children",
     "set_leaf",
-    "sum_lane_plan",
     "writable_entries",
     "zeros",
 ]

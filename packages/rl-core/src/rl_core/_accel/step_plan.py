@@ -392,11 +392,11 @@ def fusable_as_declared(transform: Any) -> bool:
     one registered with :func:`declare_fusable` or setting ``fusable`` itself.
 
     Examples:
-        >>> from rl_core.transforms import RewardSum, StepCounter
+        >>> from rl_core.transforms import InitTracker, StepCounter
         >>> class Custom(StepCounter):
         ...     def _step(self, tensordict, next_tensordict):
         ...         return next_tensordict
-        >>> fusable_as_declared(RewardSum()), fusable_as_declared(Custom())
+        >>> fusable_as_declared(InitTracker()), fusable_as_declared(Custom())
         (True, False)
     """
     if not transform.fusable:

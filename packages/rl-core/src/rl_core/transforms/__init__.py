@@ -5,7 +5,6 @@ from rl_core.transforms.compose import Compose
 from rl_core.transforms.init_tracker import InitTracker
 from rl_core.transforms.primer import TensorDictPrimer
 from rl_core.transforms.rename import RenameTransform
-from rl_core.transforms.reward_sum import RewardSum
 from rl_core.transforms.select import ExcludeTransform, SelectTransform
 from rl_core.transforms.step_counter import StepCounter
 from rl_core.transforms.transform import Transform
@@ -16,7 +15,6 @@ __all__ = [
     "ExcludeTransform",
     "InitTracker",
     "RenameTransform",
-    "RewardSum",
     "SelectTransform",
     "StepCounter",
     "TensorDictPrimer",

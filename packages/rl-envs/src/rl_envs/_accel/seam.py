@@ -12,7 +12,8 @@ checks it). What is exported:
   :class:`GymDirectStep`, between a worker's rows of the shared buffers);
 - the rules of where the numpy-row paths apply (``gym_parts``: :func:`runs_own_steps`,
   :func:`numpy_rows_apply`, :func:`numpy_stepper`) and the parts of ``rl_envs.libs`` they
-  need (:class:`GymParts`, handed in by :func:`register_gym_parts`).
+  need (:class:`GymParts`, handed in by :func:`register_gym_parts`);
+- the numpy-row lane plan of ``RewardSum`` (``lane_plans``).
 """
 
 from rl_envs._accel.gym_group import GymGroupSteps, SerialDevices, gym_vector_group
@@ -26,9 +27,11 @@ from rl_envs._accel.gym_parts import (
     runs_own_steps,
 )
 from rl_envs._accel.gym_plan import GymStepPlan
+from rl_envs._accel.lane_plans import sum_lane_plan
 from rl_envs._accel.worker_gym import GymDirectStep
 
 __all__ = [
+    "sum_lane_plan",
     "GymDirectStep",
     "GymGroupSteps",
     "GymParts",

@@ -2,9 +2,8 @@
 
 Each transform runs inside a :class:`rl_core.TransformedEnv` (forward path, inverse path and
 specs) and on plain TensorDicts such as replay-buffer samples. The machinery (``Transform``,
-``TransformedEnv``, ``Compose``) and the generic transforms every package needs
-(``StepCounter``, ``RewardSum``, ``InitTracker``, rename/select/exclude)
-live in rl-core.
+``TransformedEnv``, ``Compose``) and the generic transforms other packages need
+(``StepCounter``, ``InitTracker``, rename/select/exclude) live in rl-core.
 """
 
 from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
@@ -43,6 +42,7 @@ from rl_envs.transforms.reward import (
     RewardClipping,
     RewardScaling,
 )
+from rl_envs.transforms.reward_sum import RewardSum
 from rl_envs.transforms.reward2go import Reward2GoTransform
 from rl_envs.transforms.rnd import RNDTransform, RunningMeanStd
 from rl_envs.transforms.shape import (
@@ -112,6 +112,7 @@ __all__ = [
     "ConditionalSkip",
     "DiscreteActionProjection",
     # episodes
+    "RewardSum",
     "NoopResetEnv",
     "AutoResetTransform",
     "AutoResetEnv",

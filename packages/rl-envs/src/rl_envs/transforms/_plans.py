@@ -1,8 +1,9 @@
 """The plans of rl-envs' transforms, registered with rl-core's speed seam by type.
 
 - Numpy-row lane plans: the transforms hold their reference ``_call``; these plans compute
-  the same affine maps on numpy rows (``_affine``) where a TransformedEnv's base env hands out
-  numpy rows (``rl_core._accel.seam.register_lane_plan``).
+  the same affine maps on numpy rows (``_affine``), and ``RewardSum``'s rows
+  (``rl_envs._accel.lane_plans``), where a TransformedEnv's base env hands out numpy rows
+  (``rl_core._accel.seam.register_lane_plan``).
 - ``fusable`` declarations (``declare_fusable``): the transforms whose step and reset only
   map outputs, so a fused step-and-reset of the env below gives the same result.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from rl_core._accel.seam import declare_fusable, register_lane_plan
+from rl_envs._accel.seam import sum_lane_plan
 from rl_envs.transforms._affine import AffinePlan, affine_lane_plan
 from rl_envs.transforms._common import maps_outputs_only
 from rl_envs.transforms.clip import ClipTransform, SignTransform
@@ -26,6 +28,7 @@ from rl_envs.transforms.reward import (
     RewardClipping,
     RewardScaling,
 )
+from rl_envs.transforms.reward_sum import RewardSum
 
 
 @register_lane_plan(ObservationNorm)
@@ -40,7 +43,10 @@ def reward_scaling_plan(owner: RewardScaling, lane: Any) -> AffinePlan | None:
     return affine_lane_plan(owner, lane, RewardScaling)
 
 
+register_lane_plan(RewardSum)(sum_lane_plan)
+
 # Step and reset map outputs only (an inverse path maps actions before the step).
+declare_fusable(RewardSum)
 declare_fusable(ObservationNorm)
 declare_fusable(DoubleToFloat)
 declare_fusable(FiniteTensorDictCheck)  # it maps nothing

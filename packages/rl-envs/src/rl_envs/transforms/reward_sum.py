@@ -9,7 +9,7 @@ from tensordict import TensorDictBase
 
 from rl_core.keys import EPISODE_REWARD, REWARD, NestedKey
 from rl_core.specs import Composite, TensorSpec, Unbounded
-from rl_core.transforms.transform import Transform
+from rl_core.transforms import Transform
 
 
 def _name(key: NestedKey) -> str:
