@@ -4,6 +4,7 @@ import pytest
 import torch
 from tensordict import LazyStackedTensorDict, TensorDict
 
+from rl_core._accel import fast_td
 from rl_core._accel.fast_td import (
     TreeBuilder,
     batch_size_of,
@@ -244,3 +245,19 @@ def test_sequence_children_accepts_only_plain_sequences():
         TensorDictSequential(first, second, selected_out_keys=["c"]),
     ]
     assert [sequence_children(seq) for seq in not_plain] == [None] * len(not_plain)
+
+
+def test_writable_entries_only_where_set_leaf_would_store_directly():
+    td = TensorDict({}, batch_size=[2])
+    fast_td.writable_entries(td)["obs"] = torch.zeros(2, 3)
+    assert td["obs"].shape == (2, 3)
+    assert fast_td.writable_entries(td.lock_()) is None
+    assert fast_td.writable_entries(TensorDict({}, batch_size=[2], device="meta")) is None
+    assert fast_td.writable_entries({"obs": torch.zeros(2)}) is None
+
+
+def test_only_tensors_refuses_groups_subclasses_and_other_values():
+    assert fast_td.only_tensors({"a": torch.zeros(1)}.values())
+    assert not fast_td.only_tensors([torch.zeros(1), 1])
+    assert not fast_td.only_tensors([TensorDict({}, batch_size=[])])
+    assert not fast_td.only_tensors([torch.nn.Parameter(torch.zeros(1))])

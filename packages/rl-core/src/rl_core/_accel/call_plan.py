@@ -254,20 +254,6 @@ class PolicyCallPlan:
 
     Raises:
         TypeError: ``policy`` is not callable.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> from rl_core._accel.seam import PolicyCallPlan
-        >>> from rl_core.modules import MLP, QValueActor
-        >>> from rl_core.specs import OneHot
-        >>> actor = QValueActor(MLP(4, 2, depth=1, num_cells=8), spec=OneHot(2))
-        >>> plan = PolicyCallPlan(actor)
-        >>> plan.fast
-        True
-        >>> td = plan(TensorDict(observation=torch.zeros(3, 4), batch_size=[3]))
-        >>> td["action"].shape, td["chosen_action_value"].shape
-        (torch.Size([3, 2]), torch.Size([3, 1]))
     """
 
     def __init__(self, policy: Callable[[TensorDictBase], TensorDictBase]) -> None:

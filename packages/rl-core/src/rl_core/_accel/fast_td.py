@@ -25,16 +25,6 @@ anything else.
 * :func:`module_io_keys`, :func:`sequence_children`: the call layout of a
   ``TensorDictModule`` / ``TensorDictSequential`` whose call is plain (read by
   ``PolicyCallPlan``).
-
-Examples:
-    >>> import torch
-    >>> from rl_core._accel.fast_td import TreeBuilder, get_leaf, leaf_paths
-    >>> builder = TreeBuilder([("obs",), ("next", "obs")])
-    >>> td = builder.build([torch.zeros(4, 3), torch.ones(4, 3)], torch.Size([4]), None)
-    >>> leaf_paths(td)
-    [('obs',), ('next', 'obs')]
-    >>> get_leaf(td, ("next", "obs")).shape
-    torch.Size([4, 3])
 """
 
 from __future__ import annotations
@@ -57,13 +47,7 @@ _MISSING: Any = object()
 
 
 def is_plain(td: Any) -> bool:
-    """Whether ``td`` is a plain ``TensorDict`` (the type itself, not a subclass or lazy stack).
-
-    Examples:
-        >>> from tensordict import TensorDict
-        >>> is_plain(TensorDict({}, batch_size=[])), is_plain({})
-        (True, False)
-    """
+    """Whether ``td`` is a plain ``TensorDict`` (the type itself, not a subclass or lazy stack)."""
     return type(td) is TensorDict
 
 
@@ -77,12 +61,6 @@ def entries(td: TensorDict) -> dict[str, Any]:
 
     Raises:
         TypeError: ``td`` is not a plain TensorDict.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> sorted(entries(TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2)}}, [2])))
-        ['a', 'b']
     """
     if type(td) is not TensorDict:
         raise TypeError(
@@ -105,14 +83,6 @@ def writable_entries(td: Any) -> dict[str, Any] | None:
 
     A caller may then write such tensors into the dict itself (what ``set_leaf`` would do),
     and only such tensors.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({}, batch_size=[2])
-        >>> writable_entries(td)["obs"] = torch.zeros(2, 3)
-        >>> td["obs"].shape, writable_entries(td.lock_())
-        (torch.Size([2, 3]), None)
     """
     if type(td) is not TensorDict or not _writes_directly(td):
         return None
@@ -134,13 +104,6 @@ def get_leaf(td: TensorDictBase, path: Path, default: Any = _MISSING) -> Any:
 
     Raises:
         KeyError: the entry is missing and no default was given.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"next": {"reward": torch.ones(3, 1)}}, batch_size=[3])
-        >>> get_leaf(td, ("next", "reward")).shape, get_leaf(td, ("x",), None)
-        (torch.Size([3, 1]), None)
     """
     node: Any = td
     for name in path:
@@ -160,14 +123,6 @@ def set_leaf(td: TensorDictBase, key: str, value: Any) -> None:
     A tensor (not nested) or plain TensorDict whose leading dims are ``td``'s batch size and
     whose device is ``td``'s is stored directly in a plain ``td``; anything else goes through
     ``td.set``.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({}, batch_size=[2])
-        >>> set_leaf(td, "obs", torch.zeros(2, 3))
-        >>> td["obs"].shape
-        torch.Size([2, 3])
     """
     if type(td) is TensorDict and type(key) is str:
         batch, device = td._batch_size, td._device
@@ -200,12 +155,6 @@ def leaf_paths(td: Any) -> list[Path] | None:
     Returns:
         The paths, or ``None`` when a level is not a plain TensorDict or a leaf is not a plain
         tensor (non-tensor data, a lazy stack): callers then take the generic path.
-
-    Examples:
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> leaf_paths(TensorDict({"a": torch.zeros(1), "b": {"c": torch.zeros(1)}}, [1]))
-        [('a',), ('b', 'c')]
     """
     paths: list[Path] = []
 
@@ -235,11 +184,6 @@ def build_tensordict(
         source: the entries of the root level.
         batch_size: a ``torch.Size``.
         device: the TensorDict's device, or ``None``.
-
-    Examples:
-        >>> import torch
-        >>> build_tensordict({"a": torch.zeros(2, 3)}, torch.Size([2])).batch_size
-        torch.Size([2])
     """
     if (
         not _PLAIN_ENTRY_DICT
@@ -263,11 +207,6 @@ def build_tensordict(
 def only_tensors(values: Any) -> bool:
     """Whether every value of ``values`` (e.g. an entry dict's ``values()``) is a plain
     ``torch.Tensor``: no sub-TensorDict, no tensor subclass.
-
-    Examples:
-        >>> import torch
-        >>> only_tensors({"a": torch.zeros(1)}.values()), only_tensors([torch.zeros(1), 1])
-        (True, False)
     """
     for value in values:  # noqa: SIM110 (a loop, not all(<generator>): every reset runs it)
         if type(value) is not torch.Tensor:
@@ -290,13 +229,6 @@ class TreeBuilder:
 
     Args:
         paths: the leaf paths, in the order :meth:`build` gets the values.
-
-    Examples:
-        >>> import torch
-        >>> builder = TreeBuilder([("a",), ("g", "b")])
-        >>> td = builder.build([torch.zeros(2), torch.ones(2, 4)], torch.Size([2]), None)
-        >>> td["g", "b"].shape
-        torch.Size([2, 4])
     """
 
     def __init__(self, paths: Sequence[Path]) -> None:
@@ -397,15 +329,6 @@ def module_io_keys(module: Any) -> tuple[list[Path], list[Any]] | None:
     ``method_kwargs``), the outputs are written into the input (``inplace=True``) and every
     output key is kept (no ``select_out_keys``). Only the configuration is read here; the
     caller checks the type, the hooks and the call-time modes.
-
-    Examples:
-        >>> from tensordict.nn import TensorDictModule
-        >>> from torch import nn
-        >>> module_io_keys(TensorDictModule(nn.Identity(), in_keys=[("a", "b")], out_keys=["c"]))
-        ([('a', 'b')], ['c'])
-        >>> module_io_keys(TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["c"],
-        ...     inplace=False)) is None
-        True
     """
     state = module.__dict__
     if (
@@ -429,14 +352,6 @@ def sequence_children(sequence: Any) -> list[Any] | None:
     copied back into the input, with ``None`` that TensorDict is returned), none is
     skipped for missing inputs (``partial_tolerant=False``) and every output key is kept (no
     ``select_out_keys``). The caller checks the type, the hooks and the call-time modes.
-
-    Examples:
-        >>> from tensordict.nn import TensorDictModule, TensorDictSequential
-        >>> from torch import nn
-        >>> first = TensorDictModule(nn.Identity(), in_keys=["a"], out_keys=["b"])
-        >>> second = TensorDictModule(nn.Identity(), in_keys=["b"], out_keys=["c"])
-        >>> len(sequence_children(TensorDictSequential(first, second)))
-        2
     """
     state = sequence.__dict__
     inplace = state.get("inplace", _MISSING)

@@ -47,16 +47,6 @@ def register_lane_plan(kind: type) -> Callable[[Callable], Callable]:
     """Registers ``factory(transform, lane) -> plan | None`` as the lane plan of the
     transform type ``kind`` (and of subclasses that override none of its step and reset
     methods). Used as a decorator.
-
-    Examples:
-        >>> from rl_core.transforms import Transform
-        >>> class Flag(Transform):
-        ...     pass
-        >>> @register_lane_plan(Flag)
-        ... def flag_plan(transform, lane):
-        ...     return None
-        >>> lane_plan_factory(Flag()) is flag_plan
-        True
     """
 
     def register(factory: Callable) -> Callable:

@@ -76,15 +76,6 @@ def zeros(
 ) -> torch.Tensor:
     """``torch.zeros(shape, dtype=dtype, device=device)``; on the CPU, for the dtypes of
     :data:`NUMPY_DTYPES`, a row of :class:`Rows` kept in ``owner.__dict__``.
-
-    Examples:
-        >>> import torch
-        >>> class Owner:
-        ...     pass
-        >>> owner = Owner()
-        >>> a, b = zeros(owner, (1,), torch.int64, None), zeros(owner, (1,), torch.int64, None)
-        >>> a.tolist(), b.tolist(), a.data_ptr() != b.data_ptr(), a.is_contiguous()
-        ([0], [0], True, True)
     """
     numpy_dtype = NUMPY_DTYPES.get(dtype)
     if numpy_dtype is None or not on_cpu(device):

@@ -354,14 +354,6 @@ def declare_fusable(kind: type, rule: bool | Callable[[Any], bool] = True) -> No
 
     Raises:
         TypeError: ``kind`` is not a class, or ``rule`` is neither a bool nor callable.
-
-    Examples:
-        >>> from rl_core.transforms import Transform
-        >>> class Tag(Transform):
-        ...     pass
-        >>> declare_fusable(Tag)
-        >>> Tag().fusable, fusable_as_declared(Tag())
-        (True, True)
     """
     if not isinstance(kind, type):
         raise TypeError(f"declare_fusable: expected a transform class, got {kind!r}.")
@@ -390,14 +382,6 @@ def fusable_as_declared(transform: Any) -> bool:
     the rule of :func:`plan_applies`, for transforms. A transform plan (a TransformedEnv's
     fused step-and-reset) applies only where this holds. The declaring class is the nearest
     one registered with :func:`declare_fusable` or setting ``fusable`` itself.
-
-    Examples:
-        >>> from rl_core.transforms import InitTracker, StepCounter
-        >>> class Custom(StepCounter):
-        ...     def _step(self, tensordict, next_tensordict):
-        ...         return next_tensordict
-        >>> fusable_as_declared(InitTracker()), fusable_as_declared(Custom())
-        (True, False)
     """
     if not transform.fusable:
         return False
@@ -410,14 +394,6 @@ def fusable_as_declared(transform: Any) -> bool:
 def reference_only() -> Iterator[None]:
     """Within the block, every env runs its reference code (no step plan is used); the
     conformance kit compares the two routes with it.
-
-    Examples:
-        >>> from rl_core.envs import reference_only
-        >>> from rl_core.testing import CountingEnv
-        >>> with reference_only():
-        ...     traj = CountingEnv(max_count=3).rollout(5, break_when_any_done=False)
-        >>> traj.batch_size
-        torch.Size([5])
     """
     previous = PLANS.enabled
     PLANS.enabled = False
