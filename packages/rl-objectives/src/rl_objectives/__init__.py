@@ -9,6 +9,7 @@ check_rl_core("rl-objectives")  # first: an rl-core outside the declared range f
 from importlib.metadata import version as _version
 
 from rl_objectives import losses, mixers, modules, value
+from rl_objectives.hold_out import hold_out_net, hold_out_params
 from rl_objectives.losses import (
     A2CLoss,
     ACTLoss,
@@ -30,6 +31,7 @@ from rl_objectives.losses import (
     DreamerV3ValueLoss,
     DreamerValueLoss,
     DTLoss,
+    ExponentialQuadraticCost,
     GAILLoss,
     IPPOLoss,
     IQLLoss,
@@ -49,6 +51,7 @@ from rl_objectives.losses import (
     categorical_kl_terms,
 )
 from rl_objectives.mixers import QMixer, VDNMixer
+from rl_objectives.optim import KLAdaptiveLR, group_optimizers
 from rl_objectives.target_updaters import HardUpdate, SoftUpdate, TargetNetUpdater
 from rl_objectives.utils import ValueEstimators, distance_loss
 from rl_objectives.value import (
@@ -64,6 +67,7 @@ from rl_objectives.value import (
     ValueNorm,
     VTrace,
 )
+from rl_objectives.value_utils import default_value_kwargs, next_state_value
 
 __version__ = _version("rl-objectives")
 
@@ -74,6 +78,8 @@ __all__ += [
     "value",
     "ValueEstimators",
     "distance_loss",
+    "next_state_value",
+    "default_value_kwargs",
     "ValueEstimatorBase",
     "TD0Estimator",
     "TD1Estimator",
@@ -133,6 +139,11 @@ __all__ += [
     "TargetNetUpdater",
     "SoftUpdate",
     "HardUpdate",
+    "ExponentialQuadraticCost",
+    "KLAdaptiveLR",
+    "group_optimizers",
+    "hold_out_net",
+    "hold_out_params",
 ]
 
 # networks of one algorithm family (world models, Decision Transformer, multi-agent, DQN)

@@ -27,6 +27,7 @@ from rl_objectives.losses.iql import IQLLoss
 from rl_objectives.losses.kl_ppo import KLPENPPOLoss
 from rl_objectives.losses.mappo import IPPOLoss, MAPPOLoss
 from rl_objectives.losses.online_dt import OnlineDTLoss
+from rl_objectives.losses.pilco import ExponentialQuadraticCost, expected_saturating_cost
 from rl_objectives.losses.ppo import PPOLoss
 from rl_objectives.losses.qmixer import QMixerLoss
 from rl_objectives.losses.redq import REDQLoss
@@ -76,4 +77,6 @@ __all__ = [
     "RNDLoss",
     "TQCLoss",
     "OnlineDTLoss",
+    "ExponentialQuadraticCost",
+    "expected_saturating_cost",
 ]

@@ -3,12 +3,16 @@
 World models and Dreamer networks (``RSSMPrior``, ``RSSMRollout``, ``WorldModelWrapper``,
 ``ObsEncoder``, ``DreamerActor``, DreamerV3's categorical latents and two-hot heads), Decision
 Transformer networks, imitation policies (ACT, diffusion), multi-agent networks and the cross-group critic, and DQN-specific
-networks (noisy layers, the dueling net, distributional Q-value heads). The building blocks
+networks (noisy layers, the dueling net, distributional Q-value heads), PILCO's GP
+world model and RBF controller, ordinal distributions, consistent dropout and batch
+renormalisation. The building blocks
 every policy needs (``MLP``, ``ConvNet``, actors, ``QValueActor``, distributions) stay in
 :mod:`rl_core.modules`.
 """
 
 from rl_objectives.modules.act import ACTModel
+from rl_objectives.modules.batchrenorm import BatchRenorm1d
+from rl_objectives.modules.consistent_dropout import ConsistentDropout, ConsistentDropoutModule
 from rl_objectives.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
 from rl_objectives.modules.decision_transformer import DecisionTransformer, DTActor, OnlineDTActor
 from rl_objectives.modules.diffusion import DiffusionActor
@@ -28,7 +32,12 @@ from rl_objectives.modules.dreamer_v3_utils import (
     two_hot_encode,
 )
 from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
+from rl_objectives.modules.gp_world_model import GPWorldModel
 from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
+from rl_objectives.modules.multiagent_base import MultiAgentNetBase
+from rl_objectives.modules.noisy_lazy import NoisyLazyLinear
+from rl_objectives.modules.ordinal import OneHotOrdinal, Ordinal, ordinal_logits
+from rl_objectives.modules.rbf_controller import RBFController
 from rl_objectives.modules.value_transforms import (
     ComposeValueTransform,
     IdentityValueTransform,
@@ -83,13 +92,25 @@ __all__ = [
     # multi-agent
     "MultiAgentMLP",
     "MultiAgentConvNet",
+    "MultiAgentNetBase",
     "CrossGroupCritic",
     "CrossCriticGroupSpec",
     # DQN family
     "DuelingCnnDQNet",
     "NoisyLinear",
+    "NoisyLazyLinear",
     "reset_noise",
     "DistributionalQValueModule",
     "DistributionalQValueActor",
     "expected_action_value",
+    # PILCO: GP dynamics with moment matching and the RBF policy
+    "GPWorldModel",
+    "RBFController",
+    # ordinal distributions, dropout replayed in the loss, batch renormalisation
+    "Ordinal",
+    "OneHotOrdinal",
+    "ordinal_logits",
+    "ConsistentDropout",
+    "ConsistentDropoutModule",
+    "BatchRenorm1d",
 ]
