@@ -6,6 +6,9 @@ import math
 
 import pytest
 import torch
+from tensordict import TensorDictBase
+
+from rl_core.transforms import Transform
 
 
 def _chi2_critical(df: int, z: float = 3.719) -> float:
@@ -40,3 +43,20 @@ def chi_square():
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+class Rename(Transform):
+    """Moves each entry of ``in_keys`` to the key of the same rank in ``out_keys``: the replay
+    buffer tests' own key-moving transform (rl-buffers does not depend on rl-envs, whose
+    ``RenameTransform`` users would pass)."""
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        for old, new in zip(self.in_keys, self.out_keys, strict=True):
+            tensordict.rename_key_(old, new)
+        return tensordict
+
+
+@pytest.fixture
+def rename():
+    """The :class:`Rename` transform class."""
+    return Rename

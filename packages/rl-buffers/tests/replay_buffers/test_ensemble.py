@@ -16,7 +16,6 @@ from rl_buffers import (
     TensorDictReplayBuffer,
     WriterEnsemble,
 )
-from rl_core.transforms import RenameTransform
 
 
 def pixels_and_states(n=10):
@@ -102,18 +101,18 @@ def test_priorities_route_to_the_buffer_named_in_the_index():
         ensemble.update_priority(torch.tensor([[0, 1]]), 1.0)  # buffer 0 has no priorities
 
 
-def test_transforms_of_each_buffer_then_of_the_ensemble():
+def test_transforms_of_each_buffer_then_of_the_ensemble(rename):
     xs = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
     xs.extend(TensorDict({"x": torch.arange(10.0)}, [10]))
     ys = TensorDictReplayBuffer(storage=LazyTensorStorage(100))
     ys.extend(TensorDict({"y": 100 + torch.arange(10.0)}, [10]))
-    ys.append_transform(RenameTransform(in_keys=["y"], out_keys=["x"]))
+    ys.append_transform(rename(in_keys=["y"], out_keys=["x"]))
     ensemble = ReplayBufferEnsemble(
         xs,
         ys,
         batch_size=4,
         sample_from_all=True,
-        transform=RenameTransform(in_keys=["x"], out_keys=["data"]),
+        transform=rename(in_keys=["x"], out_keys=["data"]),
     )
     batch = ensemble.sample()
     assert set(batch.keys()) == {"data", "index"}

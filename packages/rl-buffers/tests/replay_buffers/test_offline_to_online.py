@@ -9,7 +9,6 @@ from rl_buffers import (
     SamplerWithoutReplacement,
     TensorDictReplayBuffer,
 )
-from rl_core.transforms import RenameTransform
 
 
 def offline_dataset(n=50):
@@ -50,11 +49,11 @@ def test_empty_online_part_and_annealing_to_zero():
     assert len(dataset) == 50  # never written
 
 
-def test_memmap_online_storage_and_transform(tmp_path):
+def test_memmap_online_storage_and_transform(tmp_path, rename):
     rb = OfflineToOnlineReplayBuffer(
         offline_dataset(),
         online_storage=LazyMemmapStorage(100, scratch_dir=tmp_path),
-        transform=RenameTransform(in_keys=["obs"], out_keys=["observation"]),
+        transform=rename(in_keys=["obs"], out_keys=["observation"]),
         batch_size=4,
     )
     rb.extend(online(10))

@@ -13,7 +13,7 @@ from rl_buffers import (
     ReplayBuffer,
     SamplerWithoutReplacement,
 )
-from rl_core.transforms import RenameTransform, Transform
+from rl_core.transforms import Transform
 
 
 class Scale(Transform):
@@ -76,20 +76,16 @@ def test_iter_is_one_epoch_without_replacement():
     assert len(list(itertools.islice(endless, 7))) == 7
 
 
-def test_transforms_on_samples_and_inverse_on_writes():
+def test_transforms_on_samples_and_inverse_on_writes(rename):
     buffer = ReplayBuffer(storage=LazyTensorStorage(10), transform=Scale())
     buffer.extend(td(4))
     stored = buffer.storage.get(torch.arange(4))
     assert stored["x"].tolist() == [0.0, 0.5, 1.0, 1.5]  # inverse ran on the write
-    buffer.append_transform(RenameTransform(in_keys=["twice"], out_keys=["double"]))
+    buffer.append_transform(rename(in_keys=["twice"], out_keys=["double"]))
     batch = buffer.sample(8)
     assert torch.equal(batch["x"], batch["double"] / 2)
-    buffer.insert_transform(0, RenameTransform(in_keys=["x"], out_keys=["y"]))
-    assert [type(t).__name__ for t in buffer.transform] == [
-        "RenameTransform",
-        "Scale",
-        "RenameTransform",
-    ]
+    buffer.insert_transform(0, rename(in_keys=["x"], out_keys=["y"]))
+    assert [type(t).__name__ for t in buffer.transform] == ["Rename", "Scale", "Rename"]
     with pytest.raises(TypeError, match="expected an rl-core Transform, got function"):
         buffer.append_transform(lambda x: x)
 

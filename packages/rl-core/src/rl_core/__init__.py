@@ -42,10 +42,7 @@ from rl_core.specs import (
 from rl_core.ted import step_mdp, terminated_or_truncated
 from rl_core.transforms import (
     Compose,
-    ExcludeTransform,
     InitTracker,
-    RenameTransform,
-    SelectTransform,
     StepCounter,
     TensorDictPrimer,
     Transform,
@@ -95,8 +92,5 @@ __all__ = [
     "Compose",
     "StepCounter",
     "InitTracker",
-    "RenameTransform",
-    "ExcludeTransform",
-    "SelectTransform",
     "TensorDictPrimer",
 ]

@@ -3,7 +3,7 @@
 Each transform runs inside a :class:`rl_core.TransformedEnv` (forward path, inverse path and
 specs) and on plain TensorDicts such as replay-buffer samples. The machinery (``Transform``,
 ``TransformedEnv``, ``Compose``) and the generic transforms other packages need
-(``StepCounter``, ``InitTracker``, rename/select/exclude) live in rl-core.
+(``StepCounter``, ``InitTracker``) live in rl-core.
 """
 
 from rl_envs.transforms import _plans  # noqa: F401 (registers the lane plans)
@@ -42,9 +42,11 @@ from rl_envs.transforms.reward import (
     RewardClipping,
     RewardScaling,
 )
+from rl_envs.transforms.rename import RenameTransform
 from rl_envs.transforms.reward_sum import RewardSum
 from rl_envs.transforms.reward2go import Reward2GoTransform
 from rl_envs.transforms.rnd import RNDTransform, RunningMeanStd
+from rl_envs.transforms.select import ExcludeTransform, SelectTransform
 from rl_envs.transforms.shape import (
     FlattenObservation,
     PermuteTransform,
@@ -61,6 +63,10 @@ from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
 
 __all__ = [
+    # keys
+    "RenameTransform",
+    "SelectTransform",
+    "ExcludeTransform",
     # observations
     "ObservationNorm",
     "VecNorm",

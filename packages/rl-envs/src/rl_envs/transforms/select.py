@@ -6,7 +6,7 @@ from tensordict import TensorDictBase
 
 from rl_core.keys import NestedKey
 from rl_core.specs import Composite
-from rl_core.transforms.transform import Transform
+from rl_core.transforms import Transform
 
 
 class ExcludeTransform(Transform):
@@ -18,7 +18,7 @@ class ExcludeTransform(Transform):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.transforms import ExcludeTransform
+        >>> from rl_envs.transforms import ExcludeTransform
         >>> t = ExcludeTransform("pixels")
         >>> sorted(t(TensorDict(pixels=torch.zeros(2), observation=torch.zeros(2))).keys())
         ['observation']

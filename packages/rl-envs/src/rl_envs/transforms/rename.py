@@ -8,7 +8,7 @@ from tensordict import TensorDictBase
 
 from rl_core.keys import NestedKey
 from rl_core.specs import Composite
-from rl_core.transforms.transform import Transform
+from rl_core.transforms import Transform
 
 
 def _rename_spec(spec: Composite, old: NestedKey, new: NestedKey, keep_old: bool) -> None:
@@ -34,7 +34,7 @@ class RenameTransform(Transform):
     Examples:
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> from rl_core.transforms import RenameTransform
+        >>> from rl_envs.transforms import RenameTransform
         >>> t = RenameTransform(["observation"], ["obs"])
         >>> sorted(t(TensorDict(observation=torch.zeros(3))).keys())
         ['obs']
