@@ -179,31 +179,9 @@ class GRUModule(RecurrentModuleBase):
     ``[*B, num_layers, hidden_size]``; step mode by default, sequence mode through
     :meth:`set_recurrent_mode`, restarts from zeros where ``"is_init"`` is True.
 
-    Args:
-        input_size: number of input features.
-        hidden_size: number of hidden features.
-        num_layers: number of stacked GRU layers. Defaults to 1.
-
-    Keyword Args:
-        bias: whether the GRU has biases. Defaults to ``True``.
-        dropout: dropout between layers. Defaults to 0.
-        in_key: the input key. Exclusive with ``in_keys``.
-        in_keys: ``[input, state]`` keys.
-        out_key: the output key. Exclusive with ``out_keys``.
-        out_keys: ``[output, next_state]`` keys.
-        is_init_key: the boolean reset marker. Defaults to ``"is_init"``.
-        device: device of the parameters.
-        gru: an existing batch-first ``nn.GRU`` to wrap instead of building one.
-        recurrent_mode: start in sequence mode. Defaults to ``False``.
-        python_based: build the plain-PyTorch :class:`~rl_core.modules.GRU` instead of
-            ``nn.GRU``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
-            mode it restarts the state at each ``is_init`` inside its time loop instead of
-            cutting the slice at the resets. Defaults to ``False``.
-
-    Raises:
-        ValueError: sizes or keys are missing or contradictory, or ``gru`` is not
-            batch-first and unidirectional.
-        TypeError: ``gru`` is not an ``nn.GRU``.
+    Arguments as for :class:`LSTMModule`, with ``gru`` (an existing batch-first ``nn.GRU``)
+    instead of ``lstm``, ``[input, state]`` as ``in_keys`` and ``[output, next_state]`` as
+    ``out_keys``; ``python_based`` builds the plain-PyTorch :class:`~rl_core.modules.GRU`.
 
     Examples:
         >>> import torch

@@ -116,14 +116,7 @@ class GRUCell(RNNCellBase):
 
     Same parameters (``weight_ih`` ``[3H, I]``, ``weight_hh`` ``[3H, H]``, ``bias_ih``,
     ``bias_hh``), initialisation and call as ``torch.nn.GRUCell``; usable under
-    :func:`torch.vmap`.
-
-    Args:
-        input_size: number of input features ``I``.
-        hidden_size: number of hidden features ``H``.
-        bias: whether the cell has biases. Defaults to ``True``.
-        device: device of the parameters.
-        dtype: dtype of the parameters.
+    :func:`torch.vmap`. Arguments as for :class:`LSTMCell`.
 
     Examples:
         >>> import torch
@@ -351,18 +344,8 @@ class GRU(_PythonRNNMixin, nn.GRU):
 
     Same parameters, initialisation and call as ``torch.nn.GRU``, but batch-first by default
     and without cuDNN, so it runs under :func:`torch.vmap` and :func:`torch.compile`.
-
-    Args:
-        input_size: number of input features ``I``.
-        hidden_size: number of hidden features ``H``.
-        num_layers: number of stacked layers. Defaults to 1.
-        bias: whether the layers have biases. Defaults to ``True``.
-        batch_first: inputs and outputs are ``[batch, time, feature]``. Defaults to ``True``.
-        dropout: dropout on the outputs of every layer but the last, in training mode.
-            Defaults to 0.
-        bidirectional: must be ``False``.
-        device: device of the parameters.
-        dtype: dtype of the parameters.
+    Arguments as for :class:`LSTM` (``bias`` before ``batch_first``, as in ``torch.nn.GRU``),
+    without ``proj_size``.
 
     Raises:
         NotImplementedError: ``bidirectional=True``.

@@ -281,22 +281,8 @@ class MaskedOneHotCategorical(OneHotCategorical):
     ``log_prob`` ``-inf`` and no share of the entropy) with the sampling options of
     :class:`OneHotCategorical`. Under ``MEAN`` it gives the masked ``probs``.
 
-    Args:
-        logits: unnormalised log-probabilities, shape ``[*batch, n]``.
-        probs: probabilities, exclusive with ``logits``.
-
-    Keyword Args:
-        mask: boolean tensor broadcastable to ``[*batch, n]``, ``True`` for allowed actions.
-        indices: integer tensor ``[*batch, k]`` of allowed actions, exclusive with ``mask``.
-        padding_value: the value that pads ``indices``. Defaults to ``None``.
-        neg_inf: the logit given to masked actions. Defaults to ``-inf``.
-        grad_method: see :class:`OneHotCategorical`. Defaults to ``PassThrough``.
-        temperature: see :class:`OneHotCategorical`. Defaults to ``1.0``.
-        validate_args: forwarded to :class:`torch.distributions.Distribution`.
-
-    Raises:
-        ValueError: as for :class:`MaskedCategorical`.
-        TypeError: as for :class:`MaskedCategorical`.
+    Arguments (and errors) as for :class:`MaskedCategorical`, plus ``grad_method`` (defaults to
+    ``PassThrough``) and ``temperature`` (``1.0``) of :class:`OneHotCategorical`.
 
     Examples:
         >>> import torch
