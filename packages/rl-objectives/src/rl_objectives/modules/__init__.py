@@ -23,6 +23,11 @@ from rl_objectives.modules.distributional_qvalue import (
 )
 from rl_objectives.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_objectives.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
+from rl_objectives.modules.dreamer_v3_nets import (
+    DreamerV3BlockGRU,
+    DreamerV3BlockGRUCell,
+    DreamerV3MLP,
+)
 from rl_objectives.modules.dreamer_v3_utils import (
     SymExpTwoHot,
     symexp,
@@ -53,7 +58,7 @@ from rl_objectives.modules.world_models import (
     RSSMRollout,
     WorldModelWrapper,
 )
-from rl_objectives.modules.world_models_v3 import RSSMPosteriorV3, RSSMPriorV3
+from rl_objectives.modules.world_models_v3 import RSSMPosteriorV3, RSSMPriorV3, RSSMRolloutV3
 
 __all__ = [
     # Dreamer: world model and actor
@@ -67,6 +72,10 @@ __all__ = [
     # DreamerV3: categorical latents and the scalar transforms of its heads
     "RSSMPriorV3",
     "RSSMPosteriorV3",
+    "RSSMRolloutV3",
+    "DreamerV3MLP",
+    "DreamerV3BlockGRUCell",
+    "DreamerV3BlockGRU",
     "symlog",
     "symexp",
     "two_hot_encode",

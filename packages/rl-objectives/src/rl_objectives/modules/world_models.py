@@ -274,6 +274,10 @@ class RSSMRollout(TensorDictModuleBase):
             if _key_tuple(k)[0] == "next" and _key_tuple(k)[1:] in prior_in
         ]
 
+    def _step_input(self, step: TensorDictBase) -> TensorDictBase:
+        """The TensorDict the prior reads at a step (a subclass may reset latents here)."""
+        return step
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns the ``[*B, T]`` TensorDict of the filtered steps."""
         if tensordict.batch_dims < 1:
@@ -285,7 +289,7 @@ class RSSMRollout(TensorDictModuleBase):
         outputs = []
         step = steps[0]
         for t in range(len(steps)):
-            step = self.rssm_posterior(self.rssm_prior(step))
+            step = self.rssm_posterior(self.rssm_prior(self._step_input(step)))
             outputs.append(step)
             if t + 1 < len(steps):
                 following = steps[t + 1].copy()

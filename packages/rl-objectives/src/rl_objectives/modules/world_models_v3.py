@@ -15,8 +15,10 @@ vectors of ``num_classes`` classes each (32 x 32 in the paper), flattened to
 Both networks return the raw logits (``[*B, num_categoricals, num_classes]``), which the KL
 terms of ``DreamerV3ModelLoss`` read. Their recurrent core is a ``GRUCell`` with SiLU
 projections (TorchRL's ``recurrent_model="gru"``); the block GRU and RMS-normalised layers of
-the paper's larger models are not built here. :class:`~rl_objectives.modules.RSSMRollout` filters a
-sequence through them as through the V1 networks.
+the paper's larger models are in :mod:`rl_objectives.modules.dreamer_v3_nets`
+(:class:`~rl_objectives.modules.DreamerV3BlockGRUCell`). :class:`RSSMRolloutV3` (an
+:class:`~rl_objectives.modules.RSSMRollout` that zeroes the latents at episode starts) filters a
+sequence through them.
 """
 
 from __future__ import annotations
@@ -24,9 +26,14 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from tensordict import TensorDictBase
+from tensordict.utils import unravel_key
 from torch import nn
 
-__all__ = ["RSSMPriorV3", "RSSMPosteriorV3"]
+from rl_objectives.modules.dreamer_v3_nets import DreamerV3BlockGRUCell, _norm_layer
+from rl_objectives.modules.world_models import RSSMRollout
+
+__all__ = ["RSSMPriorV3", "RSSMPosteriorV3", "RSSMRolloutV3"]
 
 
 def _check_unimix(where: str, unimix: float) -> float:
@@ -88,12 +95,23 @@ class RSSMPriorV3(nn.Module):
 
     Keyword Args:
         action_shape: the action's shape, instead of ``action_spec`` (not both).
+        recurrent_model: ``"gru"`` (above) or ``"block_gru"``: the paper's core,
+            ``belief' = DreamerV3BlockGRUCell([state, action / max(1, |action|)], belief)``
+            with projections of ``hidden_dim`` (one projection of the state and action
+            together, where the reference implementation projects them apart), and prior
+            logits from ``prior_num_layers`` ``SiLU(RMSNorm(Linear))`` layers and a linear
+            output. Defaults to ``"gru"``.
+        num_blocks: blocks of the block GRU. Defaults to 8.
+        num_layers: hidden layers of the block GRU. Defaults to 1.
+        prior_num_layers: hidden layers of the block GRU's prior head. Defaults to 2.
+        norm_eps: the RMS norms' epsilon. Defaults to 1e-4.
         unimix: share of the uniform distribution mixed into the probabilities. Defaults to
             0.0 (TorchRL's default; the paper uses 0.01).
 
     Raises:
         ValueError: both ``action_spec`` and ``action_shape`` given, ``unimix`` outside
-            ``[0, 1)``, or a size that is not a positive int.
+            ``[0, 1)``, a size that is not a positive int, an unknown ``recurrent_model``, or
+            ``"block_gru"`` without an action size.
 
     Examples:
         >>> import torch
@@ -118,12 +136,21 @@ class RSSMPriorV3(nn.Module):
         device: torch.device | str | None = None,
         *,
         action_shape: torch.Size | tuple[int, ...] | None = None,
+        recurrent_model: str = "gru",
+        num_blocks: int = 8,
+        num_layers: int = 1,
+        prior_num_layers: int = 2,
+        norm_eps: float = 1e-4,
         unimix: float = 0.0,
     ) -> None:
         super().__init__()
         where = type(self).__name__
         _check_sizes(where, hidden_dim=hidden_dim, rnn_hidden_dim=rnn_hidden_dim,
                      num_categoricals=num_categoricals, num_classes=num_classes)  # fmt: skip
+        if recurrent_model not in ("gru", "block_gru"):
+            raise ValueError(
+                f"{where}: expected recurrent_model 'gru' or 'block_gru', got {recurrent_model!r}."
+            )
         if action_spec is not None and action_shape is not None:
             raise ValueError(f"{where}: pass action_spec or action_shape, not both.")
         if action_spec is not None:
@@ -141,7 +168,33 @@ class RSSMPriorV3(nn.Module):
         self.num_classes = num_classes
         self.rnn_hidden_dim = rnn_hidden_dim
         self.action_dim = action_dim
+        self.recurrent_model = recurrent_model
         state_dim = num_categoricals * num_classes
+        if recurrent_model == "block_gru":
+            if action_dim is None:
+                raise ValueError(
+                    f"{where}: recurrent_model='block_gru' needs the action size: pass "
+                    f"action_dim, action_spec or action_shape."
+                )
+            _check_sizes(where, prior_num_layers=prior_num_layers)
+            self.rnn = DreamerV3BlockGRUCell(
+                state_dim + action_dim,
+                rnn_hidden_dim,
+                projection_size=hidden_dim,
+                num_blocks=num_blocks,
+                num_layers=num_layers,
+                norm_eps=norm_eps,
+                device=device,
+            )
+            head: list[nn.Module] = []
+            width = rnn_hidden_dim
+            for _ in range(prior_num_layers):
+                head.append(_norm_layer(width, hidden_dim, norm_eps, device))
+                width = hidden_dim
+            self.rnn_to_prior_projector = nn.Sequential(
+                *head, nn.Linear(width, state_dim, device=device)
+            )
+            return
         first = (
             nn.LazyLinear(hidden_dim, device=device)
             if action_dim is None
@@ -175,6 +228,15 @@ class RSSMPriorV3(nn.Module):
         """
         if not action.is_floating_point():
             action = action.to(belief.dtype)
+        if self.recurrent_model == "block_gru":
+            action = action / action.detach().abs().clamp_min(1)
+            inputs = torch.cat([state, action], dim=-1)
+            next_belief = self.rnn(inputs, belief)
+            logits = self.rnn_to_prior_projector(next_belief).unflatten(
+                -1, (self.num_categoricals, self.num_classes)
+            )
+            next_state = _straight_through_sample(logits, self.unimix, uniform, "RSSMPriorV3")
+            return logits, next_state, next_belief
         projected = self.action_state_projector(torch.cat([state, action], dim=-1))
         batch = projected.shape[:-1]
         next_belief = self.rnn(
@@ -258,3 +320,75 @@ class RSSMPosteriorV3(nn.Module):
         logits = logits.unflatten(-1, (self.num_categoricals, self.num_classes))
         state = _straight_through_sample(logits, self.unimix, uniform, "RSSMPosteriorV3")
         return logits, state
+
+
+class RSSMRolloutV3(RSSMRollout):
+    """:class:`~rl_objectives.modules.RSSMRollout` for DreamerV3's networks, restarting the
+    latents at episode starts.
+
+    At each step where the boolean ``reset_key`` entry (``"is_init"``, written by
+    ``InitTracker``) is True, the entries the prior reads (``"state"``, ``"belief"`` and
+    ``"action"`` with the usual keys) are zeroed before the prior runs, so that a sequence
+    sampled across an episode boundary does not carry the previous episode's latents. Steps
+    without the entry (or ``reset_key=None``) filter as :class:`RSSMRollout`.
+
+    Args:
+        rssm_prior: a TensorDict module around :class:`RSSMPriorV3`.
+        rssm_posterior: a TensorDict module around :class:`RSSMPosteriorV3`.
+        reset_key: the boolean entry marking an episode's first step, or ``None``. Defaults to
+            ``"is_init"``.
+
+    Raises:
+        TypeError: a module has no ``in_keys``/``out_keys``.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> from rl_objectives.modules import RSSMPosteriorV3, RSSMPriorV3, RSSMRolloutV3
+        >>> prior = TensorDictModule(
+        ...     RSSMPriorV3(action_dim=2, hidden_dim=8, rnn_hidden_dim=8, num_categoricals=4,
+        ...                 num_classes=4),
+        ...     in_keys=["state", "belief", "action"],
+        ...     out_keys=[("next", "prior_logits"), "_", ("next", "belief")])
+        >>> post = TensorDictModule(
+        ...     RSSMPosteriorV3(hidden_dim=8, num_categoricals=4, num_classes=4,
+        ...                     rnn_hidden_dim=8, obs_embed_dim=6),
+        ...     in_keys=[("next", "belief"), ("next", "encoded_latents")],
+        ...     out_keys=[("next", "posterior_logits"), ("next", "state")])
+        >>> td = TensorDict(state=torch.zeros(2, 4, 16), belief=torch.zeros(2, 4, 8),
+        ...                 action=torch.randn(2, 4, 2), is_init=torch.zeros(2, 4, 1, dtype=torch.bool),
+        ...                 batch_size=[2, 4])
+        >>> td["next", "encoded_latents"] = torch.randn(2, 4, 6)
+        >>> td["is_init"][:, 2] = True  # a new episode starts at step 2
+        >>> out = RSSMRolloutV3(prior, post)(td)
+        >>> out.shape, out["belief"][:, 2].abs().sum().item()
+        (torch.Size([2, 4]), 0.0)
+    """
+
+    def __init__(
+        self,
+        rssm_prior: nn.Module,
+        rssm_posterior: nn.Module,
+        reset_key: Any = "is_init",
+    ) -> None:
+        super().__init__(rssm_prior, rssm_posterior)
+        self.reset_key = None if reset_key is None else unravel_key(reset_key)
+        if self.reset_key is not None and self.reset_key not in self.in_keys:
+            self.in_keys = [*self.in_keys, self.reset_key]
+
+    def _step_input(self, step: TensorDictBase) -> TensorDictBase:
+        if self.reset_key is None:
+            return step
+        reset = step.get(self.reset_key, None)
+        if reset is None:
+            return step
+        # one flag per step of the batch ([*B] or [*B, 1]), broadcast over each entry's features
+        reset = reset.to(torch.bool).reshape(step.batch_size)
+        for key in self.rssm_prior.in_keys:
+            value = step.get(key, None)
+            if value is None:
+                continue
+            mask = reset.reshape(*reset.shape, *([1] * (value.ndim - reset.ndim)))
+            step.set(key, torch.where(mask, torch.zeros_like(value), value))
+        return step
