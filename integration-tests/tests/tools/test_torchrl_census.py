@@ -108,6 +108,7 @@ def test_the_placeholder_quotes_why_the_name_is_absent(migrate, import_map):
 UTILS = """\
 from torchrl._utils import (
     RL_WARNINGS,
+    _ends_with,
     _make_ordinal_device,
     _replace_last,
     implement_for,
@@ -124,6 +125,8 @@ level = torchrl_logger.level  # used at import, as TorchRL's tests do
 expect_warning = rl_warnings() or RL_WARNINGS
 size = prod([2, 3])
 helpers = (tu.logger, tu.rl_warnings())
+keys = (_replace_last(("next", "reward"), "episode_reward"), _replace_last("reward", "done"))
+ends = (_ends_with(("next", "mask"), "mask"), _ends_with("mask", "mask"), _ends_with("x", "mask"))
 """
 
 
@@ -144,14 +147,16 @@ def test_torchrl_utils_imports_convert_to_a_module_that_imports(migrate, import_
     assert scope["expect_warning"] is False  # the rl stack emits none of TorchRL's RL_WARNINGS
     assert scope["size"] == 6
     assert scope["implement_for"].__module__.startswith("rl_envs")
-    for name in ("_make_ordinal_device", "_replace_last", "seed_generator", "timeit"):
+    # TorchRL's nested-key helpers, by hand: the last part replaced; the last part compared
+    assert scope["keys"] == (("next", "episode_reward"), "done")
+    assert scope["ends"] == (True, True, False)
+    for name in ("_make_ordinal_device", "seed_generator", "timeit"):
         why = import_map.why_absent(name)
         assert why, f"{name}: [absent] gives no reason"
         with pytest.raises(NotImplementedError, match=re.escape(why)):
             scope[name]()
     assert sorted(name for _, name in report.unknown) == [
         "torchrl._utils._make_ordinal_device",
-        "torchrl._utils._replace_last",
         "torchrl._utils.seed_generator",
         "torchrl._utils.timeit",
     ]
