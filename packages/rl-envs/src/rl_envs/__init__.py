@@ -35,6 +35,8 @@ from rl_envs.libs import (
     InfoDictReader,
     JumanjiEnv,
     JumanjiWrapper,
+    LBForagingEnv,
+    LBForagingWrapper,
     MarlGroupMapType,
     MOGymEnv,
     MOGymWrapper,
@@ -155,6 +157,9 @@ __all__ = [
     "HopperEnv",
     "HumanoidEnv",
     "Walker2dEnv",
+    # Level-Based Foraging
+    "LBForagingEnv",
+    "LBForagingWrapper",
     # OpenSpiel
     "OpenSpielEnv",
     "OpenSpielWrapper",

@@ -21,6 +21,7 @@ def test_every_wrapped_library_is_answered_by_its_import_name():
         "brax",
         "jumanji",
         "vmas",
+        "lbforaging",
     ]
     for name, installed in found.items():
         assert installed is (importlib.util.find_spec(name) is not None), name

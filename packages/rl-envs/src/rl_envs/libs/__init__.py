@@ -15,6 +15,7 @@ from rl_envs.libs.gym import GymEnv, GymWrapper
 from rl_envs.libs.gym_backend import gym_backend, set_gym_backend
 from rl_envs.libs.implement_for import implement_for
 from rl_envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
+from rl_envs.libs.lbforaging import LBForagingEnv, LBForagingWrapper
 from rl_envs.libs.mo_gym import MOGymEnv, MOGymWrapper
 from rl_envs.libs.mujoco import MujocoEnv
 from rl_envs.libs.mujoco_ant import AntEnv
@@ -36,6 +37,8 @@ __all__ = [
     "DMControlWrapper",
     "JumanjiEnv",
     "JumanjiWrapper",
+    "LBForagingEnv",
+    "LBForagingWrapper",
     "MOGymEnv",
     "MOGymWrapper",
     "GymEnv",

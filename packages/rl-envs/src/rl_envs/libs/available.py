@@ -17,6 +17,7 @@ LIBRARIES: dict[str, str] = {
     "brax": "brax",
     "jumanji": "jumanji",
     "vmas": "vmas",
+    "lbforaging": "lbforaging",
 }
 
 
@@ -31,7 +32,7 @@ def get_available_libraries() -> dict[str, bool]:
     Returns:
         ``{import name: installed}`` for ``gymnasium``, ``ale_py``, ``mujoco``,
         ``dm_control``, ``pettingzoo``, ``pyspiel``, ``envpool``, ``mo_gymnasium``, ``brax``,
-        ``jumanji`` and ``vmas``.
+        ``jumanji``, ``vmas`` and ``lbforaging``.
 
     Examples:
         >>> sorted(get_available_libraries())[:3]
