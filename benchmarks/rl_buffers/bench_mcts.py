@@ -8,7 +8,8 @@ Run from the repository root::
 ``rl_buffers.map.MCTS`` searches ``--simulations`` simulations from the empty board of each of
 ``B`` roots (``TicTacToeEnv(batch_size=[B])``); each simulation selects one leaf per root
 (PUCT), expands all ``B`` leaves with one ``env.step`` and one evaluator call, and backs
-the values up. The evaluator is uniform priors and zero values, or with ``--net`` the
+the values up. ``--leaves L``: one root whose simulations each select ``L`` leaves with a
+virtual loss (``leaves_per_root=L``), expanded together. The evaluator is uniform priors and zero values, or with ``--net`` the
 example's two-layer policy-value MLP (64 units, untrained). A simulation per second counts
 one leaf of one root. Each figure is the best of ``--rounds`` searches, in wall-clock time and
 in the thread's CPU time (one core's work: other processes on a shared machine inflate it
@@ -43,10 +44,18 @@ def make_evaluator(net: bool):
     return evaluate
 
 
-def measure(batch: int, simulations: int, rounds: int, net: bool) -> tuple[float, float]:
-    env = TicTacToeEnv(batch_size=[batch])
-    search = MCTS(env, make_evaluator(net), num_simulations=simulations, score=PUCTScore(c=1.5))
-    root = env.reset()
+def measure(
+    batch: int, simulations: int, rounds: int, net: bool, leaves: int = 1
+) -> tuple[float, float]:
+    env = TicTacToeEnv(batch_size=[batch * leaves])
+    search = MCTS(
+        env,
+        make_evaluator(net),
+        num_simulations=simulations,
+        score=PUCTScore(c=1.5),
+        leaves_per_root=leaves,
+    )
+    root = TicTacToeEnv(batch_size=[batch]).reset()
     search(root)  # warm-up
     best_wall = best_cpu = float("inf")
     for _ in range(rounds):
@@ -54,7 +63,7 @@ def measure(batch: int, simulations: int, rounds: int, net: bool) -> tuple[float
         search(root)
         best_wall = min(best_wall, time.perf_counter() - wall)
         best_cpu = min(best_cpu, time.thread_time() - cpu)
-    sims = batch * simulations
+    sims = batch * simulations * leaves
     return sims / best_wall, sims / best_cpu
 
 
@@ -64,6 +73,10 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--net", action="store_true", help="evaluate with a policy-value MLP")
+    parser.add_argument(
+        "--leaves", type=int, nargs="*", default=[16],
+        help="also one root with this many leaves per simulation (virtual loss)",
+    )  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {args.simulations} simulations per search, evaluator: "
@@ -75,6 +88,11 @@ def main() -> None:
         wall, cpu = measure(batch, args.simulations, args.rounds, args.net)
         base = base or cpu
         print(f"| {batch} | {wall:,.0f} | {cpu:,.0f} | {cpu / base:.1f}x |")
+    for leaves in args.leaves:
+        wall, cpu = measure(1, args.simulations, args.rounds, args.net, leaves)
+        print(
+            f"| 1, {leaves} leaves per simulation | {wall:,.0f} | {cpu:,.0f} | {cpu / base:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

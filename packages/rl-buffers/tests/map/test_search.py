@@ -143,3 +143,21 @@ def test_the_searched_tree_goes_into_a_forest(tmp_path):
     again = MCTSForest()
     again.loads(tmp_path / "nim")
     assert again.get_tree(env.position([3])[0], compact=False).num_vertices() == tree.num_vertices()
+
+
+def test_a_batch_of_leaves_per_root_with_virtual_loss():
+    env = Nim(3 * 4)  # 3 roots, 4 leaves each per simulation
+    search = MCTS(env, uniform, num_simulations=60, reward_keys=["reward"], leaves_per_root=4)
+    out = search(Nim(3).position([5, 6, 7]))
+    assert (out["visits"].argmax(-1) + 1).tolist() == [1, 2, 3]
+    # every selected path is backed up once, and the virtual losses are all taken back
+    assert out["visits"].sum(-1).tolist() == [240.0, 240.0, 240.0]
+    assert env.steps <= 60
+    # leaves of one root's batch are distinct: the first simulation expands 4 nodes per root
+    env2 = Nim(4)
+    first = MCTS(env2, uniform, num_simulations=1, reward_keys=["reward"], leaves_per_root=4)
+    first(Nim(1).position([7]))
+    assert first.tree["size"].tolist() == [4]  # the root and its 3 children (one duplicate)
+    assert first.tree["edges", "visits"][0, 0].tolist() == [2.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match=r"must be the number of roots times leaves_per_root"):
+        MCTS(Nim(5), uniform, leaves_per_root=2)

@@ -16,8 +16,8 @@ Evaluator = Callable[[TensorDictBase], tuple[torch.Tensor, torch.Tensor]]
 
 
 class MCTS:
-    """Monte Carlo tree search on ``B`` roots at once: each simulation expands one leaf per root,
-    all ``B`` leaves in one ``env.step`` and one ``evaluate`` call.
+    """Monte Carlo tree search on ``B`` roots at once: each simulation expands one leaf per root
+    (or ``leaves_per_root``), all leaves in one ``env.step`` and one ``evaluate`` call.
 
     The env must be stateless (its state entries travel in the TensorDict, as
     :class:`~rl_envs.native.TicTacToeEnv`'s) with a fixed batch size ``[B]``; it describes an
@@ -32,7 +32,7 @@ class MCTS:
     reads them with any :class:`MCTSScore` (PUCT by default: AlphaZero's search).
 
     Args:
-        env: the game (``batch_size == [B]``).
+        env: the game (``batch_size == [B * leaves_per_root]``).
         evaluate: ``evaluate(states) -> (logits, value)`` for a ``[B]`` TensorDict of states:
             ``(B, A)`` prior logits and ``(B,)`` values for the player to move, in ``[-1, 1]``.
 
@@ -44,6 +44,10 @@ class MCTS:
         dirichlet_alpha: add ``Dirichlet(alpha)`` noise to the root priors (self-play).
         exploration_fraction: the noise's share of the root priors.
         generator: the noise's random generator.
+        leaves_per_root: leaves selected per root and simulation, with a virtual loss (each
+            selected path counts as one more visit lost until the batch is backed up), so the
+            env steps ``B * leaves_per_root`` leaves at once; its batch size must be that. A
+            leaf edge selected twice in one batch is expanded once.
 
     Raises:
         ValueError: ``num_simulations`` is not a positive int, the env is not batched
@@ -76,6 +80,7 @@ class MCTS:
         dirichlet_alpha: float | None = None,
         exploration_fraction: float = 0.25,
         generator: torch.Generator | None = None,
+        leaves_per_root: int = 1,
     ) -> None:
         if len(env.batch_size) != 1:
             raise ValueError(
@@ -89,6 +94,16 @@ class MCTS:
         if num_simulations < 1:
             raise ValueError(
                 f"MCTS: expected num_simulations to be a positive int, got {num_simulations!r}."
+            )
+        if isinstance(leaves_per_root, bool) or not isinstance(leaves_per_root, int):
+            raise ValueError(
+                f"MCTS: expected leaves_per_root to be a positive int, got {leaves_per_root!r}."
+            )
+        if leaves_per_root < 1 or env.batch_size[0] % leaves_per_root:
+            raise ValueError(
+                f"MCTS: the env's batch ({env.batch_size[0]}) must be the number of roots "
+                f"times leaves_per_root ({leaves_per_root}), got leaves_per_root="
+                f"{leaves_per_root}. Build the env with batch_size=[roots * leaves_per_root]."
             )
         if not 0.0 <= exploration_fraction <= 1.0:
             raise ValueError(
@@ -104,12 +119,14 @@ class MCTS:
         self.dirichlet_alpha = dirichlet_alpha
         self.exploration_fraction = exploration_fraction
         self.generator = generator
+        self.leaves_per_root = leaves_per_root
         self.state_keys = list(dict.fromkeys([*env.state_keys, mask_key, turn_key]))
         self.tree: TensorDict | None = None
 
     @property
     def batch(self) -> int:
-        return self.env.batch_size[0]
+        """The number of roots searched at once (the env's batch over ``leaves_per_root``)."""
+        return self.env.batch_size[0] // self.leaves_per_root
 
     # ------------------------------------------------------------------ helpers
     def _priors(self, states: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,14 +142,14 @@ class MCTS:
         return torch.softmax(logits, -1).nan_to_num(0.0), value.detach().float()
 
     def _mover_reward(self, turn: torch.Tensor, nxt: TensorDictBase) -> torch.Tensor:
-        rewards = [nxt.get(key).reshape(self.batch) for key in self.reward_keys]
+        rewards = [nxt.get(key).reshape(-1) for key in self.reward_keys]
         if len(rewards) == 1:
             return rewards[0].float()
         stacked = torch.stack(rewards, -1).float()
-        return stacked.gather(-1, turn.reshape(self.batch, 1).long()).squeeze(-1)
+        return stacked.gather(-1, turn.reshape(-1, 1).long()).squeeze(-1)
 
     def _new_tree(self, root: TensorDictBase) -> TensorDict:
-        b, m = self.batch, self.num_simulations + 1
+        b, m = self.batch, self.num_simulations * self.leaves_per_root + 1
         n_actions = root.get(self.mask_key).shape[-1]
         states = root.select(*self.state_keys).unsqueeze(1).expand(b, m).clone()
         edges = TensorDict(
@@ -161,10 +178,10 @@ class MCTS:
         Raises:
             ValueError: ``root`` is not batched ``[B]`` or a root has no legal action.
         """
-        if root.batch_size != self.env.batch_size:
+        if root.batch_size != torch.Size([self.batch]):
             raise ValueError(
-                f"MCTS: expected roots batched {list(self.env.batch_size)} (the env's "
-                f"batch_size), got {list(root.batch_size)}."
+                f"MCTS: expected roots batched [{self.batch}] (the env's batch_size over "
+                f"leaves_per_root), got {list(root.batch_size)}."
             )
         mask = root.get(self.mask_key)
         if not bool(mask.any(-1).all()):
@@ -218,17 +235,22 @@ class MCTS:
         forest.extend(steps)
         return forest
 
-    def _simulate(self, tree: TensorDict, root: TensorDictBase) -> None:
+    def _select(self, tree: TensorDict):
+        """Walks each root's tree by score to an unexpanded edge or a terminal child; returns
+        the path (per depth: nodes, actions, valid rows), the rows to expand and their leaf
+        edge (node, action)."""
         b = self.batch
         rows = torch.arange(b)
         edges = tree["edges"]
         visits, wins, priors = edges["visits"], edges["win_count"], edges["prior_prob"]
-        rewards, children = edges["reward"], edges["child"]
+        children = edges["child"]
         masks = tree["states"].get(self.mask_key)
         node = torch.zeros(b, dtype=torch.long)
         active = torch.ones(b, dtype=torch.bool)
         expand = torch.zeros(b, dtype=torch.bool)
-        path_nodes, path_actions, path_valid = [], [], []
+        leaf_node = torch.zeros(b, dtype=torch.long)
+        leaf_action = torch.zeros(b, dtype=torch.long)
+        path = []
         while bool(active.any()):
             stats = TensorDict(
                 win_count=wins[rows, node],
@@ -239,58 +261,99 @@ class MCTS:
             )
             score = self.score(stats).get(self.score.score_key)
             action = score.masked_fill(~masks[rows, node], -torch.inf).argmax(-1)
-            path_nodes.append(node)
-            path_actions.append(action)
-            path_valid.append(active.clone())
+            path.append((node, action, active.clone()))
             child = children[rows, node, action]
             fresh = active & (child < 0)
             expand |= fresh
+            leaf_node = torch.where(fresh, node, leaf_node)
+            leaf_action = torch.where(fresh, action, leaf_action)
             stop = fresh | (active & (child >= 0) & tree["terminal"][rows, child.clamp(min=0)])
             active = active & ~stop
             node = torch.where(active, child, node)
-        leaf_value = torch.zeros(b)
-        if bool(expand.any()):
-            leaf_value = self._expand(tree, root, path_nodes, path_actions, path_valid, expand)
-        # backup: the value for the mover at each edge is its reward minus the value below
-        below = leaf_value
-        for node, action, valid in zip(
-            reversed(path_nodes), reversed(path_actions), reversed(path_valid), strict=True
-        ):
-            q = rewards[rows, node, action] - below
-            visits[rows, node, action] += valid.float()
-            wins[rows, node, action] += torch.where(valid, q, 0.0)
-            below = torch.where(valid, q, below)
+        return path, expand, leaf_node, leaf_action
 
-    def _expand(self, tree, root, path_nodes, path_actions, path_valid, expand) -> torch.Tensor:
-        """Steps the env from each selected leaf edge (rows ``expand``); returns the new
-        nodes' values for their player to move (0 elsewhere)."""
-        b = self.batch
+    def _add_to_path(self, tree: TensorDict, path, visits: float, values) -> None:
+        """Adds ``visits`` and ``values`` (a float, or per row) to every edge of ``path``."""
+        rows = torch.arange(self.batch)
+        edges = tree["edges"]
+        for node, action, valid in path:
+            edges["visits"][rows, node, action] += torch.where(valid, visits, 0.0)
+            edges["win_count"][rows, node, action] += torch.where(valid, values, 0.0)
+
+    def _simulate(self, tree: TensorDict, root: TensorDictBase) -> None:
+        b, k_leaves = self.batch, self.leaves_per_root
         rows = torch.arange(b)
-        # the last valid (node, action) of each row's path is its leaf edge
-        depth = torch.stack(path_valid, -1).long().sum(-1) - 1
-        nodes = torch.stack(path_nodes, -1)[rows, depth]
-        actions = torch.stack(path_actions, -1)[rows, depth]
-        states = tree["states"][rows, nodes]
+        selections = []
+        for k in range(k_leaves):
+            path, expand, leaf_node, leaf_action = self._select(tree)
+            # a leaf edge already selected in this batch is expanded once; the later
+            # selection backs up the same value
+            dup_of = torch.full((b,), -1, dtype=torch.long)
+            for j in range(k - 1, -1, -1):
+                _, e_j, n_j, a_j, _ = selections[j]
+                same = expand & e_j & (n_j == leaf_node) & (a_j == leaf_action)
+                dup_of = torch.where(same, j, dup_of)
+            selections.append((path, expand, leaf_node, leaf_action, dup_of))
+            if k_leaves > 1:  # virtual loss: the next selections avoid this path
+                self._add_to_path(tree, path, 1.0, -1.0)
+        if k_leaves > 1:
+            for path, *_ in selections:
+                self._add_to_path(tree, path, -1.0, 1.0)
+        real = [expand & (dup < 0) for _, expand, _, _, dup in selections]
+        values = self._expand(
+            tree, root, [s[2] for s in selections], [s[3] for s in selections], real
+        )
+        rewards = tree["edges", "reward"]
+        for k, (path, _, _, _, dup) in enumerate(selections):
+            leaf_value = values[k]
+            for j in range(k):
+                leaf_value = torch.where(dup == j, values[j], leaf_value)
+            # backup: the value for the mover at each edge is its reward minus the value below
+            below = leaf_value
+            for node, action, valid in reversed(path):
+                q = rewards[rows, node, action] - below
+                tree["edges", "visits"][rows, node, action] += valid.float()
+                tree["edges", "win_count"][rows, node, action] += torch.where(valid, q, 0.0)
+                below = torch.where(valid, q, below)
+
+    def _expand(self, tree, root, nodes, actions, real) -> list[torch.Tensor]:
+        """Steps the env from the selected leaf edges (per selection ``k``: rows ``real[k]``)
+        in one batch of ``B * leaves_per_root``; returns, per selection, the new nodes'
+        values for their player to move (0 where nothing was expanded or the game ended)."""
+        b = self.batch
+        zero = [torch.zeros(b) for _ in nodes]
+        if not any(bool(r.any()) for r in real):
+            return zero
+        states = torch.cat([tree["states"][torch.arange(b), n] for n in nodes])
+        action = torch.cat(actions)
+        expand = torch.cat(real)
         # rows that expand nothing step a legal move from their root instead (discarded)
-        pad_action = root.get(self.mask_key).float().argmax(-1)
+        roots = root.select(*self.state_keys).repeat(len(nodes))
+        pad_action = roots.get(self.mask_key).float().argmax(-1)
         if not bool(expand.all()):
-            states = torch.where(expand, states, root.select(*self.state_keys))
-        actions = torch.where(expand, actions, pad_action)
-        step_in = states.clone().set(ACTION, actions.to(self.env.action_spec.dtype))
+            states = torch.where(expand, states, roots)
+        action = torch.where(expand, action, pad_action)
+        step_in = states.clone().set(ACTION, action.to(self.env.action_spec.dtype))
         nxt = self.env.step(step_in).get("next")
         reward = self._mover_reward(states.get(self.turn_key), nxt)
-        done = nxt.get(DONE).reshape(b)
-        new = tree["size"].clone()
-        tree["size"] += expand.long()
-        er = rows[expand]
-        tree["states"][er, new[expand]] = nxt.select(*self.state_keys)[expand]
-        tree["terminal"][er, new[expand]] = done[expand]
-        edges = tree["edges"]
-        edges["child"][er, nodes[expand], actions[expand]] = new[expand]
-        edges["reward"][er, nodes[expand], actions[expand]] = reward[expand]
+        done = nxt.get(DONE).reshape(-1)
         prior, value = self._priors(nxt.select(*self.state_keys))
-        edges["prior_prob"][er, new[expand]] = prior[expand]
-        return torch.where(expand & ~done, value, 0.0)
+        new_states = nxt.select(*self.state_keys)
+        edges = tree["edges"]
+        out = []
+        for k in range(len(nodes)):
+            part = slice(k * b, (k + 1) * b)
+            e = real[k]
+            er = torch.nonzero(e).flatten()
+            new = tree["size"][er]
+            tree["size"][er] += 1
+            tree["states"][er, new] = new_states[part][e]
+            tree["terminal"][er, new] = done[part][e]
+            edges["child"][er, nodes[k][e], actions[k][e]] = new
+            edges["reward"][er, nodes[k][e], actions[k][e]] = reward[part][e]
+            edges["prior_prob"][er, new] = prior[part][e]
+            out.append(torch.where(e & ~done[part], value[part], 0.0))
+        return out
 
 
 __all__ = ["MCTS"]
