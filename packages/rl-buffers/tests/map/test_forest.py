@@ -47,6 +47,8 @@ def test_extend_and_query_by_state():
     assert ids[2] == -1
     forest.extend(rollout(step(A, 0, B)))  # a transition seen before is not stored twice
     assert len(forest) == 3
+    child = forest.get_child(step(A, 1, D).exclude("next"))
+    assert child["next", "observation"].tolist() == D
 
 
 def test_compact_and_full_trees():

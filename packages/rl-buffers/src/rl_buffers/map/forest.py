@@ -179,6 +179,17 @@ class MCTSForest:
         ids = torch.where(known, ids, -1)
         return ids[0] if scalar else ids
 
+    def get_child(self, root: TensorDictBase) -> TensorDictBase:
+        """The stored transition(s) for the state and action of ``root`` (its ``"next"``
+        among them).
+
+        Raises:
+            KeyError: a state-action pair was never stored.
+        """
+        if self.data_map is None:
+            raise KeyError("MCTSForest.get_child: the forest is empty; extend it first.")
+        return self.data_map[root].exclude(NODE, NEXT_NODE)
+
     def get_tree(
         self, root: TensorDictBase, *, compact: bool = True, max_depth: int | None = None
     ) -> Tree:
