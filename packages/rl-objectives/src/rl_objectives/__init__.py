@@ -47,6 +47,7 @@ from rl_objectives.losses import (
     TD3BCLoss,
     TD3Loss,
     TQCLoss,
+    WorldModelLoss,
     categorical_kl_balanced,
     categorical_kl_terms,
 )
@@ -133,6 +134,7 @@ __all__ += [
     "categorical_kl_balanced",
     "categorical_kl_terms",
     "RNDLoss",
+    "WorldModelLoss",
     "mixers",
     "QMixer",
     "VDNMixer",

@@ -37,6 +37,7 @@ from rl_objectives.losses.sac import SACLoss
 from rl_objectives.losses.td3 import TD3Loss
 from rl_objectives.losses.td3_bc import TD3BCLoss
 from rl_objectives.losses.tqc import TQCLoss
+from rl_objectives.losses.world_model import WorldModelLoss
 
 __all__ = [
     "PPOLoss",
@@ -75,6 +76,7 @@ __all__ = [
     "categorical_kl_balanced",
     "categorical_kl_terms",
     "RNDLoss",
+    "WorldModelLoss",
     "TQCLoss",
     "OnlineDTLoss",
     "ExponentialQuadraticCost",

@@ -52,6 +52,7 @@ from rl_objectives.modules.value_transforms import (
     signed_hyperbolic,
     signed_parabolic,
 )
+from rl_objectives.modules.world_model import WorldModel
 from rl_objectives.modules.world_models import (
     RSSMPosterior,
     RSSMPrior,
@@ -66,6 +67,7 @@ __all__ = [
     "RSSMPosterior",
     "RSSMRollout",
     "WorldModelWrapper",
+    "WorldModel",
     "ObsEncoder",
     "ObsDecoder",
     "DreamerActor",
