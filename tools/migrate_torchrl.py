@@ -501,6 +501,7 @@ class _Rewriter:
         indent = self.indent_of(node)
         kept: list[str] = []
         new_lines: list[str] = []
+        consumed = False  # a plain `import torchrl.x` whose every use was rewritten
         for alias in node.names:
             text = alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
             if not _is_torchrl(alias.name):
@@ -511,6 +512,8 @@ class _Rewriter:
                 if keep:
                     self.report.unhandled.append((node.lineno, f"import {alias.name}"))
                     kept.append(text)
+                else:
+                    consumed = True
                 new_lines.extend(line for line in lines if line not in new_lines)
                 continue
             binding = self.module_binding(alias.name, alias.asname, indent, node.lineno)
@@ -518,12 +521,15 @@ class _Rewriter:
                 kept.append(text)
             else:
                 new_lines.extend(binding)
-        if not new_lines:
+        if not new_lines and not consumed:
             return
         if kept:
             new_lines.insert(0, f"{indent}import {', '.join(kept)}")
-        self.replace_statement(node, new_lines, indent)
         self.report.rewritten += 1
+        if not new_lines:  # nothing left to import: the statement goes (`pass` in a block)
+            self.replace(node, "pass" if indent else "")
+            return
+        self.replace_statement(node, new_lines, indent)
 
     def torchrl_chains(self) -> list[tuple[ast.Attribute, list[str]]]:
         """Each outermost ``torchrl.a.b...`` attribute chain of the file (outside f-strings),

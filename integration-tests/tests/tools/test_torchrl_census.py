@@ -213,3 +213,21 @@ def test_import_torchrl_without_as_converts_its_attribute_chains(migrate, import
     assert "import torchrl.data.tensor_specs\n" in kept  # left for TorchRL, reported
     assert "rl_core.Composite" in kept
     assert (3, "import torchrl.data.tensor_specs") in kept_report.unhandled
+
+
+def test_import_torchrl_whose_every_use_is_rewritten_goes(migrate, import_map):
+    source = (
+        "import torchrl\n"
+        "flag = torchrl._utils.RL_WARNINGS\n"
+        "def f():\n"
+        "    import torchrl\n"
+        "    return torchrl._utils.rl_warnings()\n"
+    )
+    out, report = migrate.rewrite_source(source, import_map, "rb_user.py")
+    assert out == ("\nflag = False\ndef f():\n    pass\n    return (lambda: False)()\n")
+    assert report.rewritten == 2
+    assert not report.unhandled
+    scope = {}
+    exec(compile(out, "rb_user.py", "exec"), scope)
+    assert scope["flag"] is False
+    assert scope["f"]() is False
