@@ -66,6 +66,7 @@ from rl_envs.model_based import (
     ModelBasedEnvBase,
     MPCPlannerBase,
     MPPIPlanner,
+    WorldModelEnv,
 )
 from rl_envs.native import CartPoleEnv, ChessEnv, PendulumEnv, TicTacToeEnv
 from rl_envs.transforms import (
@@ -190,6 +191,7 @@ __all__ = [
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",
+    "WorldModelEnv",
     "MPCPlannerBase",
     "CEMPlanner",
     "MPPIPlanner",
