@@ -222,11 +222,9 @@ class ImportMap:
         for name, (torchrl_module, why) in self.absent.items():
             if self.why_absent(name) is not None:
                 groups[torchrl_module].append(f"- `{name}`: {why}")
-        count = sum(len(lines) for lines in groups.values())
         out = [
-            f"{count} TorchRL names in {len(groups)} modules, from `[absent]` in "
-            "`tools/torchrl_map.toml`. The codemod binds each to a placeholder that raises "
-            "where it is used and quotes the reason."
+            "From `[absent]` in `tools/torchrl_map.toml`, by TorchRL module. The codemod binds "
+            "each name to a placeholder that raises where it is used and quotes the reason."
         ]
         for torchrl_module in sorted(groups):
             out += ["", f"### `{torchrl_module}`", "", *sorted(groups[torchrl_module])]
