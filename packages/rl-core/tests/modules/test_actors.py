@@ -34,6 +34,19 @@ def test_actor_writes_action_from_observation():
     assert actor.out_keys == ["action"]
 
 
+def test_none_keys_mean_the_default_keys_as_in_torchrl():
+    net = MLP(3, 2, depth=0)
+    actor = Actor(net, in_keys=None, out_keys=None)
+    assert actor.in_keys == ["observation"]
+    assert actor.out_keys == ["action"]
+    value = ValueOperator(MLP(3, 1, depth=0), in_keys=None)
+    assert value.in_keys == ["observation"]
+    assert value.out_keys == ["state_value"]
+    assert _normal_actor(out_keys=None).out_keys[-1] == "action"
+    with pytest.raises(ValueError, match=r"Actor: in_keys must name at least one key"):
+        Actor(net, in_keys=[])
+
+
 def test_actor_custom_and_nested_keys():
     actor = Actor(MLP(3, 2, depth=0), in_keys=("agents", "observation"), out_keys="act")
     td = TensorDict(

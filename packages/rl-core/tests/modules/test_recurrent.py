@@ -145,6 +145,15 @@ def test_wraps_an_existing_module():
     assert gru.state_shape == (1, H)
 
 
+def test_batch_first_is_accepted_as_torchrl_does_true_only():
+    lstm = LSTMModule(F, H, in_key="x", out_key="y", batch_first=True)
+    assert lstm.lstm.batch_first
+    assert GRUModule(F, H, in_key="x", out_key="y", batch_first=True).gru.batch_first
+    for cls in (LSTMModule, GRUModule):
+        with pytest.raises(ValueError, match=rf"{cls.__name__}: expected batch_first=True"):
+            cls(F, H, in_key="x", out_key="y", batch_first=False)
+
+
 def test_errors():
     with pytest.raises(ValueError, match="LSTMModule: pass exactly one of in_key"):
         LSTMModule(F, H, out_key="y")

@@ -118,15 +118,8 @@ class ActorCriticOperator(ActorValueOperator):
     ``common -> policy -> value`` and gives ``Q(s, pi(s))``. :meth:`get_critic_operator`
     returns that whole chain (as in TorchRL); :meth:`get_value_operator` returns
     ``trunk -> value head``, the Q-value of the action already in the input, which is what a
-    critic loss on replayed actions needs.
-
-    Args:
-        common_operator: the trunk.
-        policy_operator: the policy head reading the trunk's output.
-        value_operator: the Q head reading the trunk's output and the action.
-
-    Raises:
-        TypeError: one of the three is not a TensorDict module.
+    critic loss on replayed actions needs. Arguments and errors as for
+    :class:`ActorValueOperator`, the value head being a Q head that reads the action too.
 
     Examples:
         >>> import torch

@@ -21,7 +21,14 @@ from rl_core.modules._spec_utils import as_composite, project_into
 from rl_core.specs import Composite, TensorSpec
 
 
-def _key_list(keys: NestedKey | Sequence[NestedKey], where: str, arg: str) -> list[NestedKey]:
+def _key_list(
+    keys: NestedKey | Sequence[NestedKey] | None,
+    where: str,
+    arg: str,
+    default: Sequence[NestedKey] | None = None,
+) -> list[NestedKey]:
+    if keys is None and default is not None:  # TorchRL's None: the default keys
+        return list(default)
     if isinstance(keys, str | tuple):
         return [keys]
     keys = list(keys)
@@ -70,8 +77,8 @@ class Actor(TensorDictModule):
     Args:
         module: the network (or any callable), called with the tensors at ``in_keys`` (in
             order).
-        in_keys: keys the network reads. Defaults to ``("observation",)``.
-        out_keys: keys of the network's outputs. Defaults to ``("action",)``.
+        in_keys: keys the network reads. Defaults to ``("observation",)`` (also for ``None``).
+        out_keys: keys of the network's outputs. Defaults to ``("action",)`` (also for ``None``).
 
     Keyword Args:
         spec: the action spec (for ``out_keys[0]``) or a Composite keyed by output key. Kept
@@ -99,14 +106,15 @@ class Actor(TensorDictModule):
     def __init__(
         self,
         module: nn.Module | Callable[..., Any],
-        in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
-        out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
+        in_keys: NestedKey | Sequence[NestedKey] | None = (OBSERVATION,),
+        out_keys: NestedKey | Sequence[NestedKey] | None = (ACTION,),
         *,
         spec: TensorSpec | None = None,
         safe: bool = False,
     ) -> None:
-        out_keys = _key_list(out_keys, "Actor", "out_keys")
-        super().__init__(module, in_keys=_key_list(in_keys, "Actor", "in_keys"), out_keys=out_keys)
+        in_keys = _key_list(in_keys, "Actor", "in_keys", (OBSERVATION,))
+        out_keys = _key_list(out_keys, "Actor", "out_keys", (ACTION,))
+        super().__init__(module, in_keys=in_keys, out_keys=out_keys)
         self.spec = _checked_spec(spec, out_keys, safe, "Actor")
         self.safe = safe
 
@@ -179,7 +187,7 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
         self,
         module: TensorDictModuleBase,
         in_keys: NestedKey | Sequence[NestedKey] | dict[str, NestedKey],
-        out_keys: NestedKey | Sequence[NestedKey] = (ACTION,),
+        out_keys: NestedKey | Sequence[NestedKey] | None = (ACTION,),
         *,
         spec: TensorSpec | None = None,
         safe: bool = False,
@@ -198,7 +206,7 @@ class ProbabilisticActor(ProbabilisticTensorDictSequential):
             )
         if not isinstance(in_keys, dict):
             in_keys = _key_list(in_keys, "ProbabilisticActor", "in_keys")
-        out_keys = _key_list(out_keys, "ProbabilisticActor", "out_keys")
+        out_keys = _key_list(out_keys, "ProbabilisticActor", "out_keys", (ACTION,))
         composite = _checked_spec(spec, out_keys, safe, "ProbabilisticActor")
         if distribution_class is not None:
             kwargs["distribution_class"] = distribution_class
@@ -223,7 +231,7 @@ class ValueOperator(TensorDictModule):
 
     Args:
         module: the network, called with the tensors at ``in_keys`` (in order).
-        in_keys: keys the network reads. Defaults to ``("observation",)``.
+        in_keys: keys the network reads. Defaults to ``("observation",)`` (also for ``None``).
         out_keys: where the value is written. Defaults to ``("state_action_value",)`` when
             ``"action"`` is among ``in_keys``, else ``("state_value",)``.
 
@@ -240,10 +248,10 @@ class ValueOperator(TensorDictModule):
     def __init__(
         self,
         module: nn.Module,
-        in_keys: NestedKey | Sequence[NestedKey] = (OBSERVATION,),
+        in_keys: NestedKey | Sequence[NestedKey] | None = (OBSERVATION,),
         out_keys: NestedKey | Sequence[NestedKey] | None = None,
     ) -> None:
-        in_keys = _key_list(in_keys, "ValueOperator", "in_keys")
+        in_keys = _key_list(in_keys, "ValueOperator", "in_keys", (OBSERVATION,))
         if out_keys is None:
             out_keys = [STATE_ACTION_VALUE if ACTION in in_keys else STATE_VALUE]
         super().__init__(

@@ -31,7 +31,13 @@ def _build_rnn(
     where: str,
     arg: str,
     python_based: bool,
+    batch_first: bool,
 ) -> nn.Module:
+    if batch_first is not True:  # TorchRL's argument, which accepts only True as well
+        raise ValueError(
+            f"{where}: expected batch_first=True (inputs are [*batch, time, features]), got "
+            f"batch_first={batch_first!r}."
+        )
     if given is None:
         if input_size is None or hidden_size is None:
             raise ValueError(
@@ -99,10 +105,11 @@ class LSTMModule(RecurrentModuleBase):
             ``nn.LSTM``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
             mode it restarts the state at each ``is_init`` inside its time loop instead of
             cutting the slice at the resets. Defaults to ``False``.
+        batch_first: must be ``True`` (TorchRL's argument: time follows the batch dims).
 
     Raises:
-        ValueError: sizes or keys are missing or contradictory, or ``lstm`` is not
-            batch-first and unidirectional.
+        ValueError: sizes or keys are missing or contradictory, ``batch_first`` is not
+            ``True``, or ``lstm`` is not batch-first and unidirectional.
         TypeError: ``lstm`` is not an ``nn.LSTM``.
 
     Examples:
@@ -137,6 +144,7 @@ class LSTMModule(RecurrentModuleBase):
         lstm: nn.LSTM | None = None,
         recurrent_mode: bool = False,
         python_based: bool = False,
+        batch_first: bool = True,
     ) -> None:
         rnn = _build_rnn(
             nn.LSTM,
@@ -150,6 +158,7 @@ class LSTMModule(RecurrentModuleBase):
             where="LSTMModule",
             arg="lstm",
             python_based=python_based,
+            batch_first=batch_first,
         )
         keys_in, keys_out = _default_keys(
             in_key, in_keys, out_key, out_keys, self._state_names, "LSTMModule"
@@ -212,6 +221,7 @@ class GRUModule(RecurrentModuleBase):
         gru: nn.GRU | None = None,
         recurrent_mode: bool = False,
         python_based: bool = False,
+        batch_first: bool = True,
     ) -> None:
         rnn = _build_rnn(
             nn.GRU,
@@ -225,6 +235,7 @@ class GRUModule(RecurrentModuleBase):
             where="GRUModule",
             arg="gru",
             python_based=python_based,
+            batch_first=batch_first,
         )
         keys_in, keys_out = _default_keys(
             in_key, in_keys, out_key, out_keys, self._state_names, "GRUModule"

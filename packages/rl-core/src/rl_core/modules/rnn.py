@@ -135,13 +135,8 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
     def forward(self, input: torch.Tensor, hx: torch.Tensor | None = None) -> torch.Tensor:
-        """Returns the next hidden state ``[batch, H]`` (``[H]`` for an unbatched input).
-
-        Args:
-            input: ``[batch, I]`` or ``[I]``.
-            hx: the hidden state, of the input's batch shape and ``H`` features; zeros when
-                ``None``.
-        """
+        """Returns the next hidden state ``[batch, H]`` (``[H]`` for an unbatched input), as
+        :meth:`LSTMCell.forward` does with its one state ``hx`` (zeros when ``None``)."""
         _check_cell_input("GRUCell.forward", input, self.input_size)
         if hx is None:
             hx = input.new_zeros((*input.shape[:-1], self.hidden_size))
@@ -397,17 +392,8 @@ class GRU(_PythonRNNMixin, nn.GRU):
     def forward(  # type: ignore[override]
         self, input: torch.Tensor, hx: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Runs the sequence; returns the output and the last hidden state.
-
-        Args:
-            input: ``[batch, time, I]`` (``[time, batch, I]`` if not ``batch_first``), or
-                ``[time, I]`` unbatched.
-            hx: ``h_0``, ``[num_layers, batch, H]`` (``[num_layers, H]`` unbatched); zeros
-                when ``None``.
-
-        Returns:
-            ``(output, h_n)``.
-        """
+        """Runs the sequence; returns ``(output, h_n)``, as :meth:`LSTM.forward` does with its
+        one state ``h`` (``hx`` is ``h_0``, zeros when ``None``)."""
         y, (h,) = self._forward_sequence(
             input, None if hx is None else [hx], self.batch_first, "GRU.forward"
         )
