@@ -102,6 +102,7 @@ from rl_envs.transforms import (
     MultiAction,
     MultiStepTransform,
     NextObservationDelta,
+    NextStateReconstructor,
     NoopResetEnv,
     ObservationNorm,
     PermuteTransform,
@@ -269,4 +270,5 @@ __all__ = [
     "TerminateTransform",
     "RandomTruncationTransform",
     "Timer",
+    "NextStateReconstructor",
 ]

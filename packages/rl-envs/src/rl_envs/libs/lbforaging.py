@@ -64,7 +64,7 @@ class LBForagingWrapper(EnvBase):
 
     Examples:
         >>> import gymnasium, lbforaging
-        >>> env = LBForagingWrapper(gymnasium.make("Foraging-8x8-2p-3f-v3"))
+        >>> env = LBForagingWrapper(gymnasium.make("Foraging-8x8-2p-3f-v3", disable_env_checker=True))
         >>> env.rollout(3)["next", "agents", "reward"].shape
         torch.Size([3, 2, 1])
     """

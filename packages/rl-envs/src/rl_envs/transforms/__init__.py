@@ -29,6 +29,7 @@ from rl_envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTens
 from rl_envs.transforms.multi_action import MultiAction
 from rl_envs.transforms.multi_step import MultiStepTransform
 from rl_envs.transforms.next_obs_delta import NextObservationDelta
+from rl_envs.transforms.next_state_reconstructor import NextStateReconstructor
 from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.primer import TensorDictPrimer
@@ -131,6 +132,7 @@ __all__ = [
     # trajectories (replay buffers)
     "MultiStepTransform",
     "RandomCropTensorDict",
+    "NextStateReconstructor",
     # recording
     "VideoRecorder",
     "PixelRenderTransform",
