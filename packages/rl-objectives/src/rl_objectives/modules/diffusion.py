@@ -62,24 +62,27 @@ def _ddim_step(
 
 
 class _TimeEmbedding(nn.Module):
-    """Replaces the last input column (the diffusion step) by ``width`` sinusoidal features."""
+    """Replaces the last input column (the diffusion step ``t``) by ``t / num_steps`` and
+    ``sin``/``cos`` of ``pi * 2^k * t / num_steps`` for ``k < width // 2``."""
 
-    def __init__(self, width: int = 32, max_period: float = 1000.0) -> None:
+    def __init__(self, num_steps: int, width: int = 16) -> None:
         super().__init__()
-        half = width // 2
-        frequency = torch.exp(-math.log(max_period) * torch.arange(half) / half)
+        self.num_steps = num_steps
+        frequency = math.pi * 2.0 ** torch.arange(width // 2, dtype=torch.float32)
         self.register_buffer("frequency", frequency, persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        angle = x[..., -1:] * self.frequency.to(x.dtype)
-        return torch.cat([x[..., :-1], torch.sin(angle), torch.cos(angle)], dim=-1)
+        phase = x[..., -1:] / self.num_steps
+        angle = phase * self.frequency.to(x.dtype)
+        return torch.cat([x[..., :-1], phase, torch.sin(angle), torch.cos(angle)], dim=-1)
 
 
-def _default_score_network(in_features: int | None, out_features: int) -> nn.Module:
+def _default_score_network(in_features: int | None, out_features: int, num_steps: int) -> nn.Module:
     """A 256-256 SiLU MLP over ``[noisy action, observation, step features]``."""
-    first = nn.LazyLinear(256) if in_features is None else nn.Linear(in_features - 1 + 32, 256)
+    width = 16
+    first = nn.LazyLinear(256) if in_features is None else nn.Linear(in_features + width, 256)
     return nn.Sequential(
-        _TimeEmbedding(32),
+        _TimeEmbedding(num_steps, width),
         first,
         nn.SiLU(),
         nn.Linear(256, 256),
@@ -337,7 +340,7 @@ class DiffusionActor(SafeModule):
         flat = math.prod(action_shape)
         if score_network is None:
             score_network = _default_score_network(
-                None if obs_dim is None else flat + obs_dim + 1, flat
+                None if obs_dim is None else flat + obs_dim + 1, flat, num_steps
             )
         elif not isinstance(score_network, nn.Module):
             raise TypeError(
