@@ -63,6 +63,7 @@ from rl_envs.libs import (
 from rl_envs.model_based import (
     CEMPlanner,
     DreamerEnv,
+    ImaginedEnv,
     ModelBasedEnvBase,
     MPCPlannerBase,
     MPPIPlanner,
@@ -193,6 +194,7 @@ __all__ = [
     "ModelBasedEnvBase",
     "DreamerEnv",
     "WorldModelEnv",
+    "ImaginedEnv",
     "MPCPlannerBase",
     "CEMPlanner",
     "MPPIPlanner",
