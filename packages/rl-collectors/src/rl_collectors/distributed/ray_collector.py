@@ -10,9 +10,15 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from rl_collectors._common import check_positive_int, check_total_frames, load_weights
+from rl_collectors._common import (
+    check_positive_int,
+    check_schemes,
+    check_total_frames,
+    load_weights,
+)
 from rl_collectors.sync import SyncDataCollector
 from rl_collectors.utils import TRAJ_IDS
+from rl_collectors.weight_sync import WeightSyncScheme
 from rl_collectors.weight_update import RayWeightUpdater, WeightUpdaterBase
 from rl_core import EnvBase
 
@@ -51,12 +57,16 @@ class _CollectorActor:
         replay_buffer: Any = None,
         index: int = 0,
         num_collectors: int = 1,
+        weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
     ) -> None:
         torch.set_num_threads(1)
         self.collector = collector_class(create_env_fn, policy, **kwargs)
         self.version = 0
         self.replay_buffer = replay_buffer
         self.index, self.num_collectors = index, num_collectors
+        self.schemes = weight_sync_schemes or {}
+        for model_id, scheme in self.schemes.items():
+            scheme.init_on_receiver(model_id=model_id, context=self.collector, worker_idx=index)
 
     def next_batch(self) -> tuple[TensorDictBase | None, int]:
         batch = self.collector.next()
@@ -67,6 +77,17 @@ class _CollectorActor:
 
     def update_policy_weights_(self, weights: TensorDictBase, version: int) -> int:
         self.collector.update_policy_weights_(weights)
+        self.version = version
+        return version
+
+    def receive_weights(self, version: int, timeout: float) -> int:
+        """Applies what the weight-sync schemes sent (waiting up to ``timeout`` s)."""
+        for model_id, scheme in self.schemes.items():
+            if scheme.receive(timeout=timeout) is None:
+                raise RuntimeError(
+                    f"RayCollector actor {self.index}: no weights for {model_id!r} arrived "
+                    f"within {timeout} s of the update."
+                )
         self.version = version
         return version
 
@@ -110,6 +131,9 @@ class RayCollector:
             each actor: use a buffer hosted in Ray.
         weight_updater: what ``update_policy_weights_`` calls; defaults to a
             ``RayWeightUpdater`` over the actors (one ``ray.put`` per update).
+        weight_sync_schemes: ``{"policy": RayWeightSyncScheme()}`` instead of an updater:
+            each update is sent through the scheme and every target actor applies it before
+            ``update_policy_weights_`` returns.
 
     Raises:
         ImportError: ray is not installed.
@@ -131,6 +155,7 @@ class RayCollector:
         ray_init_config: dict[str, Any] | None = None,
         replay_buffer: Any = None,
         weight_updater: WeightUpdaterBase | None = None,
+        weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
     ) -> None:
         where = type(self).__name__
         self._actors: list[Any] = []
@@ -167,6 +192,10 @@ class RayCollector:
         self.sync = sync
         self.policy = policy
         self.replay_buffer = replay_buffer
+        self.weight_sync_schemes = check_schemes(where, weight_sync_schemes, weight_updater)
+        for model_id, scheme in self.weight_sync_schemes.items():
+            scheme.init_on_sender(model_id=model_id, context=self, num_workers=n)
+        self._scheme_version = 0
         self._frames = 0
         self._iterator: Iterator | None = None
         worker_frames = frames_per_batch // n if sync else frames_per_batch
@@ -174,11 +203,22 @@ class RayCollector:
         for i, (factory, kwargs, config) in enumerate(zip(factories, kwargs_list, configs)):
             kwargs = {**kwargs, "frames_per_batch": worker_frames, "total_frames": -1}
             actor = remote.options(**config).remote(
-                collector_class, factory, policy, kwargs, replay_buffer, i, n
+                collector_class,
+                factory,
+                policy,
+                kwargs,
+                replay_buffer,
+                i,
+                n,
+                self.weight_sync_schemes,
             )
             self._actors.append(actor)
         self._closed = False
-        if weight_updater is None and isinstance(policy, nn.Module):
+        if (
+            weight_updater is None
+            and isinstance(policy, nn.Module)
+            and not self.weight_sync_schemes
+        ):
             weight_updater = RayWeightUpdater(TensorDict.from_module(policy), self._actors)
         self.weight_updater = weight_updater
         if weight_updater is not None:
@@ -192,6 +232,8 @@ class RayCollector:
     @property
     def policy_version(self) -> int:
         """How many times weights were pushed (the version the actors tag frames with)."""
+        if self.weight_sync_schemes:
+            return self._scheme_version
         return getattr(self.weight_updater, "version", 0)
 
     @staticmethod
@@ -222,7 +264,8 @@ class RayCollector:
         if self.sync:
             while self._wanted(0):
                 self._check_open("__iter__")
-                results = ray.get([actor.next_batch.remote() for actor in self._actors])
+                calls = [actor.next_batch.remote() for actor in self._actors]
+                results = [self._get(call, i) for i, call in enumerate(calls)]
                 parts = [self._label(b, v, i) for i, (b, v) in enumerate(results)]
                 self._frames += self.frames_per_batch
                 yield None if self.replay_buffer is not None else torch.stack(parts, 0)
@@ -235,7 +278,7 @@ class RayCollector:
             self._check_open("__iter__")
             (ref,), _ = ray.wait(list(pending), num_returns=1)
             i = pending.pop(ref)
-            batch, version = ray.get(ref)
+            batch, version = self._get(ref, i)
             self._frames += self.frames_per_batch
             if self._wanted(len(pending)):
                 pending[self._actors[i].next_batch.remote()] = i
@@ -247,6 +290,18 @@ class RayCollector:
         if self._iterator is None:
             self._iterator = iter(self)
         return next(self._iterator)
+
+    def _get(self, ref: Any, i: int) -> Any:
+        """The result of actor ``i``'s call; an actor that died raises naming it."""
+        ray = self._ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayActorError as err:
+            self.shutdown()
+            raise RuntimeError(
+                f"{type(self).__name__}: collector actor {i} died ({type(err).__name__}); "
+                f"the other actors were stopped."
+            ) from err
 
     def _check_open(self, what: str) -> None:
         if self._closed:
@@ -263,6 +318,19 @@ class RayCollector:
         """
         self._check_open("update_policy_weights_")
         where = f"{type(self).__name__}.update_policy_weights_"
+        if self.weight_sync_schemes:
+            if weights is not None and isinstance(self.policy, nn.Module):
+                load_weights(where, self.policy, weights)
+            ids = range(self.num_collectors) if worker_ids is None else _as_ids(worker_ids)
+            for scheme in self.weight_sync_schemes.values():
+                scheme.send(worker_ids=list(ids))
+            self._scheme_version += 1
+            calls = {
+                i: self._actors[i].receive_weights.remote(self._scheme_version, 60.0) for i in ids
+            }
+            for i, call in calls.items():
+                self._get(call, i)
+            return
         if self.weight_updater is None:
             raise RuntimeError(f"{where}: the policy has no weights to send.")
         if weights is not None and isinstance(self.policy, nn.Module):
@@ -288,8 +356,14 @@ class RayCollector:
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
+        for scheme in self.weight_sync_schemes.values():
+            scheme.shutdown()
         if self._owns_ray:
             ray.shutdown()
+
+
+def _as_ids(worker_ids: Any) -> list[int]:
+    return [worker_ids] if isinstance(worker_ids, int) else list(worker_ids)
 
 
 __all__ = ["RayCollector"]

@@ -3,14 +3,15 @@
 A ``WeightSyncScheme`` moves ONE model's weights from a sender to its receivers over
 transports: ``SharedMemWeightSyncScheme`` (one shared-memory copy on this machine),
 ``MultiProcessWeightSyncScheme`` (a pipe per worker process), ``NoWeightSyncScheme``
-(nothing), ``DistributedWeightSyncScheme`` (``torch.distributed``) and
-``RPCWeightSyncScheme`` (``torch.distributed.rpc``). The collectors take them as
-``weight_sync_schemes={"policy": scheme}``.
+(nothing), ``DistributedWeightSyncScheme`` (``torch.distributed``), ``RPCWeightSyncScheme``
+(``torch.distributed.rpc``) and ``RayWeightSyncScheme`` (Ray's object store). The collectors
+take them as ``weight_sync_schemes={"policy": scheme}``.
 """
 
 from rl_collectors.weight_sync.distributed import DistributedTransport, DistributedWeightSyncScheme
 from rl_collectors.weight_sync.mp import MPTransport, MultiProcessWeightSyncScheme
 from rl_collectors.weight_sync.no_update import NoWeightSyncScheme
+from rl_collectors.weight_sync.ray import RayTransport, RayWeightSyncScheme
 from rl_collectors.weight_sync.rpc import RPCTransport, RPCWeightSyncScheme
 from rl_collectors.weight_sync.scheme import (
     InitialSyncTransport,
@@ -36,4 +37,6 @@ __all__ = [
     "DistributedWeightSyncScheme",
     "RPCTransport",
     "RPCWeightSyncScheme",
+    "RayTransport",
+    "RayWeightSyncScheme",
 ]
