@@ -83,3 +83,7 @@ def test_bad_arguments_are_named():
     cost = ExponentialQuadraticCost(target=torch.zeros(3))
     with pytest.raises(ValueError, match=r"expected a state mean \(\*B, 3\)"):
         cost(_td(torch.zeros(2), torch.zeros(2, 2)))
+    with pytest.raises(
+        KeyError, match=r"ExponentialQuadraticCost: the batch has no entry \('observation', 'var'\)"
+    ):
+        cost(TensorDict(batch_size=[]).set(("observation", "mean"), torch.zeros(3)))

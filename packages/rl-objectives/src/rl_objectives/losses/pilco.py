@@ -123,7 +123,7 @@ class ExponentialQuadraticCost(LossModule):
         self.register_buffer("target", target)
         self.register_buffer("weights", weights)
 
-    def _in_keys(self) -> list[NestedKey]:
+    def _in_keys(self, tensordict: TensorDictBase | None) -> list[NestedKey]:
         return [self.tensor_keys.loc, self.tensor_keys.scale]
 
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
