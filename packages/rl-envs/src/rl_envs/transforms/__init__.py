@@ -37,15 +37,15 @@ from rl_envs.transforms.random_crop import RandomCropTensorDict
 from rl_envs.transforms.random_truncation import RandomTruncationTransform
 from rl_envs.transforms.recording import PixelRenderTransform, VideoRecorder
 from rl_envs.transforms.remove_empty_specs import RemoveEmptySpecs
+from rl_envs.transforms.rename import RenameTransform
 from rl_envs.transforms.reward import (
     BinarizeReward,
     LineariseRewards,
     RewardClipping,
     RewardScaling,
 )
-from rl_envs.transforms.rename import RenameTransform
-from rl_envs.transforms.reward_sum import RewardSum
 from rl_envs.transforms.reward2go import Reward2GoTransform
+from rl_envs.transforms.reward_sum import RewardSum
 from rl_envs.transforms.rnd import RNDTransform, RunningMeanStd
 from rl_envs.transforms.select import ExcludeTransform, SelectTransform
 from rl_envs.transforms.shape import (
