@@ -62,7 +62,6 @@ from rl_envs.libs import (
 )
 from rl_envs.model_based import (
     CEMPlanner,
-    DreamerDecoder,
     DreamerEnv,
     ImaginedEnv,
     ModelBasedEnvBase,
@@ -194,7 +193,6 @@ __all__ = [
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",
-    "DreamerDecoder",
     "WorldModelEnv",
     "ImaginedEnv",
     "MPCPlannerBase",

@@ -7,11 +7,13 @@ from rl_collectors.distributed.default_configs import DEFAULT_SLURM_CONF, DEFAUL
 from rl_collectors.distributed.generic import DistributedCollector, DistributedWeightUpdater
 from rl_collectors.distributed.launcher import submitit_delayed_launcher
 from rl_collectors.distributed.ray_collector import RayCollector
+from rl_collectors.distributed.ray_eval_worker import RayEvalWorker
 from rl_collectors.distributed.rpc import RPCCollector, RPCWeightUpdater
 from rl_collectors.distributed.sync import DistributedSyncCollector
 
 __all__ = [
     "RayCollector",
+    "RayEvalWorker",
     "DistributedCollector",
     "DistributedSyncCollector",
     "DistributedWeightUpdater",
