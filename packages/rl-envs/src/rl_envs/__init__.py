@@ -62,6 +62,7 @@ from rl_envs.libs import (
 )
 from rl_envs.model_based import (
     CEMPlanner,
+    DreamerDecoder,
     DreamerEnv,
     ImaginedEnv,
     ModelBasedEnvBase,
@@ -193,6 +194,7 @@ __all__ = [
     # model-based
     "ModelBasedEnvBase",
     "DreamerEnv",
+    "DreamerDecoder",
     "WorldModelEnv",
     "ImaginedEnv",
     "MPCPlannerBase",

@@ -2,7 +2,7 @@
 the model-predictive-control planners that plan through them."""
 
 from rl_envs.model_based.common import ModelBasedEnvBase
-from rl_envs.model_based.dreamer import DreamerEnv
+from rl_envs.model_based.dreamer import DreamerDecoder, DreamerEnv
 from rl_envs.model_based.imagined import ImaginedEnv
 from rl_envs.model_based.planners import CEMPlanner, MPCPlannerBase, MPPIPlanner
 from rl_envs.model_based.world_model_env import WorldModelEnv
@@ -15,4 +15,5 @@ __all__ = [
     "MPPIPlanner",
     "WorldModelEnv",
     "ImaginedEnv",
+    "DreamerDecoder",
 ]

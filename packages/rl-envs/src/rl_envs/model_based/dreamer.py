@@ -8,12 +8,13 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
+from rl_core import Transform
 from rl_core.envs import EnvBase
 from rl_core.keys import NEXT
 from rl_core.specs import Composite, Unbounded
 from rl_envs.model_based.common import ModelBasedEnvBase
 
-__all__ = ["DreamerEnv"]
+__all__ = ["DreamerEnv", "DreamerDecoder"]
 
 _LATENTS = ("state", "belief")
 
@@ -185,3 +186,56 @@ class DreamerEnv(ModelBasedEnvBase):
         if compute_latents:
             tensordict = self.world_model(tensordict)
         return self.obs_decoder(tensordict)
+
+
+class DreamerDecoder(Transform):
+    """Adds the decoded observations to a :class:`DreamerEnv`'s steps and resets.
+
+    At each step and reset, the ``obs_decoder`` of the ``DreamerEnv`` below this transform
+    reads the latents and writes its reconstructions (e.g. ``"reco_pixels"``) beside them,
+    so that an imagined rollout can be looked at. The specs are left as they are.
+
+    Raises:
+        ValueError: (at a step or reset) no ``DreamerEnv`` with an ``obs_decoder`` below the
+            transform.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from tensordict.nn import TensorDictModule
+        >>> from rl_core import TransformedEnv
+        >>> from rl_core.specs import Bounded
+        >>> from rl_envs.model_based import DreamerDecoder, DreamerEnv
+        >>> model = TensorDictModule(lambda s, b, a: (s + a, b, -s), ["state", "belief", "action"],
+        ...                          ["state", "belief", "reward"])
+        >>> decoder = TensorDictModule(lambda s, b: 2 * s, ["state", "belief"], ["reco_pixels"])
+        >>> env = DreamerEnv(model, prior_shape=(1,), belief_shape=(2,), obs_decoder=decoder)
+        >>> env.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+        >>> env = TransformedEnv(env, DreamerDecoder())
+        >>> traj = env.rollout(3, lambda td: td.set("action", torch.ones(1)))
+        >>> traj["next", "reco_pixels"].squeeze(-1).tolist()
+        [2.0, 4.0, 6.0]
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def _decoder(self) -> nn.Module:
+        env = self.parent
+        while env is not None and getattr(env, "obs_decoder", None) is None:
+            env = getattr(env, "base_env", None)
+        if env is None:
+            raise ValueError(
+                "DreamerDecoder: expected a DreamerEnv built with an obs_decoder below this "
+                "transform (DreamerEnv(..., obs_decoder=TensorDictModule(...)))."
+            )
+        return env.obs_decoder
+
+    def _call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        out = self._decoder()(tensordict)
+        return tensordict if out is None else out
+
+    def _reset(
+        self, tensordict: TensorDictBase | None, tensordict_reset: TensorDictBase
+    ) -> TensorDictBase:
+        return self._call(tensordict_reset)
