@@ -12,3 +12,12 @@ def as_strings(value: Any) -> list[str]:
     if hasattr(value, "tolist"):
         value = value.tolist()
     return [v if isinstance(v, str) else str(v) for v in value]
+
+
+def import_ray(where: str) -> Any:
+    """The ``ray`` module, or an ImportError naming ``where`` and the extra that installs it."""
+    try:
+        import ray
+    except ImportError as err:
+        raise ImportError(f'{where} needs Ray: pip install "rl-llm[ray]"', name="ray") from err
+    return ray

@@ -4,6 +4,7 @@ from rl_llm.modules.base import LLMWrapperBase
 from rl_llm.modules.distributions import LLMMaskedCategorical
 from rl_llm.modules.hf_reward_model import HFRewardModelWrapper
 from rl_llm.modules.lm_head_actor_value import LMHeadActorValueOperator
+from rl_llm.modules.remote_transformers_wrapper import RemoteTransformersWrapper
 from rl_llm.modules.reward_model import GPT2RewardModel
 from rl_llm.modules.transformers_wrapper import TransformersWrapper
 from rl_llm.modules.vllm_wrapper import vLLMWrapper
@@ -16,4 +17,5 @@ __all__ = [
     "LLMMaskedCategorical",
     "LMHeadActorValueOperator",
     "HFRewardModelWrapper",
+    "RemoteTransformersWrapper",
 ]

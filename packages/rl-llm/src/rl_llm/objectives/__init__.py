@@ -16,6 +16,7 @@ from rl_llm.objectives.loss_outputs import (
 )
 from rl_llm.objectives.mc_advantage import MCAdvantage, group_advantages
 from rl_llm.objectives.mc_selector import MCAdvantageSelector
+from rl_llm.objectives.ray_mc_advantage import RayMCAdvantage
 from rl_llm.objectives.reward_model import RewardModelLoss, reward_model_loss
 from rl_llm.objectives.sft import SFTLoss
 
@@ -44,4 +45,5 @@ __all__ = [
     "RewardModelLoss",
     "RewardModelLossOutput",
     "reward_model_loss",
+    "RayMCAdvantage",
 ]
