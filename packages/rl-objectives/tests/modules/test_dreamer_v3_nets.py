@@ -18,6 +18,7 @@ from rl_objectives.modules import (
     RSSMPriorV3,
     RSSMRollout,
     RSSMRolloutV3,
+    RSSMStateEstimatorV3,
 )
 
 
@@ -266,3 +267,41 @@ def test_block_gru_prior_projects_belief_state_and_scaled_action_into_the_cell()
         RSSMPriorV3(recurrent_model="block_gru")
     with pytest.raises(ValueError, match="expected recurrent_model 'gru' or 'block_gru'"):
         RSSMPriorV3(action_dim=2, recurrent_model="lstm")
+
+
+def test_state_estimator_advances_the_belief_and_samples_the_posterior():
+    prior, post = _rssm()
+    estimator = RSSMStateEstimatorV3(prior.module, post.module)
+    torch.manual_seed(10)
+    td = TensorDict(
+        state=torch.randn(3, 6),
+        belief=torch.randn(3, 6),
+        previous_action=torch.randn(3, 2),
+        encoded_latents=torch.randn(3, 4),
+        is_init=torch.tensor([[False], [True], [False]]),
+        batch_size=[3],
+    )
+    inputs = td.clone()
+    out = estimator(td)
+    keep = torch.tensor([[1.0], [0.0], [1.0]])
+    belief = prior.module.next_belief(
+        inputs["state"] * keep, inputs["belief"] * keep, inputs["previous_action"] * keep
+    )
+    torch.testing.assert_close(out["belief"], belief)
+    # the belief of a reset row is that of zero latents and action
+    zero = prior.module.next_belief(torch.zeros(1, 6), torch.zeros(1, 6), torch.zeros(1, 2))
+    torch.testing.assert_close(out["belief"][1:2], zero)
+    # the posterior's one-hot sample from that belief (one class per categorical)
+    assert out["state"].view(3, 2, 3).sum(-1).eq(1).all()
+    # next_belief is the belief forward() returns
+    _, _, forward_belief = prior.module(
+        inputs["state"], inputs["belief"], inputs["previous_action"]
+    )
+    torch.testing.assert_close(
+        forward_belief,
+        prior.module.next_belief(inputs["state"], inputs["belief"], inputs["previous_action"]),
+    )
+    with pytest.raises(TypeError, match="expected prior as a RSSMPriorV3"):
+        RSSMStateEstimatorV3(post.module, post.module)
+    with pytest.raises(ValueError, match="expected 5 in_keys"):
+        RSSMStateEstimatorV3(prior.module, post.module, in_keys=["state"])

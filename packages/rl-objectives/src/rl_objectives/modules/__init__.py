@@ -43,6 +43,7 @@ from rl_objectives.modules.multiagent_base import MultiAgentNetBase
 from rl_objectives.modules.noisy_lazy import NoisyLazyLinear
 from rl_objectives.modules.ordinal import OneHotOrdinal, Ordinal, ordinal_logits
 from rl_objectives.modules.rbf_controller import RBFController
+from rl_objectives.modules.rssm_state_estimator import RSSMStateEstimatorV3
 from rl_objectives.modules.value_transforms import (
     ComposeValueTransform,
     IdentityValueTransform,
@@ -75,6 +76,7 @@ __all__ = [
     "RSSMPriorV3",
     "RSSMPosteriorV3",
     "RSSMRolloutV3",
+    "RSSMStateEstimatorV3",
     "DreamerV3MLP",
     "DreamerV3BlockGRUCell",
     "DreamerV3BlockGRU",

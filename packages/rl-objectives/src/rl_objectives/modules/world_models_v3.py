@@ -226,27 +226,28 @@ class RSSMPriorV3(nn.Module):
         Keyword Args:
             uniform: optional ``[*B, num_categoricals]`` draws in ``[0, 1)`` for the sample.
         """
-        if not action.is_floating_point():
-            action = action.to(belief.dtype)
-        if self.recurrent_model == "block_gru":
-            action = action / action.detach().abs().clamp_min(1)
-            inputs = torch.cat([state, action], dim=-1)
-            next_belief = self.rnn(inputs, belief)
-            logits = self.rnn_to_prior_projector(next_belief).unflatten(
-                -1, (self.num_categoricals, self.num_classes)
-            )
-            next_state = _straight_through_sample(logits, self.unimix, uniform, "RSSMPriorV3")
-            return logits, next_state, next_belief
-        projected = self.action_state_projector(torch.cat([state, action], dim=-1))
-        batch = projected.shape[:-1]
-        next_belief = self.rnn(
-            projected.reshape(-1, projected.shape[-1]), belief.reshape(-1, belief.shape[-1])
-        ).reshape(*batch, self.rnn_hidden_dim)
+        next_belief = self.next_belief(state, belief, action)
         logits = self.rnn_to_prior_projector(next_belief).unflatten(
             -1, (self.num_categoricals, self.num_classes)
         )
         next_state = _straight_through_sample(logits, self.unimix, uniform, "RSSMPriorV3")
         return logits, next_state, next_belief
+
+    def next_belief(
+        self, state: torch.Tensor, belief: torch.Tensor, action: torch.Tensor
+    ) -> torch.Tensor:
+        """The recurrent step alone: the next belief ``[*B, rnn_hidden_dim]``, without the
+        prior's logits or sample (what acting needs before the posterior)."""
+        if not action.is_floating_point():
+            action = action.to(belief.dtype)
+        if self.recurrent_model == "block_gru":
+            action = action / action.detach().abs().clamp_min(1)
+            return self.rnn(torch.cat([state, action], dim=-1), belief)
+        projected = self.action_state_projector(torch.cat([state, action], dim=-1))
+        batch = projected.shape[:-1]
+        return self.rnn(
+            projected.reshape(-1, projected.shape[-1]), belief.reshape(-1, belief.shape[-1])
+        ).reshape(*batch, self.rnn_hidden_dim)
 
 
 class RSSMPosteriorV3(nn.Module):
