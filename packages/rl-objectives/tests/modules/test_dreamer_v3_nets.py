@@ -10,9 +10,11 @@ import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
+from rl_core import ExplorationType, set_exploration_type
 from rl_objectives.modules import (
     DreamerV3BlockGRU,
     DreamerV3BlockGRUCell,
+    DreamerV3DiscreteActor,
     DreamerV3MLP,
     RSSMPosteriorV3,
     RSSMPriorV3,
@@ -305,3 +307,41 @@ def test_state_estimator_advances_the_belief_and_samples_the_posterior():
         RSSMStateEstimatorV3(post.module, post.module)
     with pytest.raises(ValueError, match="expected 5 in_keys"):
         RSSMStateEstimatorV3(prior.module, post.module, in_keys=["state"])
+
+
+def test_discrete_actor_mixes_the_uniform_and_samples_one_hot_actions():
+    torch.manual_seed(11)
+    actor = DreamerV3DiscreteActor(5, 4, depth=1, num_cells=8, unimix=0.2).double()
+    with torch.no_grad():
+        actor.net.out.weight.normal_()
+    td = TensorDict(
+        state=torch.randn(64, 3, dtype=torch.float64),
+        belief=torch.randn(64, 2, dtype=torch.float64),
+        batch_size=[64],
+    )
+    out = actor(td.clone())
+    # p = 0.8 softmax(net([belief, state])) + 0.2 / 4, and the written logits are log p
+    raw = actor.net(td["belief"], td["state"])
+    probs = 0.8 * torch.softmax(raw, -1) + 0.05
+    torch.testing.assert_close(out["logits"].exp(), probs.float(), rtol=1e-5, atol=1e-6)
+    assert bool((probs >= 0.05).all())
+    assert out["action"].sum(-1).eq(1).all()
+    chosen = out["action"].argmax(-1)
+    torch.testing.assert_close(
+        out["action_log_prob"], probs.float().gather(-1, chosen[:, None]).squeeze(-1).log()
+    )
+    with set_exploration_type(ExplorationType.DETERMINISTIC):
+        greedy = actor(td.clone())["action"].argmax(-1)
+    assert greedy.tolist() == probs.argmax(-1).tolist()
+    dist = actor.get_dist(td)
+    sample = dist.rsample()
+    sample.sum().backward()  # straight-through: the gradient reaches the network
+    assert actor.net.out.weight.grad is not None
+    # the output layer starts at 0.01 of DreamerV3's initialisation: near-uniform logits
+    fresh = DreamerV3DiscreteActor(5, 4, depth=1, num_cells=8, unimix=0.0)
+    start = fresh(td.float().clone())["logits"].exp()
+    assert (start - 0.25).abs().max() < 0.05
+    with pytest.raises(ValueError, match=r"expected unimix in \[0, 1\)"):
+        DreamerV3DiscreteActor(5, 4, unimix=1.0)
+    with pytest.raises(ValueError, match="expected two in_keys"):
+        DreamerV3DiscreteActor(5, 4, in_keys=["state"])

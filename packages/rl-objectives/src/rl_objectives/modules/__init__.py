@@ -23,6 +23,7 @@ from rl_objectives.modules.distributional_qvalue import (
 )
 from rl_objectives.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_objectives.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
+from rl_objectives.modules.dreamer_v3_actor import DreamerV3DiscreteActor
 from rl_objectives.modules.dreamer_v3_nets import (
     DreamerV3BlockGRU,
     DreamerV3BlockGRUCell,
@@ -80,6 +81,7 @@ __all__ = [
     "DreamerV3MLP",
     "DreamerV3BlockGRUCell",
     "DreamerV3BlockGRU",
+    "DreamerV3DiscreteActor",
     "symlog",
     "symexp",
     "two_hot_encode",
