@@ -1,5 +1,5 @@
 """rl-envs' Hydra configs: typed, they build the env they name, and register_configs stores
-the ``env`` group."""
+the ``env`` and ``transform`` groups."""
 
 import pytest
 
@@ -10,7 +10,13 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigKeyError, ValidationError
 
 from rl_envs import CartPoleEnv
-from rl_envs.configs import ENV_CONFIGS, CartPoleEnvConfig, GymEnvConfig, register_configs
+from rl_envs.configs import (
+    ENV_CONFIGS,
+    TRANSFORM_CONFIGS,
+    CartPoleEnvConfig,
+    GymEnvConfig,
+    register_configs,
+)
 
 
 def test_builds_the_env_it_names():
@@ -29,7 +35,7 @@ def test_unknown_key_and_wrong_type_fail_naming_the_key():
         OmegaConf.merge(OmegaConf.structured(GymEnvConfig), {"num_envs": "eight"})
 
 
-def test_register_configs_stores_the_env_group():
+def test_register_configs_stores_the_env_and_transform_groups():
     stored = {}
 
     class Store:
@@ -37,4 +43,9 @@ def test_register_configs_stores_the_env_group():
             stored[(group, name)] = (node, provider)
 
     register_configs(Store())
-    assert stored == {("env", n): (c, "rl_envs") for n, c in ENV_CONFIGS.items()}
+    envs = {("env", n): (c, "rl_envs") for n, c in ENV_CONFIGS.items()}
+    assert {k: v for k, v in stored.items() if k[0] == "env"} == envs
+    transforms = {k[1]: v[0] for k, v in stored.items() if k[0] == "transform"}
+    assert transforms["step_counter"] is TRANSFORM_CONFIGS["StepCounter"]
+    assert transforms["d_type_cast_transform"] is TRANSFORM_CONFIGS["DTypeCastTransform"]
+    assert sorted(transforms.values(), key=id) == sorted(TRANSFORM_CONFIGS.values(), key=id)

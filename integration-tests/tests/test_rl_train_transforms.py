@@ -1,0 +1,37 @@
+"""rl-train with a transform added from the command line: the env group's ``transformed_env``
+(rl-envs' config of rl-core's TransformedEnv) wraps the gym env in a StepCounter, and every
+episode of the run is cut at its ``max_steps``."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("hydra", reason='needs hydra-core: pip install "rl-objectives[hydra]"')
+
+RL_TRAIN = Path(sys.executable).with_name("rl-train")
+
+
+def test_an_override_adds_a_step_counter_to_the_env(tmp_path):
+    out = subprocess.run(
+        [
+            str(RL_TRAIN), "algo=ppo", "env=transformed_env", "+env@env.base_env=gym",
+            "env.base_env.env_name=CartPole-v1",
+            "env.transform={_target_:rl_core.StepCounter,max_steps:6}",
+            f"hydra.run.dir={tmp_path}", "total_frames=256", "collector.frames_per_batch=128",
+            "algo.trainer.num_epochs=1", "target_return=null", "progress_bar=false",
+            "plot=false", "checkpoint_interval=256",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    with open(tmp_path / "learning_curve.csv") as f:
+        returns = [float(row["episode_return"]) for row in csv.DictReader(f)]
+    # CartPole pays 1 per step; without the StepCounter most episodes last longer than 6 steps.
+    assert len(returns) >= 256 // 6 - 1
+    assert max(returns) == 6.0
+    config = (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert "_target_: rl_core.StepCounter" in config
+    assert "max_steps: 6" in config
