@@ -16,6 +16,7 @@ from rl_objectives.modules import (
     DreamerV3BlockGRUCell,
     DreamerV3DiscreteActor,
     DreamerV3MLP,
+    DreamerV3SeededPolicy,
     RSSMPosteriorV3,
     RSSMPriorV3,
     RSSMRollout,
@@ -345,3 +346,27 @@ def test_discrete_actor_mixes_the_uniform_and_samples_one_hot_actions():
         DreamerV3DiscreteActor(5, 4, unimix=1.0)
     with pytest.raises(ValueError, match="expected two in_keys"):
         DreamerV3DiscreteActor(5, 4, in_keys=["state"])
+
+
+def test_seeded_policy_draws_from_its_own_checkpointed_stream():
+    actor = DreamerV3DiscreteActor(6, 5, depth=1, num_cells=8)
+    data = TensorDict(state=torch.zeros(64, 4), belief=torch.zeros(64, 2), batch_size=[64])
+    policy = DreamerV3SeededPolicy(actor, seed=3)
+    torch.manual_seed(0)
+    first = policy(data.clone())["action"]
+    after = torch.rand(1)  # the caller's stream is untouched by the policy's draws
+    torch.manual_seed(0)
+    assert torch.equal(torch.rand(1), after)
+    saved = policy.state_dict()
+    assert saved["_extra_state"] == {"seed": 3, "counter": 1}
+    second = policy(data.clone())["action"]
+    assert not torch.equal(first, second)  # a new seed per call
+    torch.manual_seed(123)  # whatever the global state, a restored policy repeats itself
+    policy.load_state_dict(saved)
+    assert torch.equal(policy(data.clone())["action"], second)
+    other = DreamerV3SeededPolicy(actor, seed=3)
+    assert torch.equal(other(data.clone())["action"], first)
+    with pytest.raises(ValueError, match="expected seed as an int >= 0, got -1"):
+        DreamerV3SeededPolicy(actor, seed=-1)
+    with pytest.raises(TypeError, match="expected module as a TensorDict module"):
+        DreamerV3SeededPolicy(torch.nn.Linear(2, 2), seed=0)

@@ -23,7 +23,7 @@ from rl_objectives.modules.distributional_qvalue import (
 )
 from rl_objectives.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_objectives.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
-from rl_objectives.modules.dreamer_v3_actor import DreamerV3DiscreteActor
+from rl_objectives.modules.dreamer_v3_actor import DreamerV3DiscreteActor, DreamerV3SeededPolicy
 from rl_objectives.modules.dreamer_v3_nets import (
     DreamerV3BlockGRU,
     DreamerV3BlockGRUCell,
@@ -82,6 +82,7 @@ __all__ = [
     "DreamerV3BlockGRUCell",
     "DreamerV3BlockGRU",
     "DreamerV3DiscreteActor",
+    "DreamerV3SeededPolicy",
     "symlog",
     "symexp",
     "two_hot_encode",

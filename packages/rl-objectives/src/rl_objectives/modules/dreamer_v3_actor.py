@@ -13,7 +13,7 @@ from torch.distributions import OneHotCategoricalStraightThrough
 from rl_core import ExplorationType, exploration_type
 from rl_objectives.modules.dreamer_v3_nets import DreamerV3MLP
 
-__all__ = ["DreamerV3DiscreteActor"]
+__all__ = ["DreamerV3DiscreteActor", "DreamerV3SeededPolicy"]
 
 
 class DreamerV3DiscreteActor(TensorDictModuleBase):
@@ -118,3 +118,72 @@ class DreamerV3DiscreteActor(TensorDictModuleBase):
         tensordict.set(self.action_key, action)
         tensordict.set(self.log_prob_key, dist.log_prob(action))
         return tensordict
+
+
+class DreamerV3SeededPolicy(TensorDictModuleBase):
+    """Runs a policy on a random stream of its own that checkpoints with it.
+
+    Call ``n`` (counting from 0) runs ``module`` with torch's generator seeded from
+    ``(seed, n)`` and the caller's generator state restored afterwards, so the policy's
+    samples depend only on the seed and the number of calls, not on other uses of torch's
+    random numbers; ``seed`` and the call count are saved in ``state_dict`` (``extra_state``),
+    so a restored policy draws what the saved one would have.
+
+    Args:
+        module: the policy (a TensorDict module with ``in_keys``/``out_keys``).
+        seed: the stream's seed, an int >= 0.
+
+    Raises:
+        TypeError: ``module`` is not a TensorDict module.
+        ValueError: ``seed`` is not an int >= 0.
+
+    Examples:
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> from rl_objectives.modules import DreamerV3DiscreteActor, DreamerV3SeededPolicy
+        >>> policy = DreamerV3SeededPolicy(DreamerV3DiscreteActor(6, 3, depth=1, num_cells=8), seed=7)
+        >>> data = TensorDict(state=torch.zeros(2, 4), belief=torch.zeros(2, 2), batch_size=[2])
+        >>> _ = policy(data.clone())
+        >>> saved = policy.state_dict()
+        >>> expected = policy(data.clone())["action"]
+        >>> _ = policy.load_state_dict(saved)
+        >>> torch.equal(policy(data.clone())["action"], expected)
+        True
+    """
+
+    def __init__(self, module: TensorDictModuleBase, seed: int) -> None:
+        super().__init__()
+        if not hasattr(module, "in_keys") or not hasattr(module, "out_keys"):
+            raise TypeError(
+                f"DreamerV3SeededPolicy: expected module as a TensorDict module (with in_keys "
+                f"and out_keys), got {type(module).__name__}."
+            )
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ValueError(f"DreamerV3SeededPolicy: expected seed as an int >= 0, got {seed!r}.")
+        self.module = module
+        self.in_keys = list(module.in_keys)
+        self.out_keys = list(module.out_keys)
+        self.seed = seed
+        self.counter = 0
+
+    def _call_seed(self) -> int:
+        # one 63-bit seed per (seed, call): a fixed odd multiplier spreads consecutive calls
+        return (self.seed * 0x9E3779B97F4A7C15 + self.counter) % (2**63 - 1)
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Runs ``module`` on the stream's next seed."""
+        devices = (
+            [tensordict.device] if tensordict.device and tensordict.device.type == "cuda" else []
+        )
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(self._call_seed())
+            out = self.module(tensordict)
+        self.counter += 1
+        return out
+
+    def get_extra_state(self) -> dict[str, int]:
+        return {"seed": self.seed, "counter": self.counter}
+
+    def set_extra_state(self, state: dict[str, int]) -> None:
+        self.seed = int(state["seed"])
+        self.counter = int(state["counter"])
