@@ -9,8 +9,9 @@ data, minimise the summed expected saturating cost (``ExponentialQuadraticCost``
 moments), and run the policy on the real pendulum. The task counts as solved in the first
 episode whose last ``hold_steps`` control steps stay within ``success_angle`` of upright.
 
-Run:  ``uv run python examples/pilco_pendulum.py`` (prints each episode's return and the
-episode count it needed). Every config field is a flag: ``--help`` lists them.
+Run:  ``uv run python examples/pilco_pendulum.py --seed 1`` (balanced in the 4th policy episode;
+it prints each episode's return and the episode count it needed). Every config field is a
+flag: ``--help`` lists them.
 
 Writes to ``runs/<exp-name>/``: the logs (CSV by default, ``--logger tensorboard|wandb``),
 ``config.json`` and ``learning_curve.png`` (the return of each episode).
@@ -34,10 +35,11 @@ class Config:
     action_repeat: int = 2  # env steps (0.05 s each) per control step
     horizon: int = 40  # control steps of the imagined rollout
     n_basis: int = 30  # RBF policy basis functions
-    policy_steps: int = 30  # L-BFGS iterations of the policy search per episode
+    policy_steps: int = 40  # L-BFGS iterations of the policy search per episode
     fit_steps: int = 50  # L-BFGS iterations of the GP hyperparameter fit
-    max_points: int = 100  # GP training points (a random subset when there are more)
+    max_points: int = 200  # GP training points (a random subset when there are more)
     cost_width: float = 0.5  # width of the saturating cost around the upright position
+    velocity_weight: float = 0.01  # weight of the angular velocity in the cost (position: 1)
     success_angle: float = 0.3  # radians from upright that count as balanced
     hold_steps: int = 10  # last control steps of an episode that must be balanced
     logger: Literal["csv", "tensorboard", "wandb", "mlflow"] = "csv"  # where the logs go
@@ -48,6 +50,7 @@ class Config:
 
 RULES = {
     "cost_width": _recipe.above(0),
+    "velocity_weight": _recipe.at_least(0),
     "success_angle": _recipe.between(0, 3.14159, open_low=True),
     "hold_steps": _recipe.count_at_most("episode_steps"),
 }
@@ -196,7 +199,8 @@ def train(cfg: Config) -> dict:
     print(f"random episode: return {ret:.1f}")
     policy = make_policy(cfg)
     target = torch.tensor([1.0, 0.0, 0.0], dtype=F64)  # upright and at rest
-    weights = torch.diag(torch.tensor([1.0, 1.0, 0.0], dtype=F64)) / cfg.cost_width**2
+    weights = torch.diag(torch.tensor([1.0, 1.0, cfg.velocity_weight], dtype=F64))
+    weights = weights / cfg.cost_width**2
     cost = ExponentialQuadraticCost(target=target, weights=weights, reduction="sum")
     still = torch.zeros(3, 3, dtype=F64)  # a known state: the deterministic action
     for episode in range(1, cfg.max_episodes + 1):

@@ -1,6 +1,6 @@
 """``examples/pilco_pendulum.py`` (PILCO: ``GPWorldModel`` + ``RBFController`` +
 ``ExponentialQuadraticCost`` on the Pendulum swing-up) runs end to end and refuses bad settings.
-(A learning test that it balances the pendulum is not here yet: see the rl-objectives README.)"""
+That it balances the pendulum is ``test_learning_pilco.py``'s."""
 
 import pytest
 
