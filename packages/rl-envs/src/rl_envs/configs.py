@@ -9,8 +9,9 @@ fails there, naming the key. :func:`register_configs` stores them in Hydra's ``C
 point.
 
 The transform configs (``StepCounterConfig``, ``ComposeConfig``, ... : one per transform of
-rl-core's and of rl-envs' catalogue, in :data:`TRANSFORM_CONFIGS`) and those of the batched
-envs are derived from their constructors by one rule, :func:`config_of`. Importing this module
+rl-core's and of rl-envs' catalogue, in :data:`TRANSFORM_CONFIGS`), those of the env
+libraries' envs (:data:`LIBRARY_ENV_CONFIGS`) and of the batched envs are derived from their
+constructors by one rule, :func:`config_of`. Importing this module
 does not import hydra; only :func:`register_configs` does.
 """
 
@@ -27,6 +28,16 @@ import rl_core
 from rl_core import Compose, EnvBase, TransformedEnv
 from rl_envs import transforms as _catalogue
 from rl_envs.batched import ParallelEnv, SerialEnv
+from rl_envs.libs import (
+    BraxEnv,
+    DMControlEnv,
+    JumanjiEnv,
+    MOGymEnv,
+    MultiThreadedEnv,
+    OpenSpielEnv,
+    PettingZooEnv,
+    VmasEnv,
+)
 from rl_envs.transforms import ExcludeTransform, SelectTransform
 
 
@@ -173,8 +184,9 @@ def config_of(target: Callable[..., Any], name: str, target_path: str) -> type:
     """A typed config dataclass ``name`` whose fields are ``target``'s parameters.
 
     A required parameter becomes a mandatory field (``???``), a parameter with a plain default
-    (``None``, a bool, number or string) a field with that default; the others (``*args``,
-    ``**kwargs``, private ``_x``, a tuple or dtype default) are left out. ``_convert_`` is
+    (``None``, a bool, number or string) a field with that default, an empty tuple (a batch
+    size) an empty list; the others (``*args``, ``**kwargs``, private ``_x``, a key tuple, an
+    enum or dtype default) are left out. ``_convert_`` is
     ``"all"``, so lists and dicts reach the class as Python lists and dicts.
 
     Args:
@@ -196,12 +208,14 @@ def config_of(target: Callable[..., Any], name: str, target_path: str) -> type:
         if param.name.startswith("_") or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         if param.default is param.empty:
-            default = _MISSING
+            spec = field(default=_MISSING)
         elif _writable(param.default):
-            default = param.default
+            spec = field(default=param.default)
+        elif param.default == ():  # an empty batch size: a list in YAML
+            spec = field(default_factory=list)
         else:
             continue
-        fields.append((param.name, _field_type(param.annotation), field(default=default)))
+        fields.append((param.name, _field_type(param.annotation), spec))
     fields.append(("_target_", str, field(default=target_path)))
     fields.append(("_convert_", str, field(default="all")))
     doc = f":class:`{target_path}` (fields: its arguments; derived by :func:`config_of`)."
@@ -256,10 +270,28 @@ class TransformedEnvConfig:
     _target_: str = "rl_envs.configs.transformed_env"
 
 
+# The env libraries' envs (TorchRL's envs_libs configs), derived the same way; each class
+# raises its install line when its library is absent.
+_LIBRARY_ENVS: dict[str, type] = {
+    "mo_gym": MOGymEnv,
+    "brax": BraxEnv,
+    "dm_control": DMControlEnv,
+    "jumanji": JumanjiEnv,
+    "openspiel": OpenSpielEnv,
+    "pettingzoo": PettingZooEnv,
+    "vmas": VmasEnv,
+    "multi_threaded": MultiThreadedEnv,
+}
+#: ``<Env>Config`` of each env library's env: group option -> config class.
+LIBRARY_ENV_CONFIGS: dict[str, type] = {
+    option: config_of(cls, f"{cls.__name__}Config", f"rl_envs.{cls.__name__}")
+    for option, cls in _LIBRARY_ENVS.items()
+}
 BatchedEnvConfig = config_of(batched_env, "BatchedEnvConfig", f"{__name__}.batched_env")
 SerialEnvConfig = config_of(SerialEnv, "SerialEnvConfig", "rl_envs.SerialEnv")
 ParallelEnvConfig = config_of(ParallelEnv, "ParallelEnvConfig", "rl_envs.ParallelEnv")
 globals().update({cfg.__name__: cfg for cfg in TRANSFORM_CONFIGS.values()})
+globals().update({cfg.__name__: cfg for cfg in LIBRARY_ENV_CONFIGS.values()})
 
 
 def _snake(name: str) -> str:
@@ -275,6 +307,7 @@ ENV_CONFIGS: dict[str, type] = {
     "batched_env": BatchedEnvConfig,
     "serial_env": SerialEnvConfig,
     "parallel_env": ParallelEnvConfig,
+    **LIBRARY_ENV_CONFIGS,
 }
 
 
