@@ -186,8 +186,8 @@ def config_of(target: Callable[..., Any], name: str, target_path: str) -> type:
     A required parameter becomes a mandatory field (``???``), a parameter with a plain default
     (``None``, a bool, number or string) a field with that default, an empty tuple (a batch
     size) an empty list; the others (``*args``, ``**kwargs``, private ``_x``, a key tuple, an
-    enum or dtype default) are left out. ``_convert_`` is
-    ``"all"``, so lists and dicts reach the class as Python lists and dicts.
+    enum or dtype default) are left out. ``_convert_`` is ``"all"``, so lists and dicts reach
+    the class as Python lists and dicts.
 
     Args:
         target: the class or builder the config calls.
