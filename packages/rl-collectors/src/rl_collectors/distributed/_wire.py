@@ -140,3 +140,17 @@ def wait_for(done: Future, alive: Callable[[], str | None]) -> None:
 def command(group: Any, rank: int, code: int, argument: int = 0) -> Any:
     """Sends ``(code, argument)`` to ``rank``; returns the transfer."""
     return group.send([torch.tensor([code, argument], dtype=torch.int64)], rank, 0)
+
+
+def worker_ids(ids: Any) -> list[int]:
+    """``ids`` (one worker index or several) as a list."""
+    return [ids] if isinstance(ids, int) else list(ids)
+
+
+def load_weights(policy: torch.nn.Module, weights: Any) -> None:
+    """Writes ``weights`` (a TensorDict, or a flat ``state_dict``-like mapping with dotted
+    names) into ``policy``'s parameters and buffers in place."""
+    if isinstance(weights, dict):
+        weights = TensorDict(dict(weights), batch_size=[]).unflatten_keys(".")
+    with torch.no_grad():
+        TensorDict.from_module(policy).data.update_(weights)

@@ -459,8 +459,8 @@ class DistributedCollector(BaseCollector):
             self._fail(gone)
         if self.weight_sync_schemes:
             if weights is not None and isinstance(self.policy, nn.Module):
-                _load(self.policy, weights)
-            ids = range(self.num_nodes) if worker_ids is None else _as_ids(worker_ids)
+                _wire.load_weights(self.policy, weights)
+            ids = range(self.num_nodes) if worker_ids is None else _wire.worker_ids(worker_ids)
             for i in ids:
                 self._order(i, _wire.UPDATE, self.policy_version)
                 for scheme in self.weight_sync_schemes.values():
@@ -567,17 +567,6 @@ class DistributedCollector(BaseCollector):
             return
         with contextlib.suppress(Exception):
             self.shutdown()
-
-
-def _as_ids(worker_ids: Any) -> list[int]:
-    return [worker_ids] if isinstance(worker_ids, int) else list(worker_ids)
-
-
-def _load(policy: nn.Module, weights: Any) -> None:
-    if isinstance(weights, dict):
-        weights = TensorDict(dict(weights), batch_size=[]).unflatten_keys(".")
-    with torch.no_grad():
-        TensorDict.from_module(policy).data.update_(weights)
 
 
 def _write_rendezvous(host: str, port: int, world: int, backend: str, timeout: float) -> None:

@@ -16,6 +16,7 @@ from rl_collectors._common import (
     check_total_frames,
     load_weights,
 )
+from rl_collectors.distributed import _wire
 from rl_collectors.sync import SyncDataCollector
 from rl_collectors.utils import TRAJ_IDS
 from rl_collectors.weight_sync import WeightSyncScheme
@@ -321,7 +322,7 @@ class RayCollector:
         if self.weight_sync_schemes:
             if weights is not None and isinstance(self.policy, nn.Module):
                 load_weights(where, self.policy, weights)
-            ids = range(self.num_collectors) if worker_ids is None else _as_ids(worker_ids)
+            ids = range(self.num_collectors) if worker_ids is None else _wire.worker_ids(worker_ids)
             for scheme in self.weight_sync_schemes.values():
                 scheme.send(worker_ids=list(ids))
             self._scheme_version += 1
@@ -360,10 +361,6 @@ class RayCollector:
             scheme.shutdown()
         if self._owns_ray:
             ray.shutdown()
-
-
-def _as_ids(worker_ids: Any) -> list[int]:
-    return [worker_ids] if isinstance(worker_ids, int) else list(worker_ids)
 
 
 __all__ = ["RayCollector"]

@@ -387,10 +387,10 @@ class RPCCollector(BaseCollector):
             self._fail(f"{gone}.")
         self.policy_version += 1
         self._since_push = 0
-        ids = range(self.num_nodes) if worker_ids is None else _as_ids(worker_ids)
+        ids = range(self.num_nodes) if worker_ids is None else _wire.worker_ids(worker_ids)
         if self.weight_sync_schemes:
             if weights is not None and isinstance(self.policy, nn.Module):
-                _load(self.policy, weights)
+                _wire.load_weights(self.policy, weights)
             for scheme in self.weight_sync_schemes.values():
                 try:
                     scheme.send(worker_ids=list(ids))
@@ -487,17 +487,6 @@ class RPCCollector(BaseCollector):
             return
         with contextlib.suppress(Exception):
             self.shutdown()
-
-
-def _as_ids(worker_ids: Any) -> list[int]:
-    return [worker_ids] if isinstance(worker_ids, int) else list(worker_ids)
-
-
-def _load(policy: nn.Module, weights: Any) -> None:
-    if isinstance(weights, dict):
-        weights = TensorDict(dict(weights), batch_size=[]).unflatten_keys(".")
-    with torch.no_grad():
-        TensorDict.from_module(policy).data.update_(weights)
 
 
 def _shutdown_at_exit(ref: weakref.ref) -> None:
