@@ -142,6 +142,7 @@ from rl_objectives.modules import (
     RSSMPrior,
     RSSMPriorV3,
     RSSMRollout,
+    RSSMRolloutV3,
     SymExpTwoHot,
     WorldModelWrapper,
 )
@@ -224,7 +225,8 @@ class Agent:
         outs = cfg.num_bins if cfg.v3 else 1
         self.two_hot = SymExpTwoHot(cfg.num_bins)
         self.reward = head(S + H, outs, W, zero=cfg.v3)
-        rollout = RSSMRollout(
+        # V3: RSSMRolloutV3 also zeroes the latents where a sequence holds an "is_init" flag
+        rollout = (RSSMRolloutV3 if cfg.v3 else RSSMRollout)(
             TensorDictModule(self.prior, ["state", "belief", "action"], prior_out),
             TensorDictModule(
                 self.posterior, [("next", "belief"), ("next", "encoded_latents")], post_out
