@@ -54,16 +54,20 @@ class MCTS:
             ``[B]``, or ``exploration_fraction`` is outside ``[0, 1]``.
 
     Examples:
-        >>> import torch
-        >>> from rl_envs.native import TicTacToeEnv
-        >>> env = TicTacToeEnv(batch_size=[2])
-        >>> uniform = lambda td: (torch.zeros(2, 9), torch.zeros(2))
-        >>> search = MCTS(env, uniform, num_simulations=50)
-        >>> root = env.reset()
-        >>> root["board"][1] = torch.tensor([[1, 1, -1], [0, 0, -1], [-1, -1, -1]])
-        >>> root["mask"][1] = root["board"][1].flatten() == -1
-        >>> out = search(root)
-        >>> out["visits"].shape, out["visits"][1].argmax().item()  # the winning move
+        The example needs rl-envs (``TicTacToeEnv``), so it is not run as a doctest here;
+        ``tests/map/test_search.py`` runs the same search on positions solved by hand. Square 2
+        wins for the side to move.
+        >>> import torch  # doctest: +SKIP
+        >>> from rl_envs.native import TicTacToeEnv  # doctest: +SKIP
+        >>> env = TicTacToeEnv(batch_size=[2])  # doctest: +SKIP
+        >>> uniform = lambda td: (torch.zeros(2, 9), torch.zeros(2))  # doctest: +SKIP
+        >>> search = MCTS(env, uniform, num_simulations=50)  # doctest: +SKIP
+        >>> root = env.reset()  # doctest: +SKIP
+        >>> board = torch.tensor([[1, 1, -1], [0, 0, -1], [-1, -1, -1]])  # doctest: +SKIP
+        >>> root["board"][1] = board  # doctest: +SKIP
+        >>> root["mask"][1] = root["board"][1].flatten() == -1  # doctest: +SKIP
+        >>> out = search(root)  # doctest: +SKIP
+        >>> out["visits"].shape, out["visits"][1].argmax().item()  # doctest: +SKIP
         (torch.Size([2, 9]), 2)
     """
 
