@@ -272,9 +272,9 @@ class DreamerV3BlockGRU(nn.Module):
         input_size: size of the input.
         hidden_size: size of the belief; a multiple of ``num_blocks``.
 
-    Keyword Args:
-        projection_size, num_blocks, num_layers, activation_class, norm_eps, update_bias,
-        device: as :class:`DreamerV3BlockGRUCell`.
+    The keyword arguments (``projection_size``, ``num_blocks``, ``num_layers``,
+    ``activation_class``, ``norm_eps``, ``update_bias``, ``device``) are those of
+    :class:`DreamerV3BlockGRUCell`.
 
     Raises:
         ValueError: as :class:`DreamerV3BlockGRUCell`; (when called) an input without a time
