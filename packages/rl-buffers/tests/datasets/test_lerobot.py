@@ -49,7 +49,9 @@ def write_snapshot(folder, episodes=((0, 3), (1, 2))):
 
 def test_snapshot_frames_become_rows(tmp_path):
     write_snapshot(tmp_path / "lerobot" / "toy")
-    data = LeRobotExperienceReplay("lerobot/toy", root=tmp_path, batch_size=4)
+    data = LeRobotExperienceReplay(
+        "lerobot/toy", root=tmp_path, batch_size=4, download=False, decode_video=False
+    )
     rows = data[:]
     assert len(data) == 5
     assert rows["observation", "state"][:, 0].tolist() == [0, 1, 2, 10, 11]
@@ -64,6 +66,8 @@ def test_snapshot_frames_become_rows(tmp_path):
         "lerobot/toy",
         root=tmp_path,
         batch_size=4,
+        download=False,
+        decode_video=False,
         sampler=SliceSampler(slice_len=2, traj_key="episode"),
     )
     torch.manual_seed(0)
@@ -77,10 +81,11 @@ def test_columns_helper_and_bad_input(tmp_path):
     td = lerobot_columns_to_tensordict({"observation.images.top": torch.zeros(2, 3, 4, 4)})
     assert td["observation", "image", "top"].shape == (2, 3, 4, 4)
     with pytest.raises(FileNotFoundError, match=r"lerobot/absent/meta/info\.json does not exist"):
-        LeRobotExperienceReplay("lerobot/absent", root=tmp_path)
+        LeRobotExperienceReplay("lerobot/absent", root=tmp_path, download=False)
+    assert list(tmp_path.iterdir()) == []
     write_snapshot(tmp_path / "lerobot" / "bad")
     bad = tmp_path / "lerobot" / "bad" / "data" / "chunk-000" / "episode_000001.parquet"
     bad.write_bytes(bad.read_bytes()[:40])
     with pytest.raises(ValueError, match=r"episode_000001\.parquet is not a readable parquet file"):
-        LeRobotExperienceReplay("lerobot/bad", root=tmp_path)
+        LeRobotExperienceReplay("lerobot/bad", root=tmp_path, download=False, decode_video=False)
     assert not (tmp_path / "lerobot" / "bad" / "memmap").exists()

@@ -94,13 +94,24 @@ class BaseDatasetExperienceReplay(TensorDictReplayBuffer):
                 shutil.rmtree(tmp, ignore_errors=True)
             if not done:  # folders this call created, left empty by a failure, go too
                 for folder in created:
-                    if folder.exists() and not any(folder.iterdir()):
-                        folder.rmdir()
+                    _remove_empty(folder)
 
     def delete(self) -> None:
         """Removes the converted rows (``root/<dataset_id>``); the buffer is unusable after."""
         if self.data_path.exists():
             shutil.rmtree(self.data_path)
+
+
+def _remove_empty(folder: Path) -> None:
+    """Removes ``folder`` and its subfolders, bottom-up, where they hold no file (a partial
+    download's ``.part`` file, kept for resuming, keeps its folders)."""
+    if not folder.is_dir():
+        return
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), reverse=True):
+        if not any(sub.iterdir()):
+            sub.rmdir()
+    if not any(folder.iterdir()):
+        folder.rmdir()
 
 
 def _read_record(path: Path) -> dict[str, Any]:
