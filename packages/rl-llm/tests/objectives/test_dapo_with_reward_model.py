@@ -1,11 +1,12 @@
-"""Learning test: a tiny reward model learns a preference, and DAPO raises its reward."""
+"""Learning test: a tiny reward model learns a preference from a PairwiseDataset, and DAPO
+raises its reward on a tiny policy."""
 
 import pytest
 import torch
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 
-from rl_llm.data import History
+from rl_llm.data import History, PairwiseDataset, RewardData
 from rl_llm.modules import GPT2RewardModel, TransformersWrapper
 from rl_llm.objectives import DAPO, MCAdvantage, RewardModelLoss
 
@@ -31,13 +32,14 @@ def _pairs(good_ids, bad_ids, n, generator):
         return seq[:, torch.randperm(3, generator=generator)]
 
     mask = torch.ones(n, 3, dtype=torch.bool)
-    return TensorDict(
-        chosen_data=TensorDict(input_ids=replies(k + 1), attention_mask=mask, batch_size=[n]),
-        rejected_data=TensorDict(input_ids=replies(k), attention_mask=mask, batch_size=[n]),
+    return PairwiseDataset(
+        chosen_data=RewardData(input_ids=replies(k + 1), attention_mask=mask, batch_size=[n]),
+        rejected_data=RewardData(input_ids=replies(k), attention_mask=mask, batch_size=[n]),
         batch_size=[n],
     )
 
 
+@pytest.mark.learning
 def test_dapo_raises_the_reward_of_a_trained_reward_model(tiny_model, tiny_tokenizer, one_thread):
     vocab = len(tiny_tokenizer)
     g = torch.Generator().manual_seed(0)
@@ -62,12 +64,13 @@ def test_dapo_raises_the_reward_of_a_trained_reward_model(tiny_model, tiny_token
     rm_loss = RewardModelLoss(scorer).set_keys(chosen="chosen_data", rejected="rejected_data")
     optim = torch.optim.Adam(reward_model.parameters(), lr=3e-3)
     for _ in range(60):
-        loss = rm_loss(_pairs(good_ids, bad_ids, 32, g)).loss_reward_model
+        loss = rm_loss(_pairs(good_ids, bad_ids, 32, g).to_tensordict()).loss_reward_model
         optim.zero_grad()
         loss.backward()
         optim.step()
     with torch.no_grad():
-        held_out = rm_loss(_pairs(good_ids, bad_ids, 256, torch.Generator().manual_seed(99)))
+        held_out = _pairs(good_ids, bad_ids, 256, torch.Generator().manual_seed(99))
+        held_out = rm_loss(held_out.to_tensordict())
     assert held_out.accuracy.item() > 0.75  # chance is 0.5
 
     reward_model.eval()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import warnings
 from fractions import Fraction
 
 _MAX_POWER = 64
@@ -174,7 +175,11 @@ def evaluate(expr: str, *, allow_functions: bool = False) -> tuple[Number, list]
         raise ArithmeticError_(f"expression longer than {_MAX_CHARS} characters")
     source = expr.strip()
     try:
-        tree = ast.parse(source, mode="eval")
+        # A reply such as "1or 2" makes the tokenizer warn ("invalid decimal literal"); the
+        # reply is refused below like any other non-expression, so the warning stays here.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source, mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
         raise ArithmeticError_(f"not an expression: {type(err).__name__}") from None
     numbers: list = []
