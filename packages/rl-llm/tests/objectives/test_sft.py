@@ -1,10 +1,14 @@
+import copy
+import math
+
 import pytest
 import torch
 from tensordict import TensorDict
 
 from rl_llm.data import History
+from rl_llm.envs import RetrieveLogProb
 from rl_llm.modules import TransformersWrapper
-from rl_llm.objectives import SFTLoss
+from rl_llm.objectives import SFTLoss, minor_sft_loss, sft_loss
 
 CHATS = [
     [
@@ -70,3 +74,47 @@ def test_bad_input_is_reported(tiny_model, tiny_tokenizer):
     loss = SFTLoss(TransformersWrapper(tiny_model, tiny_tokenizer, generate=False))
     with pytest.raises(KeyError, match="expected the chat histories"):
         loss(TensorDict(batch_size=[2]))
+
+
+def test_sft_and_minor_sft_functions_by_hand():
+    lp = torch.tensor([-1.0, -2.5, 0.0], dtype=torch.float64, requires_grad=True)
+    ref = torch.tensor([-2.0, -2.5, -4.0], dtype=torch.float64)
+    assert sft_loss(lp).item() == pytest.approx(3.5 / 3, rel=1e-15)
+    assert sft_loss(lp, "sum").item() == 3.5
+    assert sft_loss(lp, "none").tolist() == [1.0, 2.5, -0.0]
+    beta = 0.5
+    # -log sigmoid(x) = log(1 + e^-x) with x = beta * (lp - ref) = 0.5, 0, 2.
+    per = [math.log1p(math.exp(-x)) for x in (0.5, 0.0, 2.0)]
+    loss = minor_sft_loss(lp, ref, beta, "none")
+    assert loss.tolist() == pytest.approx(per, rel=1e-14)
+    assert minor_sft_loss(lp, ref, beta, "sum").item() == pytest.approx(sum(per), rel=1e-14)
+    minor_sft_loss(lp, ref, beta).backward()
+    # d/dlp = -beta * sigmoid(-x) / 3 for the mean.
+    grads = [-beta / (1 + math.exp(x)) / 3 for x in (0.5, 0.0, 2.0)]
+    assert lp.grad.tolist() == pytest.approx(grads, rel=1e-13)
+    with pytest.raises(ValueError, match=r"one shape, got \(3,\) and \(2,\)"):
+        minor_sft_loss(lp, ref[:2], beta, "mean")
+    with pytest.raises(ValueError, match=r"sft_loss: expected reduction in .* got 'avg'"):
+        sft_loss(lp, "avg")
+
+
+def test_minor_sft_mode_against_a_shifted_reference(tiny_model, tiny_tokenizer):
+    actor = TransformersWrapper(tiny_model, tiny_tokenizer, generate=False)
+    td = _td()
+    ref = RetrieveLogProb(
+        TransformersWrapper(copy.deepcopy(tiny_model), tiny_tokenizer, generate=False),
+        log_probs_full_key=("ref_log_probs", "full"),
+    )(td.clone())
+    # The reference is the same model: log-ratio 0 on every dialog, loss log 2.
+    loss = SFTLoss(actor, loss_function="minor_sft", beta=0.5)(ref)
+    assert loss.loss_sft.item() == pytest.approx(math.log(2), abs=1e-5)
+    # A reference 2 nats more likely per token: x = 0.5 * -2 = -1, loss log(1 + e).
+    ref["ref_log_probs", "full"] = ref["ref_log_probs", "full"] + 2.0
+    out = SFTLoss(actor, loss_function="minor_sft", beta=0.5, reduction="none")(ref)
+    assert out.loss_sft.tolist() == pytest.approx([math.log1p(math.e)] * 2, abs=1e-5)
+    out.loss_sft.sum().backward()
+    assert any(p.grad is not None for p in tiny_model.parameters())
+    with pytest.raises(KeyError, match=r"expected the reference log-probs at \('ref_log_probs'"):
+        SFTLoss(actor, loss_function="minor_sft")(td)
+    with pytest.raises(ValueError, match="expected loss_function in"):
+        SFTLoss(actor, loss_function="dpo")

@@ -18,7 +18,7 @@ from rl_llm.objectives.mc_advantage import MCAdvantage, group_advantages
 from rl_llm.objectives.mc_selector import MCAdvantageSelector
 from rl_llm.objectives.ray_mc_advantage import RayMCAdvantage
 from rl_llm.objectives.reward_model import RewardModelLoss, reward_model_loss
-from rl_llm.objectives.sft import SFTLoss
+from rl_llm.objectives.sft import SFTLoss, minor_sft_loss, sft_loss
 
 __all__ = [
     "GRPOLoss",
@@ -26,6 +26,8 @@ __all__ = [
     "MCAdvantage",
     "group_advantages",
     "SFTLoss",
+    "sft_loss",
+    "minor_sft_loss",
     "DPOLoss",
     "dpo_objective",
     "DAPO",
