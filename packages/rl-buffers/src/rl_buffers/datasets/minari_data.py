@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +57,8 @@ class MinariExperienceReplay(TensorDictReplayBuffer):
         ImportError: minari is not installed.
         ValueError: ``download=True``.
         FileNotFoundError: no local minari dataset has this id.
+        ValueError: the dataset's files cannot be read (truncated, another format); the
+            message names them and nothing is left under ``root``.
     """
 
     def __init__(
@@ -153,18 +157,49 @@ def _convert(dataset_id: str, folder: Path) -> None:
             f"{sorted(minari.list_local_datasets())}). Create it with minari's DataCollector "
             f"or create_dataset_from_buffers, or point MINARI_DATASETS_PATH at its store."
         )
-    dataset = minari.load_dataset(dataset_id)
-    episodes = [_episode(episode) for episode in dataset.iterate_episodes()]
+    try:
+        dataset = minari.load_dataset(dataset_id)
+        episodes = [_episode(episode) for episode in dataset.iterate_episodes()]
+    except (OSError, ValueError, KeyError) as error:
+        source = _source_files(minari, dataset_id)
+        raise ValueError(
+            f"MinariExperienceReplay: {source} cannot be read ({error}); a truncated copy or "
+            f"another format. Record or copy the dataset {dataset_id!r} again."
+        ) from error
     data = torch.cat(episodes)
-    folder.mkdir(parents=True, exist_ok=True)
-    data.memmap(prefix=folder, existsok=True)
-    atomic_write_json(
-        {
-            "dataset_id": dataset_id,
-            "episodes": len(episodes),
-            "steps": data.shape[0],
-            "observation_space": str(dataset.spec.observation_space),
-            "action_space": str(dataset.spec.action_space),
-        },
-        folder / _MARKER,
-    )
+    # Written beside the final folder and renamed into place once complete: a failure leaves
+    # no half-written rows (and removes the folders it created).
+    created = [p for p in (folder.parent, *folder.parent.parents) if not p.exists()]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        data.memmap(prefix=tmp, existsok=True)
+        atomic_write_json(
+            {
+                "dataset_id": dataset_id,
+                "episodes": len(episodes),
+                "steps": data.shape[0],
+                "observation_space": str(dataset.spec.observation_space),
+                "action_space": str(dataset.spec.action_space),
+            },
+            tmp / _MARKER,
+        )
+        if folder.exists():  # (a folder without a record: a copy of no use)
+            shutil.rmtree(folder)
+        tmp.rename(folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        for made in created:
+            if made.exists() and not any(made.rglob("*")):
+                shutil.rmtree(made)
+
+
+def _source_files(minari: Any, dataset_id: str) -> str:
+    """The dataset's data file(s) in minari's store, for messages."""
+    try:
+        data = Path(minari.storage.get_dataset_path(dataset_id)) / "data"
+    except Exception:  # (an unreadable store: name the id alone)
+        return f"minari dataset {dataset_id!r}"
+    found = sorted(p for p in data.glob("*") if p.is_file() and p.name != "metadata.json")
+    return ", ".join(map(str, found)) if found else str(data)
