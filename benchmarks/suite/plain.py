@@ -61,6 +61,39 @@ def cartpole_fixed(steps: int) -> Callable[[], float]:
     return run
 
 
+def cartpole_sampled(steps: int) -> Callable[[], float]:
+    """One CartPole, one ``action_space.sample()`` per step, reset at each episode's end (the
+    loop users write by hand, as gymnasium has it): seconds per step."""
+    env = gym.make("CartPole-v1")
+    env.reset(seed=0)
+    env.action_space.seed(0)
+
+    def run() -> float:
+        space = env.action_space
+        start = time.process_time()
+        for _ in range(steps):
+            _, _, terminated, truncated, _ = env.step(space.sample())
+            if terminated or truncated:
+                env.reset()
+        return (time.process_time() - start) / steps
+
+    return run
+
+
+def cartpole_sample(steps: int) -> Callable[[], float]:
+    """``action_space.sample()`` of CartPole alone: seconds per call."""
+    space = gym.make("CartPole-v1").action_space
+    space.seed(0)
+
+    def run() -> float:
+        start = time.process_time()
+        for _ in range(steps):
+            space.sample()
+        return (time.process_time() - start) / steps
+
+    return run
+
+
 def cartpole_policy_loop(
     steps: int, act: Callable[[torch.Tensor], np.ndarray]
 ) -> Callable[[], float]:

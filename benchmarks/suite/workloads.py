@@ -141,6 +141,62 @@ def envs(suite: Suite) -> None:
         "with a policy writing the action.",
     )
 
+    # The loops users write by hand with random actions (issue 57), and rand_action alone.
+    from rl_core.ted import step_mdp
+
+    loop_state = {"td": env.reset()}
+
+    def rand_loop() -> float:
+        td = loop_state["td"]
+        start = time.process_time()
+        for _ in range(steps):
+            td = env.rand_action(td)
+            _, td = env.step_and_maybe_reset(td)
+        loop_state["td"] = td
+        return (time.process_time() - start) / steps
+
+    mdp_state = {"td": env.reset()}
+
+    def step_mdp_loop() -> float:
+        td = mdp_state["td"]
+        start = time.process_time()
+        for _ in range(steps):
+            td = env.step(env.rand_action(td))
+            td = env.reset() if td["next", "done"].any() else step_mdp(td)
+        mdp_state["td"] = td
+        return (time.process_time() - start) / steps
+
+    suite.run(
+        "envs",
+        "CartPole, random-action step loop",
+        {
+            "plain": plain.cartpole_sampled(steps),
+            "rand_action + step_and_maybe_reset loop": rand_loop,
+            "rand_action + step + step_mdp loop": step_mdp_loop,
+        },
+        notes="plain: gymnasium loop, action_space.sample() per step, reset when done; ours: "
+        "td = env.rand_action(td); _, td = env.step_and_maybe_reset(td), and td = "
+        "env.step(env.rand_action(td)) then env.reset() if done else step_mdp(td).",
+    )
+
+    rand_state = {"td": env.reset()}
+
+    def rand_only() -> float:
+        td = rand_state["td"]
+        start = time.process_time()
+        for _ in range(steps):
+            env.rand_action(td)
+        return (time.process_time() - start) / steps
+
+    suite.run(
+        "envs",
+        "CartPole, random action alone",
+        {"plain": plain.cartpole_sample(steps), "env.rand_action(td)": rand_only},
+        unit="us/call",
+        notes="plain: action_space.sample(); ours: env.rand_action(td) on the root of a "
+        "GymEnv('CartPole-v1').",
+    )
+
     # The same loop with a sampling policy on both sides, called as users call it.
     from tensordict.nn import TensorDictModule
 
