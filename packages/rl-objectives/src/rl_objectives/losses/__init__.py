@@ -21,6 +21,7 @@ from rl_objectives.losses.dreamer_v3 import (
     categorical_kl_balanced,
     categorical_kl_terms,
 )
+from rl_objectives.losses.dreamer_v3_loss import DreamerV3Loss
 from rl_objectives.losses.dt import DTLoss
 from rl_objectives.losses.gail import GAILLoss
 from rl_objectives.losses.iql import IQLLoss
@@ -73,6 +74,7 @@ __all__ = [
     "DreamerV3ModelLoss",
     "DreamerV3ActorLoss",
     "DreamerV3ValueLoss",
+    "DreamerV3Loss",
     "categorical_kl_balanced",
     "categorical_kl_terms",
     "RNDLoss",

@@ -24,6 +24,7 @@ from rl_objectives.modules.distributional_qvalue import (
 from rl_objectives.modules.dqn_nets import DuelingCnnDQNet, NoisyLinear, reset_noise
 from rl_objectives.modules.dreamer import DreamerActor, ObsDecoder, ObsEncoder
 from rl_objectives.modules.dreamer_v3_actor import DreamerV3DiscreteActor, DreamerV3SeededPolicy
+from rl_objectives.modules.dreamer_v3_conv import DreamerV3ImageDecoder, DreamerV3ImageEncoder
 from rl_objectives.modules.dreamer_v3_nets import (
     DreamerV3BlockGRU,
     DreamerV3BlockGRUCell,
@@ -81,6 +82,8 @@ __all__ = [
     "DreamerV3MLP",
     "DreamerV3BlockGRUCell",
     "DreamerV3BlockGRU",
+    "DreamerV3ImageEncoder",
+    "DreamerV3ImageDecoder",
     "DreamerV3DiscreteActor",
     "DreamerV3SeededPolicy",
     "symlog",
