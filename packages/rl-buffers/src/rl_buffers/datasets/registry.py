@@ -11,9 +11,11 @@ __all__ = ["load_dataset", "register_dataset"]
 _REGISTRY: dict[str, Callable[..., Any] | str] = {
     "atari_dqn": "rl_buffers.datasets.atari_dqn:AtariDQNExperienceReplay",
     "d4rl": "rl_buffers.datasets.d4rl:D4RLExperienceReplay",
+    "gen_dgrl": "rl_buffers.datasets.gen_dgrl:GenDGRLExperienceReplay",
     "lerobot": "rl_buffers.datasets.lerobot:LeRobotExperienceReplay",
     "minari": "rl_buffers.datasets.minari_data:MinariExperienceReplay",
     "roboset": "rl_buffers.datasets.roboset:RobosetExperienceReplay",
+    "vd4rl": "rl_buffers.datasets.vd4rl:VD4RLExperienceReplay",
 }
 
 
@@ -77,8 +79,8 @@ def load_dataset(dataset_id: str, **kwargs: Any) -> Any:
     """The dataset ``"<source>:<dataset id>"``: its registered factory called with the id
     and ``kwargs`` (``load_dataset("d4rl:hopper-medium-v2", root=...)``).
 
-    Built-in sources: ``"atari_dqn"``, ``"d4rl"``, ``"lerobot"``, ``"minari"``,
-    ``"roboset"``; add others with :func:`register_dataset`.
+    Built-in sources: ``"atari_dqn"``, ``"d4rl"``, ``"gen_dgrl"``, ``"lerobot"``,
+    ``"minari"``, ``"roboset"``, ``"vd4rl"``; add others with :func:`register_dataset`.
 
     Raises:
         ValueError: no ``"<source>:"`` part, or an unknown source (the known ones listed).
