@@ -77,6 +77,14 @@ def sync_scenario(facts):
     batch = collector.next()
     facts["weights_identical"] = torch.equal(batch["probe"], torch.tensor(WEIGHTS).expand(4, 4, 3))
     facts["versions"] = batch["collector", "policy_version"].unique().tolist()
+    os.kill(processes[0].pid, signal.SIGKILL)
+    processes[0].join(5)
+    pushed_at = time.monotonic()
+    try:
+        collector.update_policy_weights_()
+    except RuntimeError as err:
+        facts["push_error"] = str(err)
+        facts["seconds_to_push_error"] = time.monotonic() - pushed_at
     collector.shutdown()
     facts["alive_after_shutdown"] = [p.is_alive() for p in processes]
     try:

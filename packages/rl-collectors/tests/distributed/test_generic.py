@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import socket
@@ -41,7 +42,10 @@ def probe_policy():
 
 
 def port_is_free(port):
+    """Nobody listens on ``port`` (connections the store closed may linger in TIME_WAIT: they
+    hold no port, and a new listener with SO_REUSEADDR, as TCPStore's, binds it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -222,3 +226,69 @@ def test_a_restarted_trainer_goes_on_from_its_checkpoint_with_fresh_nodes(tmp_pa
     finally:
         second.shutdown()
     assert_released(second)
+
+
+def descendants(pid):
+    """The pids of every process below ``pid`` (read from /proc)."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    # "pid (comm) state ppid ...": comm may hold spaces, split after it.
+                    parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier}
+        found |= frontier
+    return found
+
+
+def shm_files(pids):
+    """The /dev/shm files the processes ``pids`` map or hold open and that still exist."""
+    paths = set()
+    for pid in pids:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/maps") as f:
+            paths |= {line.split()[-1] for line in f if "/dev/shm/" in line}
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    paths.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return {p for p in paths if p.startswith("/dev/shm/") and os.path.exists(p)}
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.slow  # two nodes with two env processes each (about 6 s)
+def test_shutdown_after_a_killed_node_leaves_no_process_port_or_shared_memory():
+    slow = partial(CountingEnv, max_count=10_000, batch_size=[1])
+    collector = DistributedSyncCollector(
+        [slow, slow], probe_policy(), frames_per_batch=400_000, num_workers_per_collector=2
+    )
+    iterator = iter(collector)
+    tree = set()
+    deadline = time.monotonic() + 30
+    while len(tree) < 6 and time.monotonic() < deadline:  # 2 nodes, 2 env workers each
+        tree = descendants(os.getpid())
+        time.sleep(0.05)
+    assert len(tree) >= 6
+    segments = shm_files(tree | {os.getpid()})
+    victim = collector._nodes[1].process
+    threading.Timer(1.0, os.kill, (victim.pid, signal.SIGKILL)).start()
+    with pytest.raises(RuntimeError, match=r"collector node 1 \(rank 2, pid \d+, exit code -9\)"):
+        next(iterator)  # both nodes' workers are in the middle of their batch
+    collector.shutdown()
+    deadline = time.monotonic() + 2.0  # a SIGKILLed process takes a moment to end
+    while any(alive(pid) for pid in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [pid for pid in tree if alive(pid)] == []  # the env workers of both nodes too
+    assert port_is_free(collector.address[1])
+    assert [p for p in segments if os.path.exists(p)] == []

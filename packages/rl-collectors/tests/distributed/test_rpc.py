@@ -39,7 +39,7 @@ def assert_gone(pids):
 
 
 @pytest.mark.slow  # a fresh process spawning two nodes (a torch import each)
-def test_sync_frames_match_local_collection_and_updater_weights_arrive():
+def test_sync_frames_match_local_weights_arrive_and_a_push_to_a_dead_node_fails_fast():
     facts = run_scenario("sync")
     assert facts["updater"] == "RPCWeightUpdater"
     assert facts["final_seed"] == 12  # CountingEnv.set_seed returns seed + 1, node by node
@@ -48,6 +48,12 @@ def test_sync_frames_match_local_collection_and_updater_weights_arrive():
     assert facts["probe_before"] == [0.0]
     assert facts["weights_identical"]  # bit for bit, on both nodes
     assert facts["versions"] == [1]
+    # A push to a node that was killed fails fast, naming it.
+    assert re.search(
+        r"collector node 0 \(rank 1, RPC worker 'COLLECTOR_NODE_1', pid \d+, exit code -9\)",
+        facts["push_error"],
+    ), facts
+    assert facts["seconds_to_push_error"] < 3.0
     assert facts["alive_after_shutdown"] == [False, False]
     assert_gone(facts["node_pids"])
     assert "torch cannot start a second one in the same process" in facts["second_collector"]

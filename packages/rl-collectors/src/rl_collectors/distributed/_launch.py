@@ -8,6 +8,7 @@ import contextlib
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -27,12 +28,28 @@ def import_submitit(where: str) -> Any:
     return submitit
 
 
+def _group_leader_main(target: Callable[..., None], *args: Any) -> None:
+    """Runs ``target(*args)`` as the leader of a process group of its own: the processes the
+    node starts (a multi-process collector's env workers) join it, and stopping the node
+    stops them with it."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
+    target(*args)
+
+
 class ProcessNode:
-    """A node started as a local process."""
+    """A node started as a local process, leading a process group of its own (its env
+    workers are in it): ``stop`` ends the node and every process it started, even when the
+    node was killed and its workers are orphans in the middle of a batch."""
 
     def __init__(self, context: Any, args: tuple, target: Callable[..., None] = node_main) -> None:
-        self.process = context.Process(target=target, args=args, daemon=False)
+        self.process = context.Process(
+            target=_group_leader_main, args=(target, *args), daemon=False
+        )
         self.process.start()
+        # Also set from here, so that no worker the node starts can precede its group.
+        with contextlib.suppress(OSError):
+            os.setpgid(self.process.pid, self.process.pid)
 
     def gone(self) -> str | None:
         code = self.process.exitcode
@@ -43,6 +60,10 @@ class ProcessNode:
         if self.process.is_alive():
             self.process.kill()
             self.process.join()
+        # What the node started and did not end (it was killed, or its workers were busy
+        # with a batch): the group outlives its leader while one of them runs.
+        with contextlib.suppress(OSError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 class SubmititNode:
