@@ -40,6 +40,7 @@ ARGS = {
     "ExcludeTransform": {"exclude_keys": ["observation", "other"]},
     "ObservationNorm": {"loc": 1.0, "scale": 2.0, "in_keys": ["observation"], "eps": 0.1},
     "VecNorm": {"in_keys": ["observation"], "decay": 0.5, "eps": 0.01},
+    "VecNormV2": {"in_keys": ["observation", "reward"], "decay": 0.5, "reduce_batch_dims": True},
     "CatTensors": {"in_keys": ["a", "b"], "out_key": "ab", "dim": -2},
     "BurnInTransform": {
         "modules": [

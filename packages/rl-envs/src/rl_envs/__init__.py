@@ -97,6 +97,7 @@ from rl_envs.transforms import (
     FiniteTensorDictCheck,
     FlattenAction,
     FlattenObservation,
+    FlattenTensorDict,
     FrameSkipTransform,
     GrayScale,
     Hash,
@@ -107,6 +108,7 @@ from rl_envs.transforms import (
     NextStateReconstructor,
     NoopResetEnv,
     ObservationNorm,
+    ObservationTransform,
     PermuteTransform,
     PixelRenderTransform,
     RandomCropTensorDict,
@@ -134,6 +136,7 @@ from rl_envs.transforms import (
     UnaryTransform,
     UnsqueezeTransform,
     VecNorm,
+    VecNormV2,
     VideoRecorder,
 )
 
@@ -216,6 +219,7 @@ __all__ = [
     "ExcludeTransform",
     "ObservationNorm",
     "VecNorm",
+    "VecNormV2",
     "CatTensors",
     "BurnInTransform",
     "CatFrames",
@@ -241,6 +245,7 @@ __all__ = [
     "RunningMeanStd",
     "TrajCounter",
     "UnaryTransform",
+    "ObservationTransform",
     "ActionScaling",
     "ActionMask",
     "ActionDiscretizer",
@@ -275,4 +280,5 @@ __all__ = [
     "RandomTruncationTransform",
     "Timer",
     "NextStateReconstructor",
+    "FlattenTensorDict",
 ]

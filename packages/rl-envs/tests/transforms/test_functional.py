@@ -63,3 +63,34 @@ def test_unfolding_is_the_functional_on_episodes(padding):
     ]  # fmt: skip
     assert out[1].tolist() == [[pad or 10, 10], [10, 11], [11, 12], [12, 13], [13, 14]]
     assert torch.equal(t(td.clone())["out"], out)
+
+
+def test_rgb_to_grayscale_hand_values():
+    from rl_envs.transforms.functional import rgb_to_grayscale
+
+    # pure red, green and blue pixels, and one mixed pixel
+    img = torch.tensor([[1.0, 0.0, 0.0, 0.5], [0.0, 1.0, 0.0, 0.5], [0.0, 0.0, 1.0, 1.0]]).reshape(
+        3, 1, 4
+    )
+    gray = rgb_to_grayscale(img)
+    assert gray.shape == (1, 1, 4)
+    expected = [0.2989, 0.587, 0.114, 0.2989 * 0.5 + 0.587 * 0.5 + 0.114]
+    assert gray.flatten().tolist() == pytest.approx(expected, abs=1e-6)
+    batch = torch.stack([img, 2 * img])  # [2, 3, 1, 4]
+    three = rgb_to_grayscale(batch, num_output_channels=3)
+    assert three.shape == (2, 3, 1, 4)
+    assert three[1, 2].flatten().tolist() == pytest.approx([2 * v for v in expected], abs=1e-6)
+    pixels = torch.tensor([100, 200, 50], dtype=torch.uint8).reshape(3, 1, 1)
+    assert rgb_to_grayscale(pixels).dtype == torch.uint8
+    assert rgb_to_grayscale(pixels).item() == 152  # 152.99 truncated
+
+
+def test_rgb_to_grayscale_errors():
+    from rl_envs.transforms.functional import rgb_to_grayscale
+
+    with pytest.raises(TypeError, match=r"expected 3 \(RGB\) channels at dim -3 of img, got 4"):
+        rgb_to_grayscale(torch.zeros(4, 2, 2))
+    with pytest.raises(TypeError, match=r"3 dims or more\), got shape \(2, 2\)"):
+        rgb_to_grayscale(torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="num_output_channels must be 1 or 3, got 2"):
+        rgb_to_grayscale(torch.zeros(3, 2, 2), num_output_channels=2)

@@ -23,6 +23,7 @@ from rl_envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
 from rl_envs.transforms.end_of_life import EndOfLifeTransform
 from rl_envs.transforms.expand_as import ExpandAs
 from rl_envs.transforms.finite_check import FiniteTensorDictCheck
+from rl_envs.transforms.flatten_tensordict import FlattenTensorDict
 from rl_envs.transforms.frame_skip import FrameSkipTransform
 from rl_envs.transforms.hash import Hash
 from rl_envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
@@ -32,6 +33,7 @@ from rl_envs.transforms.next_obs_delta import NextObservationDelta
 from rl_envs.transforms.next_state_reconstructor import NextStateReconstructor
 from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
+from rl_envs.transforms.observation_transform import ObservationTransform
 from rl_envs.transforms.primer import TensorDictPrimer
 from rl_envs.transforms.random_crop import RandomCropTensorDict
 from rl_envs.transforms.random_truncation import RandomTruncationTransform
@@ -62,6 +64,7 @@ from rl_envs.transforms.timer import Timer
 from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
+from rl_envs.transforms.vecnorm_v2 import VecNormV2
 
 __all__ = [
     # keys
@@ -69,8 +72,10 @@ __all__ = [
     "SelectTransform",
     "ExcludeTransform",
     # observations
+    "ObservationTransform",
     "ObservationNorm",
     "VecNorm",
+    "VecNormV2",
     "CatTensors",
     "BurnInTransform",
     "CatFrames",
@@ -133,6 +138,7 @@ __all__ = [
     "MultiStepTransform",
     "RandomCropTensorDict",
     "NextStateReconstructor",
+    "FlattenTensorDict",
     # recording
     "VideoRecorder",
     "PixelRenderTransform",

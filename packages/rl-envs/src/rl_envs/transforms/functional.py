@@ -1,5 +1,6 @@
 """Pure tensor functions behind the transforms (TorchRL's ``torchrl.envs.transforms.functional``):
-``cat_frames``, the window of :class:`~rl_envs.transforms.CatFrames` on a trajectory."""
+``cat_frames``, the window of :class:`~rl_envs.transforms.CatFrames` on a trajectory, and
+``rgb_to_grayscale``."""
 
 from __future__ import annotations
 
@@ -94,4 +95,52 @@ def cat_frames(
     return torch.cat(out, dim)
 
 
-__all__ = ["cat_frames"]
+# ITU-R BT.601 luma weights, as TorchRL's (and torchvision's) rgb_to_grayscale
+_LUMA = (0.2989, 0.587, 0.114)
+
+
+def rgb_to_grayscale(img: torch.Tensor, num_output_channels: int = 1) -> torch.Tensor:
+    """The luma of RGB images: ``0.2989 R + 0.587 G + 0.114 B`` (TorchRL's function).
+
+    Args:
+        img: ``[..., 3, H, W]`` images (channels third from last), any dtype; an integer
+            result is truncated towards zero when cast back to it.
+        num_output_channels: 1 (``[..., 1, H, W]``) or 3 (the luma repeated in three
+            channels, ``[..., 3, H, W]``, an expanded view).
+
+    Returns:
+        The grayscale images, in ``img``'s dtype and on its device.
+
+    Raises:
+        TypeError: ``img`` has fewer than 3 dims or not 3 channels at dim -3.
+        ValueError: ``num_output_channels`` is not 1 or 3.
+
+    Examples:
+        >>> img = torch.tensor([100, 200, 50], dtype=torch.uint8).reshape(3, 1, 1)
+        >>> rgb_to_grayscale(img).flatten().tolist()  # 29.89 + 117.4 + 5.7 = 152.99
+        [152]
+        >>> rgb_to_grayscale(torch.ones(2, 3, 4, 4), num_output_channels=3).shape
+        torch.Size([2, 3, 4, 4])
+    """
+    if img.ndim < 3:
+        raise TypeError(
+            f"rgb_to_grayscale: expected img of shape [..., 3, H, W] (3 dims or more), got "
+            f"shape {tuple(img.shape)}."
+        )
+    if img.shape[-3] != 3:
+        raise TypeError(
+            f"rgb_to_grayscale: expected 3 (RGB) channels at dim -3 of img, got "
+            f"{img.shape[-3]} (shape {tuple(img.shape)})."
+        )
+    if num_output_channels not in (1, 3):
+        raise ValueError(
+            f"rgb_to_grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}."
+        )
+    red, green, blue = img.unbind(-3)
+    dtype = img.dtype if img.dtype.is_floating_point else torch.get_default_dtype()
+    luma = _LUMA[0] * red.to(dtype) + _LUMA[1] * green.to(dtype) + _LUMA[2] * blue.to(dtype)
+    luma = luma.to(img.dtype).unsqueeze(-3)
+    return luma.expand(img.shape) if num_output_channels == 3 else luma
+
+
+__all__ = ["cat_frames", "rgb_to_grayscale"]
