@@ -244,11 +244,13 @@ class StepPlan:
     ) -> TensorDictBase:
         """``env.complete_reset(tensordict, fresh, masks, levels)``; where ``fresh`` is a
         plain TensorDict holding the three root-level done flags (its only level), read from
-        its entry dict, and a full reset's carry-over built from the entry dicts."""
+        its entry dict, none of them set (else the env checks them), and a full reset's
+        carry-over built from the entry dicts."""
         env = self.env
         if type(fresh) is TensorDict and levels == [()]:
             names = entries(fresh)
-            if DONE in names and TERMINATED in names and TRUNCATED in names:
+            flags = [names.get(k) for k in (DONE, TERMINATED, TRUNCATED)]
+            if all(f is not None and not any_set(f) for f in flags):
                 batch = env.batch_size
                 if batch_size_of(fresh) != batch:
                     fresh.batch_size = batch

@@ -80,6 +80,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     Args:
         device: where the env's tensors live, or ``None`` (not specified).
         batch_size: the env's batch shape (a batched env holds one sub-env per element).
+        allow_done_after_reset: whether a sub-env may be done right after its reset; when
+            ``False`` (default), such a reset raises a ``RuntimeError`` naming the done entry.
 
     Examples:
         >>> import torch
@@ -107,9 +109,7 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> EnvBase:
-        """Accepts the arguments of the constructor, so that a subclass's own ``__new__`` can
-        call ``super().__new__(cls, *args, **kwargs)`` as it can with TorchRL's ``EnvBase``.
-        They are not read here: ``__init__`` receives them as usual."""
+        """Takes (and ignores) the constructor's arguments, as TorchRL's ``EnvBase.__new__``."""
         return super().__new__(cls)
 
     def __init__(
@@ -117,8 +117,10 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         *,
         device: torch.device | str | int | None = None,
         batch_size: torch.Size | tuple[int, ...] | list[int] | None = None,
+        allow_done_after_reset: bool = False,
     ) -> None:
         super().__init__()
+        self.__dict__["_allow_done_after_reset"] = bool(allow_done_after_reset)
         if batch_size is None:
             batch_size = torch.Size([])
         try:
@@ -281,6 +283,16 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         self._set_spec(self._input_spec, "full_action_spec", composite)
 
     @property
+    def full_action_spec_unbatched(self) -> Composite:
+        """``full_action_spec`` of one sub-env: the env's batch dims dropped (first sub-env's)."""
+        return self.full_action_spec[(0,) * len(self.batch_size)]
+
+    @property
+    def action_spec_unbatched(self) -> TensorSpec:
+        """``action_spec`` of one sub-env, as :attr:`full_action_spec_unbatched`."""
+        return self._single_or_full(self.full_action_spec_unbatched)
+
+    @property
     def full_state_spec(self) -> Composite:
         return self.input_spec["full_state_spec"]
 
@@ -428,6 +440,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         if fresh.batch_size != self.batch_size:
             fresh.batch_size = self.batch_size
         self._fill_reset_done(fresh, levels)
+        if not self._allow_done_after_reset:
+            self._check_not_done(fresh, masks, levels)
         if SWITCH.enabled:
             check_reset_output(self, fresh)
         if tensordict is None:
@@ -443,6 +457,15 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
                 key = (*level, name)
                 if fresh.get(key, None) is None:
                     fresh.set(key, self.full_done_spec[key].zero())
+
+    def _check_not_done(self, fresh: TensorDictBase, masks: Any, levels: list) -> None:
+        for key, mask in [((*lv, n), masks and masks.get(lv)) for lv in levels for n in DONE_KEYS]:
+            flag = fresh.get(key)
+            if (flag[mask] if mask is not None and mask.shape == flag.shape else flag).any():
+                raise RuntimeError(
+                    f"{type(self).__name__}.reset: done entry {key!r} is True right after a "
+                    "reset; pass allow_done_after_reset=True to EnvBase if a sub-env may start done."
+                )
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Takes one step with the action(s) in ``tensordict``; writes the result under ``"next"``.

@@ -51,7 +51,11 @@ class TransformedEnv(EnvBase):
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
         # The device is the transformed specs' (see ``device``), found when first asked for.
-        super().__init__(device=None, batch_size=env.batch_size)
+        super().__init__(
+            device=None,
+            batch_size=env.batch_size,
+            allow_done_after_reset=env._allow_done_after_reset,
+        )
         self.base_env = env
         self.transform = Compose() if transform is None else transform
 
