@@ -22,8 +22,9 @@ one-hot vectors of ``num_classes``, straight-through gradients, 1% unimix: ``RSS
 (``SymExpTwoHot``) trained by two-hot cross-entropy, and the three V3 losses
 (``DreamerV3ModelLoss``: balanced KL with free bits, symlog reconstruction;
 ``DreamerV3ActorLoss``: lambda-returns divided by their moving 5-95 percentile range, entropy
-bonus; ``DreamerV3ValueLoss``); its reward and value heads start at uniform logits (a zeroed
-output layer, as the paper's). ``--v3 --iterations 20`` (17.6k frames) ends at -304 over the
+bonus; ``DreamerV3ValueLoss``), trained as one objective by ``DreamerV3Loss`` (with its
+replay-value term: the critic on the replayed posterior latents, ``--replay-value-weight``);
+its reward and value heads start at uniform logits (a zeroed output layer, as the paper's). ``--v3 --iterations 20`` (17.6k frames) ends at -304 over the
 last 3 evaluations (best -213) against -1088 random (13.7 min at load average about 4.6;
 examples/README.md).
 
@@ -68,6 +69,7 @@ class Config:
     num_bins: int = 255  # V3: symexp bins of the reward and value heads
     entropy_bonus: float = 3e-4  # V3: weight of the actor's entropy
     kl_mode: Literal["separate", "balanced"] = "separate"  # V3: DreamerV3ModelLoss's kl_mode
+    replay_value_weight: float = 0.3  # V3: DreamerV3Loss's critic term on the replayed latents
     belief_dim: int = 32  # the RSSM's deterministic belief (GRU state)
     hidden: int = 32  # width of every hidden layer
     imagination_horizon: int = 15
@@ -96,6 +98,7 @@ RULES = {
     "entropy_bonus": _recipe.at_least(0),
     "actor_std_bias": _recipe.FINITE,
     "free_nats": _recipe.at_least(0),
+    "replay_value_weight": _recipe.at_least(0),
 }
 
 
@@ -127,6 +130,7 @@ from rl_objectives import (
     DreamerActorLoss,
     DreamerModelLoss,
     DreamerV3ActorLoss,
+    DreamerV3Loss,
     DreamerV3ModelLoss,
     DreamerV3ValueLoss,
     DreamerValueLoss,
@@ -280,9 +284,10 @@ class Agent:
             # the paper's KL: 1 free nat on the sum over the categoricals, dynamics term 0.5
             # and representation term 0.1 (TorchRL's default "balanced" mode clamps each
             # categorical at 1 nat, which leaves the small prior here mostly untrained)
+            # detach_output=False: DreamerV3Loss's replay-value term trains the world model too
             self.model_loss = DreamerV3ModelLoss(
                 world_model, num_reward_bins=cfg.num_bins, kl_mode=cfg.kl_mode, unimix=0.01,
-                lambda_dynamic=0.5, lambda_representation=0.1,
+                lambda_dynamic=0.5, lambda_representation=0.1, detach_output=False,
             )  # fmt: skip
             self.actor_loss = DreamerV3ActorLoss(
                 self.actor, self.value, imagination, entropy_bonus=cfg.entropy_bonus,
@@ -302,6 +307,12 @@ class Agent:
             self.value_loss = DreamerV3ValueLoss(self.value, value_loss="two_hot",
                                                  num_value_bins=cfg.num_bins,
                                                  actor_loss=self.actor_loss)  # fmt: skip
+            # the three losses on one batch, and the critic on the replayed posterior latents
+            self.loss = DreamerV3Loss(
+                self.model_loss, self.actor_loss, self.value_loss,
+                replay_value_loss_weight=cfg.replay_value_weight,
+                imagination_starts=cfg.imagination_starts,
+            )  # fmt: skip
         else:
             self.value_loss = DreamerValueLoss(self.value, gamma=cfg.gamma)
         self.model_opt = torch.optim.Adam(world_model.parameters(), lr=cfg.model_lr)
@@ -342,6 +353,17 @@ class Agent:
 
     def update(self, batch: TensorDict) -> dict[str, float]:
         cfg = self.cfg
+        if cfg.v3:  # one objective: the world model, actor and critic terms of DreamerV3Loss
+            terms = {k: v for k, v in self.loss(batch).items() if k.startswith("loss_")}
+            opts = (self.model_opt, self.actor_opt, self.value_opt)
+            for opt in opts:
+                opt.zero_grad()
+            sum(terms.values()).backward()
+            for opt in opts:
+                params = opt.param_groups[0]["params"]
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+                opt.step()
+            return {k: v.item() for k, v in terms.items()}
         model_losses, model_td = self.model_loss(batch)
         self.step(cfg.grad_clip, self.model_opt, sum(model_losses.values()),
                   self.model_opt.param_groups[0]["params"])  # fmt: skip
