@@ -277,6 +277,8 @@ def test_dreamer_example_runs_to_completion(load_example, tmp_path, variant):
     # V3's example trains with the paper's separate KL terms, logged as the dynamics term
     kl_log = "loss_model_dynamic.csv" if variant == "--v3" else "loss_model_kl.csv"
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / kl_log).is_file()
+    if variant == "--v3":  # trained through DreamerV3Loss: its replay-value term is logged
+        assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss_value_replay.csv").is_file()
 
 
 def test_ppo_recurrent_example_runs_with_and_without_memory(load_example, tmp_path):
@@ -373,3 +375,39 @@ def test_mcts_tictactoe_example_runs_to_completion(load_example, tmp_path):
     assert (tmp_path / "run" / "policy_value.pt").is_file()
     assert (tmp_path / "run" / "learning_curve.png").is_file()
     assert (tmp_path / "run" / "logs" / "scalars" / "train" / "loss.csv").is_file()
+
+
+def test_mcts_chess_example_runs_to_completion(load_example, tmp_path):
+    pytest.importorskip("chess", reason='needs python-chess: pip install "rl-envs[chess]"')
+    example = load_example("mcts_chess")
+    line = (
+        "--iterations 1 --games-per-iteration 2 --simulations 3 --max-plies 6 --eval-games 2 "
+        "--train-steps 2 --batch-size 4"
+    )
+    result = example.train(example.parse_config(flags(line, tmp_path)))
+    for figures in (result["before"], result["after"]):
+        for colour in ("white", "black"):
+            wdl = figures[colour]
+            assert wdl["wins"] + wdl["draws"] + wdl["losses"] == 2
+    assert 2 <= result["positions"] <= 2 * 6  # two games of at most 6 plies
+    assert (tmp_path / "run" / "policy_value.pt").is_file()
+
+
+def test_mcts_chess_batched_env_scores_a_mate_for_the_mover(load_example):
+    pytest.importorskip("chess", reason='needs python-chess: pip install "rl-envs[chess]"')
+    example = load_example("mcts_chess")
+    # the move index of a move seen from Black's side, twice, is the move itself
+    assert torch.equal(example.MIRROR[example.MIRROR], torch.arange(len(example.MOVES)))
+    assert example.MOVES[int(example.MIRROR[example.MOVES.index("e2e4")])] == "e7e5"
+    env = example.BatchedChess(2, max_plies=10)
+    td = env.reset()
+    # row 0: fool's mate in one for Black (Qd8-h4#); row 1: the same position, a quiet move
+    fen = "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2"
+    td["fen"] = torch.stack([example.fen_to_bytes(fen)] * 2)
+    td["turn"] = torch.ones(2, 1, dtype=torch.int64)
+    td["action"] = torch.tensor([example.MOVES.index(m) for m in ("d8h4", "a7a6")])
+    nxt = env.step(td)["next"]
+    assert nxt["reward"].flatten().tolist() == [1.0, 0.0]
+    assert nxt["done"].flatten().tolist() == [True, False]
+    assert example.bytes_to_fen(nxt["fen"][1]).startswith("rnbqkbnr/1ppp1ppp/p7/")
+    assert example.material(fen, white=True) == 0
