@@ -84,3 +84,21 @@ def test_dqn_cartpole_recipe_reaches_400(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["mean_return_last10"] >= 400, result
+
+
+@pytest.mark.slow
+def test_a_multi_process_collector_builds_its_envs_in_its_workers(tmp_path):
+    # collector=multi_sync is called with a factory of the env config, not the built env.
+    out = rl_train(
+        "collector=multi_sync", "collector.num_workers=2", "collector.frames_per_batch=128",
+        "total_frames=256", "env.env_name=CartPole-v1", f"hydra.run.dir={tmp_path}",
+        "algo.trainer.num_epochs=1", "target_return=null", "progress_bar=false", "plot=false",
+        "checkpoint_interval=256",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["frames"] == 256
+    assert (
+        "rl_collectors.configs.multi_sync_collector"
+        in (tmp_path / ".hydra" / "config.yaml").read_text()
+    )

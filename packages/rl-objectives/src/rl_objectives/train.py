@@ -16,6 +16,7 @@ A progress bar shows the frames and the mean return of the last 10 episodes.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import sys
@@ -166,6 +167,17 @@ def _optim_steps(cfg: Any, trainer: Any) -> int:
     return batches * trainer.num_epochs * trainer.optim_steps_per_batch
 
 
+def _env_or_factory(cfg: Any, env: Any) -> Any:
+    """What the collector is called with: the built env, or, for a collector whose workers
+    build their own envs (its config's ``env_factory``), a factory of ``cfg.env``."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    if getattr(OmegaConf.get_type(cfg.collector), "env_factory", False):
+        return functools.partial(instantiate, cfg.env)
+    return env
+
+
 def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer]:
     """Builds the env, networks, collector, loss, optimizer, logger and trainer of ``cfg``."""
     from hydra.utils import instantiate
@@ -175,7 +187,7 @@ def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer
     models = instantiate(algo.model)(env)
     policy = models.pop("policy")
     exploration = models.pop("exploration", None)
-    collector = instantiate(cfg.collector)(env, policy)
+    collector = instantiate(cfg.collector)(_env_or_factory(cfg, env), policy)
     loss = instantiate(algo.loss)(**models)
     estimator = {k: v for k, v in dict(algo.value_estimator).items() if v is not None}
     if estimator:
