@@ -41,8 +41,8 @@ rewrite does:
 - Attributes TorchRL code reads that this stack's objects do not have are reported with
   their line and the code to write instead (:data:`ATTRIBUTE_FIXES`): a spec's ``.space``
   (``env.action_spec.space.low`` is ``env.action_spec.low`` here) and an env's
-  ``*_spec_unbatched`` (``env.action_spec_unbatched`` is the spec indexed at one env,
-  ``env.action_spec[(0,) * len(env.batch_size)]``). They need a person too: the rewrite
+  ``*_spec_unbatched`` other than the action's two (``env.observation_spec_unbatched`` is the
+  spec indexed at one env, ``env.observation_spec[(0,) * len(env.batch_size)]``). They need a person too: the rewrite
   cannot know that the object is a spec or an env.
 
 Usage::
@@ -105,8 +105,8 @@ SPEC_ATTRIBUTE = re.compile(r"(?:^|_)spec$")
 ATTRIBUTE_FIXES = {
     "space": "rl-core's specs have no `.space`: a Bounded spec holds `low` and `high`, a "
     "Categorical or OneHot spec `n`, on the spec itself",
-    "spec_unbatched": "rl-core's envs have no `*_spec_unbatched`: index the spec's batch dims "
-    "at one env",
+    "spec_unbatched": "rl-core's envs have only `action_spec_unbatched` and "
+    "`full_action_spec_unbatched`: index the spec's batch dims at one env",
 }
 """What each TorchRL attribute the rewrite reports becomes here (see :func:`attribute_fix`)."""
 
@@ -274,7 +274,7 @@ def attribute_fix(node: ast.Attribute, parent: ast.AST | None) -> str | None:
         if isinstance(parent, ast.Attribute) and parent.value is node:
             read, fix = f"{read}.{parent.attr}", f"`{owner}.{parent.attr}`"
         return f"`{read}` needs a person: {ATTRIBUTE_FIXES['space']}; write {fix}"
-    if node.attr.endswith("_spec_unbatched"):
+    if node.attr.endswith("_spec_unbatched") and "action" not in node.attr:
         spec = node.attr.removesuffix("_unbatched")
         fix = f"{owner}.{spec}[(0,) * len({owner}.batch_size)]"
         return (

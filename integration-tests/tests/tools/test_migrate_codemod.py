@@ -264,7 +264,8 @@ SPEC_SURPRISES = textwrap.dedent(
     env = GymEnv("Pendulum-v1", num_envs=2)
     low = env.action_spec.space.low
     high = env.full_action_spec["action"].space.high
-    one = env.action_spec_unbatched
+    one = env.observation_spec_unbatched
+    act = env.action_spec_unbatched
     gym_low = env.action_space.low
     """
 )
@@ -285,9 +286,9 @@ def test_spec_attributes_torchrl_has_and_this_stack_lacks_are_reported_with_the_
         (5, found[1][1]),
         (
             6,
-            "`env.action_spec_unbatched` needs a person: rl-core's envs have no "
-            "`*_spec_unbatched`: index the spec's batch dims at one env; write "
-            "`env.action_spec[(0,) * len(env.batch_size)]`",
+            "`env.observation_spec_unbatched` needs a person: rl-core's envs have only "
+            "`action_spec_unbatched` and `full_action_spec_unbatched`: index the spec's batch "
+            "dims at one env; write `env.observation_spec[(0,) * len(env.batch_size)]`",
         ),
     ]
     assert "write `env.full_action_spec['action'].high`" in found[1][1]
@@ -297,9 +298,11 @@ def test_spec_attributes_torchrl_has_and_this_stack_lacks_are_reported_with_the_
     env = rl_envs.GymEnv("Pendulum-v1", num_envs=2)
     assert env.action_spec.low.tolist() == [[-2.0], [-2.0]]
     assert env.full_action_spec["action"].high.tolist() == [[2.0], [2.0]]
-    one = env.action_spec[(0,) * len(env.batch_size)]
-    assert tuple(one.shape) == (1,)
-    assert one.low.tolist() == [-2.0]
+    one = env.observation_spec[(0,) * len(env.batch_size)]
+    assert tuple(one["observation"].shape) == (3,)
+    # the action's unbatched spec is built here, and is what the same indexing gives
+    assert env.action_spec_unbatched == env.action_spec[(0,) * len(env.batch_size)]
+    assert env.action_spec_unbatched.low.tolist() == [-2.0]
 
 
 def test_the_summary_counts_the_spec_attributes_among_what_needs_a_person(
@@ -310,4 +313,5 @@ def test_the_summary_counts_the_spec_attributes_among_what_needs_a_person(
     assert migrate.main(["--check", str(path)]) == 1
     captured = capsys.readouterr()
     assert "3 statement(s) that need a person" in captured.out
-    assert "s.py:6: `env.action_spec_unbatched` needs a person" in captured.err
+    assert "s.py:6: `env.observation_spec_unbatched` needs a person" in captured.err
+    assert "action_spec_unbatched` needs" not in captured.err
