@@ -3,27 +3,24 @@ or SLURM job per node, batches and weights over a process group of their own."""
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import os
 import pickle
 import socket
-import sys
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torch import nn
 
-from rl_collectors._common import check_positive_int, check_schemes, check_total_frames
-from rl_collectors.base import BaseCollector
+from rl_collectors._common import check_schemes
 from rl_collectors.distributed import _wire
+from rl_collectors.distributed._base import _NodeCollectorBase, _NodeWeightUpdaterBase
 from rl_collectors.distributed._launch import CLOSE_TIMEOUT_S, start_nodes
 from rl_collectors.distributed.default_configs import DEFAULT_SLURM_CONF
 from rl_collectors.multi_sync import MultiSyncCollector
@@ -37,7 +34,7 @@ _IDLE: Future = Future()  # waited on when no transfer is posted (a timed sleep)
 RENDEZVOUS_ENV = "RL_COLLECTORS_RENDEZVOUS"
 
 
-class DistributedWeightUpdater(WeightUpdaterBase):
+class DistributedWeightUpdater(_NodeWeightUpdaterBase):
     """Sends the policy's weights to the nodes of a ``DistributedCollector`` over its process
     group: an ``UPDATE`` command then the weights packed in one tensor, per node, each
     transfer watched so that a node that died raises (naming it) instead of blocking.
@@ -51,22 +48,12 @@ class DistributedWeightUpdater(WeightUpdaterBase):
     """
 
     def __init__(self, collector: DistributedCollector) -> None:
-        super().__init__()
-        self.register_collector(collector)
+        super().__init__(collector)
         self._packer: _wire.Packer | None = None
-
-    def all_worker_ids(self) -> list[int]:
-        return list(range(self.collector.num_nodes))
-
-    def _get_server_weights(self) -> TensorDictBase:
-        return TensorDict.from_module(self.collector.policy).data
 
     def _sync_weights_with_worker(self, *, worker_id: Any = None, server_weights: Any) -> None:
         collector = self.collector
-        full = TensorDict.from_module(collector.policy).data
-        if server_weights is not full:
-            with torch.no_grad():
-                full.update_(server_weights)
+        full = self._policy_weights(server_weights)
         if self._packer is None:
             self._packer = _wire.Packer.of(full)
         collector._order(worker_id, _wire.UPDATE, collector.policy_version)
@@ -76,7 +63,7 @@ class DistributedWeightUpdater(WeightUpdaterBase):
         )
 
 
-class DistributedCollector(BaseCollector):
+class DistributedCollector(_NodeCollectorBase):
     """Collector nodes on ``torch.distributed``: one process (``launcher="mp"``) or SLURM job
     (``launcher="submitit"``) per node, each running ``collector_class`` (a ``Collector``, or
     a ``MultiSyncCollector`` over ``num_workers_per_collector`` env processes).
@@ -161,29 +148,19 @@ class DistributedCollector(BaseCollector):
     ) -> None:
         where = type(self).__name__
         self._closed = True  # until the nodes are up (shutdown is safe on a failed init)
-        if isinstance(create_env_fn, str) or not isinstance(create_env_fn, Sequence):
-            raise TypeError(
-                f"{where}: expected create_env_fn as a list of env factories (one per node), "
-                f"got {type(create_env_fn).__name__}."
-            )
-        if not create_env_fn:
-            raise ValueError(f"{where}: expected at least one env factory, got an empty list.")
-        check_positive_int(where, "frames_per_batch", frames_per_batch)
-        self.total_frames = check_total_frames(where, total_frames)
-        check_positive_int(where, "num_workers_per_collector", num_workers_per_collector)
-        if launcher not in LAUNCHERS:
-            raise ValueError(f"{where}: expected launcher in {LAUNCHERS}, got {launcher!r}.")
+        self.num_nodes = n = self._check_arguments(
+            create_env_fn,
+            frames_per_batch=frames_per_batch,
+            total_frames=total_frames,
+            num_workers_per_collector=num_workers_per_collector,
+            launcher=launcher,
+            launchers=LAUNCHERS,
+            timeout=timeout,
+            sync=sync,
+        )
         if backend not in ("gloo", "nccl"):
             raise ValueError(f"{where}: expected backend 'gloo' or 'nccl', got {backend!r}.")
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"{where}: expected timeout as seconds > 0, got {timeout!r}.")
-        self.num_nodes = n = len(create_env_fn)
         self.sync = sync
-        if sync and frames_per_batch % n:
-            raise ValueError(
-                f"{where}: with sync=True each of the {n} nodes collects frames_per_batch / "
-                f"{n} frames; got frames_per_batch={frames_per_batch}, not a multiple of {n}."
-            )
         self.frames_per_batch = frames_per_batch
         self.policy = policy
         self.update_after_each_batch = update_after_each_batch
@@ -243,8 +220,7 @@ class DistributedCollector(BaseCollector):
                     folder=submitit_folder,
                     cluster=submitit_cluster,
                 )
-            self._exit_hook = functools.partial(_shutdown_at_exit, weakref.ref(self))
-            atexit.register(self._exit_hook)
+            self._register_exit_hook()
             deadline = time.monotonic() + timeout
             for i in range(n):
                 self._wait_key(f"ready/{i + 1}", i, deadline)
@@ -280,21 +256,10 @@ class DistributedCollector(BaseCollector):
                 return f"{message} failed:\n{self._store.get(key).decode()}"
         return f"{message} died without reporting an error (killed, or out of memory?)."
 
-    def _any_gone(self) -> str | None:
-        for i in range(self.num_nodes):
-            gone = self._gone(i)
-            if gone is not None:
-                return gone
-        return None
-
     def _tick(self) -> str | None:
         """One look while waiting: posts the batches in flight, says if a node is gone."""
         self._post_pending()
         return self._any_gone()
-
-    def _fail(self, message: str) -> None:
-        self._stop(graceful=False)
-        raise RuntimeError(message)
 
     def _start(self, work: Any) -> Future:
         """``work.wait()`` in a helper thread (gloo completes point-to-point work in it)."""
@@ -359,9 +324,6 @@ class DistributedCollector(BaseCollector):
             yield from self._iter_sync()
         else:
             yield from self._iter_async()
-
-    def _done(self) -> bool:
-        return 0 < self.total_frames <= self._frames
 
     def _count(self, frames: int) -> None:
         self._frames += frames
@@ -440,10 +402,6 @@ class DistributedCollector(BaseCollector):
             time.sleep(_wire.POLL_S)
 
     # ------------------------------------------------------------------ control
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise RuntimeError(f"{type(self).__name__}.{what}: the collector was shut down.")
-
     def update_policy_weights_(self, weights: Any = None, *, worker_ids: Any = None) -> None:
         """Sends the policy's weights to every node (or ``worker_ids``) as the next version;
         ``weights`` (a TensorDict or state dict) is loaded into the policy first. A node that
@@ -472,40 +430,6 @@ class DistributedCollector(BaseCollector):
             )
         self.weight_updater.push_weights(weights, worker_ids=worker_ids)
 
-    def state_dict(self) -> dict[str, Any]:
-        """What a restarted trainer needs to go on with fresh nodes: the frame and batch
-        counters, the policy version and the policy's state dict (the nodes' envs are not
-        saved: fresh nodes start new episodes)."""
-        policy = self.policy
-        return {
-            "frames": self._frames,
-            "iter": self._iter,
-            "policy_version": self.policy_version,
-            "policy_state_dict": policy.state_dict() if isinstance(policy, nn.Module) else None,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores ``state_dict()``'s counters and policy, and sends the policy to the nodes
-        under the saved version: the batches of this collector's (fresh) nodes go on from
-        the checkpoint."""
-        self._check_open("load_state_dict")
-        missing = {"frames", "iter", "policy_version", "policy_state_dict"} - set(state)
-        if missing:
-            raise KeyError(
-                f"{type(self).__name__}.load_state_dict: expected the keys of state_dict(), "
-                f"missing {sorted(missing)}."
-            )
-        self._frames, self._iter = state["frames"], state["iter"]
-        self.policy_version = state["policy_version"]
-        if state["policy_state_dict"] is not None:
-            if not isinstance(self.policy, nn.Module):
-                raise TypeError(
-                    f"{type(self).__name__}.load_state_dict: the state holds policy weights "
-                    f"but this collector's policy is a {type(self.policy).__name__}."
-                )
-            self.policy.load_state_dict(state["policy_state_dict"])
-            self._push(None, None)
-
     def set_seed(self, seed: int, static_seed: bool = False) -> int:
         """Seeds node ``i``'s env and torch RNG with the seed the previous node returned
         (each node resets: its next batch starts from the seeded envs)."""
@@ -528,11 +452,6 @@ class DistributedCollector(BaseCollector):
                 i,
             )
 
-    def shutdown(self) -> None:
-        """Closes every node (killing those that do not exit in time) and releases the
-        port; idempotent."""
-        self._stop(graceful=True)
-
     def _stop(self, *, graceful: bool) -> None:
         if self._closed and getattr(self, "_store", None) is None:
             return
@@ -543,8 +462,7 @@ class DistributedCollector(BaseCollector):
             if self._store is None:
                 return  # draining found a failed node and stopped everything
         self._closed = True
-        with contextlib.suppress(AttributeError):
-            atexit.unregister(self._exit_hook)
+        self._unregister_exit_hook()
         if graceful and self._group is not None:
             for i in range(len(self._nodes) or self.num_nodes):
                 if self._gone(i) is None:
@@ -562,12 +480,6 @@ class DistributedCollector(BaseCollector):
         for scheme in self.weight_sync_schemes.values():
             scheme.shutdown()
 
-    def __del__(self) -> None:
-        if sys.is_finalizing():
-            return
-        with contextlib.suppress(Exception):
-            self.shutdown()
-
 
 def _write_rendezvous(host: str, port: int, world: int, backend: str, timeout: float) -> None:
     path = os.environ.get(RENDEZVOUS_ENV)
@@ -581,12 +493,6 @@ def _write_rendezvous(host: str, port: int, world: int, backend: str, timeout: f
     with open(tmp, "w") as f:
         f.write(f"{host} {port} {world} {backend} {timeout}")
     os.replace(tmp, path)
-
-
-def _shutdown_at_exit(ref: weakref.ref) -> None:
-    collector = ref()
-    if collector is not None:
-        collector.shutdown()
 
 
 __all__ = ["DistributedCollector", "DistributedWeightUpdater"]

@@ -3,24 +3,20 @@ process or submitit job per node; ``RPCWeightUpdater`` sends them the policy's w
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import functools
 import os
 import socket
-import sys
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
 from torch import nn
 
-from rl_collectors._common import check_positive_int, check_schemes, check_total_frames
-from rl_collectors.base import BaseCollector
+from rl_collectors._common import check_schemes
 from rl_collectors.distributed import _rpc_node, _wire
+from rl_collectors.distributed._base import _NodeCollectorBase, _NodeWeightUpdaterBase
 from rl_collectors.distributed._launch import CLOSE_TIMEOUT_S, start_nodes
 from rl_collectors.distributed.default_configs import DEFAULT_SLURM_CONF
 from rl_collectors.multi_async import MultiAsyncCollector
@@ -42,7 +38,7 @@ POLL_S = 0.01
 _RPC_STARTED: list[bool] = []
 
 
-class RPCWeightUpdater(WeightUpdaterBase):
+class RPCWeightUpdater(_NodeWeightUpdaterBase):
     """Sends the policy's weights to the nodes of an ``RPCCollector``: one remote call per
     node that loads them into the node's policy under the collector's ``policy_version``.
 
@@ -53,29 +49,15 @@ class RPCWeightUpdater(WeightUpdaterBase):
         collector: the ``RPCCollector`` whose nodes get the weights.
     """
 
-    def __init__(self, collector: RPCCollector) -> None:
-        super().__init__()
-        self.register_collector(collector)
-
-    def all_worker_ids(self) -> list[int]:
-        return list(range(self.collector.num_nodes))
-
-    def _get_server_weights(self) -> TensorDictBase:
-        return TensorDict.from_module(self.collector.policy).data
-
     def _sync_weights_with_worker(self, *, worker_id: Any = None, server_weights: Any) -> None:
         collector = self.collector
-        full = TensorDict.from_module(collector.policy).data
-        if server_weights is not full:
-            with torch.no_grad():
-                full.update_(server_weights)
-        weights = full.detach().clone().cpu()
+        weights = self._policy_weights(server_weights).detach().clone().cpu()
         collector._call(
             worker_id, _rpc_node.set_weights, weights, collector.policy_version, wait=True
         )
 
 
-class RPCCollector(BaseCollector):
+class RPCCollector(_NodeCollectorBase):
     """Collector nodes on ``torch.distributed.rpc``: one process (``launcher="mp"``) or SLURM
     job (``launcher="submitit"``) per node, each running ``collector_class`` built over one
     of ``create_env_fn``'s factories; the trainer (this process, RPC worker ``"TRAINER"``)
@@ -154,23 +136,21 @@ class RPCCollector(BaseCollector):
         where = type(self).__name__
         self._closed = True  # until the nodes are up (shutdown is safe on a failed init)
         self._nodes: list[Any] = []
-        if isinstance(create_env_fn, str) or not isinstance(create_env_fn, Sequence):
-            raise TypeError(
-                f"{where}: expected create_env_fn as a list of env factories (one per node), "
-                f"got {type(create_env_fn).__name__}."
-            )
-        if not create_env_fn:
-            raise ValueError(f"{where}: expected at least one env factory, got an empty list.")
-        check_positive_int(where, "frames_per_batch", frames_per_batch)
-        self.total_frames = check_total_frames(where, total_frames)
-        check_positive_int(where, "num_workers_per_collector", num_workers_per_collector)
+        self.num_nodes = n = self._check_arguments(
+            create_env_fn,
+            frames_per_batch=frames_per_batch,
+            total_frames=total_frames,
+            num_workers_per_collector=num_workers_per_collector,
+            launcher=launcher,
+            launchers=LAUNCHERS,
+            timeout=timeout,
+            sync=sync,
+        )
         if not isinstance(max_weight_update_interval, int) or max_weight_update_interval == 0:
             raise ValueError(
                 f"{where}: expected max_weight_update_interval as -1 (never) or an int >= 1, "
                 f"got {max_weight_update_interval!r}."
             )
-        if launcher not in LAUNCHERS:
-            raise ValueError(f"{where}: expected launcher in {LAUNCHERS}, got {launcher!r}.")
         if isinstance(collector_class, str):
             if collector_class not in COLLECTOR_CLASSES:
                 raise ValueError(
@@ -180,14 +160,6 @@ class RPCCollector(BaseCollector):
             collector_class = COLLECTOR_CLASSES[collector_class]
         if num_workers_per_collector > 1 and collector_class is SyncDataCollector:
             collector_class = MultiSyncCollector
-        if not isinstance(timeout, int | float) or timeout <= 0:
-            raise ValueError(f"{where}: expected timeout as seconds > 0, got {timeout!r}.")
-        self.num_nodes = n = len(create_env_fn)
-        if sync and frames_per_batch % n:
-            raise ValueError(
-                f"{where}: with sync=True each of the {n} nodes collects frames_per_batch / "
-                f"{n} frames; got frames_per_batch={frames_per_batch}, not a multiple of {n}."
-            )
         if _RPC_STARTED:
             raise RuntimeError(
                 f"{where}: this process already ran a torch.distributed.rpc agent, and torch "
@@ -218,8 +190,7 @@ class RPCCollector(BaseCollector):
         parent = os.getpid() if launcher == "mp" else None
         args = [(i + 1, world, host, port, self.timeout, options, parent) for i in range(n)]
         self._closed = False
-        self._exit_hook = functools.partial(_shutdown_at_exit, weakref.ref(self))
-        atexit.register(self._exit_hook)
+        self._register_exit_hook()
         self._rpc_up = False
         try:
             self._nodes = start_nodes(
@@ -278,17 +249,6 @@ class RPCCollector(BaseCollector):
             f"{self.node_name(i)!r}, {exit_info}) is gone"
         )
 
-    def _any_gone(self) -> str | None:
-        for i in range(self.num_nodes):
-            gone = self._gone(i)
-            if gone is not None:
-                return gone
-        return None
-
-    def _fail(self, message: str) -> None:
-        self._stop(graceful=False)
-        raise RuntimeError(message)
-
     def _call(self, i: int, function: Callable, *args: Any, wait: bool = False) -> Any:
         """Calls ``function(*args)`` on node ``i``; returns its future (or, with ``wait``,
         its result)."""
@@ -329,13 +289,6 @@ class RPCCollector(BaseCollector):
         )
 
     # ------------------------------------------------------------------ iteration
-    def _check_open(self, what: str) -> None:
-        if self._closed:
-            raise RuntimeError(f"{type(self).__name__}.{what}: the collector was shut down.")
-
-    def _done(self) -> bool:
-        return 0 < self.total_frames <= self._frames
-
     def __iter__(self) -> Iterator[TensorDictBase | None]:
         self._check_open("__iter__")
         while not self._done():
@@ -382,10 +335,14 @@ class RPCCollector(BaseCollector):
         ``weights`` (a TensorDict or state dict) is loaded into the policy first. A node that
         is gone raises, naming it, instead of blocking."""
         self._check_open("update_policy_weights_")
+        self.policy_version += 1
+        self._push(weights, worker_ids)
+
+    def _push(self, weights: Any, worker_ids: Any) -> None:
+        """Sends the weights, tagged with ``policy_version``."""
         gone = self._any_gone()
         if gone is not None:
             self._fail(f"{gone}.")
-        self.policy_version += 1
         self._since_push = 0
         ids = range(self.num_nodes) if worker_ids is None else _wire.worker_ids(worker_ids)
         if self.weight_sync_schemes:
@@ -423,38 +380,6 @@ class RPCCollector(BaseCollector):
         for i in range(self.num_nodes):
             self._call(i, _rpc_node.reset, wait=True)
 
-    def state_dict(self) -> dict[str, Any]:
-        """The frame and batch counters, the policy version and the policy's state dict."""
-        policy = self.policy
-        return {
-            "frames": self._frames,
-            "iter": self._iter,
-            "policy_version": self.policy_version,
-            "policy_state_dict": policy.state_dict() if isinstance(policy, nn.Module) else None,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restores ``state_dict()``'s counters and policy, and sends the policy to the nodes
-        under the saved version."""
-        self._check_open("load_state_dict")
-        missing = {"frames", "iter", "policy_version", "policy_state_dict"} - set(state)
-        if missing:
-            raise KeyError(
-                f"{type(self).__name__}.load_state_dict: expected the keys of state_dict(), "
-                f"missing {sorted(missing)}."
-            )
-        self._frames, self._iter = state["frames"], state["iter"]
-        if state["policy_state_dict"] is not None:
-            self.policy.load_state_dict(state["policy_state_dict"])
-            self.policy_version = state["policy_version"] - 1
-            self.update_policy_weights_()
-        self.policy_version = state["policy_version"]
-
-    def shutdown(self) -> None:
-        """Closes every node (killing those that do not exit in time) and the RPC agent;
-        idempotent."""
-        self._stop(graceful=True)
-
     def _stop(self, *, graceful: bool) -> None:
         from torch.distributed import rpc
 
@@ -464,8 +389,7 @@ class RPCCollector(BaseCollector):
             with contextlib.suppress(Exception):
                 self._drain()
         self._closed = True
-        with contextlib.suppress(AttributeError):
-            atexit.unregister(self._exit_hook)
+        self._unregister_exit_hook()
         if getattr(self, "_rpc_up", False):
             for i in range(len(self._nodes)):
                 if self._gone(i) is None:
@@ -481,18 +405,6 @@ class RPCCollector(BaseCollector):
                 rpc.shutdown(graceful=False)
         for scheme in self.weight_sync_schemes.values():
             scheme.shutdown()
-
-    def __del__(self) -> None:
-        if sys.is_finalizing():
-            return
-        with contextlib.suppress(Exception):
-            self.shutdown()
-
-
-def _shutdown_at_exit(ref: weakref.ref) -> None:
-    collector = ref()
-    if collector is not None:
-        collector.shutdown()
 
 
 __all__ = ["RPCCollector", "RPCWeightUpdater"]
