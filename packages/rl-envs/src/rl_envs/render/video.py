@@ -191,9 +191,7 @@ def encode_video(
     try:
         import av
     except ModuleNotFoundError:
-        raise ModuleNotFoundError(
-            'MP4 writing needs PyAV: pip install av', name="av"
-        ) from None
+        raise ModuleNotFoundError("MP4 writing needs PyAV: pip install av", name="av") from None
     from fractions import Fraction
 
     height, width = images[0].shape[:2]
