@@ -264,7 +264,10 @@ def self_play(cfg: Config, net: PolicyValueNet, gen: torch.Generator):
     winner = torch.full((n,), -1)
     planes, policies, turns, alive = [], [], [], []
     for ply in range(cfg.max_plies):
-        policy = search(restart_finished(env, td, done))["policy"]
+        # finished games play on from a fresh board (a mated side has no legal move); their
+        # moves are discarded
+        state = restart_finished(env, td, done)
+        policy = search(state)["policy"]
         if ply < cfg.temperature_plies:
             action = torch.multinomial(policy, 1, generator=gen).squeeze(-1)
         else:
@@ -274,8 +277,7 @@ def self_play(cfg: Config, net: PolicyValueNet, gen: torch.Generator):
         policies.append(to_board_frame(policy, turn))
         turns.append(turn)
         alive.append(~done)
-        action = torch.where(done, td["mask"].float().argmax(-1), action)
-        nxt = env.step(td.set("action", action))["next"]
+        nxt = env.step(state.set("action", action))["next"]
         mated = ~done & (nxt["reward"].flatten() > 0)
         winner = torch.where(mated, turn, winner)
         done = done | nxt["done"].flatten()
@@ -303,15 +305,15 @@ def play_random(cfg: Config, net: PolicyValueNet, white: bool) -> dict[str, floa
     done = torch.zeros(n, dtype=torch.bool)
     result = torch.zeros(n)
     final = [""] * n
-    for _ in range(cfg.max_plies):
-        if int(td["turn"][0]) == me:
-            action = search(restart_finished(env, td, done))["visits"].argmax(-1)
+    for ply in range(cfg.max_plies):
+        state = restart_finished(env, td, done)  # finished games play on, discarded
+        mover = ply % 2  # the games in play move in step, White first
+        if mover == me:
+            action = search(state)["visits"].argmax(-1)
         else:
-            noise = torch.rand(td["mask"].shape, generator=gen)
-            action = noise.masked_fill(~td["mask"], -1.0).argmax(-1)
-        action = torch.where(done, td["mask"].float().argmax(-1), action)
-        mover = int(td["turn"][0])
-        nxt = env.step(td.set("action", action))["next"]
+            noise = torch.rand(state["mask"].shape, generator=gen)
+            action = noise.masked_fill(~state["mask"], -1.0).argmax(-1)
+        nxt = env.step(state.set("action", action))["next"]
         mated = ~done & (nxt["reward"].flatten() > 0)
         result = torch.where(mated, 1.0 if mover == me else -1.0, result)
         for i in torch.nonzero(~done & nxt["done"].flatten()).flatten().tolist():

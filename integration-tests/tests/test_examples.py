@@ -411,3 +411,8 @@ def test_mcts_chess_batched_env_scores_a_mate_for_the_mover(load_example):
     assert nxt["done"].flatten().tolist() == [True, False]
     assert example.bytes_to_fen(nxt["fen"][1]).startswith("rnbqkbnr/1ppp1ppp/p7/")
     assert example.material(fen, white=True) == 0
+    # the mated game plays on from a fresh board (its side to move has no legal move left)
+    assert not bool(nxt["mask"][0].any())
+    state = example.restart_finished(env, nxt, nxt["done"].flatten())
+    assert int(state["mask"][0].sum()) == 20
+    assert torch.equal(state["fen"][1], nxt["fen"][1])
