@@ -6,6 +6,7 @@ from rl_buffers.replay_buffers.offline_to_online import OfflineToOnlineReplayBuf
 from rl_buffers.replay_buffers.prefill import prefill_replay_buffer
 from rl_buffers.replay_buffers.prioritized import PrioritizedReplayBuffer
 from rl_buffers.replay_buffers.ray_buffer import RayReplayBuffer
+from rl_buffers.replay_buffers.remote import RemoteTensorDictReplayBuffer
 from rl_buffers.replay_buffers.replay_buffer import ReplayBuffer
 from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
 from rl_buffers.replay_buffers.tensordict_prioritized import TensorDictPrioritizedReplayBuffer
@@ -17,6 +18,7 @@ __all__ = [
     "HindsightStrategy",
     "PrioritizedReplayBuffer",
     "RayReplayBuffer",
+    "RemoteTensorDictReplayBuffer",
     "ReplayBuffer",
     "TensorDictPrioritizedReplayBuffer",
     "TensorDictReplayBuffer",
