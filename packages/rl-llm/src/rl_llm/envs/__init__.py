@@ -28,6 +28,7 @@ from rl_llm.envs.mcp_tool import MCPToolTransform
 from rl_llm.envs.policy_version import PolicyVersion
 from rl_llm.envs.python_executor_service import PythonExecutorService
 from rl_llm.envs.python_interpreter import PythonInterpreter
+from rl_llm.envs.ray_kl import RayKLRewardTransform, RayRetrieveKL
 from rl_llm.envs.reason import AddThinkingPrompt
 from rl_llm.envs.simple_tool import SimpleToolTransform
 from rl_llm.envs.template import TemplateTransform
@@ -86,4 +87,6 @@ __all__ = [
     "IFEvalScoreData",
     "IFEvalData",
     "LLMHashingEnv",
+    "RayKLRewardTransform",
+    "RayRetrieveKL",
 ]
