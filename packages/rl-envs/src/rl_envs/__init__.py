@@ -13,11 +13,14 @@ check_rl_core("rl-envs")  # first: an rl-core outside the declared range fails h
 from importlib.metadata import version as _version
 
 from rl_envs.batched import (
+    AsyncEnvPool,
     BatchedEnvBase,
     EnvCreator,
     EnvMetadata,
     ParallelEnv,
+    ProcessorAsyncEnvPool,
     SerialEnv,
+    ThreadingAsyncEnvPool,
     env_creator,
     get_env_metadata,
 )
@@ -204,6 +207,9 @@ __all__ = [
     "CEMPlanner",
     "MPPIPlanner",
     # batched
+    "AsyncEnvPool",
+    "ThreadingAsyncEnvPool",
+    "ProcessorAsyncEnvPool",
     "BatchedEnvBase",
     "EnvCreator",
     "EnvMetadata",
