@@ -250,3 +250,32 @@ def test_terminated_or_truncated_with_spec_names_missing_keys():
     data = TensorDict(done=_flags(True), batch_size=[1])
     with pytest.raises(KeyError, match=r"names \('agents', 'done'\), which the data lacks"):
         terminated_or_truncated(data, full_done_spec=_Spec())
+
+
+def _entries_of(td):
+    return [(k, v) for k, v in td.items(include_nested=True, leaves_only=True)]
+
+
+def test_step_mdp_with_its_defaults_resolves_no_argument_and_gives_the_generic_result():
+    # The defaults' rules are resolved once (no key-argument handling per call); the result is
+    # the generic route's (keys given as lists) for flat, nested and lazily stacked inputs.
+    import sys
+
+    nested = _transition()
+    nested["next", "group", "x"] = torch.ones(2, 1)
+    nested["group", "y"] = torch.zeros(2, 1)
+    stacked = LazyStackedTensorDict.lazy_stack([_transition(batch=1)[0] for _ in range(3)], 0)
+    for td in (_transition(), nested, stacked):
+        generic = step_mdp(td, reward_keys=["reward"], action_keys=["action"])
+        called: set[str] = set()
+        sys.setprofile(lambda frame, event, arg, seen=called: seen.add(frame.f_code.co_name))
+        try:
+            out = step_mdp(td)
+        finally:
+            sys.setprofile(None)
+        assert "_hashable" not in called
+        assert type(out) is type(generic)
+        assert [k for k, _ in _entries_of(out)] == [k for k, _ in _entries_of(generic)]
+        for (_, mine), (_, theirs) in zip(_entries_of(out), _entries_of(generic), strict=True):
+            assert mine.dtype == theirs.dtype
+            assert torch.equal(mine, theirs)

@@ -286,6 +286,12 @@ def step_mdp(
         >>> out["observation"].sum().item()
         6.0
     """
+    if (
+        next_tensordict is done_keys is None and exclude_done is False
+        and keep_other is exclude_reward is exclude_action is True
+        and (reward_keys, action_keys) == (REWARD, ACTION)
+    ):  # fmt: skip
+        return _DEFAULT_MDP(tensordict)  # the defaults: their rules, resolved once
     nxt = tensordict.get(NEXT, None)
     if nxt is None:
         raise KeyError(
@@ -368,6 +374,10 @@ class StepMdpPlan(StepMdpMerge):
         # The call (StepMdpMerge.__call__) merges through the entry dicts where the rules are
         # flat and falls back to this module's level merge (and step_mdp) elsewhere.
         super().__init__(rules, _merge_level, step_mdp)
+
+
+# step_mdp's defaults resolved once (a missing "next" goes to the generic route: it raises).
+_DEFAULT_MDP = StepMdpMerge(_mdp_plan(), _merge_level, lambda t: step_mdp(t, reward_keys=[REWARD]))
 
 
 def _done_groups(done_keys: Iterable[NestedKey]) -> dict[tuple[str, ...], list]:

@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
 from rl_core._accel.td_access import build_tensordict, get_leaf, set_leaf
 from rl_core.envs import StepPlan
-from rl_core.keys import ACTION, DONE, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
+from rl_envs._accel.action_rows import one_hot_rows
 from rl_envs._accel.gym_parts import GymPlanEnv, numpy_rows_apply, runs_own_steps
 from rl_envs._accel.gym_rollout import plan_random_rollout, random_rollout
 
@@ -46,6 +47,8 @@ class GymStepPlan(StepPlan):
         # an info reader changes).
         self.rows_apply: bool | None = None
         self.rollout_plan: Any = _UNREAD
+        self.action_rows: Any = _UNREAD
+        self.rows_step: bool | None = None
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase | None:
         """``_step`` where every output goes into the row blocks (``_rows_only``, no info
@@ -90,6 +93,43 @@ class GymStepPlan(StepPlan):
             return next_td, None
         return next_td, env._stepper.reset_finished(done)
 
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """``env.step_and_maybe_reset(tensordict)``: where every step output goes into the
+        row blocks (``numpy_rows_apply``, ``_rows_only``, no info reader, the done flags at the
+        root only) and ``tensordict`` is a plain TensorDict holding the action, the route of
+        :meth:`step_and_reset` in one call: the action stepped straight into the next row
+        (which holds all three done flags, so nothing is left to complete), the step's
+        TensorDict written under ``"next"``, ``step_mdp``, and the finished env's rows merged
+        by :meth:`merge_reset_rows`; the generic route elsewhere."""
+        env = self.wrapper
+        applies = self.rows_step
+        if applies is None:
+            if self.rows_apply is None:
+                self.rows_apply = numpy_rows_apply(env)
+            applies = self.rows_step = bool(
+                self.rows_apply and env._rows_only and self.env.done_levels() == [()]
+            )
+        action = (
+            tensordict._tensordict.get(ACTION)
+            if applies and type(tensordict) is TensorDict and not env._info_readers
+            else None
+        )
+        if action is None:
+            return super().step_and_maybe_reset(tensordict)
+        rows = env._rows
+        next_td = build_tensordict(rows.step(env._stepper, action), env.batch_size, env._cpu_device)
+        set_leaf(tensordict, NEXT, next_td)
+        mdp = self._env_mdp
+        if mdp is None:
+            mdp = self._env_mdp = self.env.step_mdp_plan()
+        next_root = mdp(tensordict)
+        done = rows.finished
+        if done is not None:
+            next_root = self.merge_reset_rows(next_root, env._stepper.reset_finished(done))
+        return tensordict, next_root
+
     def merge_reset_rows(
         self, next_root: TensorDictBase, pending: tuple[np.ndarray | None, Any]
     ) -> TensorDictBase:
@@ -132,6 +172,17 @@ class GymStepPlan(StepPlan):
         lane plans compute on them."""
         env = self.wrapper
         return env._rows.numpy_rows() + env._reset_rows.numpy_rows()
+
+    def rand_action(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``env.rand_action(tensordict)``; an unmasked one-hot action is drawn into numpy
+        rows (``action_rows``: the same torch draws as ``OneHot.rand``, one torch call)."""
+        rows = self.action_rows
+        if rows is _UNREAD:
+            rows = self.action_rows = one_hot_rows(self.wrapper.action_spec)
+        if rows is None or rows.spec.mask is not None:
+            return super().rand_action(tensordict)
+        set_leaf(tensordict, ACTION, rows.draw())
+        return tensordict
 
     def random_rollout(
         self,
