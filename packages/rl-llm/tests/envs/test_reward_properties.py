@@ -19,7 +19,10 @@ from rl_llm.envs import (
 )
 from rl_llm.envs.math_env import math_equivalent
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# database=None: no example database written into the working tree.
+SETTINGS = settings(
+    max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 # Pieces a model's output is made of, odd ones included: tags (closed, unclosed, nested),
 # LaTeX, brackets, signs, separators, huge and tiny numbers, unicode digits and blanks.
