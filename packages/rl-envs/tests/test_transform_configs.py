@@ -89,6 +89,16 @@ ARGS = {
     },
     "TrajCounter": {"out_key": "traj"},
     "UnaryTransform": {"in_keys": ["observation"], "out_keys": ["neg"], "fn": _get("torch.neg")},
+    "ModuleTransform": {
+        "module": {
+            "_target_": "tensordict.nn.TensorDictModule",
+            "module": {"_target_": "torch.nn.Linear", "in_features": 1, "out_features": 1},
+            "in_keys": ["observation"],
+            "out_keys": ["lin"],
+        },
+        "no_grad": True,
+    },
+    "ConditionalPolicySwitch": {"policy": _get("torch.clone"), "condition": _get("torch.any")},
     "BinarizeReward": {"in_keys": ["reward"]},
     "LineariseRewards": {"in_keys": ["reward"], "weights": [1.0, 2.0]},
     "TargetReturn": {"target_return": 10.0, "mode": "constant"},

@@ -5,7 +5,11 @@ this package is imported.
 """
 
 from rl_envs.libs._gym_info import InfoDictReader, default_info_dict_reader
-from rl_envs.libs._gym_specs import gym_space_to_spec, spec_to_gym_space
+from rl_envs.libs._gym_specs import (
+    gym_space_to_spec,
+    register_gym_spec_conversion,
+    spec_to_gym_space,
+)
 from rl_envs.libs.available import get_available_libraries
 from rl_envs.libs.brax import BraxEnv, BraxWrapper
 from rl_envs.libs.dm_control import DMControlEnv, DMControlWrapper
@@ -63,6 +67,7 @@ __all__ = [
     "get_available_libraries",
     "gym_backend",
     "gym_space_to_spec",
+    "register_gym_spec_conversion",
     "implement_for",
     "set_gym_backend",
     "spec_to_gym_space",

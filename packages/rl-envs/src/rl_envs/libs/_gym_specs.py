@@ -32,7 +32,7 @@ space's ``start``. Other spaces (``Graph``, ``Sequence``, ``OneOf``) raise ``Typ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -126,7 +126,97 @@ def gym_space_to_spec(
     return _convert(spaces, space, batch, bool(categorical_action_encoding), device)
 
 
+# Conversions registered with register_gym_spec_conversion: a space class, or the dotted name
+# of one under gymnasium.spaces (resolved when a space is converted), -> the function.
+_REGISTRY: dict[Any, Callable[..., TensorSpec]] = {}
+
+
+def register_gym_spec_conversion(
+    spec_type: type | str,
+) -> Callable[[Callable[..., TensorSpec]], Callable[..., TensorSpec]]:
+    """Registers how a gymnasium space type becomes a spec (TorchRL's decorator).
+
+    :func:`gym_space_to_spec` (and so ``GymWrapper``/``GymEnv``, for observations, actions
+    and nested ``Dict``/``Tuple`` members) asks the registry first: the function registered
+    for the space's class, or for the nearest of its base classes, converts it; a space no
+    registered type matches gets the built-in conversion. A registration replaces an earlier
+    one for the same type, built-in types included. The function is called as
+    ``fn(space, dtype=None, device=..., categorical_action_encoding=...,
+    remap_state_to_observation=False, batch_size=...)`` (TorchRL's keywords; it may take
+    ``**kwargs`` for the ones it ignores) and returns a spec whose shape starts with
+    ``batch_size``. The values of the space are then read as the returned spec's type says
+    (a ``Bounded``/``Unbounded`` value as an array of the space's ``dtype``).
+
+    Args:
+        spec_type: the space class, or its dotted name under ``gymnasium.spaces``
+            (``"Box"``, ``"Graph"``).
+
+    Returns:
+        The decorator, which registers the function and returns it unchanged.
+
+    Raises:
+        TypeError: ``spec_type`` is neither a class nor a string, or the decorated object is
+            not callable.
+
+    Examples:
+        >>> from gymnasium import spaces
+        >>> from rl_core import Unbounded
+        >>> class Angle(spaces.Box):
+        ...     pass
+        >>> @register_gym_spec_conversion(Angle)
+        ... def _angle(space, *, device=None, batch_size=(), **kwargs):
+        ...     return Unbounded(shape=(*batch_size, *space.shape), device=device)
+        >>> gym_space_to_spec(Angle(-3.2, 3.2, shape=(1,)), batch_size=(4,))
+        Unbounded(shape=(4, 1), dtype=float32)
+    """
+    if not isinstance(spec_type, type | str):
+        raise TypeError(
+            f"register_gym_spec_conversion: expected a gymnasium space class or its dotted name "
+            f"under gymnasium.spaces, got {type(spec_type).__name__}."
+        )
+
+    def decorator(fn: Callable[..., TensorSpec]) -> Callable[..., TensorSpec]:
+        if not callable(fn):
+            raise TypeError(
+                f"register_gym_spec_conversion({spec_type!r}): expected a function, got "
+                f"{type(fn).__name__}."
+            )
+        _REGISTRY[spec_type] = fn
+        return fn
+
+    return decorator
+
+
+def _registered(spaces: Any, space: Any) -> Callable[..., TensorSpec] | None:
+    if not _REGISTRY:
+        return None
+    by_class: dict[type, Callable[..., TensorSpec]] = {}
+    for key, fn in _REGISTRY.items():
+        if isinstance(key, str):
+            target: Any = spaces
+            for part in key.split("."):
+                target = getattr(target, part, None)
+            if isinstance(target, type):
+                by_class[target] = fn
+        else:
+            by_class[key] = fn
+    for base in type(space).__mro__:
+        if base in by_class:
+            return by_class[base]
+    return None
+
+
 def _convert(spaces: Any, space: Any, batch: tuple[int, ...], categorical: bool, device: Any):
+    registered = _registered(spaces, space)
+    if registered is not None:
+        return registered(
+            space,
+            dtype=None,
+            device=device,
+            categorical_action_encoding=categorical,
+            remap_state_to_observation=False,
+            batch_size=torch.Size(batch),
+        )
     if isinstance(space, spaces.Box):
         return _box_spec(space, batch, device)
     if isinstance(space, spaces.Discrete):

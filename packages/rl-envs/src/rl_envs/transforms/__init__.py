@@ -16,6 +16,7 @@ from rl_envs.transforms.burn_in import BurnInTransform
 from rl_envs.transforms.cat_frames import CatFrames
 from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
+from rl_envs.transforms.conditional_policy_switch import ConditionalPolicySwitch
 from rl_envs.transforms.conditional_skip import ConditionalSkip
 from rl_envs.transforms.device_cast import DeviceCastTransform
 from rl_envs.transforms.discrete_action_projection import DiscreteActionProjection
@@ -27,6 +28,7 @@ from rl_envs.transforms.flatten_tensordict import FlattenTensorDict
 from rl_envs.transforms.frame_skip import FrameSkipTransform
 from rl_envs.transforms.hash import Hash
 from rl_envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
+from rl_envs.transforms.module import ModuleTransform
 from rl_envs.transforms.multi_action import MultiAction
 from rl_envs.transforms.multi_step import MultiStepTransform
 from rl_envs.transforms.next_obs_delta import NextObservationDelta
@@ -109,6 +111,7 @@ __all__ = [
     "RunningMeanStd",
     "TrajCounter",
     "UnaryTransform",
+    "ModuleTransform",
     "BinarizeReward",
     "LineariseRewards",
     "TargetReturn",
@@ -122,6 +125,7 @@ __all__ = [
     "ActionChunkTransform",
     "action_chunks",
     "ConditionalSkip",
+    "ConditionalPolicySwitch",
     "DiscreteActionProjection",
     # episodes
     "RewardSum",
