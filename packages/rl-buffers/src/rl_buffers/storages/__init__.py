@@ -7,6 +7,11 @@ from rl_buffers.storages.checkpointers import (
     StorageCheckpointerBase,
     TensorStorageCheckpointer,
 )
+from rl_buffers.storages.checkpointers_list import (
+    CompressedListStorageCheckpointer,
+    ListStorageCheckpointer,
+    StorageEnsembleCheckpointer,
+)
 from rl_buffers.storages.compressed_list import CompressedListStorage
 from rl_buffers.storages.ensemble import StorageEnsemble
 from rl_buffers.storages.lazy_memmap import LazyMemmapStorage
@@ -22,6 +27,9 @@ __all__ = [
     "NestedStorageCheckpointer",
     "StorageCheckpointerBase",
     "TensorStorageCheckpointer",
+    "ListStorageCheckpointer",
+    "CompressedListStorageCheckpointer",
+    "StorageEnsembleCheckpointer",
     "StorageEnsemble",
     "CompressedListStorage",
     "LazyMemmapStorage",

@@ -50,6 +50,10 @@ class StorageCheckpointerBase:
     ``rows``, ``max_size``, ``ndim``, whether the storage held a plain tensor) and restores.
     """
 
+    def accepts(self, storage: Any) -> bool:
+        """Whether this checkpointer saves ``storage`` (here: a tensor storage)."""
+        return hasattr(storage, "_restore")
+
     def dumps(self, storage: Any, path: str | Path) -> None:
         """Saves ``storage``'s items under the directory ``path``."""
         path = Path(path)

@@ -113,10 +113,12 @@ class Storage:
                 f"{name}.checkpointer: expected a StorageCheckpointerBase (e.g. "
                 f"TensorStorageCheckpointer()) or None, got {type(value).__name__}."
             )
-        if value is not None and not hasattr(self, "_restore"):
+        if value is not None and not value.accepts(self):
             raise TypeError(
-                f"{name}.checkpointer: checkpointers save tensor storages (TensorStorage, "
-                f"LazyTensorStorage, LazyMemmapStorage); {name} keeps its own layout."
+                f"{name}.checkpointer: {type(value).__name__} cannot save a {name}; tensor "
+                f"checkpointers save tensor storages (TensorStorage, LazyTensorStorage, "
+                f"LazyMemmapStorage), ListStorageCheckpointer, "
+                f"CompressedListStorageCheckpointer and StorageEnsembleCheckpointer the others."
             )
         self._checkpointer = value
 
