@@ -35,3 +35,26 @@ def test_an_override_adds_a_step_counter_to_the_env(tmp_path):
     config = (tmp_path / ".hydra" / "config.yaml").read_text()
     assert "_target_: rl_core.StepCounter" in config
     assert "max_steps: 6" in config
+
+
+@pytest.mark.slow
+def test_an_override_adds_a_trainer_hook_from_the_hook_group(tmp_path):
+    # +hook@hooks.frames=count_frames_log: rl-objectives' CountFramesLogConfig, registered with
+    # the trainer by rl-train; its n_frames scalar reaches the run's CSV logs.
+    out = subprocess.run(
+        [
+            str(RL_TRAIN), "algo=ppo", "env=gym", "env.env_name=CartPole-v1",
+            "+hook@hooks.frames=count_frames_log", f"hydra.run.dir={tmp_path}",
+            "total_frames=256", "collector.frames_per_batch=128", "algo.trainer.num_epochs=1",
+            "target_return=null", "progress_bar=false", "plot=false", "checkpoint_interval=256",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    logged = "".join(p.read_text() for p in (tmp_path / "logs").rglob("*n_frames*"))
+    assert logged, sorted(str(p) for p in (tmp_path / "logs").rglob("*"))
+    assert "256" in logged
+    assert (
+        "_target_: rl_objectives.trainers.CountFramesLog"
+        in (tmp_path / ".hydra" / "config.yaml").read_text()
+    )

@@ -40,6 +40,7 @@ GROUP_PACKAGES = {
     "replay_buffer": "rl-buffers",
     "algo": "rl-objectives",
     "logger": "rl-objectives",
+    "hook": "rl-objectives",
 }
 #: The groups the ``train`` config selects by default.
 DEFAULT_GROUPS = ("algo", "env", "collector", "logger")
@@ -218,6 +219,14 @@ def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer
             optimizer, start_factor=1.0, end_factor=0.0, total_iters=steps
         )
         LRSchedulerHook(schedule).register(trainer)
+    for name, hook_cfg in (cfg.hooks or {}).items():
+        hook = instantiate(hook_cfg)
+        if not callable(getattr(hook, "register", None)):
+            raise SystemExit(
+                f"rl-train: hooks.{name} built a {type(hook).__name__}, which is not a trainer "
+                f"hook (no register method): give it a hook's _target_ (+hook@hooks.{name}=...)."
+            )
+        hook.register(trainer, name=name)
     if exploration is not None:  # anneal epsilon by the frames collected
         trainer.register_op("batch_process", lambda batch: exploration.step(batch.numel()))
     returns = EpisodeReturns(trainer, cfg.target_return)

@@ -17,8 +17,84 @@ import hydra; only :func:`register_configs` does.
 
 from __future__ import annotations
 
+# The submodules' configs are re-exported: rl_objectives.configs.<Name>Config is their path.
+# ruff: noqa: F401
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from rl_objectives.configs.hooks import (
+    HOOK_CONFIGS,
+    BatchSubSamplerConfig,
+    ClearCudaCacheConfig,
+    CountFramesLogConfig,
+    EarlyStoppingConfig,
+    HookConfig,
+    LogScalarConfig,
+    LogTimingConfig,
+    RewardNormalizerConfig,
+    SelectKeysConfig,
+)
+from rl_objectives.configs.logging import LoggerConfig, WandbLoggerConfig
+from rl_objectives.configs.modules import (
+    ActivationConfig,
+    AdditiveGaussianModuleConfig,
+    AggregatorConfig,
+    ConvNetConfig,
+    DreamerV3DiscreteActorConfig,
+    DreamerV3MLPConfig,
+    DreamerV3SeededPolicyConfig,
+    LayerConfig,
+    MLPConfig,
+    ModelConfig,
+    NetworkConfig,
+    NormConfig,
+    QMixerNetworkConfig,
+    QValueModelConfig,
+    RSSMStateEstimatorV3Config,
+    TanhNormalModelConfig,
+    TensorDictModuleConfig,
+    TensorDictSequentialConfig,
+    ValueModelConfig,
+    VDNMixerNetworkConfig,
+)
+from rl_objectives.configs.objectives import (
+    LOSS_CONFIGS,
+    CQLLossConfig,
+    DDPGLossConfig,
+    GAEConfig,
+    IQLLossConfig,
+    LossConfig,
+    QMixerLossConfig,
+    ReinforceLossConfig,
+    TargetNetUpdaterConfig,
+    TD3LossConfig,
+    TQCLossConfig,
+)
+from rl_objectives.configs.trainers import (
+    CQLTrainerConfig,
+    DDPGTrainerConfig,
+    IQLTrainerConfig,
+    OfflineToOnlineTrainerConfig,
+    OnPolicyTrainerConfig,
+    ReinforceTrainerConfig,
+    TD3TrainerConfig,
+    TrainerConfig,
+)
+from rl_objectives.configs.utils import (
+    OPTIMIZER_CONFIGS,
+    AdadeltaConfig,
+    AdagradConfig,
+    AdamaxConfig,
+    AdamWConfig,
+    ASGDConfig,
+    LBFGSConfig,
+    NAdamConfig,
+    RAdamConfig,
+    RMSpropConfig,
+    RpropConfig,
+    SparseAdamConfig,
+)
 
 # Models (builders in rl_objectives.trainers.helpers).
 
@@ -317,6 +393,8 @@ class TrainConfig:
     ``target_return`` stops training once the mean of the last 10 episode returns reaches it;
     checkpoints go to ``checkpoint_dir`` (default: ``<run dir>/checkpoints``) every
     ``checkpoint_interval`` frames, and ``resume=true`` starts from the newest one there.
+    Each config in ``hooks`` (``+hook@hooks.timing=log_timing``) builds a trainer hook that is
+    registered with the trainer.
     """
 
     defaults: list[Any] = field(default_factory=_default_groups)
@@ -325,6 +403,7 @@ class TrainConfig:
     collector: Any = None
     logger: Any = None
     replay_buffer: Any = None
+    hooks: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     total_frames: int = 100_000
     target_return: float | None = None
@@ -344,7 +423,11 @@ ALGO_CONFIGS: dict[str, type] = {
     "dqn": DQNAlgoConfig,
 }
 #: The ``logger`` group's options.
-LOGGER_CONFIGS: dict[str, type] = {"csv": CSVLoggerConfig, "tensorboard": TensorboardLoggerConfig}
+LOGGER_CONFIGS: dict[str, type] = {
+    "csv": CSVLoggerConfig,
+    "tensorboard": TensorboardLoggerConfig,
+    "wandb": WandbLoggerConfig,
+}
 
 
 def register_configs(store: Any = None) -> None:
@@ -367,3 +450,9 @@ def register_configs(store: Any = None) -> None:
         store.store(group="algo", name=name, node=node, provider="rl_objectives")
     for name, node in LOGGER_CONFIGS.items():
         store.store(group="logger", name=name, node=node, provider="rl_objectives")
+    for name, node in HOOK_CONFIGS.items():
+        store.store(group="hook", name=_snake(name), node=node, provider="rl_objectives")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
