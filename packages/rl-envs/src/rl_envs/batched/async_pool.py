@@ -366,7 +366,7 @@ class ThreadingAsyncEnvPool(AsyncEnvPool):
         >>> pool.async_step_send(td[[0, 2]])
         >>> out = pool.async_step_recv(min_get=2)
         >>> out["env_index"].tolist(), out["next", "observation"].squeeze(-1).tolist()
-        ([0, 2], [1, 1])
+        ([0, 2], [1.0, 1.0])
         >>> pool.close()
     """
 
