@@ -96,8 +96,6 @@ def test_cache_is_refreshed_after_writes():
 def test_bad_input():
     with pytest.raises(ValueError, match="exactly one of num_slices and slice_len"):
         SliceSampler()
-    with pytest.raises(ValueError, match="end_key or traj_key, not both"):
-        SliceSampler(slice_len=2, end_key="a", traj_key="b")
     with pytest.raises(ValueError, match="expected slice_len to be a positive int, got 0"):
         SliceSampler(slice_len=0)
     storage, _ = filled([3, 4])
@@ -115,3 +113,21 @@ def test_bad_input():
         TypeError, match="expected a TensorStorage of TensorDicts with ndim=1, got ListStorage"
     ):
         SliceSampler(slice_len=1).sample(lst, 1)
+
+
+def test_traj_key_is_read_when_end_key_is_given_too():
+    # two episodes of 3 by id; the done flags (all False) would make one trajectory of 6
+    storage = LazyTensorStorage(10)
+    data = TensorDict(
+        {
+            "episode": torch.tensor([0, 0, 0, 1, 1, 1]),
+            "next": {"done": torch.zeros(6, 1, dtype=torch.bool)},
+        },
+        batch_size=[6],
+    )
+    storage.set(torch.arange(6), data)
+    sampler = SliceSampler(slice_len=3, end_key=("next", "done"), traj_key="episode")
+    torch.manual_seed(0)
+    index, _ = sampler.sample(storage, 30)
+    # a slice of 3 fits each episode only whole: rows 0-2 or 3-5
+    assert sorted({tuple(row) for row in index.view(-1, 3).tolist()}) == [(0, 1, 2), (3, 4, 5)]

@@ -28,8 +28,9 @@ class SliceSampler(Sampler):
     item of each slice under ``truncated_key``; a TensorDict buffer writes it into the sample.
 
     Trajectories are read from the storage: ``traj_key`` (an id per item) or ``end_key``
-    (True on each trajectory's last item). With neither given, ``"episode"`` is used if the
-    items have it, else ``("next", "done")``.
+    (True on each trajectory's last item); with both given, ``traj_key`` is read, as in
+    TorchRL. With neither given, ``"episode"`` is used if the items have it, else
+    ``("next", "done")``.
 
     Args:
         num_slices: slices per batch.
@@ -81,8 +82,6 @@ class SliceSampler(Sampler):
         for arg, value in (("num_slices", num_slices), ("slice_len", slice_len)):
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name}: expected {arg} to be a positive int, got {value!r}.")
-        if end_key is not None and traj_key is not None:
-            raise ValueError(f"{name}: expected end_key or traj_key, not both.")
         self.num_slices = num_slices
         self.slice_len = slice_len
         self.end_key = end_key
