@@ -7,7 +7,9 @@ least: ``table[index] = rows`` with ``index`` the 1,000 next row numbers (a Long
 preallocated ``[100_000, 17]`` table. Each round times a block of ``--calls`` calls of every
 contender, taking turns; the figure is the median over ``--rounds`` rounds (the machine is
 shared: medians, not bests), in microseconds per item, and the ratio of that median to the
-plain indexed copy's (also a slice copy of the same rows, for scale).
+plain indexed copy's (also a slice copy of the same rows, for scale, and the indexed copy into
+a file-backed table of the same shape, ``torch.from_file(shared=True)``, the reference of
+``LazyMemmapStorage``).
 
 The same script runs TorchRL's buffers (``--impl torchrl``) in TorchRL's environment::
 
@@ -98,16 +100,30 @@ def main() -> None:
         cursor[0] = stop % CAPACITY
 
     with tempfile.TemporaryDirectory() as scratch:
+        # The same indexed copy into a file-backed table (what a memory-mapped storage writes
+        # into): the reference of LazyMemmapStorage's row.
+        mapped = torch.from_file(
+            f"{scratch}/table.bin", shared=True, size=CAPACITY * WIDTH, dtype=torch.float32
+        ).view(CAPACITY, WIDTH)
+
+        def plain_mapped() -> None:
+            start = cursor[0]
+            index = torch.arange(start, start + ROWS) % CAPACITY
+            mapped[index] = source
+            cursor[0] = (start + ROWS) % CAPACITY
+
         contenders = buffers(args.impl, scratch)
         for buffer, data in contenders.values():  # allocate, fill once around
             for _ in range(CAPACITY // ROWS + 1):
                 buffer.extend(data)
-        times: dict[str, list[float]] = {name: [] for name in ["plain", "slices", *contenders]}
+        names = ["plain", "slices", "mapped", *contenders]
+        times: dict[str, list[float]] = {name: [] for name in names}
         ratios: dict[str, list[float]] = {name: [] for name in contenders}
         for _ in range(args.rounds):
             reference = timed(plain, args.calls)
             times["plain"].append(reference)
             times["slices"].append(timed(plain_slices, args.calls))
+            times["mapped"].append(timed(plain_mapped, args.calls))
             for name, (buffer, data) in contenders.items():
                 value = timed(lambda buffer=buffer, data=data: buffer.extend(data), args.calls)
                 times[name].append(value)
@@ -118,6 +134,8 @@ def main() -> None:
     )
     print(f"  {'plain indexed copy':32s} {statistics.median(times['plain']):6.3f} us/item")
     print(f"  {'plain slice copy':32s} {statistics.median(times['slices']):6.3f} us/item")
+    mapped_median = statistics.median(times["mapped"])
+    print(f"  {'plain indexed copy, file-backed':32s} {mapped_median:6.3f} us/item")
     plain_median = statistics.median(times["plain"])
     for name in contenders:
         # the ratio of the medians: a round's ratio swings with whatever else the shared
@@ -127,6 +145,11 @@ def main() -> None:
             f"{statistics.median(times[name]) / plain_median:5.2f}x the plain indexed copy "
             f"(median of per-round ratios {statistics.median(ratios[name]):.2f})"
         )
+        if "Memmap" in name:
+            print(
+                f"  {'':32s} {statistics.median(times[name]) / mapped_median:16.2f}x the "
+                f"indexed copy into a file-backed table"
+            )
 
 
 if __name__ == "__main__":
