@@ -117,6 +117,7 @@ from rl_envs.transforms import (
     ObservationTransform,
     PermuteTransform,
     PixelRenderTransform,
+    PolicyAgeFilter,
     RandomCropTensorDict,
     RandomTruncationTransform,
     RemoveEmptySpecs,
@@ -292,5 +293,6 @@ __all__ = [
     "RandomTruncationTransform",
     "Timer",
     "NextStateReconstructor",
+    "PolicyAgeFilter",
     "FlattenTensorDict",
 ]

@@ -36,6 +36,7 @@ from rl_envs.transforms.next_state_reconstructor import NextStateReconstructor
 from rl_envs.transforms.noop_reset import NoopResetEnv
 from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.observation_transform import ObservationTransform
+from rl_envs.transforms.policy_age_filter import PolicyAgeFilter
 from rl_envs.transforms.primer import TensorDictPrimer
 from rl_envs.transforms.random_crop import RandomCropTensorDict
 from rl_envs.transforms.random_truncation import RandomTruncationTransform
@@ -143,6 +144,7 @@ __all__ = [
     "RandomCropTensorDict",
     "NextStateReconstructor",
     "FlattenTensorDict",
+    "PolicyAgeFilter",
     # recording
     "VideoRecorder",
     "PixelRenderTransform",
