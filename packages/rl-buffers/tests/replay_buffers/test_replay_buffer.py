@@ -86,8 +86,18 @@ def test_transforms_on_samples_and_inverse_on_writes(rename):
     assert torch.equal(batch["x"], batch["double"] / 2)
     buffer.insert_transform(0, rename(in_keys=["x"], out_keys=["y"]))
     assert [type(t).__name__ for t in buffer.transform] == ["Rename", "Scale", "Rename"]
-    with pytest.raises(TypeError, match="expected an rl-core Transform, got function"):
-        buffer.append_transform(lambda x: x)
+    with pytest.raises(TypeError, match="expected an rl-core Transform or a function of the"):
+        buffer.append_transform(3)
+
+
+def test_a_function_is_a_transform_of_the_samples_as_in_torchrl():
+    buffer = ReplayBuffer(
+        storage=LazyTensorStorage(10), transform=lambda batch: batch.set("y", batch["x"] * 3)
+    )
+    buffer.extend(td(4))
+    assert buffer.storage.get(torch.arange(4))["x"].tolist() == [0.0, 1.0, 2.0, 3.0]
+    batch = buffer.sample(6)
+    assert torch.equal(batch["y"], batch["x"] * 3)
 
 
 def test_state_dict_round_trip():

@@ -75,6 +75,13 @@ def test_reduction_of_extra_dims_and_scalar():
     assert sampler._leaves(4).tolist()[2:] == pytest.approx([7.0, 7.0])
 
 
+def test_alpha_and_beta_as_one_element_tensors_as_in_torchrl():
+    sampler = PrioritizedSampler(8, torch.tensor(0.5), torch.tensor([0.25]))
+    assert (sampler.alpha, sampler.beta) == (0.5, 0.25)
+    with pytest.raises(TypeError, match="expected beta to be a float, got Tensor"):
+        PrioritizedSampler(8, 0.5, torch.tensor([0.25, 0.5]))
+
+
 def test_bad_input():
     storage, sampler = setup(torch.ones(4))
     with pytest.raises(ValueError, match="expected priorities >= 0"):

@@ -46,7 +46,8 @@ class ReplayBuffer:
         batch_size: default batch size of ``sample()`` (required with ``prefetch``).
         prefetch: batches to sample ahead in threads. Defaults to None; None and 0 mean
             none.
-        transform: an rl-core ``Transform`` run on every sampled batch (and its inverse on
+        transform: an rl-core ``Transform`` (or a function of the batch, as TorchRL takes)
+            run on every sampled batch (and a Transform's inverse on
             written batches, if it has one).
         pin_memory: pin sampled tensors (needs CUDA).
         generator: a ``torch.Generator`` for the sampler's draws, as TorchRL's
@@ -703,13 +704,27 @@ def _rng_from_state(state: tuple[Tensor, str]) -> torch.Generator:
     return generator
 
 
+class _FunctionTransform(Transform):
+    """A function of the sampled batch (``TensorDict -> TensorDict``) run as a buffer
+    transform, as TorchRL's buffers take one; it has no inverse."""
+
+    def __init__(self, fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, tensordict: Any) -> Any:
+        return self.fn(tensordict)
+
+
 def _checked_transform(where: str, transform: Any) -> Transform:
-    if not isinstance(transform, Transform):
-        raise TypeError(
-            f"{where}: expected an rl-core Transform, got {type(transform).__name__}. Wrap a "
-            f"function in a Transform subclass."
-        )
-    return transform
+    if isinstance(transform, Transform):
+        return transform
+    if callable(transform):
+        return _FunctionTransform(transform)
+    raise TypeError(
+        f"{where}: expected an rl-core Transform or a function of the sampled batch, got "
+        f"{type(transform).__name__}."
+    )
 
 
 def _consuming_sampler(

@@ -24,6 +24,8 @@ _INF = float("inf")
 
 
 def _check_fraction(where: str, name: str, value: Any, low_open: bool) -> float:
+    if isinstance(value, Tensor) and value.numel() == 1 and not value.dtype.is_complex:
+        value = value.item()  # TorchRL takes a one-element tensor too
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{where}: expected {name} to be a float, got {type(value).__name__}.")
     if value < 0 or (low_open and value == 0):
