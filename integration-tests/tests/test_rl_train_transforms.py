@@ -58,3 +58,41 @@ def test_an_override_adds_a_trainer_hook_from_the_hook_group(tmp_path):
         "_target_: rl_objectives.trainers.CountFramesLog"
         in (tmp_path / ".hydra" / "config.yaml").read_text()
     )
+
+
+@pytest.mark.slow
+def test_a_transform_goes_on_top_of_a_recipes_env(tmp_path):
+    # The recipe's env keeps its settings (CartPole-v1, 8 vectorised envs); the transform
+    # group's step_counter wraps it, so every episode is cut at 5 steps (return 5).
+    out = subprocess.run(
+        [
+            str(RL_TRAIN), "--config-name", "ppo_cartpole",
+            "+transform@transforms.steps=step_counter", "transforms.steps.max_steps=5",
+            f"hydra.run.dir={tmp_path}", "total_frames=512", "collector.frames_per_batch=256",
+            "algo.trainer.num_epochs=1", "target_return=null", "progress_bar=false",
+            "plot=false", "checkpoint_interval=512",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    with open(tmp_path / "learning_curve.csv") as f:
+        returns = [float(row["episode_return"]) for row in csv.DictReader(f)]
+    assert len(returns) >= 512 // 5 - 8
+    assert set(returns) <= {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert 5.0 in returns
+    config = (tmp_path / ".hydra" / "config.yaml").read_text()
+    assert "max_steps: 5" in config
+    assert "num_envs: 8" in config  # the recipe's env settings stay
+
+
+@pytest.mark.slow
+def test_a_transforms_entry_that_is_not_a_transform_is_refused_naming_it(tmp_path):
+    out = subprocess.run(
+        [
+            str(RL_TRAIN), "algo=ppo", "env=gym", "+transforms.bad={_target_:builtins.dict}",
+            f"hydra.run.dir={tmp_path}", "total_frames=64", "progress_bar=false",
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert out.returncode != 0
+    assert "transforms.bad built a dict, not a Transform" in out.stderr

@@ -5,6 +5,8 @@ configs (needs the ``hydra`` extra of rl-objectives and of the packages it build
     rl-train --config-name ppo_cartpole              # a shipped recipe (rl_objectives.recipes)
     rl-train --config-name ppo_cartpole -m seed=0,1,2   # a sweep: one run per seed
     rl-train --cfg job                                # print the composed config
+    rl-train --config-name ppo_cartpole +transform@transforms.steps=step_counter \
+        transforms.steps.max_steps=200                # a transform on the recipe's env
 
 Each run writes under its Hydra run directory: ``.hydra/config.yaml`` (the resolved config),
 ``logs/`` (the logger's scalars), ``checkpoints/`` (rotating, resumable with
@@ -28,6 +30,7 @@ from typing import Any
 import torch
 from tensordict import TensorDictBase
 
+from rl_core import Compose, Transform, TransformedEnv
 from rl_core.keys import DONE, NEXT, REWARD
 from rl_objectives.trainers import LRSchedulerHook, OnPolicyTrainer, RunCheckpointer
 
@@ -41,6 +44,7 @@ GROUP_PACKAGES = {
     "algo": "rl-objectives",
     "logger": "rl-objectives",
     "hook": "rl-objectives",
+    "transform": "rl-envs",
 }
 #: The groups the ``train`` config selects by default.
 DEFAULT_GROUPS = ("algo", "env", "collector", "logger")
@@ -95,7 +99,7 @@ def check_groups(argv: list[str], repo: dict[str, Any] | None = None) -> None:
         repo = ConfigStore.instance().repo
     wanted = set(DEFAULT_GROUPS) | recipe_groups(argv)
     for arg in argv:
-        key = arg.lstrip("+~").split("=", 1)[0]
+        key = arg.lstrip("+~").split("=", 1)[0].split("@", 1)[0]
         if "=" in arg and key in GROUP_PACKAGES:
             wanted.add(key)
     for group in sorted(wanted):
@@ -168,14 +172,38 @@ def _optim_steps(cfg: Any, trainer: Any) -> int:
     return batches * trainer.num_epochs * trainer.optim_steps_per_batch
 
 
+def make_env(env_cfg: Any, transforms: Any = None) -> Any:
+    """Builds the env of ``env_cfg``, wrapped in a ``TransformedEnv`` of the ``transforms``
+    (transform configs, composed in their order) when there are any.
+
+    Raises:
+        SystemExit: a transform config does not build an rl-core ``Transform``.
+    """
+    from hydra.utils import instantiate
+
+    env = instantiate(env_cfg)
+    built = []
+    for name, transform_cfg in (transforms or {}).items():
+        transform = instantiate(transform_cfg)
+        if not isinstance(transform, Transform):
+            raise SystemExit(
+                f"rl-train: transforms.{name} built a {type(transform).__name__}, not a "
+                f"Transform: give it a transform's _target_ (+transform@transforms.{name}=...)."
+            )
+        built.append(transform)
+    if not built:
+        return env
+    return TransformedEnv(env, built[0] if len(built) == 1 else Compose(*built))
+
+
 def _env_or_factory(cfg: Any, env: Any) -> Any:
     """What the collector is called with: the built env, or, for a collector whose workers
-    build their own envs (its config's ``env_factory``), a factory of ``cfg.env``."""
-    from hydra.utils import instantiate
+    build their own envs (its config's ``env_factory``), a factory of ``cfg.env`` and
+    ``cfg.transforms``."""
     from omegaconf import OmegaConf
 
     if getattr(OmegaConf.get_type(cfg.collector), "env_factory", False):
-        return functools.partial(instantiate, cfg.env)
+        return functools.partial(make_env, cfg.env, cfg.transforms)
     return env
 
 
@@ -184,7 +212,7 @@ def build(cfg: Any, run_dir: Path) -> tuple[Any, EpisodeReturns, RunCheckpointer
     from hydra.utils import instantiate
 
     algo = cfg.algo
-    env = instantiate(cfg.env)
+    env = make_env(cfg.env, cfg.transforms)
     models = instantiate(algo.model)(env)
     policy = models.pop("policy")
     exploration = models.pop("exploration", None)

@@ -393,7 +393,9 @@ class TrainConfig:
     ``target_return`` stops training once the mean of the last 10 episode returns reaches it;
     checkpoints go to ``checkpoint_dir`` (default: ``<run dir>/checkpoints``) every
     ``checkpoint_interval`` frames, and ``resume=true`` starts from the newest one there.
-    Each config in ``hooks`` (``+hook@hooks.timing=log_timing``) builds a trainer hook that is
+    Each config in ``transforms`` (``+transform@transforms.steps=step_counter``, rl-envs'
+    transform group) builds a transform of the env, in their order, whatever the env config;
+    each config in ``hooks`` (``+hook@hooks.timing=log_timing``) builds a trainer hook that is
     registered with the trainer.
     """
 
@@ -403,6 +405,7 @@ class TrainConfig:
     collector: Any = None
     logger: Any = None
     replay_buffer: Any = None
+    transforms: dict[str, Any] = field(default_factory=dict)
     hooks: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     total_frames: int = 100_000
