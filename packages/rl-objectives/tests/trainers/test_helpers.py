@@ -43,3 +43,73 @@ class _ContinuousEnv(CountingEnv):
         from rl_core.specs import Bounded
 
         self.action_spec = Bounded(-1.0, 1.0, shape=(1,))
+
+
+# TorchRL's config-driven builders, against hand-computed values.
+
+
+def test_correct_for_frame_skip_divides_the_frame_counts_in_place():
+    from types import SimpleNamespace
+
+    from rl_objectives.trainers.helpers import correct_for_frame_skip
+
+    cfg = SimpleNamespace(frame_skip=4, total_frames=1001, frames_per_batch=64,
+                          init_random_frames=None, lr=3e-4)  # fmt: skip
+    assert correct_for_frame_skip(cfg) is cfg
+    assert (cfg.total_frames, cfg.frames_per_batch, cfg.init_random_frames) == (250, 16, None)
+    assert cfg.lr == 3e-4  # not a frame count
+    with pytest.raises(ValueError, match=r"cfg\.frame_skip must be a positive int, got 0"):
+        correct_for_frame_skip({"frame_skip": 0, "total_frames": 8})
+    with pytest.raises(KeyError, match=r"cfg has no 'frame_skip' setting"):
+        correct_for_frame_skip({"total_frames": 8})
+
+
+def _qvalue_actor():
+    from rl_core import OneHot
+    from rl_core.modules import MLP, QValueActor
+
+    return QValueActor(MLP(3, 2, depth=1, num_cells=8), in_keys=["observation"], spec=OneHot(2))
+
+
+def test_make_target_updater_follows_the_loss_and_hard_update_settings():
+    from rl_objectives import DQNLoss, HardUpdate, SoftUpdate
+    from rl_objectives.trainers.helpers import make_target_updater
+
+    loss = DQNLoss(_qvalue_actor(), delay_value=True)
+    soft = make_target_updater({"loss": "double", "value_network_update_interval": 200}, loss)
+    assert isinstance(soft, SoftUpdate)
+    # eps = 1 - 1/200: each update moves the target 1/200 of the way to the online weights.
+    online = next(iter(loss.value_network_params.values(True, True)))
+    target = next(iter(loss.target_value_network_params.values(True, True)))
+    before = target.detach().clone()
+    with torch.no_grad():
+        online.add_(1.0)
+    soft.step()
+    assert torch.allclose(target.detach(), before + (online.detach() - before) / 200, atol=1e-6)
+    hard = make_target_updater(
+        {"loss": "double", "hard_update": True, "value_network_update_interval": 7}, loss
+    )
+    assert isinstance(hard, HardUpdate)
+    assert hard.value_network_update_interval == 7
+    assert make_target_updater({"loss": "single"}, loss) is None
+    with pytest.raises(ValueError, match=r"cfg\.hard_update needs cfg\.loss='double'"):
+        make_target_updater({"loss": "single", "hard_update": True}, loss)
+
+
+def test_make_dqn_loss_builds_the_loss_its_estimator_and_its_updater():
+    from rl_objectives import DQNLoss, SoftUpdate
+    from rl_objectives.trainers.helpers import make_dqn_loss
+
+    cfg = {"loss": "double", "loss_function": "smooth_l1", "gamma": 0.9,
+           "value_network_update_interval": 10}  # fmt: skip
+    loss, updater = make_dqn_loss(_qvalue_actor(), cfg)
+    assert isinstance(loss, DQNLoss)
+    assert isinstance(updater, SoftUpdate)
+    assert loss.delay_value
+    assert loss.loss_function == "smooth_l1"
+    assert loss.value_estimator.gamma == pytest.approx(0.9)
+    single, none = make_dqn_loss(_qvalue_actor(), {**cfg, "loss": "single"})
+    assert none is None
+    assert not single.delay_value
+    with pytest.raises(ValueError, match=r"cfg\.loss must be 'single' or 'double', got 'triple'"):
+        make_dqn_loss(_qvalue_actor(), {**cfg, "loss": "triple"})

@@ -1,5 +1,7 @@
 """Builders of the networks an algorithm trainer needs, fitted to an env's specs: the
-``make_*`` helpers that rl-train's model configs point at."""
+``make_*`` helpers that rl-train's model configs point at; and TorchRL's config-driven builders
+(``torchrl.trainers.helpers``: ``correct_for_frame_skip``, ``make_target_updater``,
+``make_dqn_loss``)."""
 
 from __future__ import annotations
 
@@ -161,3 +163,124 @@ def make_dqn_models(
     )  # fmt: skip
     policy = TensorDictSequential(actor, explore)
     return {"policy": policy, "value_network": actor, "exploration": explore}
+
+
+# TorchRL's config-driven builders (torchrl.trainers.helpers). ``cfg`` is anything with the
+# named settings as attributes or keys: an OmegaConf config, a dataclass, a Namespace, a dict.
+
+#: The settings counted in frames, which ``correct_for_frame_skip`` divides by ``frame_skip``.
+FRAME_COUNT_SETTINGS = (
+    "max_frames_per_traj", "total_frames", "frames_per_batch", "record_frames",
+    "annealing_frames", "init_random_frames", "init_env_steps", "noops",
+)  # fmt: skip
+_UNSET = object()
+
+
+def _setting(owner: str, cfg: Any, name: str, default: Any = _UNSET) -> Any:
+    value = cfg.get(name, default) if isinstance(cfg, dict) else getattr(cfg, name, default)
+    if value is _UNSET:
+        raise KeyError(f"{owner}: cfg has no {name!r} setting; add it to the config.")
+    return value
+
+
+def _has(cfg: Any, name: str) -> bool:
+    return name in cfg if isinstance(cfg, dict) else hasattr(cfg, name)
+
+
+def correct_for_frame_skip(cfg: Any) -> Any:
+    """Divides every frame count of ``cfg`` (:data:`FRAME_COUNT_SETTINGS` that it has) by its
+    ``frame_skip``, in place, so that ``total_frames=1_000_000`` with a frame skip of 4 asks
+    the env for 1M frames, not 4M: the counts become env steps.
+
+    Args:
+        cfg: the settings, with ``frame_skip``; changed in place.
+
+    Returns:
+        ``cfg``.
+
+    Raises:
+        ValueError: ``frame_skip`` is not a positive int.
+
+    Examples:
+        >>> cfg = {"frame_skip": 4, "total_frames": 1000, "frames_per_batch": 64}
+        >>> correct_for_frame_skip(cfg)
+        {'frame_skip': 4, 'total_frames': 250, 'frames_per_batch': 16}
+    """
+    frame_skip = _setting("correct_for_frame_skip", cfg, "frame_skip")
+    if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
+        raise ValueError(
+            f"correct_for_frame_skip: cfg.frame_skip must be a positive int, got {frame_skip!r}."
+        )
+    for name in FRAME_COUNT_SETTINGS:
+        if not _has(cfg, name):
+            continue
+        value = _setting("correct_for_frame_skip", cfg, name)
+        if value is None:
+            continue
+        if isinstance(cfg, dict):
+            cfg[name] = value // frame_skip
+        else:
+            setattr(cfg, name, value // frame_skip)
+    return cfg
+
+
+def make_target_updater(cfg: Any, loss_module: Any) -> Any:
+    """The target-network updater of a ``"double"`` loss (``cfg.loss``): a
+    :class:`~rl_objectives.SoftUpdate` with ``eps = 1 - 1 / value_network_update_interval``,
+    or, with ``cfg.hard_update``, a :class:`~rl_objectives.HardUpdate` every
+    ``value_network_update_interval`` updates; None for a ``"single"`` loss.
+
+    Raises:
+        ValueError: ``cfg.hard_update`` with a single loss (it has no target network), or
+            ``cfg.loss`` is neither ``"single"`` nor ``"double"``.
+    """
+    from rl_objectives import HardUpdate, SoftUpdate
+
+    owner = "make_target_updater"
+    loss = _setting(owner, cfg, "loss")
+    hard = bool(_setting(owner, cfg, "hard_update", False))
+    if loss == "single":
+        if hard:
+            raise ValueError(
+                f"{owner}: cfg.hard_update needs cfg.loss='double' (a single loss has no "
+                f"target network to update)."
+            )
+        return None
+    if loss != "double":
+        raise ValueError(f"{owner}: cfg.loss must be 'single' or 'double', got {loss!r}.")
+    interval = _setting(owner, cfg, "value_network_update_interval")
+    if hard:
+        return HardUpdate(loss_module, value_network_update_interval=interval)
+    return SoftUpdate(loss_module, eps=1 - 1 / interval)
+
+
+def make_dqn_loss(model: Any, cfg: Any) -> tuple[Any, Any]:
+    """A :class:`~rl_objectives.DQNLoss` of the Q-value actor ``model`` (a target network for
+    ``cfg.loss="double"``, ``cfg.loss_function``), its TD(0) estimator with ``cfg.gamma``, and
+    its target updater (:func:`make_target_updater`).
+
+    Returns:
+        ``(loss_module, target_net_updater)``; the updater is None for a single loss.
+
+    Raises:
+        ValueError: ``cfg.loss`` is neither ``"single"`` nor ``"double"``, or
+            ``cfg.distributional`` is set (build a ``DistributionalDQNLoss`` yourself).
+    """
+    from rl_objectives import DQNLoss
+
+    owner = "make_dqn_loss"
+    loss = _setting(owner, cfg, "loss")
+    if loss not in ("single", "double"):
+        raise ValueError(f"{owner}: cfg.loss must be 'single' or 'double', got {loss!r}.")
+    if _setting(owner, cfg, "distributional", False):
+        raise ValueError(
+            f"{owner}: cfg.distributional is not built by this helper; build "
+            f"rl_objectives.DistributionalDQNLoss with a distributional Q-network."
+        )
+    loss_module = DQNLoss(
+        model,
+        loss_function=_setting(owner, cfg, "loss_function", "l2"),
+        delay_value=loss == "double",
+    )
+    loss_module.make_value_estimator(gamma=_setting(owner, cfg, "gamma"))
+    return loss_module, make_target_updater(cfg, loss_module)
