@@ -9,6 +9,7 @@ import torch
 
 from rl_core.envs import reference_only
 from rl_core.specs import OneHot, Unbounded
+from rl_core.ted import step_mdp
 from rl_envs._accel.action_rows import one_hot_rows
 
 gym = pytest.importorskip("gymnasium", reason='pip install "rl-envs[gymnasium]"')
@@ -65,7 +66,7 @@ def test_one_hot_rows_only_for_a_cpu_one_hot_itself():
 
 
 @pytest.mark.parametrize("num_envs", [0, 3])
-def test_step_and_maybe_reset_steps_into_the_rows_in_one_call(num_envs):
+def test_step_and_maybe_reset_and_step_write_the_rows_in_one_call(num_envs):
     # The route writes the row's outputs under "next" without done completion: traced calls.
     env = GymEnv("CartPole-v1", num_envs=num_envs)
     env.set_seed(0)
@@ -80,6 +81,9 @@ def test_step_and_maybe_reset_steps_into_the_rows_in_one_call(num_envs):
     try:
         for _ in range(40):
             _, td = env.step_and_maybe_reset(env.rand_action(td))
+        for _ in range(40):  # env.step, then step_mdp (or a reset) as users write it
+            td = env.step(env.rand_action(td))
+            td = env.reset() if td["next", "done"].any() else step_mdp(td)
     finally:
         sys.setprofile(None)
     assert "merge_reset_rows" in called  # episodes ended within 40 random steps

@@ -93,16 +93,10 @@ class GymStepPlan(StepPlan):
             return next_td, None
         return next_td, env._stepper.reset_finished(done)
 
-    def step_and_maybe_reset(
-        self, tensordict: TensorDictBase
-    ) -> tuple[TensorDictBase, TensorDictBase]:
-        """``env.step_and_maybe_reset(tensordict)``: where every step output goes into the
-        row blocks (``numpy_rows_apply``, ``_rows_only``, no info reader, the done flags at the
-        root only) and ``tensordict`` is a plain TensorDict holding the action, the route of
-        :meth:`step_and_reset` in one call: the action stepped straight into the next row
-        (which holds all three done flags, so nothing is left to complete), the step's
-        TensorDict written under ``"next"``, ``step_mdp``, and the finished env's rows merged
-        by :meth:`merge_reset_rows`; the generic route elsewhere."""
+    def _row_action(self, tensordict: TensorDictBase) -> Any:
+        """The action entry of a plain ``tensordict`` where a step writes every output into
+        the row blocks (``numpy_rows_apply``, ``_rows_only``, no info reader, the done flags
+        at the root only: a row holds all three), else ``None``."""
         env = self.wrapper
         applies = self.rows_step
         if applies is None:
@@ -111,11 +105,34 @@ class GymStepPlan(StepPlan):
             applies = self.rows_step = bool(
                 self.rows_apply and env._rows_only and self.env.done_levels() == [()]
             )
-        action = (
-            tensordict._tensordict.get(ACTION)
-            if applies and type(tensordict) is TensorDict and not env._info_readers
-            else None
+        if applies and type(tensordict) is TensorDict and not env._info_readers:
+            return tensordict._tensordict.get(ACTION)
+        return None
+
+    def full_step(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """``env.step(tensordict)``: where :meth:`_row_action` finds the action, the step
+        stepped straight into the next row and written under ``"next"`` (the row holds all
+        three done flags: nothing to complete); the generic route elsewhere."""
+        action = self._row_action(tensordict)
+        if action is None:
+            return super().full_step(tensordict)
+        env = self.wrapper
+        next_td = build_tensordict(
+            env._rows.step(env._stepper, action), env.batch_size, env._cpu_device
         )
+        set_leaf(tensordict, NEXT, next_td)
+        return tensordict
+
+    def step_and_maybe_reset(
+        self, tensordict: TensorDictBase
+    ) -> tuple[TensorDictBase, TensorDictBase]:
+        """``env.step_and_maybe_reset(tensordict)``: where :meth:`_row_action` finds the
+        action, the route of :meth:`step_and_reset` in one call: the action stepped straight
+        into the next row (which holds all three done flags: nothing to complete), the step's
+        TensorDict written under ``"next"``, ``step_mdp``, and the finished sub-envs' rows
+        merged by :meth:`merge_reset_rows`; the generic route elsewhere."""
+        env = self.wrapper
+        action = self._row_action(tensordict)
         if action is None:
             return super().step_and_maybe_reset(tensordict)
         rows = env._rows
