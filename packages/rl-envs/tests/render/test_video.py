@@ -79,7 +79,7 @@ def test_png_and_gif_read_back(tmp_path):
 
 
 def test_mp4_reads_back_with_its_frame_count_and_padded_size(tmp_path):
-    av = pytest.importorskip("av", reason="pip install av")
+    av = pytest.importorskip("av", reason='pip install "rl-envs[video]"')
     frames = [_colour([v, v, v], 5, 7) for v in (0, 120, 250)]
     path = encode_video(frames, tmp_path / "roll.mp4", fps=10)
     with av.open(str(path)) as container:

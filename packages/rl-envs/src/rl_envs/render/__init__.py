@@ -2,9 +2,8 @@
 
 ``render_policy(RenderConfig(...))`` (or the ``rl-render`` command) loads a checkpoint, builds
 the env and the policy, rolls out and writes the artifact. Writing images needs the ``video``
-extra (``pip install "rl-envs[video]"``: pillow, for PNG and GIF) and PyAV for MP4
-(``pip install av``). TorchRL's MuJoCo
-WASM viewer helpers are not built here.
+extra (``pip install "rl-envs[video]"``: pillow for PNG and GIF, PyAV for MP4). TorchRL's
+MuJoCo WASM viewer helpers are not built here.
 """
 
 from rl_envs.render.artifacts import write_render_artifact

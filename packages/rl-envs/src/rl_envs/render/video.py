@@ -1,6 +1,6 @@
 """Frames to images: normalising, laying out cameras, and writing PNG, GIF and MP4 files.
 
-PNG and GIF need pillow (``pip install "rl-envs[video]"``), MP4 needs PyAV (``pip install av``).
+PNG and GIF need pillow (``pip install "rl-envs[video]"``), MP4 needs PyAV (the same extra).
 """
 
 from __future__ import annotations
@@ -191,7 +191,9 @@ def encode_video(
     try:
         import av
     except ModuleNotFoundError:
-        raise ModuleNotFoundError("MP4 writing needs PyAV: pip install av", name="av") from None
+        raise ModuleNotFoundError(
+            'MP4 writing needs PyAV: pip install "rl-envs[video]"', name="av"
+        ) from None
     from fractions import Fraction
 
     height, width = images[0].shape[:2]
