@@ -22,6 +22,21 @@ def test_priority_key_and_weights():
         TensorDictPrioritizedReplayBuffer(alpha=1.0, beta=1.0, sampler=RandomSampler())
 
 
+def test_extend_with_update_priority_false_keeps_the_default_priority():
+    buffer = TensorDictPrioritizedReplayBuffer(
+        alpha=1.0, beta=1.0, priority_key="err", storage=LazyTensorStorage(8)
+    )
+    data = TensorDict({"obs": torch.arange(2.0), "err": torch.tensor([1.0, 9.0])}, [2])
+    buffer.extend(data, update_priority=False)
+    # both items at the default priority (1.0): an even draw
+    counts = torch.bincount(buffer.sample(4000)["index"], minlength=2)
+    assert abs(int(counts[0]) - 2000) < 200
+    buffer.extend(data, update_priority=True)
+    # items 2 and 3 at 1.0 and 9.0: item 3 drawn 9 / 12 of the time
+    counts = torch.bincount(buffer.sample(12000)["index"], minlength=4)
+    assert abs(int(counts[3]) - 9000) < 400
+
+
 def _buffer():
     buffer = TensorDictPrioritizedReplayBuffer(
         alpha=1.0, beta=1.0, storage=LazyTensorStorage(8), batch_size=4

@@ -61,8 +61,8 @@ class RemoteTensorDictReplayBuffer(TensorDictReplayBuffer):
         return super().add(data)
 
     @_accepts_rref
-    def extend(self, data: Any) -> Tensor:
-        return super().extend(data)
+    def extend(self, data: Any, *, update_priority: bool | None = None) -> Tensor:
+        return super().extend(data, update_priority=update_priority)
 
     @_accepts_rref
     def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:

@@ -85,10 +85,19 @@ class TensorDictReplayBuffer(ReplayBuffer):
     def _prioritized(self) -> bool:
         return type(self._sampler).update_priority is not Sampler.update_priority
 
-    def extend(self, data: Any) -> Tensor:
+    def extend(self, data: Any, *, update_priority: bool | None = None) -> Tensor:
+        """Writes a batch, as :meth:`ReplayBuffer.extend` does; with a prioritized sampler,
+        the items' priorities are then set from ``priority_key`` when the batch holds it.
+
+        Args:
+            data: the batch.
+            update_priority: whether to set the priorities from the batch (``None``: yes,
+                TorchRL's default); ``False`` leaves the new items at the default priority.
+        """
         index = super().extend(data)
         if (
-            self._prioritized
+            update_priority is not False
+            and self._prioritized
             and isinstance(data, TensorDictBase)
             and self.priority_key in data.keys(True, True)
             and index.shape[:1] == data.shape[:1]
