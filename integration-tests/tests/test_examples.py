@@ -416,3 +416,19 @@ def test_mcts_chess_batched_env_scores_a_mate_for_the_mover(load_example):
     state = example.restart_finished(env, nxt, nxt["done"].flatten())
     assert int(state["mask"][0].sum()) == 20
     assert torch.equal(state["fen"][1], nxt["fen"][1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["act_pendulum", "diffusion_bc_pendulum"])
+def test_imitation_examples_run_from_a_recorded_or_given_dataset(name, load_example, tmp_path):
+    pytest.importorskip("h5py", reason='pip install "rl-buffers[h5py]"')
+    example = load_example(name)
+    line = "--episodes 2 --updates 3 --eval-episodes 2 --batch-size 16 --no-plot"
+    result = example.train(example.parse_config(flags(line, tmp_path)))
+    assert -400 < result["expert_return"] < 0  # the scripted expert swings up
+    assert result["random_return"] < -600
+    dataset = tmp_path / "run" / "d4rl" / "pendulum-expert-v0.hdf5"
+    assert (tmp_path / "run" / "checkpoint.pt").is_file()
+    given = flags(f"{line} --dataset {dataset}", tmp_path / "again")
+    again = example.train(example.parse_config(given))
+    assert math.isnan(again["expert_return"])  # a given file's expert is not played
