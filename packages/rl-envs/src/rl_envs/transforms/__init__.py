@@ -38,6 +38,7 @@ from rl_envs.transforms.observation_norm import ObservationNorm
 from rl_envs.transforms.observation_transform import ObservationTransform
 from rl_envs.transforms.policy_age_filter import PolicyAgeFilter
 from rl_envs.transforms.primer import TensorDictPrimer
+from rl_envs.transforms.r3m import R3MTransform
 from rl_envs.transforms.random_crop import RandomCropTensorDict
 from rl_envs.transforms.random_truncation import RandomTruncationTransform
 from rl_envs.transforms.recording import PixelRenderTransform, VideoRecorder
@@ -104,6 +105,7 @@ __all__ = [
     "CenterCrop",
     "Crop",
     "GrayScale",
+    "R3MTransform",
     # rewards
     "RewardScaling",
     "RewardClipping",
