@@ -96,7 +96,8 @@ class OfflineToOnlineTrainer(OffPolicyTrainer):
             else:
                 sub_batch = self.offline_buffer.sample(self.offline_batch_size)
             self.optim_count += 1
-            losses = self.loss_module(sub_batch)
+            with self.forward_context():
+                losses = self.loss_module(sub_batch)
             update = getattr(self.offline_buffer, "update_tensordict_priority", None)
             if update is not None:
                 update(sub_batch)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -193,6 +194,10 @@ class Trainer:
             point: [] for point in HOOK_POINTS
         }
         self._modules: dict[str, Any] = {}
+        #: The context the loss module runs in (an optimisation stepper may set autocast).
+        self.forward_context: Callable[[], contextlib.AbstractContextManager[Any]] = (
+            contextlib.nullcontext
+        )
         if seed is not None:
             torch.manual_seed(seed)
             if hasattr(collector, "set_seed"):
@@ -350,7 +355,8 @@ class Trainer:
                 self.optim_count += 1
                 count += 1
                 sub_batch = self._process("process_optim_batch", batch)
-                losses = self.loss_module(sub_batch)
+                with self.forward_context():
+                    losses = self.loss_module(sub_batch)
                 self._call("post_loss", sub_batch)
                 for name, value in self._optimizer_step(losses).items():
                     totals[name] = totals[name] + value if name in totals else value

@@ -10,6 +10,15 @@ from rl_objectives.trainers.hooks.log_timing import LogTiming
 from rl_objectives.trainers.hooks.log_validation import LogValidationReward
 from rl_objectives.trainers.hooks.lr_scheduler import LRSchedulerHook
 from rl_objectives.trainers.hooks.mask import mask_batch
+from rl_objectives.trainers.hooks.offline_to_online import (
+    OfflineToOnlineAnnealHook,
+    OfflineToOnlineReplayBufferHook,
+)
+from rl_objectives.trainers.hooks.optimization_stepper import (
+    DefaultOptimizationStepper,
+    MixedPrecisionOptimizationStepper,
+    OptimizationStepper,
+)
 from rl_objectives.trainers.hooks.optimizer import OptimizerHook
 from rl_objectives.trainers.hooks.replay_buffer import ReplayBufferTrainer
 from rl_objectives.trainers.hooks.reward_normalizer import RewardNormalizer
@@ -21,6 +30,11 @@ from rl_objectives.trainers.hooks.utdr import UTDRHook
 from rl_objectives.trainers.hooks.value_estimator import ValueEstimatorHook
 
 __all__ = [
+    "OfflineToOnlineReplayBufferHook",
+    "OfflineToOnlineAnnealHook",
+    "OptimizationStepper",
+    "DefaultOptimizationStepper",
+    "MixedPrecisionOptimizationStepper",
     "TrainerHookBase",
     "ReplayBufferTrainer",
     "UpdateWeights",
