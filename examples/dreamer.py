@@ -99,6 +99,7 @@ RULES = {
     "actor_std_bias": _recipe.FINITE,
     "free_nats": _recipe.at_least(0),
     "replay_value_weight": _recipe.at_least(0),
+    "gamma": _recipe.between(0, 1, open_high=True),  # V3's replay horizon is 1 / (1 - gamma)
 }
 
 
@@ -307,10 +308,13 @@ class Agent:
             self.value_loss = DreamerV3ValueLoss(self.value, value_loss="two_hot",
                                                  num_value_bins=cfg.num_bins,
                                                  actor_loss=self.actor_loss)  # fmt: skip
-            # the three losses on one batch, and the critic on the replayed posterior latents
+            # the three losses on one batch, and the critic on the replayed posterior latents;
+            # its replay returns use the imagination's discount and lambda (the paper uses
+            # 1 - 1/333 for both): one critic, one target
             self.loss = DreamerV3Loss(
                 self.model_loss, self.actor_loss, self.value_loss,
                 replay_value_loss_weight=cfg.replay_value_weight,
+                continuation_horizon=1 / (1 - cfg.gamma), lmbda=cfg.lmbda,
                 imagination_starts=cfg.imagination_starts,
             )  # fmt: skip
         else:
