@@ -267,3 +267,31 @@ def test_affine_into_a_numpy_row_gives_the_bits_of_the_torch_expression(dtype, s
     )
     assert got is out
     assert np.array_equal(out.view(np.uint8), expected.numpy().view(np.uint8))
+
+
+def test_init_stats_reduces_dims_of_the_rollout_layout_as_torchrl():
+    # a batched env's rollout is [batch, time, *entry]: reduce_dim=(0, 1) gives per-feature
+    # stats, and cat_dim must be one of the reduced dims (TorchRL's rule)
+    from rl_core.testing import CountingEnv
+
+    def fresh():
+        env = TransformedEnv(
+            CountingEnv(max_count=50, start_high=10, batch_size=[2]),
+            ObservationNorm(standard_normal=True),
+        )
+        env.set_seed(3)
+        torch.manual_seed(3)
+        return env
+
+    env = fresh()
+    env.transform.init_stats(7, reduce_dim=(0, 1), cat_dim=1)
+    assert env.transform.loc.shape == (1,)
+    traj = fresh().base_env.rollout(7, break_when_any_done=False)
+    obs = traj["observation"]
+    assert obs.shape == (2, 7, 1)
+    torch.testing.assert_close(env.transform.loc, obs.mean((0, 1)))
+    torch.testing.assert_close(env.transform.scale, obs.std((0, 1)))
+    with pytest.raises(ValueError, match=r"cat_dim to be reduce_dim or one of its dims"):
+        fresh().transform.init_stats(7, reduce_dim=(0, 1), cat_dim=2)
+    with pytest.raises(ValueError, match=r"keep_dims among reduce_dim"):
+        fresh().transform.init_stats(7, reduce_dim=0, keep_dims=(1,))

@@ -107,28 +107,34 @@ class ObservationNorm(Transform):
     ) -> None:
         """Estimates loc and scale from ``num_iter`` random steps of the env below.
 
-        The values of ``key`` are gathered as one ``[N, *entry_shape]`` tensor (every batch
-        and time index of the rollout flattened into dim 0), then mean and std are taken over
-        ``reduce_dim``; dims listed in ``keep_dims`` stay as size-1 dims.
+        The values of ``key`` are read from one random rollout of ``num_iter`` steps (it does
+        not stop on done) in the rollout's layout ``[*batch_size, time, *entry_shape]``, as
+        TorchRL reads them; mean and std are taken over ``reduce_dim`` (dims of that layout);
+        dims listed in ``keep_dims`` stay as size-1 dims.
 
         Args:
-            num_iter: number of env steps (the rollout does not stop on done).
-            reduce_dim: dim(s) of the gathered tensor to reduce; 0 gives per-feature stats.
-            cat_dim: accepted for TorchRL compatibility; only ``None`` or 0 (the gathered
-                tensor's sample dim) are meaningful here.
+            num_iter: number of env steps.
+            reduce_dim: dim(s) of the rollout layout to reduce; 0 for an env without batch
+                dims gives per-feature stats over time, ``(0, 1)`` does for a batched env.
+            cat_dim: the dim along which TorchRL joins rollouts; it must be ``reduce_dim`` or
+                one of its dims (defaults to ``reduce_dim``, or to the time dim when
+                ``reduce_dim`` is a tuple). One rollout is read here, so it changes nothing
+                else.
             key: the entry to estimate from; default the only in_key.
-            keep_dims: reduced dims kept with size 1.
+            keep_dims: reduced dims kept with size 1 (they must be in ``reduce_dim``).
 
         Raises:
             RuntimeError: the transform sits in no env, or its stats are already set.
-            ValueError: several in_keys and no ``key``, or a ``cat_dim`` other than 0.
+            ValueError: several in_keys and no ``key``, a ``cat_dim`` outside ``reduce_dim``,
+                or ``keep_dims`` outside ``reduce_dim``.
         """
         if self.initialized:
             raise RuntimeError("ObservationNorm.init_stats: loc and scale are already set.")
-        if cat_dim not in (None, 0):
+        dims = (reduce_dim,) if isinstance(reduce_dim, int) else tuple(reduce_dim)
+        if cat_dim is not None and cat_dim not in dims:
             raise ValueError(
-                f"ObservationNorm.init_stats: samples are gathered along dim 0, got "
-                f"cat_dim={cat_dim}; use reduce_dim to choose the dims to reduce."
+                f"ObservationNorm.init_stats: expected cat_dim to be reduce_dim or one of its "
+                f"dims (reduce_dim={reduce_dim}), got cat_dim={cat_dim}."
             )
         if key is None:
             if len(self.in_keys) != 1:
@@ -143,13 +149,17 @@ class ObservationNorm(Transform):
                 "TransformedEnv first (or pass loc and scale)."
             )
         traj = env.rollout(num_iter, break_when_any_done=False)
-        data = traj.get(key)
-        data = data.reshape(-1, *data.shape[len(env.batch_size) + 1 :]).float()
-        dims = (reduce_dim,) if isinstance(reduce_dim, int) else tuple(reduce_dim)
+        data = traj.get(key).float()
+        dims = sorted({d % data.ndim for d in dims})
         keep = set() if keep_dims is None else {d % data.ndim for d in keep_dims}
+        if not keep <= set(dims):
+            raise ValueError(
+                f"ObservationNorm.init_stats: expected keep_dims among reduce_dim "
+                f"({reduce_dim}), got keep_dims={keep_dims}."
+            )
         loc = data.mean(dims, keepdim=True)
         scale = data.std(dims, keepdim=True).clamp_min(self.eps)
-        squeeze = [d % data.ndim for d in dims if d % data.ndim not in keep]
+        squeeze = [d for d in dims if d not in keep]
         loc, scale = loc.squeeze(squeeze), scale.squeeze(squeeze)
         if not self.standard_normal:
             loc, scale = -loc / scale, 1.0 / scale
