@@ -212,7 +212,9 @@ def test_grpo_run_pushes_weights_to_the_generator_and_saves(
         weight_update_frequency=2,
         save_trainer_file=tmp_path / "trainer.pt",
     )
+    assert not tiny_model.training
     trainer.train()
+    assert not tiny_model.training  # learned in train mode, handed back in eval mode
     assert (trainer.collected_frames, trainer.optim_steps, trainer.weight_updates) == (8, 4, 2)
     assert len(trainer.logs) == 2
     assert {"reward", "loss_objective", "grad_norm"} <= set(trainer.logs[0])
@@ -230,3 +232,42 @@ def test_grpo_run_pushes_weights_to_the_generator_and_saves(
     )
     fresh.load_state_dict(saved)
     assert (fresh.collected_frames, fresh.optim_steps, fresh.weight_updates) == (8, 4, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.learning
+def test_grpo_trainer_raises_the_reward_of_a_tiny_model(one_thread):
+    """The digit task of integration-tests' GRPO test, trained by GRPOTrainer."""
+    from rl_llm.testing import build_tiny_chat_model
+
+    torch.manual_seed(0)
+    model, tokenizer = build_tiny_chat_model(seed=0)
+    group = 4
+    env = TransformedEnv(
+        DatasetChatEnv(
+            [f"Reply with a number please {i}" for i in range(8)],
+            batch_size=(16,),
+            repeats=group,
+            shuffle=True,
+            seed=0,
+        ),
+        DigitReward(),
+    )
+    policy = TransformersWrapper(
+        model, tokenizer, generate_kwargs={"max_new_tokens": 6, "do_sample": True}
+    )
+    collector = LLMCollector(
+        env, policy, dialog_turns_per_batch=16, postproc=MCAdvantage(grpo_size=group)
+    )
+    trainer = GRPOTrainer(
+        collector=collector,
+        total_frames=16 * 24,
+        optim_steps_per_batch=2,
+        loss_module=GRPOLoss(policy, clip_epsilon=0.2),
+        optimizer=torch.optim.Adam(model.parameters(), lr=3e-3),
+        clip_norm=None,
+    )
+    trainer.train()
+    rewards = [log["reward"] for log in trainer.logs]
+    start, end = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
+    assert end > start + 0.3, f"reward went from {start:.3f} to {end:.3f}: {rewards}"

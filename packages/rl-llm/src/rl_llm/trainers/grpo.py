@@ -38,7 +38,9 @@ class GRPOTrainer:
     ``gradient_accumulation_steps`` micro-batches the gradients are clipped to ``clip_norm``
     and the optimizer steps. Every ``weight_update_frequency`` optimizer steps,
     ``weight_sync_sender.update_weights()`` pushes the weights to the inference engine (and
-    ``empty_replay_buffer_on_weight_update`` empties the buffer: synchronous GRPO). The loop
+    ``empty_replay_buffer_on_weight_update`` empties the buffer: synchronous GRPO). The loss
+    module learns in train mode; each of its modules gets its own mode back after each batch's
+    optimisation (a policy model in eval mode generates in eval mode). The loop
     ends once ``total_frames`` frames were collected; an unfinished accumulation at the end is
     dropped.
 
@@ -240,20 +242,29 @@ class GRPOTrainer:
 
     def train(self) -> None:
         """Runs the loop until ``total_frames`` frames are collected (see the class doc)."""
-        training = getattr(self.loss_module, "training", None)
+        modules = (
+            list(self.loss_module.modules())
+            if isinstance(self.loss_module, torch.nn.Module)
+            else []
+        )
         try:
             for batch in self.collector:
                 self.collected_frames += batch.numel() * self.frame_skip
                 if self.replay_buffer is not None:
                     self.replay_buffer.extend(batch.reshape(-1))
                 sums: dict[str, list[float]] = {}
-                if isinstance(self.loss_module, torch.nn.Module):
-                    self.loss_module.train()
-                for _ in range(self.num_epochs):
-                    for _ in range(self.optim_steps_per_batch):
-                        self._learn(self._micro_batch(batch), sums)
-                if isinstance(self.loss_module, torch.nn.Module):
-                    self.loss_module.train(bool(training))
+                # Learn in train mode, then give every module its mode back (the policy's
+                # model generates the next batch in eval mode: no dropout).
+                modes = [m.training for m in modules]
+                for m in modules:
+                    m.training = True
+                try:
+                    for _ in range(self.num_epochs):
+                        for _ in range(self.optim_steps_per_batch):
+                            self._learn(self._micro_batch(batch), sums)
+                finally:
+                    for m, mode in zip(modules, modes, strict=True):
+                        m.training = mode
                 self._log(batch, sums)
                 if self.collected_frames >= self.total_frames:
                     break
