@@ -10,7 +10,9 @@ import pytest
 import torch
 
 from rl_envs.render import (
+    FrameBundle,
     RenderConfig,
+    RenderResult,
     build_notebook,
     checkpoint_hash,
     collect_render_rollouts,
@@ -22,6 +24,7 @@ from rl_envs.render import (
     parse_nested_key,
     render_policy,
     save_render_checkpoint,
+    write_render_artifact,
 )
 from rl_envs.render.cli import build_parser, config_from_args, main
 
@@ -186,3 +189,25 @@ def test_the_command_runs_as_a_module(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(out)
     assert out.stat().st_size > 0
+
+
+def _two_camera_result(config):
+    left = np.zeros((4, 6, 3), np.uint8)
+    right = np.full((4, 6, 3), 200, np.uint8)
+    bundles = [FrameBundle({"left": left, "right": right}, t, 0) for t in range(3)]
+    summary = {"index": 0, "steps": 2, "return": 2.0, "done": True}
+    return RenderResult(None, [], [], {"trajectories": [summary]}, [], [bundles])
+
+
+def test_cameras_are_laid_out_or_written_separately(tmp_path):
+    from PIL import Image
+
+    config = RenderConfig(format="gif", out=tmp_path / "s.gif", camera_layout="separate")
+    paths = write_render_artifact(_two_camera_result(config), config).frame_paths
+    assert [p.name for p in paths] == ["s_left.gif", "s_right.gif"]
+    config = RenderConfig(format="frames", out=tmp_path / "h", camera_layout="horizontal")
+    paths = write_render_artifact(_two_camera_result(config), config).frame_paths
+    assert len(paths) == 3
+    image = np.asarray(Image.open(paths[0]).convert("RGB"))
+    assert image.shape == (4, 12, 3)
+    assert (image[0, 0].tolist(), image[0, 6].tolist()) == ([0, 0, 0], [200, 200, 200])
