@@ -4,7 +4,8 @@ A ``WeightSyncScheme`` moves ONE model's weights from a sender to its receivers 
 transports: ``SharedMemWeightSyncScheme`` (one shared-memory copy on this machine),
 ``MultiProcessWeightSyncScheme`` (a pipe per worker process), ``NoWeightSyncScheme``
 (nothing), ``DistributedWeightSyncScheme`` (``torch.distributed``), ``RPCWeightSyncScheme``
-(``torch.distributed.rpc``) and ``RayWeightSyncScheme`` (Ray's object store). The collectors
+(``torch.distributed.rpc``), ``RayWeightSyncScheme`` (Ray's object store) and
+``RayModuleTransformScheme`` (into a ``RayModuleTransform``'s actor). The collectors
 take them as ``weight_sync_schemes={"policy": scheme}``.
 """
 
@@ -12,6 +13,7 @@ from rl_collectors.weight_sync.distributed import DistributedTransport, Distribu
 from rl_collectors.weight_sync.mp import MPTransport, MultiProcessWeightSyncScheme
 from rl_collectors.weight_sync.no_update import NoWeightSyncScheme
 from rl_collectors.weight_sync.ray import RayTransport, RayWeightSyncScheme
+from rl_collectors.weight_sync.ray_module_transform import RayModuleTransformScheme
 from rl_collectors.weight_sync.rpc import RPCTransport, RPCWeightSyncScheme
 from rl_collectors.weight_sync.scheme import (
     InitialSyncTransport,
@@ -38,5 +40,6 @@ __all__ = [
     "RPCTransport",
     "RPCWeightSyncScheme",
     "RayTransport",
+    "RayModuleTransformScheme",
     "RayWeightSyncScheme",
 ]
