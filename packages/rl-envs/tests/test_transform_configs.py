@@ -101,6 +101,8 @@ ARGS = {
     "ConditionalPolicySwitch": {"policy": _get("torch.clone"), "condition": _get("torch.any")},
     "PolicyAgeFilter": {"current_version": 3, "max_policy_lag": 1, "strict": True},
     "R3MTransform": {"model_name": "resnet18", "size": 32, "stack_images": False},
+    "VIPTransform": {"model_name": "resnet50", "size": 32},
+    "VIPRewardTransform": {"model_name": "resnet50", "size": 32},
     "BinarizeReward": {"in_keys": ["reward"]},
     "LineariseRewards": {"in_keys": ["reward"], "weights": [1.0, 2.0]},
     "TargetReturn": {"target_return": 10.0, "mode": "constant"},

@@ -146,6 +146,8 @@ from rl_envs.transforms import (
     VecNorm,
     VecNormV2,
     VideoRecorder,
+    VIPRewardTransform,
+    VIPTransform,
 )
 
 __version__ = _version("rl-envs")
@@ -250,6 +252,8 @@ __all__ = [
     "CenterCrop",
     "GrayScale",
     "R3MTransform",
+    "VIPTransform",
+    "VIPRewardTransform",
     "RewardScaling",
     "RewardClipping",
     "RewardSum",

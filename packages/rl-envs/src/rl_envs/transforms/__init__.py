@@ -69,6 +69,7 @@ from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
 from rl_envs.transforms.vecnorm_v2 import VecNormV2
+from rl_envs.transforms.vip import VIPRewardTransform, VIPTransform
 
 __all__ = [
     # keys
@@ -106,6 +107,8 @@ __all__ = [
     "Crop",
     "GrayScale",
     "R3MTransform",
+    "VIPTransform",
+    "VIPRewardTransform",
     # rewards
     "RewardScaling",
     "RewardClipping",
