@@ -2,7 +2,7 @@ import pytest
 import torch
 from tensordict import TensorDict
 
-from rl_core import Bounded, Compose, TransformedEnv, check_env_specs
+from rl_core import Bounded, Compose, Composite, TransformedEnv, check_env_specs
 from rl_envs.transforms import CenterCrop, Crop, GrayScale, ObservationNorm, Resize, ToTensorImage
 
 OBS = ["observation"]
@@ -57,10 +57,34 @@ def test_on_a_buffer_batch_of_uint8_frames():
     assert ints.shape == (3, 20, 15)
 
 
+def test_to_tensor_image_scales_integer_images_only_unless_from_int():
+    # TorchRL's rule: uint8 images are divided by 255, floating ones only moved to [C, H, W]
+    floats = torch.arange(12.0).reshape(2, 2, 3)  # [H, W, C]
+    moved = ToTensorImage()(TensorDict(pixels=floats))["pixels"]
+    assert moved.shape == (3, 2, 2)
+    assert moved[:, 0, 0].tolist() == [0.0, 1.0, 2.0]
+    scaled = ToTensorImage(from_int=True)(TensorDict(pixels=floats))["pixels"]
+    torch.testing.assert_close(scaled, moved / 255)
+    ints = torch.full((2, 2, 3), 255, dtype=torch.uint8)
+    assert ToTensorImage(from_int=False)(TensorDict(pixels=ints))["pixels"].max().item() == 255.0
+    spec = Composite(full_observation_spec=Composite(pixels=Bounded(0.0, 2.0, shape=(2, 2, 3))))
+    out = ToTensorImage().transform_output_spec(spec.clone())["full_observation_spec", "pixels"]
+    assert out.shape == (3, 2, 2)
+    assert (out.low.max().item(), out.high.min().item()) == (0.0, 2.0)
+
+
 def test_errors(cartpole, pong):
     env = TransformedEnv(cartpole, ToTensorImage(in_keys=OBS))
-    with pytest.raises(TypeError, match="ToTensorImage: expected uint8 images under 'observation'"):
+    with pytest.raises(ValueError, match=r"ToTensorImage: expected images \[..., C, H, W\]"):
         env.reset()
+    with pytest.raises(TypeError, match="ToTensorImage: expected uint8 or floating images"):
+        ToTensorImage().transform_output_spec(
+            Composite(
+                full_observation_spec=Composite(
+                    pixels=Bounded(0, 9, shape=(4, 4, 3), dtype=torch.int64)
+                )
+            )
+        )
     env = TransformedEnv(cartpole, Resize(8, in_keys=OBS))
     with pytest.raises(ValueError, match=r"Resize: expected images .* Missing pixels"):
         env.reset()

@@ -70,15 +70,18 @@ class _ImageTransform(Transform):
 
 
 class ToTensorImage(_ImageTransform):
-    """uint8 ``[..., H, W, C]`` images to float ``[..., C, H, W]`` in ``[0, 1]``.
+    """Images ``[..., H, W, C]`` to float ``[..., C, H, W]``; uint8 images are scaled from
+    ``[0, 255]`` to ``[0, 1]``, floating images are only moved and cast, as TorchRL's.
 
     Args:
         in_keys: the images. Defaults to ``["pixels"]``.
         out_keys: where to write them; default ``in_keys``.
         dtype: the floating dtype of the output.
+        from_int: whether to divide by 255: ``None`` (default) for integer images only,
+            ``True`` always, ``False`` never (TorchRL's ``from_int``).
 
     Raises:
-        TypeError: (on the specs) the images are not uint8.
+        TypeError: (on the specs) the images are neither uint8 nor floating.
 
     Examples:
         >>> import torch
@@ -88,28 +91,50 @@ class ToTensorImage(_ImageTransform):
         >>> out = t(TensorDict(pixels=img, batch_size=[2]))["pixels"]
         >>> out.shape, out.max().item()
         (torch.Size([2, 3, 64, 48]), 1.0)
+        >>> t(TensorDict(pixels=torch.full((64, 48, 3), 0.5), batch_size=[]))["pixels"].max().item()
+        0.5
     """
 
     def __init__(
-        self, in_keys: _Keys = None, out_keys: _Keys = None, *, dtype: torch.dtype = torch.float32
+        self,
+        in_keys: _Keys = None,
+        out_keys: _Keys = None,
+        *,
+        dtype: torch.dtype = torch.float32,
+        from_int: bool | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys)
         if not dtype.is_floating_point:
             raise TypeError(f"ToTensorImage: expected a floating dtype, got {dtype}.")
         self.dtype = dtype
+        self.from_int = from_int
+
+    def _scales(self, integer: bool) -> bool:
+        return integer if self.from_int is None else bool(self.from_int)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value.movedim(-1, -3).to(self.dtype).div_(255.0)
+        out = value.movedim(-1, -3).to(self.dtype)
+        return out.div(255.0) if self._scales(not value.dtype.is_floating_point) else out
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
-        if spec.dtype != torch.uint8:
+        if spec.dtype != torch.uint8 and not spec.dtype.is_floating_point:
             raise TypeError(
-                f"ToTensorImage: expected uint8 images under {key!r}, got dtype {spec.dtype}."
+                f"ToTensorImage: expected uint8 or floating images under {key!r}, got dtype "
+                f"{spec.dtype}."
             )
         if len(spec.shape) < 3:
             _check_image("ToTensorImage", key, spec, None)
         *lead, h, w, c = spec.shape
-        return Bounded(0.0, 1.0, shape=(*lead, c, h, w), device=spec.device, dtype=self.dtype)
+        shape = (*lead, c, h, w)
+        if spec.dtype == torch.uint8 and self._scales(True):
+            return Bounded(0.0, 1.0, shape=shape, device=spec.device, dtype=self.dtype)
+        found = _uniform_bounds(spec)
+        if found is None:
+            return Unbounded(shape=shape, device=spec.device, dtype=self.dtype)
+        low, high = found
+        if self._scales(spec.dtype == torch.uint8):
+            low, high = low / 255.0, high / 255.0
+        return Bounded(low, high, shape=shape, device=spec.device, dtype=self.dtype)
 
 
 class Resize(_ImageTransform):
