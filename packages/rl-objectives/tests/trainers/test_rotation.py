@@ -56,3 +56,28 @@ def test_errors(tmp_path):
         CheckpointBest(tmp_path, metric="loss").save(
             Checkpoint(net=torch.nn.Linear(1, 1)), 1, float("nan")
         )
+
+
+def test_a_save_removes_what_a_killed_writer_left_and_keeps_a_live_ones(tmp_path):
+    import subprocess
+    import sys
+
+    # A real process that has exited: its pid names a writer that died mid-save.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    net = torch.nn.Linear(1, 1)
+    rotation = CheckpointRotation(tmp_path, keep_last=2)
+    rotation.save(Checkpoint(net=net), 1)
+    stale = tmp_path / f".checkpoint_000000000002.partial-{dead.pid}"
+    stale.mkdir()
+    (stale / "manifest.json").write_text("{}")
+    live = tmp_path / f".checkpoint_000000000003.partial-{__import__('os').getppid()}"
+    live.mkdir()
+    rotation.save(Checkpoint(net=net), 4)
+    assert not stale.exists()
+    assert live.exists()  # a live process may still be writing it
+    best = CheckpointBest(tmp_path / "best", metric="reward", keep=1)
+    stale_best = tmp_path / "best" / f".best_000000000001.partial-{dead.pid}"
+    stale_best.mkdir(parents=True)
+    best.save(Checkpoint(net=net), 2, 1.0)
+    assert not stale_best.exists()

@@ -25,6 +25,19 @@ def _better(mode: str, a: float, b: float) -> bool:
     return a < b if mode == "min" else a > b
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (this one included)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 class _Directory:
     """The checkpoints named ``{prefix}_{step:012d}`` in one directory."""
 
@@ -50,6 +63,17 @@ class _Directory:
             if match and (entry / "manifest.json").is_file():
                 found.append((int(match.group(1)), entry))
         return tuple(path for _, path in sorted(found))
+
+    def remove_stale_partials(self) -> None:
+        """Deletes the temporary directories (``.{prefix}_{step}.partial-{pid}``) that a save
+        left when its process died mid-write (a SIGKILL); a live process's are kept."""
+        if not self.directory.is_dir():
+            return
+        pattern = re.compile(rf"\.{re.escape(self.prefix)}_\d+\.partial-(\d+)")
+        for entry in self.directory.iterdir():
+            match = pattern.fullmatch(entry.name)
+            if match and not _alive(int(match.group(1))):
+                shutil.rmtree(entry, ignore_errors=True)
 
     def metric(self, path: Path, key: str) -> float | None:
         try:
@@ -137,6 +161,7 @@ class CheckpointRotation:
         deletes those no longer kept; returns its path."""
         if isinstance(step, bool) or not isinstance(step, int) or step < 0:
             raise ValueError(f"CheckpointRotation.save: step must be an int >= 0, got {step!r}.")
+        self._dir.remove_stale_partials()
         path = checkpoint.save(self._dir.path(step), metadata={**(metadata or {}), "step": step})
         keep = set(self.checkpoints()[-self.keep_last :])
         best = self.best()
@@ -229,6 +254,7 @@ class CheckpointBest:
         ranked = self._ranked()
         if len(ranked) >= self.keep and not _better(self.mode, value, ranked[self.keep - 1][0]):
             return None
+        self._dir.remove_stale_partials()
         path = checkpoint.save(
             self._dir.path(step), metadata={**(metadata or {}), "step": step, self.metric: value}
         )
