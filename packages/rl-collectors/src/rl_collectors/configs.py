@@ -276,6 +276,16 @@ class RPCWeightSyncSchemeConfig(WeightSyncSchemeConfig):
     _target_: str = "rl_collectors.weight_sync.RPCWeightSyncScheme"
 
 
+@dataclass
+class RayModuleTransformSchemeConfig(WeightSyncSchemeConfig):
+    """:class:`rl_collectors.weight_sync.RayModuleTransformScheme`: weights of a Ray module
+    transform's module (``transform``, given when built)."""
+
+    backend: str = "gloo"
+    transform: Any = None
+    _target_: str = "rl_collectors.weight_sync.RayModuleTransformScheme"
+
+
 #: The ``collector`` group's options.
 COLLECTOR_CONFIGS: dict[str, type] = {
     "sync": SyncDataCollectorConfig,
@@ -301,6 +311,7 @@ WEIGHT_SYNC_SCHEME_CONFIGS: dict[str, type] = {
     "distributed": DistributedWeightSyncSchemeConfig,
     "ray": RayWeightSyncSchemeConfig,
     "rpc": RPCWeightSyncSchemeConfig,
+    "ray_module_transform": RayModuleTransformSchemeConfig,
 }
 
 

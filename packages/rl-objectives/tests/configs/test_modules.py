@@ -82,3 +82,16 @@ def test_additive_gaussian_config_is_called_with_the_action_spec():
     spec = Bounded(-1.0, 1.0, shape=(2,))
     noise = _build(AdditiveGaussianModuleConfig, {"sigma_init": 0.5})(spec)
     assert isinstance(noise, AdditiveGaussianModule)
+
+
+def test_dreamer_v3_image_configs_keep_integer_channel_multipliers():
+    from rl_objectives.configs import DreamerV3ImageDecoderConfig, DreamerV3ImageEncoderConfig
+
+    encoder = _build(DreamerV3ImageEncoderConfig, {"depth": 2, "mults": [1, 2]})
+    # Two stride-2 stages: 64 -> 16 pixels a side, 2 * 2 = 4 channels: 4 * 16 * 16 features.
+    assert encoder(torch.zeros(1, 3, 64, 64)).shape == (1, 4 * 16 * 16)
+    decoder = _build(
+        DreamerV3ImageDecoderConfig,
+        {"in_features": 8, "depth": 2, "mults": [1, 2], "num_blocks": 1},
+    )
+    assert decoder(torch.zeros(1, 8)).shape == (1, 3, 64, 64)

@@ -49,7 +49,7 @@ def config_of(
     """A typed config dataclass ``name`` whose fields are ``target``'s parameters.
 
     A parameter with a plain default (None, a bool, number or string) becomes a field with that
-    default, a tuple of numbers (Adam's ``betas``) a list; a required parameter is a mandatory
+    default, a tuple of numbers (Adam's ``betas``, a channel multiplier list) a list of ints or floats; a required parameter is a mandatory
     field (``???``), except in a partial config, where the required parameters are what the
     caller passes (a loss's networks, an optimizer's parameters) and are left out. ``*args``,
     ``**kwargs``, private and ``skip`` parameters and those whose default a YAML file cannot
@@ -88,7 +88,7 @@ def config_of(
             spec = field(default=MISSING)
         elif _number_tuple(default):
             spec = field(default_factory=lambda d=default: list(d))
-            kind = list[float]
+            kind = list[int] if all(type(v) is int for v in default) else list[float]
         elif default is None or type(default) in (bool, int, float, str):
             if isinstance(default, float) and math.isnan(default):
                 continue

@@ -18,7 +18,13 @@ from torch import nn
 
 from rl_core.modules import ProbabilisticActor, QValueActor, TanhNormal, ValueOperator
 from rl_objectives.configs._derive import MISSING, config_of
-from rl_objectives.modules import DreamerV3DiscreteActor, DreamerV3MLP, RSSMStateEstimatorV3
+from rl_objectives.modules import (
+    DreamerV3DiscreteActor,
+    DreamerV3ImageDecoder,
+    DreamerV3ImageEncoder,
+    DreamerV3MLP,
+    RSSMStateEstimatorV3,
+)
 
 
 def _key(key: Any) -> Any:
@@ -356,6 +362,14 @@ DreamerV3MLPConfig = config_of(
 DreamerV3DiscreteActorConfig = config_of(
     DreamerV3DiscreteActor, "DreamerV3DiscreteActorConfig",
     "rl_objectives.modules.DreamerV3DiscreteActor",
+)  # fmt: skip
+DreamerV3ImageEncoderConfig = config_of(
+    DreamerV3ImageEncoder, "DreamerV3ImageEncoderConfig",
+    "rl_objectives.modules.DreamerV3ImageEncoder",
+)  # fmt: skip
+DreamerV3ImageDecoderConfig = config_of(
+    DreamerV3ImageDecoder, "DreamerV3ImageDecoderConfig",
+    "rl_objectives.modules.DreamerV3ImageDecoder",
 )  # fmt: skip
 RSSMStateEstimatorV3Config = config_of(
     RSSMStateEstimatorV3, "RSSMStateEstimatorV3Config",

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rl_objectives import CQLLoss, DDPGLoss, IQLLoss, QMixerLoss, ReinforceLoss, TD3Loss, TQCLoss
+from rl_objectives import (
+    CQLLoss,
+    DDPGLoss,
+    DreamerV3Loss,
+    IQLLoss,
+    QMixerLoss,
+    ReinforceLoss,
+    TD3Loss,
+    TQCLoss,
+)
 from rl_objectives.configs._derive import MISSING, config_of
 
 
@@ -20,7 +29,7 @@ class LossConfig:
     _partial_: bool = True
 
 
-_LOSSES = (TQCLoss, ReinforceLoss, TD3Loss, QMixerLoss, DDPGLoss, IQLLoss, CQLLoss)
+_LOSSES = (TQCLoss, ReinforceLoss, TD3Loss, QMixerLoss, DDPGLoss, IQLLoss, CQLLoss, DreamerV3Loss)
 #: ``<Loss>Config`` for each loss derived here: loss name -> config class.
 LOSS_CONFIGS: dict[str, type] = {
     cls.__name__: config_of(
@@ -35,6 +44,8 @@ QMixerLossConfig = LOSS_CONFIGS["QMixerLoss"]
 DDPGLossConfig = LOSS_CONFIGS["DDPGLoss"]
 IQLLossConfig = LOSS_CONFIGS["IQLLoss"]
 CQLLossConfig = LOSS_CONFIGS["CQLLoss"]
+#: Called with the model, actor and value losses.
+DreamerV3LossConfig = LOSS_CONFIGS["DreamerV3Loss"]
 
 
 @dataclass
