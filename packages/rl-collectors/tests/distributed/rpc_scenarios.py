@@ -1,7 +1,7 @@
 """Runs one RPCCollector scenario in a fresh process (torch starts one RPC agent per process)
 and prints what it saw as JSON; tests/distributed/test_rpc.py checks it.
 
-Usage: python rpc_scenarios.py sync|async
+Usage: python rpc_scenarios.py sync|async, or checkpoint|restart PATH (the trainer's state)
 """
 
 import json
@@ -141,7 +141,41 @@ def async_scenario(facts):
     facts["alive_after_shutdown"] = [p.is_alive() for p in processes]
 
 
+def checkpoint_scenario(facts):
+    """The first trainer: a weight push, a batch, then its state saved to ``sys.argv[2]``."""
+    policy = probe_policy()
+    collector = RPCCollector([make, make], policy, frames_per_batch=16, sync=True)
+    collector.next()
+    set_weights(policy)
+    collector.update_policy_weights_()
+    collector.next()
+    torch.save(collector.state_dict(), sys.argv[2])
+    facts["node_pids"] = [node.process.pid for node in collector._nodes]
+    collector.shutdown()
+
+
+def restart_scenario(facts):
+    """A restarted trainer (fresh policy, fresh nodes) going on from ``sys.argv[2]``."""
+    collector = RPCCollector([make, make], probe_policy(), frames_per_batch=16, sync=True)
+    facts["node_pids"] = [node.process.pid for node in collector._nodes]
+    collector.load_state_dict(torch.load(sys.argv[2]))
+    batch = collector.next()
+    facts["versions"] = batch["collector", "policy_version"].unique().tolist()
+    facts["weights_identical"] = torch.equal(batch["probe"], torch.tensor(WEIGHTS).expand(4, 4, 3))
+    facts["frames"] = collector._frames
+    collector.update_policy_weights_()
+    facts["next_versions"] = collector.next()["collector", "policy_version"].unique().tolist()
+    collector.shutdown()
+
+
+SCENARIOS = {
+    "sync": sync_scenario,
+    "async": async_scenario,
+    "checkpoint": checkpoint_scenario,
+    "restart": restart_scenario,
+}
+
 if __name__ == "__main__":
     facts = {"pid": os.getpid()}
-    {"sync": sync_scenario, "async": async_scenario}[sys.argv[1]](facts)
+    SCENARIOS[sys.argv[1]](facts)
     print("FACTS " + json.dumps(facts), flush=True)

@@ -20,11 +20,11 @@ from rl_core.testing import CountingEnv
 make = partial(CountingEnv, max_count=4, batch_size=[2])
 
 
-def run_scenario(name):
-    """Runs ``rpc_scenarios.py name`` in a fresh process; returns the facts it printed."""
+def run_scenario(name, *args):
+    """Runs ``rpc_scenarios.py name *args`` in a fresh process; returns the facts it printed."""
     script = Path(__file__).with_name("rpc_scenarios.py")
     result = subprocess.run(
-        [sys.executable, str(script), name], capture_output=True, text=True, timeout=400
+        [sys.executable, str(script), name, *args], capture_output=True, text=True, timeout=400
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("FACTS ")]
     assert result.returncode == 0, result.stderr[-3000:]
@@ -70,6 +70,20 @@ def test_async_batches_scheme_weights_and_a_killed_node_named_within_3_s():
     ), facts["error"]
     assert facts["seconds_to_error"] < 3.0
     assert facts["alive_after_shutdown"] == [False, False]
+    assert_gone(facts["node_pids"])
+
+
+@pytest.mark.slow  # two fresh processes spawning two nodes each
+def test_a_restarted_trainer_goes_on_from_its_checkpoint_with_fresh_nodes(tmp_path):
+    state = tmp_path / "trainer.pt"
+    first = run_scenario("checkpoint", str(state))
+    assert_gone(first["node_pids"])
+    # A new trainer process: a fresh (zero) policy and new nodes, then the checkpoint.
+    facts = run_scenario("restart", str(state))
+    assert facts["versions"] == [1]  # the saved version, not a new one
+    assert facts["weights_identical"]  # the saved weights, on both fresh nodes
+    assert facts["frames"] == 48  # two batches before the checkpoint, one after
+    assert facts["next_versions"] == [2]
     assert_gone(facts["node_pids"])
 
 
