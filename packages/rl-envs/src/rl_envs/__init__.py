@@ -32,6 +32,7 @@ from rl_envs.libs import (
     DMControlEnv,
     DMControlWrapper,
     GymEnv,
+    GymLikeEnv,
     GymWrapper,
     HopperEnv,
     HumanoidEnv,
@@ -157,6 +158,7 @@ __all__ = [
     # gymnasium
     "GymEnv",
     "GymWrapper",
+    "GymLikeEnv",
     "InfoDictReader",
     "default_info_dict_reader",
     "gym_space_to_spec",

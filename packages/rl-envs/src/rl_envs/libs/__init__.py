@@ -17,6 +17,7 @@ from rl_envs.libs.envpool import MultiThreadedEnv, MultiThreadedEnvWrapper
 from rl_envs.libs.group_map import MarlGroupMapType, check_marl_grouping
 from rl_envs.libs.gym import GymEnv, GymWrapper
 from rl_envs.libs.gym_backend import gym_backend, set_gym_backend
+from rl_envs.libs.gym_like import GymLikeEnv
 from rl_envs.libs.implement_for import implement_for
 from rl_envs.libs.jumanji import JumanjiEnv, JumanjiWrapper
 from rl_envs.libs.lbforaging import LBForagingEnv, LBForagingWrapper
@@ -67,6 +68,7 @@ __all__ = [
     "get_available_libraries",
     "gym_backend",
     "gym_space_to_spec",
+    "GymLikeEnv",
     "register_gym_spec_conversion",
     "implement_for",
     "set_gym_backend",
