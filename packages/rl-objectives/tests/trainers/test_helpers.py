@@ -113,3 +113,44 @@ def test_make_dqn_loss_builds_the_loss_its_estimator_and_its_updater():
     assert not single.delay_value
     with pytest.raises(ValueError, match=r"cfg\.loss must be 'single' or 'double', got 'triple'"):
         make_dqn_loss(_qvalue_actor(), {**cfg, "loss": "triple"})
+
+
+def test_make_trainer_trains_as_a_trainer_built_by_hand(tiny):
+    from rl_objectives.trainers import Trainer
+    from rl_objectives.trainers.helpers import make_trainer
+
+    def parts():
+        torch.manual_seed(3)
+        return tiny.Collector(tiny.env(), tiny.random_policy, 4), tiny.Loss(tiny.value_network(0))
+
+    collector, loss = parts()
+    cfg = {"optimizer": "sgd", "lr": 0.05, "total_frames": 16, "frames_per_batch": 8,
+           "lr_scheduler": "cosine", "seed": 1}  # fmt: skip
+    trainer = make_trainer(collector, loss, cfg=cfg)
+    trainer.train()
+    got = [p.detach().clone() for p in loss.parameters()]
+    assert isinstance(trainer.optimizer, torch.optim.SGD)
+    # Cosine over int(16 / 8 * 1) = 2 steps: after both, lr = 0.05 * (1 + cos(pi)) / 2 = 0.
+    assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(0.0, abs=1e-12)
+    assert collector.weight_updates == 2  # UpdateWeights after each batch
+    # By hand: the same trainer with the first step at lr 0.05 and the second at 0.025.
+    collector, loss = parts()
+    optimizer = torch.optim.SGD(loss.parameters(), lr=0.05)
+    by_hand = Trainer(collector, 16, loss, optimizer, progress_bar=False, seed=1)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, 2)
+    by_hand.register_op("post_optim", schedule.step)
+    by_hand.train()
+    for want, have in zip(loss.parameters(), got):
+        torch.testing.assert_close(have, want.detach(), rtol=0, atol=0)
+
+
+def test_make_trainer_refuses_unknown_settings(tiny):
+    from rl_objectives.trainers.helpers import make_trainer
+
+    loss = tiny.Loss(tiny.value_network(0))
+    with pytest.raises(
+        ValueError, match=r"cfg\.optimizer must be one of \['adam', 'adamax', 'sgd'\], got 'lion'"
+    ):
+        make_trainer([], loss, cfg={"optimizer": "lion", "total_frames": 8})
+    with pytest.raises(ValueError, match=r"cfg is required"):
+        make_trainer([], loss)

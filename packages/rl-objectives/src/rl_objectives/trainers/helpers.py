@@ -284,3 +284,108 @@ def make_dqn_loss(model: Any, cfg: Any) -> tuple[Any, Any]:
     )
     loss_module.make_value_estimator(gamma=_setting(owner, cfg, "gamma"))
     return loss_module, make_target_updater(cfg, loss_module)
+
+
+#: ``cfg.optimizer``'s names in :func:`make_trainer`.
+OPTIMIZERS: dict[str, type[torch.optim.Optimizer]] = {
+    "adam": torch.optim.Adam,
+    "sgd": torch.optim.SGD,
+    "adamax": torch.optim.Adamax,
+}
+
+
+def make_trainer(
+    collector: Any,
+    loss_module: Any,
+    recorder: Any = None,
+    target_net_updater: Any = None,
+    policy_exploration: Any = None,
+    replay_buffer: Any = None,
+    logger: Any = None,
+    cfg: Any = None,
+) -> Any:
+    """A :class:`~rl_objectives.trainers.Trainer` of built parts, set up by ``cfg``.
+
+    The optimizer is ``cfg.optimizer`` (``"adam"``, ``"sgd"``, ``"adamax"``) over the loss's
+    parameters with ``cfg.lr`` and ``cfg.weight_decay``; ``cfg.lr_scheduler="cosine"`` anneals
+    it over all optimisation steps. The trainer collects ``cfg.total_frames`` frames (env steps
+    times ``cfg.frame_skip``) with ``cfg.optim_steps_per_batch``, ``cfg.clip_grad_norm``,
+    ``cfg.clip_norm``, ``cfg.seed``. Registered: a :class:`ReplayBufferTrainer` of
+    ``replay_buffer`` with ``cfg.batch_size``, a :class:`TargetNetUpdaterHook`, the
+    exploration module's ``step`` on the collected frames, :class:`UpdateWeights` of the
+    collector, :class:`CountFramesLog`, a :class:`RewardNormalizer` with
+    ``cfg.normalize_rewards_online``, and a :class:`LogValidationReward` of ``recorder`` every
+    ``cfg.record_interval`` steps.
+
+    Raises:
+        ValueError: ``cfg`` is None, or ``cfg.optimizer`` or ``cfg.lr_scheduler`` is unknown.
+    """
+    from rl_objectives.trainers import (
+        CountFramesLog,
+        LogValidationReward,
+        LRSchedulerHook,
+        ReplayBufferTrainer,
+        RewardNormalizer,
+        TargetNetUpdaterHook,
+        Trainer,
+        UpdateWeights,
+    )
+
+    owner = "make_trainer"
+    if cfg is None:
+        raise ValueError(f"{owner}: cfg is required (the optimizer and the trainer's settings).")
+    name = _setting(owner, cfg, "optimizer", "adam")
+    if name not in OPTIMIZERS:
+        raise ValueError(
+            f"{owner}: cfg.optimizer must be one of {sorted(OPTIMIZERS)}, got {name!r}."
+        )
+    optimizer = OPTIMIZERS[name](
+        loss_module.parameters(),
+        lr=_setting(owner, cfg, "lr", 3e-4),
+        weight_decay=_setting(owner, cfg, "weight_decay", 0.0),
+    )
+    frame_skip = _setting(owner, cfg, "frame_skip", 1)
+    total_frames = _setting(owner, cfg, "total_frames")
+    optim_steps = _setting(owner, cfg, "optim_steps_per_batch", 1)
+    trainer = Trainer(
+        collector,
+        total_frames * frame_skip,
+        loss_module,
+        optimizer,
+        logger=logger,
+        optim_steps_per_batch=optim_steps,
+        clip_grad_norm=_setting(owner, cfg, "clip_grad_norm", True),
+        clip_norm=_setting(owner, cfg, "clip_norm", None),
+        progress_bar=_setting(owner, cfg, "pbar", False),
+        seed=_setting(owner, cfg, "seed", None),
+        frame_skip=frame_skip,
+    )
+    scheduler = _setting(owner, cfg, "lr_scheduler", None)
+    if scheduler == "cosine":
+        steps = int(total_frames / _setting(owner, cfg, "frames_per_batch") * optim_steps)
+        LRSchedulerHook(torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)).register(
+            trainer
+        )
+    elif scheduler not in (None, "", "none"):
+        raise ValueError(f"{owner}: cfg.lr_scheduler must be 'cosine' or None, got {scheduler!r}.")
+    if replay_buffer is not None:
+        ReplayBufferTrainer(replay_buffer, _setting(owner, cfg, "batch_size")).register(trainer)
+    if target_net_updater is not None:
+        TargetNetUpdaterHook(target_net_updater).register(trainer)
+    step = getattr(policy_exploration, "step", None)
+    if callable(step):
+        trainer.register_op("batch_process", lambda batch: step(batch.numel()))
+    UpdateWeights(collector, 1).register(trainer)
+    CountFramesLog(frame_skip=frame_skip).register(trainer)
+    if _setting(owner, cfg, "normalize_rewards_online", False):
+        RewardNormalizer(
+            scale=_setting(owner, cfg, "normalize_rewards_online_scale", 1.0)
+        ).register(trainer)
+    if recorder is not None:
+        LogValidationReward(
+            record_interval=_setting(owner, cfg, "record_interval"),
+            record_frames=_setting(owner, cfg, "record_frames"),
+            policy_exploration=policy_exploration,
+            environment=recorder,
+        ).register(trainer)
+    return trainer
