@@ -21,6 +21,12 @@ from rl_collectors.async_collector import AsyncCollector, aSyncDataCollector
 from rl_collectors.base import BaseCollector, DataCollectorBase
 from rl_collectors.distributed import RayCollector
 from rl_collectors.evaluator import Evaluator
+from rl_collectors.inference_server import (
+    InferenceClient,
+    InferenceServer,
+    InferenceTransport,
+    ThreadingTransport,
+)
 from rl_collectors.multi_async import MultiAsyncCollector, MultiaSyncDataCollector
 from rl_collectors.multi_collector import MultiCollector
 from rl_collectors.multi_sync import MultiSyncCollector, MultiSyncDataCollector
@@ -60,6 +66,10 @@ __all__ = [
     "RayWeightUpdater",
     "RemoteModuleWeightUpdater",
     "Evaluator",
+    "InferenceServer",
+    "InferenceClient",
+    "InferenceTransport",
+    "ThreadingTransport",
     "ProfileConfig",
     "AsyncBatchedCollector",
 ]
