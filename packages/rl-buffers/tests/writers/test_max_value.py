@@ -46,6 +46,23 @@ def test_state_round_trip():
     assert other.extend(TensorDict({"r": torch.tensor([1.5])}, [1])).tolist() == [0]
 
 
+def test_dumps_and_loads_through_a_folder_as_torchrl(tmp_path):
+    storage = LazyTensorStorage(2)
+    writer = TensorDictMaxValueWriter(rank_key="r")
+    writer.register_storage(storage)
+    writer.extend(TensorDict({"r": torch.tensor([1.0, 2.0])}, [2]))
+    writer.dumps(tmp_path / "w")
+    writer.dumps(tmp_path / "w")  # a second dump overwrites the first
+    other = TensorDictMaxValueWriter(rank_key="r")
+    other.loads(tmp_path / "w")
+    other.register_storage(storage)
+    # the loaded writer knows rank 1.0 sits in row 0: 1.5 replaces it there, 0.5 goes nowhere
+    assert other.extend(TensorDict({"r": torch.tensor([1.5])}, [1])).tolist() == [0]
+    assert other.add(TensorDict({"r": torch.tensor(0.5)}, [])) == -1
+    with pytest.raises(FileNotFoundError, match=r"TensorDictMaxValueWriter.loads: .* is missing"):
+        other.loads(tmp_path / "nothing")
+
+
 @pytest.mark.parametrize(
     "data", [torch.zeros(3, 1), {"a": torch.zeros(3, 1)}], ids=["tensor", "dict"]
 )

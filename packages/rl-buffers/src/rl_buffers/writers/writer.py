@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from torch import Tensor
 
+from rl_buffers.storages._files import atomic_save, load_file
 from rl_buffers.storages.storage import Storage, check_compilable
 
 __all__ = ["Writer"]
@@ -57,5 +59,31 @@ class Writer:
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def dumps(self, path: str | Path) -> None:
+        """Saves the writer's state (its ``state_dict``) into the folder ``path`` (created if
+        needed; a second call overwrites it), as TorchRL's writers do.
+
+        Args:
+            path: the folder.
+        """
+        folder = Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_save(self.state_dict(), folder / _STATE_FILE)
+
+    def loads(self, path: str | Path) -> None:
+        """Loads the state :meth:`dumps` saved in the folder ``path``.
+
+        Args:
+            path: the folder.
+
+        Raises:
+            FileNotFoundError: the folder holds no saved writer state.
+            ValueError: the saved state cannot be read back.
+        """
+        self.load_state_dict(load_file(f"{type(self).__name__}.loads", Path(path) / _STATE_FILE))
+
     def _empty(self) -> None:
         raise NotImplementedError
+
+
+_STATE_FILE = "writer_state.pt"
