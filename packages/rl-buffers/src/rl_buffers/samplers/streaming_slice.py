@@ -115,6 +115,8 @@ class StreamingSliceSampler(SliceSampler):
             if traj_key is not None:
                 raise ValueError(f"{name}: expected end_keys or traj_key, not both.")
             end_keys = tuple(end_keys)
+        if end_key is not None and traj_key is not None:
+            raise ValueError(f"{name}: expected end_key or traj_key, not both.")
         for option, value in (
             ("pad_output", pad_output),
             ("compile", compile),
