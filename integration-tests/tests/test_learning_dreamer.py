@@ -46,6 +46,7 @@ def test_dreamer_v3_reward_and_value_heads_start_at_zero(load_example, tmp_path)
 
 @pytest.mark.learning
 @pytest.mark.slow
+@pytest.mark.long
 def test_dreamer_v3_beats_the_random_policy_on_pendulum(load_example, tmp_path):
     """``dreamer.py --v3``: DreamerV3's categorical latents and two-hot heads, trained by
     ``DreamerV3Loss`` (the model, actor and critic losses as one objective, with the critic's
