@@ -106,3 +106,38 @@ def test_the_unbatched_action_spec_is_one_sub_envs():
     assert env.action_spec_unbatched == Categorical(2, shape=(1,))
     assert env.full_action_spec_unbatched.shape == ()
     assert env.full_action_spec_unbatched["action"] == Categorical(2, shape=(1,))
+
+
+class SpecsFromNew(EnvBase):
+    """TorchRL's mock envs build their specs in ``__new__`` and set them on the class."""
+
+    def __new__(cls, *args, **kwargs):
+        cls._output_spec = Composite(
+            full_observation_spec=Composite(obs=Unbounded(shape=(3,))),
+            full_reward_spec=Composite(reward=Unbounded(shape=(1,))),
+            full_done_spec=Composite(done=Categorical(2, shape=(1,), dtype=torch.bool)),
+        )
+        cls._input_spec = Composite(
+            full_action_spec=Composite(action=Categorical(4, shape=(1,))),
+            full_state_spec=Composite(),
+        )
+        return super().__new__(cls, *args, **kwargs)
+
+    def _reset(self, tensordict):
+        return TensorDict(obs=torch.zeros(3))
+
+    def _step(self, tensordict):
+        return TensorDict(obs=torch.ones(3), reward=torch.ones(1), done=torch.ones(1, dtype=bool))
+
+    def _set_seed(self, seed):
+        return None
+
+
+def test_specs_a_torchrl_style_new_sets_on_the_class_are_the_envs():
+    env = SpecsFromNew()
+    assert env.observation_spec["obs"] == Unbounded(shape=(3,))
+    assert env.action_spec == Categorical(4, shape=(1,))
+    assert set(env.full_done_spec.keys()) == {"done", "terminated", "truncated"}
+    traj = env.rollout(3)
+    assert traj["next", "obs"].shape == (1, 3)
+    assert traj["next", "done"].all()

@@ -153,6 +153,10 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
             shape=batch_size,
             device=device,
         )
+        for parent in ("_output_spec", "_input_spec"):  # set on the class by a TorchRL-style
+            given = getattr(type(self), parent, None)  # __new__: this env's own specs
+            for name, spec in given.items() if isinstance(given, Composite) else ():
+                setattr(self, name, spec)
 
     # ------------------------------------------------------------------ contract
     @abc.abstractmethod
