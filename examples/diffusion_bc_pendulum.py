@@ -68,93 +68,16 @@ if __name__ == "__main__":
 import dataclasses
 import shutil
 import time
-from pathlib import Path
 
-import gymnasium as gym
-import h5py
-import numpy as np
 import torch
+from _pendulum_expert import MAX_TORQUE, OBS_SCALE, play, record_d4rl_file, save_curve
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule, TensorDictSequential
 from tqdm import tqdm
 
 from rl_buffers.datasets import D4RLExperienceReplay
-from rl_core import ExplorationType, set_exploration_type
-from rl_envs import GymEnv
 from rl_objectives import DiffusionBCLoss
 from rl_objectives.modules import DiffusionActor
-
-OBS_SCALE = torch.tensor([1.0, 1.0, 1.0 / 8.0])  # cos, sin, angular speed (|speed| <= 8)
-MAX_TORQUE = 2.0
-
-
-def swing_up(obs: np.ndarray) -> np.ndarray:
-    """The expert: energy pumping far from the top, a PD controller near it.
-
-    With ``theta = 0`` upright, Pendulum's ``E = speed^2 / 2 + 15 cos(theta)`` is 15 at rest
-    on top and ``dE/dt = 3 u speed``: pushing along the speed while ``E < 15`` pumps energy in.
-    """
-    cos, sin, speed = obs[..., 0], obs[..., 1], obs[..., 2]
-    theta = np.arctan2(sin, cos)
-    energy = 0.5 * speed**2 + 15.0 * cos
-    pump = MAX_TORQUE * np.tanh(2.0 * speed) * np.tanh((15.0 - energy) / 2.0)
-    hold = -(10.0 * theta + 2.0 * speed)
-    near_top = (cos > 0.85) & (np.abs(speed) < 4.0)
-    return np.clip(np.where(near_top, hold, pump), -MAX_TORQUE, MAX_TORQUE)
-
-
-def record_d4rl_file(path: Path, episodes: int, seed: int, noise: float) -> float:
-    """Plays ``episodes`` expert episodes of Pendulum-v1 and writes them in D4RL's layout;
-    returns their mean return."""
-    env = gym.make("Pendulum-v1")
-    rng = np.random.default_rng(seed)
-    columns = {k: [] for k in ("observations", "actions", "rewards", "terminals", "timeouts")}
-    returns = []
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        total, ended = 0.0, False
-        while not ended:
-            action = np.clip(swing_up(obs) + noise * rng.standard_normal(), -2.0, 2.0)
-            following, reward, terminated, truncated, _ = env.step(np.array([action], np.float32))
-            for key, value in zip(columns, (obs, [action], reward, terminated, truncated)):
-                columns[key].append(value)
-            obs, total, ended = following, total + reward, terminated or truncated
-        returns.append(total)
-    env.close()
-    with h5py.File(path, "w") as handle:
-        for key in ("observations", "actions", "rewards"):
-            handle[key] = np.asarray(columns[key], dtype=np.float32)
-        for key in ("terminals", "timeouts"):
-            handle[key] = np.asarray(columns[key], dtype=bool)
-        handle["metadata/policy"] = f"scripted swing-up, torque noise std {noise}"
-    return float(np.mean(returns))
-
-
-def play(policy, episodes: int, seed: int) -> float:
-    """Mean return of ``episodes`` Pendulum-v1 episodes (played at once) of ``policy``."""
-    env = GymEnv("Pendulum-v1", num_envs=episodes)
-    env.set_seed(seed)
-    with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-        rollout = env.rollout(200, policy)
-    env.close()
-    return rollout["next", "reward"].sum(-2).mean().item()
-
-
-def save_curve(losses: list[float], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(losses)
-    ax.set_xlabel("updates")
-    ax.set_ylabel("diffusion BC loss")
-    ax.set_yscale("log")
-    ax.set_title("Diffusion BC on the Pendulum-v1 swing-up dataset")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def train(cfg: Config) -> dict[str, float]:
@@ -220,7 +143,7 @@ def train(cfg: Config) -> dict[str, float]:
         run_dir / "checkpoint.pt",
     )  # fmt: skip
     if cfg.plot:
-        save_curve(losses, run_dir / "learning_curve.png")
+        save_curve(losses, run_dir / "learning_curve.png", "Diffusion BC")
     print(
         f"diffusion BC: return {diffusion_return:.1f} over {cfg.eval_episodes} episodes (expert "
         f"{expert_return:.1f}, random {random_return:.1f}); {cfg.updates} updates, "

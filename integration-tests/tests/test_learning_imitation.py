@@ -14,6 +14,9 @@ once on the shared 2-core machine (one torch thread each).
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
 from tensordict import TensorDict
@@ -25,55 +28,18 @@ np = pytest.importorskip("numpy")
 
 from rl_buffers import LazyTensorStorage, TensorDictReplayBuffer  # noqa: E402
 from rl_buffers.datasets import D4RLExperienceReplay  # noqa: E402
-from rl_core.exploration import ExplorationType, set_exploration_type  # noqa: E402
-from rl_envs import GymEnv  # noqa: E402
 from rl_envs.transforms import ActionChunkTransform  # noqa: E402
 from rl_objectives import ACTLoss, DiffusionBCLoss  # noqa: E402
 from rl_objectives.modules import ACTModel, DiffusionActor  # noqa: E402
 
-OBS_SCALE = torch.tensor([1.0, 1.0, 1.0 / 8.0])  # cos, sin, angular speed (|speed| <= 8)
-MAX_TORQUE = 2.0
-
-
-def swing_up(obs: np.ndarray) -> np.ndarray:
-    """Energy pumping far from the top, a PD controller near it (torque in ``[-2, 2]``).
-
-    With ``theta = 0`` upright, Pendulum's ``E = speed^2 / 2 + 15 cos(theta)`` is 15 at rest
-    on top and ``dE/dt = 3 u speed``: pushing along the speed while ``E < 15`` pumps energy in.
-    """
-    cos, sin, speed = obs[..., 0], obs[..., 1], obs[..., 2]
-    theta = np.arctan2(sin, cos)
-    energy = 0.5 * speed**2 + 15.0 * cos
-    pump = MAX_TORQUE * np.tanh(2.0 * speed) * np.tanh((15.0 - energy) / 2.0)
-    hold = -(10.0 * theta + 2.0 * speed)
-    near_top = (cos > 0.85) & (np.abs(speed) < 4.0)
-    return np.clip(np.where(near_top, hold, pump), -MAX_TORQUE, MAX_TORQUE)
-
-
-def record_d4rl_file(path, episodes: int, seed: int, noise: float = 0.2) -> float:
-    """Plays ``episodes`` controller episodes of Pendulum-v1, writes them in D4RL's layout;
-    returns their mean return."""
-    env = gym.make("Pendulum-v1")
-    rng = np.random.default_rng(seed)
-    columns = {k: [] for k in ("observations", "actions", "rewards", "terminals", "timeouts")}
-    returns = []
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        total, ended = 0.0, False
-        while not ended:
-            action = np.clip(swing_up(obs) + noise * rng.standard_normal(), -2.0, 2.0)
-            following, reward, terminated, truncated, _ = env.step(np.array([action], np.float32))
-            for key, value in zip(columns, (obs, [action], reward, terminated, truncated)):
-                columns[key].append(value)
-            obs, total, ended = following, total + reward, terminated or truncated
-        returns.append(total)
-    env.close()
-    with h5py.File(path, "w") as handle:
-        for key in ("observations", "actions", "rewards"):
-            handle[key] = np.asarray(columns[key], dtype=np.float32)
-        for key in ("terminals", "timeouts"):
-            handle[key] = np.asarray(columns[key], dtype=bool)
-    return float(np.mean(returns))
+# The expert, its D4RL-layout recording and the evaluation are the imitation examples' own
+# (examples/_pendulum_expert.py), so the tests train on what the examples train on.
+_spec = importlib.util.spec_from_file_location(
+    "pendulum_expert", Path(__file__).resolve().parents[2] / "examples" / "_pendulum_expert.py"
+)
+expert = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(expert)
+OBS_SCALE, MAX_TORQUE = expert.OBS_SCALE, expert.MAX_TORQUE
 
 
 @pytest.fixture(autouse=True)
@@ -89,23 +55,20 @@ def _one_thread():
 def expert_data(tmp_path_factory):
     """The dataset's TED rows (read through D4RLExperienceReplay) and the expert's return."""
     root = tmp_path_factory.mktemp("d4rl")
-    expert_return = record_d4rl_file(root / "pendulum-expert-v0.hdf5", episodes=30, seed=0)
+    expert_return = expert.record_d4rl_file(
+        root / "pendulum-expert-v0.hdf5", episodes=30, seed=0, noise=0.2
+    )
     data = D4RLExperienceReplay("pendulum-expert-v0", root=root, download=False)
     return data[:], expert_return
 
 
-def play(policy, episodes: int = 10, seed: int = 1000) -> float:
-    """The policy's mean return over ``episodes`` Pendulum-v1 episodes (gymnasium)."""
-    env = GymEnv("Pendulum-v1", num_envs=episodes)
-    env.set_seed(seed)
-    with torch.no_grad(), set_exploration_type(ExplorationType.DETERMINISTIC):
-        rollout = env.rollout(200, policy)
-    env.close()
-    return rollout["next", "reward"].sum(-2).mean().item()
+def play(policy) -> float:
+    """The policy's mean return over 10 Pendulum-v1 episodes (gymnasium), seeds from 1000."""
+    return expert.play(policy, episodes=10, seed=1000)
 
 
 def test_chunks_of_a_d4rl_dataset_stop_at_its_episode_ends(tmp_path):
-    record_d4rl_file(tmp_path / "pendulum-short-v0.hdf5", episodes=2, seed=3)
+    expert.record_d4rl_file(tmp_path / "pendulum-short-v0.hdf5", episodes=2, seed=3, noise=0.2)
     rows = D4RLExperienceReplay("pendulum-short-v0", root=tmp_path, download=False)[:]
     assert rows.shape == (399,)  # 2 x 200 steps, the file's last row dropped
     chunks = ActionChunkTransform(5)(rows.unsqueeze(0)).squeeze(0)
