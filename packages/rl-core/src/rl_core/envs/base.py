@@ -465,7 +465,8 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def _check_not_done(self, fresh: TensorDictBase, masks: Any, levels: list) -> None:
         for key, mask in [((*lv, n), masks and masks.get(lv)) for lv in levels for n in DONE_KEYS]:
             flag = fresh.get(key)
-            if (flag[mask] if mask is not None and mask.shape == flag.shape else flag).any():
+            flag = flag[mask] if mask is not None and mask.shape == flag.shape else flag
+            if not flag.is_meta and flag.any():  # meta tensors hold no values to check
                 raise RuntimeError(
                     f"{type(self).__name__}.reset: done entry {key!r} is True right after a "
                     "reset; pass allow_done_after_reset=True to EnvBase if a sub-env may start done."

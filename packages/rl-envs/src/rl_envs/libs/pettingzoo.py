@@ -133,7 +133,9 @@ class PettingZooWrapper(EnvBase):
                 f"{name}: use_mask=False is not possible with the AEC API: the mask says which "
                 f"agent acts. Pass use_mask=True."
             )
-        super().__init__(batch_size=(), device=device)
+        # An agent that died stays done when its group's flags are reset: the episode goes on
+        # without it (TorchRL's wrapper allows this too).
+        super().__init__(batch_size=(), device=device, allow_done_after_reset=True)
         self.parallel = isinstance(driver, _ParallelDriver)
         self._env = env
         self._driver = driver
