@@ -54,10 +54,11 @@ class ModuleTransform(Transform):
         inverse: run on the inverse path (keyword-only). Defaults to False.
         device: where the module runs (keyword-only).
         use_ray_service: must be False here (keyword-only; see above).
-        actor_name, num_gpus, num_cpus: :class:`RayModuleTransform`'s settings; must be None
-            here (keyword-only).
-        observation_spec_transform, action_spec_transform, reward_spec_transform,
-        done_spec_transform, state_spec_transform: the spec maps (keyword-only).
+
+    ``actor_name``, ``num_gpus`` and ``num_cpus`` are :class:`RayModuleTransform`'s settings and
+    must be None here; ``observation_spec_transform``, ``action_spec_transform``,
+    ``reward_spec_transform``, ``done_spec_transform`` and ``state_spec_transform`` are the spec
+    maps (all keyword-only).
 
     Raises:
         ValueError: neither or both of ``module`` and ``module_factory``, or a Ray setting.

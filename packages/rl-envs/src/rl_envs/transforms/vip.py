@@ -70,8 +70,8 @@ class VIPRewardTransform(VIPTransform):
     preprocessing) into ``"goal_embedding"``, which the env then carries as an observation; a
     reset input may give ``"goal_embedding"`` directly instead.
 
-    Args:
-        As :class:`VIPTransform`; the reward reads the first embedding (``out_keys[0]``).
+    Its arguments are :class:`VIPTransform`'s; the reward reads the first embedding
+    (``out_keys[0]``).
 
     Raises:
         KeyError: a reset without ``"goal_image"`` or ``"goal_embedding"``.
