@@ -4,13 +4,17 @@ into a D4RL HDF5 file, the evaluation of a cloned policy and the loss curve."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import gymnasium as gym
 import h5py
 import numpy as np
 import torch
+from tensordict import TensorDict
+from tensordict.nn import TensorDictModule
 
+from rl_buffers.datasets import D4RLExperienceReplay
 from rl_core import ExplorationType, set_exploration_type
 from rl_envs import GymEnv
 
@@ -86,3 +90,28 @@ def save_curve(losses: list[float], path: Path, label: str) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def expert_rows(
+    root: Path, dataset: str | None, episodes: int, seed: int, noise: float
+) -> tuple[TensorDict, float]:
+    """The dataset's TED rows, read through ``D4RLExperienceReplay(root=root)``, and the
+    expert's mean return: ``episodes`` expert episodes recorded into ``root``, or the D4RL-layout
+    file ``dataset`` copied there (its expert return unknown: NaN)."""
+    path = root / "pendulum-expert-v0.hdf5"
+    if dataset is None:
+        expert_return = record_d4rl_file(path, episodes, seed, noise)
+    else:
+        shutil.copyfile(dataset, path)
+        expert_return = float("nan")
+    rows = D4RLExperienceReplay("pendulum-expert-v0", root=root, download=False)[:]
+    return rows, expert_return
+
+
+def random_return(episodes: int, seed: int) -> float:
+    """Mean return of uniformly random torques over the same episodes as :func:`play`'s."""
+    random_action = TensorDictModule(
+        lambda obs: MAX_TORQUE * (2 * torch.rand(*obs.shape[:-1], 1) - 1),
+        ["observation"], ["action"],
+    )  # fmt: skip
+    return play(random_action, episodes, seed)

@@ -60,16 +60,14 @@ if __name__ == "__main__":
 
 
 import dataclasses
-import shutil
 import time
 
 import torch
-from _pendulum_expert import MAX_TORQUE, OBS_SCALE, play, record_d4rl_file, save_curve
+from _pendulum_expert import MAX_TORQUE, OBS_SCALE, expert_rows, play, random_return, save_curve
 from tensordict import TensorDict
 from tensordict.nn import TensorDictModule
 from tqdm import tqdm
 
-from rl_buffers.datasets import D4RLExperienceReplay
 from rl_envs.transforms import ActionChunkTransform
 from rl_objectives import ACTLoss
 from rl_objectives.modules import ACTModel
@@ -87,14 +85,7 @@ def train(cfg: Config) -> dict[str, float]:
         root = run_dir / "d4rl"
         root.mkdir()
         start = time.perf_counter()
-        if cfg.dataset is None:
-            expert_return = record_d4rl_file(
-                root / "pendulum-expert-v0.hdf5", cfg.episodes, cfg.seed, cfg.noise
-            )
-        else:
-            shutil.copyfile(cfg.dataset, root / "pendulum-expert-v0.hdf5")
-            expert_return = float("nan")
-        rows = D4RLExperienceReplay("pendulum-expert-v0", root=root, download=False)[:]
+        rows, expert_return = expert_rows(root, cfg.dataset, cfg.episodes, cfg.seed, cfg.noise)
     print(f"dataset: {len(rows)} steps, expert return {expert_return:.1f}")
 
     chunks = ActionChunkTransform(cfg.chunk_size)(rows.unsqueeze(0)).squeeze(0)
@@ -126,11 +117,7 @@ def train(cfg: Config) -> dict[str, float]:
 
     policy = TensorDictModule(first_action, ["observation"], ["action"])
     act_return = play(policy, cfg.eval_episodes, seed=1000 + cfg.seed)
-    random_action = TensorDictModule(
-        lambda obs: MAX_TORQUE * (2 * torch.rand(*obs.shape[:-1], 1) - 1),
-        ["observation"], ["action"],
-    )  # fmt: skip
-    random_return = play(random_action, cfg.eval_episodes, seed=1000 + cfg.seed)
+    baseline = random_return(cfg.eval_episodes, seed=1000 + cfg.seed)
     seconds = time.perf_counter() - start
     torch.save(
         {"model": model.state_dict(), "optimizer": optim.state_dict(),
@@ -141,12 +128,12 @@ def train(cfg: Config) -> dict[str, float]:
         save_curve(losses, run_dir / "learning_curve.png", "ACT")
     print(
         f"ACT: return {act_return:.1f} over {cfg.eval_episodes} episodes (expert "
-        f"{expert_return:.1f}, random {random_return:.1f}); {cfg.updates} updates, "
+        f"{expert_return:.1f}, random {baseline:.1f}); {cfg.updates} updates, "
         f"{seconds:.1f} s in all; outputs in {run_dir}"
     )
     return {
         "expert_return": expert_return,
-        "random_return": random_return,
+        "random_return": baseline,
         "act_return": act_return,
         "seconds": seconds,
     }
