@@ -87,3 +87,25 @@ def test_a_storage_of_several_dims_is_refused_at_construction():
         TensorDictReplayBuffer(
             storage=LazyTensorStorage(10, ndim=2), writer=TensorDictMaxValueWriter()
         )
+
+
+def test_cursor_is_the_next_free_row_then_zero_once_full():
+    # TorchRL's writers' _cursor: the row the next item goes to while the storage fills,
+    # back to 0 when it is full (the max-value writer then replaces rows by rank)
+    writer = TensorDictMaxValueWriter(rank_key="r")
+    writer.register_storage(LazyTensorStorage(3))
+    assert writer._cursor == 0
+    writer.extend(TensorDict({"r": torch.tensor([1.0, 2.0])}, [2]))
+    assert writer._cursor == 2
+    writer.extend(TensorDict({"r": torch.tensor([3.0, 4.0])}, [2]))
+    assert writer._cursor == 0
+    writer.extend(TensorDict({"r": torch.tensor([5.0])}, [1]))
+    assert writer._cursor == 0
+    restored = TensorDictMaxValueWriter(rank_key="r")
+    half = TensorDictMaxValueWriter(rank_key="r")
+    half.register_storage(LazyTensorStorage(3))
+    half.add(TensorDict({"r": torch.tensor(1.0)}, []))
+    restored.load_state_dict(half.state_dict())
+    assert restored._cursor == 1
+    half._empty()
+    assert half._cursor == 0

@@ -64,6 +64,9 @@ class TensorDictMaxValueWriter(Writer):
         self.reduction = reduction
         self._heap: list[tuple[float, int]] = []  # (rank, row), lowest rank first
         self._filled = 0
+        # the row the next item goes to while the storage fills (0 again once full), as
+        # TorchRL's writers' cursor
+        self._cursor = 0
 
     def register_storage(self, storage: Any) -> None:
         """Attaches the storage to write into.
@@ -107,6 +110,7 @@ class TensorDictMaxValueWriter(Writer):
             if self._filled < capacity:
                 row = self._filled
                 self._filled += 1
+                self._cursor = self._filled % capacity
                 heapq.heappush(self._heap, (rank, row))
             elif rank > self._heap[0][0]:
                 row = heapq.heapreplace(self._heap, (rank, self._heap[0][1]))[1]
@@ -121,16 +125,18 @@ class TensorDictMaxValueWriter(Writer):
         return rows
 
     def state_dict(self) -> dict[str, Any]:
-        return {"heap": list(self._heap), "filled": self._filled}
+        return {"heap": list(self._heap), "filled": self._filled, "cursor": self._cursor}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self._heap = [tuple(item) for item in state_dict["heap"]]
         heapq.heapify(self._heap)
         self._filled = int(state_dict["filled"])
+        self._cursor = int(state_dict.get("cursor", 0))
 
     def _empty(self) -> None:
         self._heap = []
         self._filled = 0
+        self._cursor = 0
 
 
 class _NotATensorCollection(TypeError, RuntimeError):
