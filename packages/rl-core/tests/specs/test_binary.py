@@ -58,16 +58,18 @@ def test_project_thresholds_at_one_half():
     assert Binary(2, dtype=torch.bool).project(torch.tensor([0.9, 0.1])).tolist() == [True, False]
 
 
-def test_encode_to_numpy_and_event_dim():
+def test_encode_to_numpy_and_every_dim_is_independent():
     spec = Binary(3, shape=(2, 3))
     array = np.array([[0, 1, 1], [1, 0, 0]], dtype=np.int8)
     assert np.array_equal(spec.to_numpy(spec.encode(array), safe=True), array)
     assert spec[0].shape == (3,)
-    with pytest.raises(IndexError, match=r"Binary.__getitem__: .*event dim of size 3"):
-        spec[:, 1]
-    with pytest.raises(
-        ValueError, match=r"Binary.unsqueeze: dim -1 would insert a dim after the batch dims"
-    ):
-        spec.unsqueeze(-1)
+    # TorchRL 0.14: each entry is its own coin, so any dim is indexed or unsqueezed and n
+    # follows the last dim (Binary(n=1, shape=(1,)).unsqueeze(-1) has shape [1, 1]).
+    column = spec[:, 1]
+    assert (column.shape, column.n) == ((2,), 2)
+    assert (Binary(1).unsqueeze(-1).shape, Binary(1).unsqueeze(-1).n) == ((1, 1), 1)
+    expanded = spec.unsqueeze(-1)
+    assert (expanded.shape, expanded.n, expanded.cardinality()) == ((2, 3, 1), 1, 2)
+    assert expanded.is_in(torch.ones(2, 3, 1, dtype=torch.int8))
     assert spec == Binary(3, shape=(2, 3))
     assert spec != Binary(3, shape=(2, 3), dtype=torch.bool)

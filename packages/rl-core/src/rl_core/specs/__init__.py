@@ -4,6 +4,7 @@ See :class:`TensorSpec` for the shape convention (``spec.shape`` includes the ba
 """
 
 from rl_core.specs._base import TensorSpec
+from rl_core.specs._box import BinaryBox, Box, BoxList, CategoricalBox, ContinuousBox, DiscreteBox
 from rl_core.specs.aliases import (
     BoundedContinuous,
     BoundedDiscrete,
@@ -42,4 +43,10 @@ __all__ = [
     "StackedComposite",
     "stack_specs",
     "make_composite_from_td",
+    "Box",
+    "ContinuousBox",
+    "CategoricalBox",
+    "DiscreteBox",
+    "BinaryBox",
+    "BoxList",
 ]

@@ -243,8 +243,7 @@ class TensorSpec(ABC):
     they return tensors of shape ``(*shape, *spec.shape)``. Shape operations
     (``expand``, ``squeeze``, ``unsqueeze``, ``reshape``, ``__getitem__``) act on the full
     shape like the ``torch.Tensor`` methods of the same name, except that the event dim of
-    one-hot like specs (``OneHot``, ``MultiOneHot``, ``MultiCategorical``, ``Binary``) cannot
-    be touched. A :class:`~rl_core.specs.Composite` has a batch ``shape`` that every entry's
+    one-hot like specs (``OneHot``, ``MultiOneHot``, ``MultiCategorical``) cannot be touched. A :class:`~rl_core.specs.Composite` has a batch ``shape`` that every entry's
     shape starts with.
 
     Device convention: ``device=None`` means "no device pinned": values are created on
@@ -267,6 +266,7 @@ class TensorSpec(ABC):
 
     shape: torch.Size
     device: torch.device | None
+    space: Any = None  # leaf specs: the allowed values as a Box (TorchRL's ``spec.space``)
 
     @property
     def ndim(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size, _fmt_shape
+from rl_core.specs._box import CategoricalBox
 from rl_core.specs._discrete import _check_int
 from rl_core.specs._leaf import _LeafSpec
 
@@ -14,9 +15,10 @@ from rl_core.specs._leaf import _LeafSpec
 class Binary(_LeafSpec):
     """``n`` independent binary entries (0 or 1) along the last dim: the gym ``MultiBinary``.
 
-    The last dim (of size ``n``) is the event dim. :meth:`project` thresholds: an entry
-    becomes 1 when it is ``> 0.5`` (so ``True``/1 stay 1 and ``False``/0 stay 0), NaN
-    becomes 0.
+    Every entry is independent, so every dim can be indexed, reshaped or unsqueezed, and
+    ``n`` follows the last dim (as in TorchRL: ``Binary(1).unsqueeze(-1)`` has shape
+    ``(1, 1)``). :meth:`project` thresholds: an entry becomes 1 when it is ``> 0.5`` (so
+    ``True``/1 stay 1 and ``False``/0 stay 0), NaN becomes 0.
 
     Args:
         n: the number of entries; defaults to ``shape[-1]``.
@@ -42,7 +44,6 @@ class Binary(_LeafSpec):
     """
 
     _attrs = ("n",)
-    _event_ndim = 1
 
     def __init__(
         self,
@@ -70,6 +71,14 @@ class Binary(_LeafSpec):
             raise TypeError(f"Binary: expected a bool, integer or floating dtype, got {dtype}.")
         super().__init__(size, _as_device(device, "Binary"), dtype)
         self.n = n
+
+    def _refresh(self) -> None:
+        self.n = self.shape[-1] if self.shape else 1
+
+    @property
+    def space(self) -> CategoricalBox:
+        """TorchRL's ``CategoricalBox(2)``: the values each entry may take."""
+        return CategoricalBox(2)
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         if dtype.is_complex:

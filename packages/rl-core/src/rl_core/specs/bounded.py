@@ -14,6 +14,7 @@ from rl_core.specs._base import (
     _as_size,
     _fmt_shape,
 )
+from rl_core.specs._box import ContinuousBox
 from rl_core.specs._leaf import _fmt_values, _LeafSpec
 
 
@@ -150,6 +151,11 @@ class Bounded(_LeafSpec):
         self.low = low_t
         self.high = high_t
         self._refresh()
+
+    @property
+    def space(self) -> ContinuousBox:
+        """``low`` and ``high`` as TorchRL's ``ContinuousBox`` (the spec's own tensors)."""
+        return ContinuousBox(self.low, self.high)
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         _check_bounded_dtype(dtype, where)

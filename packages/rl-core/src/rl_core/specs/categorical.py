@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size
+from rl_core.specs._box import CategoricalBox
 from rl_core.specs._discrete import (
     _check_index_args,
     _check_index_dtype,
@@ -95,6 +96,11 @@ class Categorical(_LeafSpec):
         super().__init__(size, device, dtype)
         self.n = n
         self.mask = _check_mask(mask, torch.Size((*size, n)), device, "Categorical")
+
+    @property
+    def space(self) -> CategoricalBox:
+        """TorchRL's ``CategoricalBox(n)``."""
+        return CategoricalBox(self.n)
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         _check_categorical_dtype(self.n, dtype, where)

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size, _fmt_shape
+from rl_core.specs._box import Box, BoxList
 from rl_core.specs._discrete import (
     _check_index_args,
     _check_index_dtype,
@@ -159,6 +160,11 @@ class MultiCategorical(_LeafSpec):
                 self.nvec = torch.tensor(counts, dtype=torch.int64)
             else:
                 self.nvec = self._nvec_full.cpu()
+
+    @property
+    def space(self) -> Box:
+        """TorchRL's ``BoxList.from_nvec(nvec)``: a ``CategoricalBox`` per sub-action."""
+        return BoxList.from_nvec(self.nvec)
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         _check_multi_dtype(self._nvec_full, dtype, where)

@@ -9,6 +9,7 @@ import torch
 from torch.nn.functional import one_hot
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size, _fmt_shape
+from rl_core.specs._box import BoxList, CategoricalBox
 from rl_core.specs._discrete import (
     _check_index_args,
     _check_mask,
@@ -91,6 +92,11 @@ class MultiOneHot(_LeafSpec):
         self.nvec = nvec_t
         self._refresh()
         self.mask = _check_mask(mask, size, device, "MultiOneHot", nvec_t)
+
+    @property
+    def space(self) -> BoxList:
+        """TorchRL's ``BoxList`` of one ``CategoricalBox`` per sub-action."""
+        return BoxList(tuple(CategoricalBox(n) for n in self._nvec))
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         if dtype.is_complex:

@@ -9,6 +9,7 @@ import torch
 from torch.nn.functional import one_hot
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size, _fmt_shape
+from rl_core.specs._box import CategoricalBox
 from rl_core.specs._discrete import (
     _check_index_args,
     _check_int,
@@ -85,6 +86,11 @@ class OneHot(_LeafSpec):
         self.n = n
         self.mask = _check_mask(mask, size, device, "OneHot")
         self._refresh()
+
+    @property
+    def space(self) -> CategoricalBox:
+        """TorchRL's ``CategoricalBox(n)``."""
+        return CategoricalBox(self.n)
 
     def _check_dtype(self, dtype: torch.dtype, where: str) -> None:
         if dtype.is_complex:

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from rl_core.specs._base import DeviceLike, ShapeLike, _as_device, _as_dtype, _as_size
+from rl_core.specs._box import ContinuousBox
 from rl_core.specs._leaf import _LeafSpec
 
 
@@ -51,6 +52,18 @@ class Unbounded(_LeafSpec):
             _as_device(device, "Unbounded"),
             _as_dtype(dtype, "Unbounded", default=torch.get_default_dtype()),
         )
+
+    @property
+    def space(self) -> ContinuousBox:
+        """The dtype's whole range, filled to the spec's shape (TorchRL's ``ContinuousBox``)."""
+        dtype = self._dtype
+        if dtype is torch.bool:
+            lo, hi = False, True
+        else:
+            info = torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype)
+            lo, hi = info.min, info.max
+        full = {"size": self.shape, "dtype": dtype, "device": self.device}
+        return ContinuousBox(torch.full(fill_value=lo, **full), torch.full(fill_value=hi, **full))
 
     @property
     def domain(self) -> str:
