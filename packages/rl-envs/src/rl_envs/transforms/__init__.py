@@ -18,6 +18,7 @@ from rl_envs.transforms.cat_tensors import CatTensors
 from rl_envs.transforms.clip import ClipTransform, SignTransform
 from rl_envs.transforms.conditional_policy_switch import ConditionalPolicySwitch
 from rl_envs.transforms.conditional_skip import ConditionalSkip
+from rl_envs.transforms.decode_video import DecodeVideoTransform
 from rl_envs.transforms.device_cast import DeviceCastTransform
 from rl_envs.transforms.discrete_action_projection import DiscreteActionProjection
 from rl_envs.transforms.dtype_cast import DoubleToFloat, DTypeCastTransform
@@ -69,6 +70,11 @@ from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.unary import UnaryTransform
 from rl_envs.transforms.vecnorm import VecNorm
 from rl_envs.transforms.vecnorm_v2 import VecNormV2
+from rl_envs.transforms.video_clip import (
+    VideoClipRef,
+    clear_video_decoder_cache,
+    set_video_decoder_cache_size,
+)
 from rl_envs.transforms.vip import VIPRewardTransform, VIPTransform
 
 __all__ = [
@@ -150,6 +156,10 @@ __all__ = [
     "NextStateReconstructor",
     "FlattenTensorDict",
     "PolicyAgeFilter",
+    "DecodeVideoTransform",
+    "VideoClipRef",
+    "set_video_decoder_cache_size",
+    "clear_video_decoder_cache",
     # recording
     "VideoRecorder",
     "PixelRenderTransform",
