@@ -465,6 +465,8 @@ class ReplayBuffer:
                 check_not_empty(f"{type(self).__name__}.sample", self._storage)
             index, info = self._sampler.sample(self._storage, batch_size)
             info["index"] = self._storage.unravel(index)
+            if self._writer.tracks_generations:
+                info["index_generation"] = self._writer.generations_of(info["index"])
             data = self._read(index, info)
         return data, info
 

@@ -117,6 +117,8 @@ class TensorDictReplayBuffer(ReplayBuffer):
                     check_not_empty(f"{type(self).__name__}.sample", storage)
                 index, info = self._sampler.sample(storage, self._batch_size)
                 info["index"] = index
+                if self._writer.tracks_generations:
+                    info["index_generation"] = self._writer.generations_of(index)
                 data = self._read(index, info)
             data = self._postprocess(data, info)
             return (data, info) if return_info else data

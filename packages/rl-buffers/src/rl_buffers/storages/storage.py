@@ -63,6 +63,10 @@ class Storage:
     ndim: int = 1
     compilable: bool = False
     _checkpointer: Any = None
+    # Each row's write count less one (-1: never written), kept by the round-robin writers
+    # once one of them tracks generations (RoundRobinWriter(track_generations=True)). It sits
+    # on the storage so every buffer writing into it sees the others' writes.
+    slot_generations: Tensor | None = None
 
     def __init__(self, max_size: int, *, compilable: bool = False) -> None:
         if isinstance(max_size, bool) or not isinstance(max_size, int) or max_size < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from rl_buffers.storages._files import atomic_save, load_file
@@ -47,6 +48,25 @@ class Writer:
             )
         return self._storage
 
+    @property
+    def tracks_generations(self) -> bool:
+        """Whether the writer stamps the rows it writes with a generation (see
+        :meth:`generations_of`); False for a writer that was not asked to."""
+        return False
+
+    def generations_of(self, index: Any) -> Tensor:
+        """Each row's generation stamp: ``-1`` (no usable stamp) for a writer that does not
+        track generations (see :class:`RoundRobinWriter`'s ``track_generations=``).
+
+        Args:
+            index: rows (an int or a tensor), or a storage index as a buffer returns it.
+
+        Returns:
+            An int64 tensor shaped like the rows of ``index``, on its device.
+        """
+        rows = generation_rows(index, self._storage)
+        return torch.full(rows.shape, -1, dtype=torch.int64, device=rows.device)
+
     def add(self, data: Any) -> int:
         raise NotImplementedError
 
@@ -87,3 +107,21 @@ class Writer:
 
 
 _STATE_FILE = "writer_state.pt"
+
+
+def generation_rows(index: Any, storage: Storage | None) -> Tensor:
+    """The rows (dim-0 slots) a :meth:`Writer.generations_of` index names: a tuple (a
+    multi-dim storage's unravelled index) by its first part, a ``[N, ndim]`` tensor of
+    coordinates of a multi-dim storage by its first column, anything else as rows."""
+    if isinstance(index, tuple):
+        index = index[0]
+    rows = torch.as_tensor(index)
+    ndim = getattr(storage, "ndim", 1)
+    if ndim > 1 and rows.dim() >= 2 and rows.shape[-1] == ndim:
+        rows = rows[..., 0]
+    if rows.is_floating_point() or rows.dtype == torch.bool:
+        raise TypeError(
+            f"generations_of: expected integer rows, got a {rows.dtype} tensor. Pass the "
+            f"index a buffer's extend or sample gave."
+        )
+    return rows.long()
