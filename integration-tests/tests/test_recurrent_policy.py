@@ -48,7 +48,7 @@ def _policy_and_env(cls, python_based):
 
 def _replay_matches(rnn, data):
     """The sequence-mode module on the collected batch reproduces the acting-time features."""
-    replay = data.select("embed", "is_init", *rnn.in_keys[1:]).clone()
+    replay = data.select("embed", "is_init", *rnn.in_keys[1:-1]).clone()
     out = rnn.set_recurrent_mode(True)(replay)
     torch.testing.assert_close(out["features"], data["features"], atol=1e-5, rtol=1e-5)
 
@@ -58,7 +58,7 @@ def _check_carried(rnn, data):
     is_init = data["is_init"].squeeze(-1)
     assert is_init[:, 0].all()
     assert is_init[:, 1:].any(), "the episodes should end and restart inside the batch"
-    for key in rnn.in_keys[1:]:
+    for key in rnn.in_keys[1:-1]:
         state, next_state = data[key], data["next", key]
         torch.testing.assert_close(
             state[:, 1:][~is_init[:, 1:]], next_state[:, :-1][~is_init[:, 1:]]

@@ -3,7 +3,7 @@ import torch
 from tensordict import TensorDict
 from torch import nn
 
-from rl_core.modules import GRUModule, LSTMModule
+from rl_core.modules import GRUModule, LSTMModule, recurrent_mode, set_recurrent_mode
 from rl_core.modules._recurrent import split_at_resets
 from rl_core.specs import Unbounded
 
@@ -16,7 +16,7 @@ def _make(cls, **kwargs):
 
 
 def _state_keys(module):
-    return module.in_keys[1:]
+    return module.in_keys[1:-1]
 
 
 def _data(module, batch=(B,), is_init_at=()):
@@ -118,14 +118,14 @@ def test_step_mode_matches_torch_lstm_directly():
 
 def test_keys_and_modes():
     lstm = _make(LSTMModule)
-    assert lstm.in_keys == ["embed", "recurrent_state_h", "recurrent_state_c"]
+    assert lstm.in_keys == ["embed", "recurrent_state_h", "recurrent_state_c", "is_init"]
     assert lstm.out_keys == [
         "features",
         ("next", "recurrent_state_h"),
         ("next", "recurrent_state_c"),
     ]
     gru = _make(GRUModule)
-    assert gru.in_keys == ["embed", "recurrent_state"]
+    assert gru.in_keys == ["embed", "recurrent_state", "is_init"]
     assert gru.out_keys == ["features", ("next", "recurrent_state")]
     seq = lstm.set_recurrent_mode(True)
     assert seq.recurrent_mode
@@ -253,3 +253,41 @@ def test_packed_segments_and_time_chunks_agree(cls):
     torch.testing.assert_close(y_chunk, y_seg)
     for a, b in zip(scattered(last_chunk, ends_chunk), scattered(last_seg, ends_seg)):
         torch.testing.assert_close(a, b)
+
+
+def test_torchrl_mode_arguments_and_the_global_mode():
+    step = _make(LSTMModule)
+    seq = _make(LSTMModule, default_recurrent_mode=True)
+    assert (step.recurrent_mode, seq.recurrent_mode) == (False, True)
+    td = TensorDict(embed=torch.randn(2, 3, F), batch_size=[2, 3])
+    with set_recurrent_mode(True):
+        assert recurrent_mode() is True
+        assert step.recurrent_mode
+        torch.testing.assert_close(step(td.clone())["features"], seq(td.clone())["features"])
+        with set_recurrent_mode("sequential"):
+            assert not seq.recurrent_mode
+        with set_recurrent_mode(None):
+            assert not step.recurrent_mode
+        assert seq.recurrent_mode
+    assert recurrent_mode() is None
+    assert not step.recurrent_mode
+
+    @set_recurrent_mode(True)
+    def train_step(data):
+        return step(data)["features"].shape
+
+    assert train_step(td.clone()) == (2, 3, H)
+    with pytest.raises(ValueError, match="set_recurrent_mode: expected True/'recurrent'"):
+        set_recurrent_mode("parallel")
+    with pytest.raises(ValueError, match="recurrent_mode=True and default_recurrent_mode=False"):
+        _make(GRUModule, recurrent_mode=True, default_recurrent_mode=False)
+
+
+def test_in_keys_may_end_with_the_reset_key_as_torchrl_lists_them():
+    keys = ["x", "h", "c", "is_init"]
+    lstm = LSTMModule(F, H, in_keys=keys, out_keys=["y", ("next", "h"), ("next", "c")])
+    assert lstm.in_keys == keys
+    with pytest.raises(
+        ValueError, match=r"optionally followed by 'is_init', got \['x', 'h', 'c', 'd'\]"
+    ):
+        LSTMModule(F, H, in_keys=["x", "h", "c", "d"], out_keys=["y", "h2", "c2"])

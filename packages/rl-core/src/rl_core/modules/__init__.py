@@ -23,7 +23,13 @@ from rl_core.modules.exploration import (
 )
 from rl_core.modules.mlp import MLP
 from rl_core.modules.qvalue import QValueActor, QValueModule
-from rl_core.modules.recurrent import GRUModule, LSTMModule, get_primers_from_module
+from rl_core.modules.recurrent import (
+    GRUModule,
+    LSTMModule,
+    get_primers_from_module,
+    recurrent_mode,
+    set_recurrent_mode,
+)
 from rl_core.modules.rnn import GRU, LSTM, GRUCell, LSTMCell
 from rl_core.modules.safe import SafeModule, SafeSequential
 
@@ -52,6 +58,8 @@ __all__ = [
     "LSTMModule",
     "GRUModule",
     "get_primers_from_module",
+    "set_recurrent_mode",
+    "recurrent_mode",
     "LSTM",
     "GRU",
     "LSTMCell",

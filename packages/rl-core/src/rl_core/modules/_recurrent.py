@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from contextvars import ContextVar
 from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import torch
 from tensordict import TensorDictBase
@@ -16,6 +18,48 @@ from rl_core._transform.primer import TensorDictPrimer
 from rl_core.keys import NEXT, NestedKey, key_path
 from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
+
+_MODE: ContextVar[bool | None] = ContextVar("rl_core_recurrent_mode", default=None)
+
+
+def recurrent_mode() -> bool | None:
+    """The mode :class:`set_recurrent_mode` imposes on every recurrent module, or ``None``."""
+    return _MODE.get()
+
+
+class set_recurrent_mode(contextlib.ContextDecorator):
+    """Runs every :class:`LSTMModule`/:class:`GRUModule` in one mode inside a block.
+
+    A context manager or a decorator, as in TorchRL: ``with set_recurrent_mode(True):``
+    makes each module read ``[*B, T]`` sequences whatever its own default; ``False`` makes
+    it step; ``None`` leaves each module its default. Nested blocks restore the outer mode.
+
+    Args:
+        mode: ``True`` or ``"recurrent"``, ``False`` or ``"sequential"``, or ``None``.
+            Defaults to ``True``.
+
+    Raises:
+        ValueError: ``mode`` is another string or value.
+    """
+
+    def __init__(self, mode: bool | Literal["recurrent", "sequential"] | None = True) -> None:
+        named = {"recurrent": True, "sequential": False}
+        if isinstance(mode, str) and mode.lower() in named:
+            mode = named[mode.lower()]
+        if mode not in (True, False, None):
+            raise ValueError(
+                f"set_recurrent_mode: expected True/'recurrent', False/'sequential' or None, "
+                f"got {mode!r}."
+            )
+        self.mode = None if mode is None else bool(mode)
+        self._tokens: list[Any] = []
+
+    def __enter__(self) -> set_recurrent_mode:
+        self._tokens.append(_MODE.set(self.mode))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _MODE.reset(self._tokens.pop())
 
 
 class _Segments(NamedTuple):
@@ -84,7 +128,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
     ) -> None:
         super().__init__()
         self.rnn = rnn
-        self.in_keys = in_keys
+        self.in_keys = [*in_keys, is_init_key]  # as TorchRL, the reset marker is an input too
         self.out_keys = out_keys
         self.is_init_key = is_init_key
         self._recurrent_mode = recurrent_mode
@@ -99,8 +143,16 @@ class RecurrentModuleBase(TensorDictModuleBase):
     # -- public surface ------------------------------------------------------------------------
     @property
     def recurrent_mode(self) -> bool:
-        """Whether the module runs on ``[*B, T]`` sequences (``True``) or single steps."""
-        return self._recurrent_mode
+        """Whether the module runs on ``[*B, T]`` sequences (``True``) or single steps.
+
+        Inside a :class:`set_recurrent_mode` block that mode, else the module's own default.
+        """
+        mode = _MODE.get()
+        return self._recurrent_mode if mode is None else mode
+
+    @property
+    def _state_keys(self) -> list[NestedKey]:
+        return self.in_keys[1:-1]
 
     @property
     def state_shape(self) -> torch.Size:
@@ -112,14 +164,14 @@ class RecurrentModuleBase(TensorDictModuleBase):
 
         Returns:
             A Composite with one ``Unbounded(shape=(num_layers, hidden_size))`` entry per
-            hidden state key (``in_keys[1:]``), of the parameters' dtype and device. Its
+            hidden state key (``in_keys[1:-1]``), of the parameters' dtype and device. Its
             ``zero(batch)`` is the state of fresh envs.
         """
         weight = next(self.rnn.parameters())
         return Composite(
             {
                 key: Unbounded(shape=self.state_shape, device=weight.device, dtype=weight.dtype)
-                for key in self.in_keys[1:]
+                for key in self._state_keys
             }
         )
 
@@ -139,7 +191,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
             RuntimeError: an output state key is not its input key under ``"next"`` (the
                 primer could not carry the state from one step to the next).
         """
-        for in_key, out_key in zip(self.in_keys[1:], self.out_keys[1:]):
+        for in_key, out_key in zip(self._state_keys, self.out_keys[1:]):
             path = key_path(in_key)
             got = key_path(out_key)
             if got != (NEXT, *path):
@@ -164,7 +216,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
         RecurrentModuleBase.__init__(
             out,
             self.rnn,
-            list(self.in_keys),
+            self.in_keys[:-1],
             list(self.out_keys),
             is_init_key=self.is_init_key,
             recurrent_mode=bool(mode),
@@ -190,7 +242,8 @@ class RecurrentModuleBase(TensorDictModuleBase):
         """
         where = f"{type(self).__name__}.forward"
         x = tensordict.get(self.in_keys[0])
-        if self._recurrent_mode:
+        sequence = self.recurrent_mode
+        if sequence:
             if tensordict.batch_dims == 0:
                 raise ValueError(
                     f"{where}: sequence mode needs a time dimension, got a TensorDict with "
@@ -200,7 +253,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
         else:
             batch = x.shape[:-1]
         n_batch = batch.numel()
-        states = [self._read_state(tensordict, key, batch, x, where) for key in self.in_keys[1:]]
+        states = [self._read_state(tensordict, key, batch, x, where) for key in self._state_keys]
         is_init = tensordict.get(self.is_init_key, None)
         if is_init is not None:
             if is_init.numel() != n_batch:
@@ -209,7 +262,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
                     f"{[*batch, 1]}, got {list(is_init.shape)}."
                 )
             is_init = is_init.reshape(batch).bool()
-        if self._recurrent_mode:
+        if sequence:
             y, next_states = self._sequence(x, states, is_init, batch)
         else:
             y, next_states = self._step(x, states, is_init, batch)
@@ -349,7 +402,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
         return y, self._from_torch(last), seg.start + seg.lengths - 1
 
     def extra_repr(self) -> str:
-        mode = "sequence" if self._recurrent_mode else "step"
+        mode = "sequence" if self.recurrent_mode else "step"
         return f"in_keys={self.in_keys}, out_keys={self.out_keys}, mode={mode}"
 
 
@@ -360,8 +413,12 @@ def _default_keys(
     out_keys: Sequence[NestedKey] | None,
     state_names: Sequence[str],
     where: str,
+    is_init_key: NestedKey,
 ) -> tuple[list[NestedKey], list[NestedKey]]:
-    """Builds ``[in, *states]`` and ``[out, *("next", state)]`` from either form of the keys."""
+    """Builds ``[in, *states]`` and ``[out, *("next", state)]`` from either form of the keys.
+
+    ``in_keys`` may end with ``is_init_key`` (TorchRL's layout); it is dropped here.
+    """
     n = 1 + len(state_names)
     if (in_key is None) == (in_keys is None):
         raise ValueError(
@@ -376,6 +433,13 @@ def _default_keys(
         )
     if in_keys is None:
         in_keys = [in_key, *state_names]
+    elif not isinstance(in_keys, str | tuple) and len(in_keys) == n + 1:
+        if in_keys[-1] != is_init_key:
+            raise ValueError(
+                f"{where}: expected in_keys [input, {', '.join(map(repr, state_names))}] "
+                f"optionally followed by {is_init_key!r}, got {list(in_keys)}."
+            )
+        in_keys = list(in_keys)[:-1]
     if out_keys is None:
         out_keys = [out_key, *((NEXT, name) for name in state_names)]
     return (

@@ -10,7 +10,12 @@ from torch import nn
 
 from rl_core._transform.primer import TensorDictPrimer
 from rl_core.keys import IS_INIT, NestedKey
-from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
+from rl_core.modules._recurrent import (
+    RecurrentModuleBase,
+    _default_keys,
+    recurrent_mode,
+    set_recurrent_mode,
+)
 from rl_core.modules.rnn import GRU, LSTM
 from rl_core.specs import Composite
 
@@ -68,16 +73,28 @@ def _build_rnn(
     return given
 
 
+def _default_mode(recurrent_mode: bool, default_recurrent_mode: bool | None, where: str) -> bool:
+    if default_recurrent_mode is None:
+        return bool(recurrent_mode)
+    if recurrent_mode and not default_recurrent_mode:
+        raise ValueError(
+            f"{where}: recurrent_mode=True and default_recurrent_mode=False contradict each "
+            f"other; pass one of them."
+        )
+    return bool(default_recurrent_mode)
+
+
 class LSTMModule(RecurrentModuleBase):
     """An LSTM that reads and writes its hidden states ``h`` and ``c`` in the TensorDict.
 
-    Keys: reads ``[in_key, "recurrent_state_h", "recurrent_state_c"]`` and writes
+    Keys: reads ``[in_key, "recurrent_state_h", "recurrent_state_c", "is_init"]`` and writes
     ``[out_key, ("next", "recurrent_state_h"), ("next", "recurrent_state_c")]``; each state is
     ``[*B, num_layers, hidden_size]``. Missing states are zeros, and where ``"is_init"`` is True
     the state restarts from zeros.
 
     - Step mode (default, for collection): input ``[*B, F]`` -> output ``[*B, H]``.
-    - Sequence mode (:meth:`set_recurrent_mode`, for training on ``[B, T]`` slices): input
+    - Sequence mode (``default_recurrent_mode=True``, a :func:`set_recurrent_mode` block, or
+      the :meth:`set_recurrent_mode` copy; for training on ``[B, T]`` slices): input
       ``[*B, T, F]`` -> output ``[*B, T, H]`` in one call of the fused LSTM; the states are
       read at ``t = 0`` and every ``is_init`` inside the slice cuts it into a fresh segment
       (on CPU, one fused call per stretch of time between distinct reset times; on CUDA, one
@@ -93,7 +110,7 @@ class LSTMModule(RecurrentModuleBase):
         bias: whether the LSTM has biases. Defaults to ``True``.
         dropout: dropout between layers. Defaults to 0.
         in_key: the input key (the state keys are the defaults). Exclusive with ``in_keys``.
-        in_keys: ``[input, h, c]`` keys.
+        in_keys: ``[input, h, c]`` keys, optionally followed by ``is_init_key``.
         out_key: the output key (the next states go to ``("next", ...)``). Exclusive with
             ``out_keys``.
         out_keys: ``[output, next_h, next_c]`` keys.
@@ -101,6 +118,8 @@ class LSTMModule(RecurrentModuleBase):
         device: device of the parameters.
         lstm: an existing batch-first ``nn.LSTM`` to wrap instead of building one.
         recurrent_mode: start in sequence mode. Defaults to ``False``.
+        default_recurrent_mode: TorchRL's name of ``recurrent_mode`` (the mode used outside
+            a :func:`set_recurrent_mode` block); wins over it when given.
         python_based: build the plain-PyTorch :class:`~rl_core.modules.LSTM` instead of
             ``nn.LSTM``: it runs under ``torch.vmap``/``torch.compile``, and in sequence
             mode it restarts the state at each ``is_init`` inside its time loop instead of
@@ -108,7 +127,7 @@ class LSTMModule(RecurrentModuleBase):
         batch_first: must be ``True`` (TorchRL's argument: time follows the batch dims).
 
     Raises:
-        ValueError: sizes or keys are missing or contradictory, ``batch_first`` is not
+        ValueError: sizes, keys or modes are missing or contradictory, ``batch_first`` is not
             ``True``, or ``lstm`` is not batch-first and unidirectional.
         TypeError: ``lstm`` is not an ``nn.LSTM``.
 
@@ -145,6 +164,7 @@ class LSTMModule(RecurrentModuleBase):
         recurrent_mode: bool = False,
         python_based: bool = False,
         batch_first: bool = True,
+        default_recurrent_mode: bool | None = None,
     ) -> None:
         rnn = _build_rnn(
             nn.LSTM,
@@ -161,11 +181,10 @@ class LSTMModule(RecurrentModuleBase):
             batch_first=batch_first,
         )
         keys_in, keys_out = _default_keys(
-            in_key, in_keys, out_key, out_keys, self._state_names, "LSTMModule"
+            in_key, in_keys, out_key, out_keys, self._state_names, "LSTMModule", is_init_key
         )
-        super().__init__(
-            rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=recurrent_mode
-        )
+        mode = _default_mode(recurrent_mode, default_recurrent_mode, "LSTMModule")
+        super().__init__(rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=mode)
 
     @property
     def lstm(self) -> nn.LSTM:
@@ -183,13 +202,14 @@ class LSTMModule(RecurrentModuleBase):
 class GRUModule(RecurrentModuleBase):
     """A GRU that reads and writes its hidden state in the TensorDict.
 
-    Like :class:`LSTMModule` with a single state: reads ``[in_key, "recurrent_state"]`` and
+    Like :class:`LSTMModule` with a single state: reads ``[in_key, "recurrent_state",
+    "is_init"]`` and
     writes ``[out_key, ("next", "recurrent_state")]``, the state being
     ``[*B, num_layers, hidden_size]``; step mode by default, sequence mode through
     :meth:`set_recurrent_mode`, restarts from zeros where ``"is_init"`` is True.
 
     Arguments as for :class:`LSTMModule`, with ``gru`` (an existing batch-first ``nn.GRU``)
-    instead of ``lstm``, ``[input, state]`` as ``in_keys`` and ``[output, next_state]`` as
+    instead of ``lstm``, ``[input, state]`` (and optionally the reset key) as ``in_keys`` and ``[output, next_state]`` as
     ``out_keys``; ``python_based`` builds the plain-PyTorch :class:`~rl_core.modules.GRU`.
 
     Examples:
@@ -222,6 +242,7 @@ class GRUModule(RecurrentModuleBase):
         recurrent_mode: bool = False,
         python_based: bool = False,
         batch_first: bool = True,
+        default_recurrent_mode: bool | None = None,
     ) -> None:
         rnn = _build_rnn(
             nn.GRU,
@@ -238,11 +259,10 @@ class GRUModule(RecurrentModuleBase):
             batch_first=batch_first,
         )
         keys_in, keys_out = _default_keys(
-            in_key, in_keys, out_key, out_keys, self._state_names, "GRUModule"
+            in_key, in_keys, out_key, out_keys, self._state_names, "GRUModule", is_init_key
         )
-        super().__init__(
-            rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=recurrent_mode
-        )
+        mode = _default_mode(recurrent_mode, default_recurrent_mode, "GRUModule")
+        super().__init__(rnn, keys_in, keys_out, is_init_key=is_init_key, recurrent_mode=mode)
 
     @property
     def gru(self) -> nn.GRU:
@@ -308,4 +328,10 @@ def get_primers_from_module(module: nn.Module) -> TensorDictPrimer | None:
     return TensorDictPrimer(merged)
 
 
-__all__ = ["LSTMModule", "GRUModule", "get_primers_from_module"]
+__all__ = [
+    "LSTMModule",
+    "GRUModule",
+    "get_primers_from_module",
+    "set_recurrent_mode",
+    "recurrent_mode",
+]
