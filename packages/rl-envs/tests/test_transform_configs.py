@@ -102,6 +102,8 @@ ARGS = {
     "PolicyAgeFilter": {"current_version": 3, "max_policy_lag": 1, "strict": True},
     "R3MTransform": {"model_name": "resnet18", "size": 32, "stack_images": False},
     "VIPTransform": {"model_name": "resnet50", "size": 32},
+    "VC1Transform": {"in_keys": ["image"], "out_keys": ["embedding"], "del_keys": False},
+    "DecodeVideoTransform": {"in_keys": ["frame"], "out_keys": ["pixels"]},
     "VIPRewardTransform": {"model_name": "resnet50", "size": 32},
     "BinarizeReward": {"in_keys": ["reward"]},
     "LineariseRewards": {"in_keys": ["reward"], "weights": [1.0, 2.0]},

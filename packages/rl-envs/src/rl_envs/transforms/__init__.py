@@ -68,6 +68,7 @@ from rl_envs.transforms.time_max_pool import TimeMaxPool
 from rl_envs.transforms.timer import Timer
 from rl_envs.transforms.traj_counter import TrajCounter
 from rl_envs.transforms.unary import UnaryTransform
+from rl_envs.transforms.vc1 import VC1Transform
 from rl_envs.transforms.vecnorm import VecNorm
 from rl_envs.transforms.vecnorm_v2 import VecNormV2
 from rl_envs.transforms.video_clip import (
@@ -115,6 +116,7 @@ __all__ = [
     "R3MTransform",
     "VIPTransform",
     "VIPRewardTransform",
+    "VC1Transform",
     # rewards
     "RewardScaling",
     "RewardClipping",
