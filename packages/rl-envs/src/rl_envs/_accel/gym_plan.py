@@ -20,7 +20,7 @@ from tensordict import TensorDict, TensorDictBase
 
 from rl_core._accel.td_access import build_tensordict, get_leaf, set_leaf
 from rl_core.envs import StepPlan
-from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, TERMINATED, TRUNCATED
+from rl_core.keys import ACTION, DONE, NEXT, OBSERVATION, RESET, REWARD, TERMINATED, TRUNCATED
 from rl_core.specs import Composite
 from rl_envs._accel.action_rows import one_hot_rows
 from rl_envs._accel.gym_parts import GymPlanEnv, numpy_rows_apply, runs_own_steps
@@ -49,6 +49,8 @@ class GymStepPlan(StepPlan):
         self.rollout_plan: Any = _UNREAD
         self.action_rows: Any = _UNREAD
         self.rows_step: bool | None = None
+        # With rows_step: the root entries that step_mdp drops (see _next_root_rules).
+        self.root_skip: frozenset[str] = frozenset()
 
     def step(self, tensordict: TensorDictBase) -> TensorDictBase | None:
         """``_step`` where every output goes into the row blocks (``_rows_only``, no info
@@ -102,12 +104,31 @@ class GymStepPlan(StepPlan):
         if applies is None:
             if self.rows_apply is None:
                 self.rows_apply = numpy_rows_apply(env)
-            applies = self.rows_step = bool(
-                self.rows_apply and env._rows_only and self.env.done_levels() == [()]
-            )
+            applies = bool(self.rows_apply and env._rows_only and self.env.done_levels() == [()])
+            skip = self._next_root_rules() if applies else None
+            applies = self.rows_step = skip is not None
+            if applies:
+                self.root_skip = skip
         if applies and type(tensordict) is TensorDict and not env._info_readers:
             return tensordict._tensordict.get(ACTION)
         return None
+
+    def _next_root_rules(self) -> frozenset[str] | None:
+        """The root entries that ``step_mdp`` (the env's ``step_mdp_plan``) drops from a
+        transition whose ``"next"`` is a step row (the observation, reward and done flags,
+        all tensors): ``"next"``, ``"_reset"``, the action and reward entries and the names
+        the row holds; ``None`` where a key is nested (the level-by-level merge then runs).
+        The next root is then the other root entries, then the row's entries but the reward,
+        in the row's order: what ``step_mdp`` gives for flat rules."""
+        mdp = self.env.step_mdp_plan()
+        keys = [*mdp.action_keys, *mdp.reward_keys, *mdp.done_keys]
+        if not all(type(key) is str for key in keys) or mdp.reward_keys != [REWARD]:
+            return None
+        observation = self.wrapper._rows.observation[0]
+        row = (observation, REWARD, DONE, TERMINATED, TRUNCATED)
+        if set(mdp.done_keys) != {DONE, TERMINATED, TRUNCATED}:
+            return None
+        return frozenset((NEXT, RESET, *mdp.action_keys, *row))
 
     def full_step(self, tensordict: TensorDictBase) -> TensorDictBase:
         """``env.step(tensordict)``: where :meth:`_row_action` finds the action, the step
@@ -136,12 +157,16 @@ class GymStepPlan(StepPlan):
         if action is None:
             return super().step_and_maybe_reset(tensordict)
         rows = env._rows
-        next_td = build_tensordict(rows.step(env._stepper, action), env.batch_size, env._cpu_device)
-        set_leaf(tensordict, NEXT, next_td)
-        mdp = self._env_mdp
-        if mdp is None:
-            mdp = self._env_mdp = self.env.step_mdp_plan()
-        next_root = mdp(tensordict)
+        row = rows.step(env._stepper, action)
+        batch, device = env.batch_size, env._cpu_device
+        set_leaf(tensordict, NEXT, build_tensordict(row, batch, device))
+        # step_mdp of the transition (see _next_root_rules): the root entries it keeps, then
+        # the row's entries but the reward. Inline: this runs between two gymnasium steps.
+        skip = self.root_skip
+        kept = {n: v for n, v in tensordict._tensordict.items() if n not in skip}
+        del row[REWARD]
+        kept.update(row)
+        next_root = build_tensordict(kept, batch, device)
         done = rows.finished
         if done is not None:
             next_root = self.merge_reset_rows(next_root, env._stepper.reset_finished(done))
