@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -37,6 +38,11 @@ class PrioritizedSliceSampler(SliceSampler):
         eps, dtype, reduction: as in :class:`PrioritizedSampler`.
         num_slices, slice_len, end_key, traj_key, strict_length, cache_values, truncated_key: as
             in :class:`SliceSampler`.
+        span: as in :class:`SliceSampler`, the right side only: a slice may run past its
+            trajectory's end (its start is the drawn item, moved back at most
+            ``slice_len - right`` items before the end). A left span is turned off with a
+            warning, as TorchRL: a slice starts at its drawn item or before it, never before
+            its trajectory.
 
     Examples:
         >>> import torch
@@ -67,6 +73,7 @@ class PrioritizedSliceSampler(SliceSampler):
         strict_length: bool = True,
         cache_values: bool = False,
         truncated_key: Any = ("next", "truncated"),
+        span: bool | int | tuple[bool | int, bool | int] = False,
     ) -> None:
         super().__init__(
             num_slices,
@@ -76,7 +83,18 @@ class PrioritizedSliceSampler(SliceSampler):
             strict_length=strict_length,
             cache_values=cache_values,
             truncated_key=truncated_key,
+            span=span,
         )
+        if self.span[0]:
+            warnings.warn(
+                f"{type(self).__name__}: span={span!r} asks for a left span, which a "
+                f"prioritized slice sampler does not take (a slice starts at or before its "
+                f"drawn item, inside its trajectory); it is turned off: span="
+                f"{(False, self.span[1])!r}.",
+                UserWarning,
+                stacklevel=2,
+            )
+            self.span = (False, self.span[1])
         self.priorities = PrioritizedSampler(
             max_capacity, alpha, beta, eps=eps, dtype=dtype, reduction=reduction
         )
@@ -101,6 +119,7 @@ class PrioritizedSliceSampler(SliceSampler):
         num_slices, slice_len = self._shape(batch_size)
         trajs = self.trajectories(storage)
         self._eligible(trajs, slice_len)  # raises if no trajectory fits
+        right = self._span_sizes(slice_len)[1]
         chosen = torch.empty(num_slices, dtype=torch.long)
         start = torch.empty(num_slices, dtype=torch.long)
         todo = torch.arange(num_slices)
@@ -110,12 +129,12 @@ class PrioritizedSliceSampler(SliceSampler):
             drawn = trajs.logical(torch.ops.rl_core.sum_tree_find_prefixsum(tree, query))
             traj = torch.searchsorted(trajs.start, drawn, right=True) - 1
             length = trajs.length[traj]
-            last_start = trajs.start[traj] + (length - slice_len).clamp(min=0)
+            last_start = trajs.start[traj] + (length - slice_len + right).clamp(min=0)
             chosen[todo] = traj
             start[todo] = torch.minimum(drawn, last_start)
             if not self.strict_length:
                 break
-            todo = todo[length < slice_len]
+            todo = todo[length < slice_len - right]
             if todo.numel() == 0:
                 break
         else:

@@ -15,6 +15,7 @@ __all__ = ["SliceSampler"]
 
 _DEFAULT_END_KEY = ("next", "done")
 _DEFAULT_TRAJ_KEY = "episode"
+_NO_SPAN = (False, False)
 
 
 class SliceSampler(Sampler):
@@ -46,9 +47,19 @@ class SliceSampler(Sampler):
             ``extend``). Defaults to False.
         truncated_key: the info entry marking slice ends. Defaults to
             ``("next", "truncated")``.
+        span: let a slice run over the start (left) or the end (right) of its trajectory,
+            cut there, so it holds fewer items: an int ``i`` keeps at least
+            ``slice_len - i`` items (``i < slice_len``), True at least one, False (the
+            default) none is cut. A pair ``(left, right)`` sets each side. A slice's
+            virtual start is drawn uniformly over every position allowed, so the items near
+            the allowed sides of a trajectory come up as often as the middle ones. With a
+            right span and ``strict_length``, a trajectory of at least ``slice_len - right``
+            items can be drawn.
 
     Raises:
-        ValueError: both or neither of ``num_slices``/``slice_len``, or both keys, are given.
+        ValueError: both or neither of ``num_slices``/``slice_len``, or both keys, are given;
+            ``span`` is not a bool, a non-negative int or a pair of them; (on sampling) an
+            int span is not below ``slice_len``.
 
     Examples:
         >>> import torch
@@ -72,6 +83,7 @@ class SliceSampler(Sampler):
         strict_length: bool = True,
         cache_values: bool = False,
         truncated_key: Any = ("next", "truncated"),
+        span: bool | int | tuple[bool | int, bool | int] = False,
     ) -> None:
         name = type(self).__name__
         if (num_slices is None) == (slice_len is None):
@@ -89,6 +101,7 @@ class SliceSampler(Sampler):
         self.strict_length = strict_length
         self.cache_values = cache_values
         self.truncated_key = truncated_key
+        self.span = _span_pair(name, span)
         self._cache: Trajectories | None = None
 
     # ---------------------------------------------------------------- writes
@@ -146,15 +159,27 @@ class SliceSampler(Sampler):
             self._cache = trajs
         return trajs
 
+    def _span_sizes(self, slice_len: int) -> tuple[int, int]:
+        """How many positions a slice may run over its trajectory's start and end."""
+        if self.span == _NO_SPAN:
+            return 0, 0
+        return tuple(
+            _span_size(type(self).__name__, side, value, slice_len)
+            for side, value in zip(("left", "right"), self.span, strict=True)
+        )
+
     def _eligible(self, trajs: Trajectories, slice_len: int) -> Tensor:
         if not self.strict_length:
             return torch.arange(trajs.start.numel())
-        eligible = (trajs.length >= slice_len).nonzero().squeeze(-1)
+        right = self._span_sizes(slice_len)[1]
+        needed = slice_len - right
+        eligible = (trajs.length >= needed).nonzero().squeeze(-1)
         if eligible.numel() == 0:
+            wanted = f"slice_len={slice_len}" if not right else f"{needed} (slice_len - span)"
             raise RuntimeError(
-                f"{type(self).__name__}.sample: no stored trajectory has slice_len={slice_len} "
-                f"items (the longest has {int(trajs.length.max())}). Use a shorter slice_len "
-                f"or strict_length=False."
+                f"{type(self).__name__}.sample: no stored trajectory has {wanted} items (the "
+                f"longest has {int(trajs.length.max())}). Use a shorter slice_len or "
+                f"strict_length=False."
             )
         return eligible
 
@@ -170,19 +195,37 @@ class SliceSampler(Sampler):
     def _slices(
         self, trajs: Trajectories, chosen: Tensor, slice_len: int, start: Tensor | None = None
     ) -> tuple[Tensor, dict[str, Any]]:
-        """Index and info of slices in trajectories ``chosen`` (random starts if not given)."""
+        """Index and info of slices in trajectories ``chosen`` (random starts if not given;
+        a slice stops at its trajectory's end)."""
         traj_start = trajs.start[chosen]
         length = trajs.length[chosen]
-        if start is None:
-            room = (length - slice_len).clamp(min=0) + 1
-            uniform = torch.rand(chosen.shape, generator=self._rng)
-            start = traj_start + (uniform * room).long().clamp(max=room - 1)
-        if self.strict_length or bool((length >= slice_len).all()):
+        left, right = self._span_sizes(slice_len)
+        uniform = None if start is not None else torch.rand(chosen.shape, generator=self._rng)
+        if start is None and (left or right):
+            # a virtual start in [-left, length - slice_len + right], the slice cut to its
+            # trajectory: a left overhang takes the first items, a right one the last
+            low = -left
+            room = (length - slice_len + right).clamp(min=0) - low + 1
+            virtual = low + (uniform * room).long().clamp(max=room - 1)
+            first = virtual.clamp(min=0)
+            taken = (virtual + slice_len).clamp(max=length) - first
+            start = traj_start + first
+        else:
+            if start is None:
+                room = (length - slice_len).clamp(min=0) + 1
+                start = traj_start + (uniform * room).long().clamp(max=room - 1)
+            taken = None
+        if taken is None and (self.strict_length and not right):
+            full = True
+        else:
+            if taken is None:
+                taken = (traj_start + length - start).clamp(max=slice_len)
+            full = bool((taken == slice_len).all())
+        if full:
             logical = slice_positions(start, slice_len)
             truncated = torch.zeros(chosen.numel(), slice_len, dtype=torch.bool)
             truncated[:, -1] = True
         else:
-            taken = length.clamp(max=slice_len)
             keep = torch.arange(slice_len) < taken.unsqueeze(-1)
             logical = slice_positions(start, slice_len)[keep.reshape(-1)]
             last = torch.zeros(chosen.numel(), slice_len, dtype=torch.bool)
@@ -202,3 +245,34 @@ class SliceSampler(Sampler):
             f"{type(self).__name__}(num_slices={self.num_slices}, slice_len={self.slice_len}, "
             f"strict_length={self.strict_length})"
         )
+
+
+def _span_pair(where: str, span: Any) -> tuple[bool | int, bool | int]:
+    """``span=`` as a ``(left, right)`` pair, each a bool or a non-negative int.
+
+    Raises:
+        ValueError: ``span`` is anything else.
+    """
+    pair = tuple(span) if isinstance(span, tuple | list) else (span, span)
+    if len(pair) != 2 or not all(
+        isinstance(side, bool) or (isinstance(side, int) and side >= 0) for side in pair
+    ):
+        raise ValueError(
+            f"{where}: expected span to be a bool, a non-negative int or a (left, right) pair "
+            f"of them, got {span!r}."
+        )
+    return pair
+
+
+def _span_size(where: str, side: str, value: bool | int, slice_len: int) -> int:
+    """Positions a slice may overhang on one side: ``slice_len - 1`` for True."""
+    if value is True:
+        return slice_len - 1
+    if value is False:
+        return 0
+    if value >= slice_len:
+        raise ValueError(
+            f"{where}.sample: the {side} span {value} must be below slice_len={slice_len} (a "
+            f"slice keeps at least slice_len - span items); use a smaller span or True."
+        )
+    return value

@@ -31,7 +31,7 @@ class SliceSamplerWithoutReplacement(SliceSampler):
         drop_last: drop the last batch of an epoch when it has fewer than ``num_slices``
             slices. Defaults to False.
         shuffle: visit trajectories in random order. Defaults to True.
-        end_key, traj_key, strict_length, truncated_key: as in :class:`SliceSampler`.
+        end_key, traj_key, strict_length, truncated_key, span: as in :class:`SliceSampler`.
 
     Examples:
         >>> import torch
@@ -58,6 +58,7 @@ class SliceSamplerWithoutReplacement(SliceSampler):
         traj_key: Any = None,
         strict_length: bool = True,
         truncated_key: Any = ("next", "truncated"),
+        span: bool | int | tuple[bool | int, bool | int] = False,
     ) -> None:
         super().__init__(
             num_slices,
@@ -67,6 +68,7 @@ class SliceSamplerWithoutReplacement(SliceSampler):
             strict_length=strict_length,
             cache_values=False,
             truncated_key=truncated_key,
+            span=span,
         )
         self.drop_last = drop_last
         self.shuffle = shuffle

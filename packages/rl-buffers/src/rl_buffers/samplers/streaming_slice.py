@@ -138,8 +138,7 @@ class StreamingSliceSampler(SliceSampler):
         )
         self.end_keys = end_keys
         self.pad_output = pad_output
-        self.compile = compile
-        self.span = span
+        self.compile = compile  # (span=False is the base's (False, False))
         self.use_gpu = use_gpu
         self._reset_stream()
 
