@@ -77,6 +77,9 @@ from rl_objectives.configs.objectives import (
 from rl_objectives.configs.trainers import (
     CQLTrainerConfig,
     DDPGTrainerConfig,
+    DreamerV3OptimizationStepperConfig,
+    DreamerV3OptimizerConfig,
+    DreamerV3UpdateRatioConfig,
     IQLTrainerConfig,
     OfflineToOnlineTrainerConfig,
     OnPolicyTrainerConfig,

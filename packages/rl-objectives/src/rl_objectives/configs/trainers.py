@@ -1,12 +1,18 @@
 """Hydra configs of the algorithm trainers that rl-train's presets do not use (TorchRL's
 ``configs.trainers``): partial, called with the collector, the total frames, the loss and the
-optimizer (and, off policy, the replay buffer and the target updater)."""
+optimizer (and, off policy, the replay buffer and the target updater); and the configs of
+DreamerV3's optimizer, learner stepper and update ratio."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rl_objectives.configs._derive import MISSING
+from rl_objectives.configs._derive import MISSING, config_of
+from rl_objectives.trainers import (
+    DreamerV3OptimizationStepper,
+    DreamerV3Optimizer,
+    DreamerV3UpdateRatio,
+)
 
 
 @dataclass
@@ -85,3 +91,28 @@ class OfflineToOnlineTrainerConfig(_OffPolicyTrainerConfig):
 
     offline_steps: int = MISSING  # type: ignore[assignment]
     _target_: str = "rl_objectives.trainers.OfflineToOnlineTrainer"
+
+
+#: :class:`rl_objectives.trainers.DreamerV3Optimizer`, partial: called with the parameters.
+DreamerV3OptimizerConfig = config_of(
+    DreamerV3Optimizer, "DreamerV3OptimizerConfig", "rl_objectives.trainers.DreamerV3Optimizer",
+    partial=True,
+    doc=":class:`rl_objectives.trainers.DreamerV3Optimizer` (fields: its settings); partial: "
+    "called with the parameters.",
+)  # fmt: skip
+#: :class:`rl_objectives.trainers.DreamerV3OptimizationStepper`, partial: called with the loss,
+#: the optimizer and the target updater.
+DreamerV3OptimizationStepperConfig = config_of(
+    DreamerV3OptimizationStepper, "DreamerV3OptimizationStepperConfig",
+    "rl_objectives.trainers.DreamerV3OptimizationStepper", partial=True,
+    skip=("target_updater",),
+    doc=":class:`rl_objectives.trainers.DreamerV3OptimizationStepper` (fields: its keyword "
+    "settings); partial: called with the loss, the optimizer and the target updater.",
+)  # fmt: skip
+#: :class:`rl_objectives.trainers.DreamerV3UpdateRatio`: ``ratio`` is mandatory.
+DreamerV3UpdateRatioConfig = config_of(
+    DreamerV3UpdateRatio, "DreamerV3UpdateRatioConfig",
+    "rl_objectives.trainers.DreamerV3UpdateRatio",
+    doc=":class:`rl_objectives.trainers.DreamerV3UpdateRatio`: learner updates per driver "
+    "record (``ratio``, mandatory).",
+)  # fmt: skip

@@ -6,6 +6,11 @@ from rl_objectives.trainers.checkpoint import (
     CheckpointOptions,
     GlobalRNGState,
 )
+from rl_objectives.trainers.dreamer_v3 import (
+    DreamerV3OptimizationStepper,
+    DreamerV3Optimizer,
+    DreamerV3UpdateRatio,
+)
 from rl_objectives.trainers.hooks import (
     BatchSubSampler,
     ClearCudaCache,
@@ -78,6 +83,9 @@ __all__ = [
     "OptimizationStepper",
     "DefaultOptimizationStepper",
     "MixedPrecisionOptimizationStepper",
+    "DreamerV3Optimizer",
+    "DreamerV3OptimizationStepper",
+    "DreamerV3UpdateRatio",
     "OfflineToOnlineReplayBufferHook",
     "OfflineToOnlineAnnealHook",
     "BatchSubSampler",
