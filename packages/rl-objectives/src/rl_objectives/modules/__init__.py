@@ -13,9 +13,18 @@ every policy needs (``MLP``, ``ConvNet``, actors, ``QValueActor``, distributions
 from rl_objectives.modules.act import ACTModel
 from rl_objectives.modules.batchrenorm import BatchRenorm1d
 from rl_objectives.modules.consistent_dropout import ConsistentDropout, ConsistentDropoutModule
+from rl_objectives.modules.conv3d import Conv3dNet
 from rl_objectives.modules.cross_group_critic import CrossCriticGroupSpec, CrossGroupCritic
+from rl_objectives.modules.ddpg_nets import (
+    DdpgCnnActor,
+    DdpgCnnQNet,
+    DdpgMlpActor,
+    DdpgMlpQNet,
+    ddpg_init_last_layer,
+)
 from rl_objectives.modules.decision_transformer import DecisionTransformer, DTActor, OnlineDTActor
 from rl_objectives.modules.diffusion import DiffusionActor
+from rl_objectives.modules.distributional_dqn_net import DistributionalDQNnet
 from rl_objectives.modules.distributional_qvalue import (
     DistributionalQValueActor,
     DistributionalQValueModule,
@@ -39,9 +48,11 @@ from rl_objectives.modules.dreamer_v3_utils import (
     two_hot_encode,
 )
 from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
+from rl_objectives.modules.dueling_mlp import DuelingMlpDQNet
 from rl_objectives.modules.gp_world_model import GPWorldModel
 from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
 from rl_objectives.modules.multiagent_base import MultiAgentNetBase
+from rl_objectives.modules.net_layers import SquashDims, Squeeze2dLayer, SqueezeLayer
 from rl_objectives.modules.noisy_lazy import NoisyLazyLinear
 from rl_objectives.modules.ordinal import OneHotOrdinal, Ordinal, ordinal_logits
 from rl_objectives.modules.rbf_controller import RBFController
@@ -116,6 +127,17 @@ __all__ = [
     "CrossCriticGroupSpec",
     # DQN family
     "DuelingCnnDQNet",
+    "DuelingMlpDQNet",
+    "DistributionalDQNnet",
+    "DdpgMlpActor",
+    "DdpgMlpQNet",
+    "DdpgCnnActor",
+    "DdpgCnnQNet",
+    "ddpg_init_last_layer",
+    "Conv3dNet",
+    "SquashDims",
+    "SqueezeLayer",
+    "Squeeze2dLayer",
     "NoisyLinear",
     "NoisyLazyLinear",
     "reset_noise",
