@@ -151,3 +151,51 @@ def test_flatten_action_takes_torchrl_dims_keys_and_action_shape():
         FlattenAction(0, 1)
     with pytest.raises(RuntimeError, match="the span of the action 'action' is unknown"):
         FlattenAction().inv(TensorDict(action=torch.zeros(6)))
+
+
+class EchoPair(gym.Env):
+    """Observes the (2,) action it was given."""
+
+    metadata = {"render_modes": []}  # noqa: RUF012
+
+    def __init__(self):
+        self.observation_space = gym.spaces.Box(-1, 1, (2,))
+        self.action_space = gym.spaces.Box(-1, 1, (2,))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, dtype=np.float32), {}
+
+    def step(self, action):
+        return np.asarray(action, dtype=np.float32), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_own_out_action_key_keeps_the_env_action_in_the_rollout(categorical):
+    # [-1, 1] in 4 intervals of width 0.5; LOW sends -1 + 0.5 * i.
+    low = ActionDiscretizer.SamplingStrategy.LOW
+    t = ActionDiscretizer(4, out_action_key="action_disc", sampling=low, categorical=categorical)
+    env = TransformedEnv(GymWrapper(EchoPair()), t)
+    assert set(env.full_action_spec.keys()) == {"action_disc"}
+    assert env.full_state_spec["action"].dtype == torch.float32  # the env's action
+    check_env_specs(env)
+    traj = env.rollout(5)
+    assert traj["action"].dtype == torch.float32
+    assert traj["action_disc"].dtype == (torch.int64 if categorical else torch.bool)
+    index = (
+        traj["action_disc"] if categorical else traj["action_disc"].view(5, 2, 4).float().argmax(-1)
+    )
+    expected = -1.0 + 0.5 * index.float()
+    torch.testing.assert_close(traj["action"], expected)
+    torch.testing.assert_close(traj["next", "observation"], expected)  # what the env got
+
+
+def test_own_out_action_key_records_the_random_point_the_env_got():
+    rand = ActionDiscretizer.SamplingStrategy.RANDOM
+    env = TransformedEnv(
+        GymWrapper(EchoPair()), ActionDiscretizer(4, out_action_key="a_disc", sampling=rand)
+    )
+    traj = env.rollout(6)
+    torch.testing.assert_close(traj["action"], traj["next", "observation"])
+    lower = -1.0 + 0.5 * traj["a_disc"].float()
+    assert bool(((traj["action"] >= lower) & (traj["action"] <= lower + 0.5)).all())

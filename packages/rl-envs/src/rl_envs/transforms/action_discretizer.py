@@ -42,7 +42,9 @@ class ActionDiscretizer(Transform):
         num_intervals: the choices per dim (>= 2), or one count per action dim (a sequence or
             1-d tensor as long as the action's last dim).
         action_key: the action. Defaults to ``"action"``.
-        out_action_key: the key the policy writes; default ``action_key``.
+        out_action_key: the key the policy writes; default ``action_key``. When it differs,
+            the env's (continuous) action stays visible as a state entry at ``action_key``:
+            each step writes the point sent to the env there, as TorchRL.
         sampling: an :class:`ActionDiscretizer.SamplingStrategy` (or its int). Defaults to
             ``MEDIAN``.
         categorical: indices (True, the default) or one-hot blocks (False).
@@ -125,6 +127,24 @@ class ActionDiscretizer(Transform):
             )
         return counts
 
+    def _inv_call(self, tensordict: TensorDictBase) -> TensorDictBase:
+        action_key, policy_key = self.in_keys_inv[0], self.out_keys_inv[0]
+        value = tensordict.get(policy_key, None)
+        if value is not None:
+            action = self._inv_apply_transform(value)
+            tensordict.set(action_key, action)
+            if policy_key != action_key:
+                self._sent = action  # written beside the policy's key by _step
+        return tensordict
+
+    def _step(self, tensordict: TensorDictBase, next_tensordict: TensorDictBase) -> TensorDictBase:
+        # With its own out_action_key, the env's action the policy's choice mapped to is
+        # kept in the step's input (a state entry of this env), as TorchRL.
+        sent = self.__dict__.pop("_sent", None)
+        if sent is not None and self.out_keys_inv[0] != self.in_keys_inv[0]:
+            tensordict.set(self.in_keys_inv[0], sent)
+        return next_tensordict
+
     def _inv_apply_transform(self, value: torch.Tensor) -> torch.Tensor:
         if self.low is None:
             raise RuntimeError(
@@ -178,9 +198,14 @@ class ActionDiscretizer(Transform):
         return MultiCategorical(counts.tolist(), shape=shape, device=device)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
-        return map_action_leaves(
+        action_key, policy_key = self.in_keys_inv[0], self.out_keys_inv[0]
+        original = input_spec["full_action_spec"].get(action_key, None)
+        input_spec = map_action_leaves(
             input_spec, self.in_keys_inv, self.out_keys_inv, self._map, "ActionDiscretizer"
         )
+        if policy_key != action_key and original is not None:
+            input_spec["full_state_spec"][action_key] = original.clone()
+        return input_spec
 
     def extra_repr(self) -> str:
         return (
