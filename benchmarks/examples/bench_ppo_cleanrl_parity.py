@@ -43,6 +43,9 @@ SETTINGS = {"ppo.py defaults": "", "CleanRL's settings": CLEANRL}
 
 
 def load_ppo_example():
+    # ppo.py imports its neighbours (``_recipe``) as a script run from examples/ does.
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location("example_ppo", EXAMPLES / "ppo.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

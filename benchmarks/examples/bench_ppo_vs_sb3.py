@@ -29,6 +29,9 @@ SB3_BUDGET = 300_000  # frames; SB3's defaults reach the target well before this
 
 
 def load_ppo_example():
+    # ppo.py imports its neighbours (``_recipe``) as a script run from examples/ does.
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec = importlib.util.spec_from_file_location("example_ppo", EXAMPLES / "ppo.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -36,17 +39,19 @@ def load_ppo_example():
     return module
 
 
-def run_ours(ppo, seed: int) -> tuple[float, int | None]:
+def run_ours(ppo, seed: int) -> tuple[float, int | None, float]:
+    """Wall seconds to the target, frames to it (``None``: not reached), CPU seconds."""
+    cpu = time.process_time()
     with tempfile.TemporaryDirectory() as out:
         cfg = ppo.parse_config(
             ["--seed", str(seed), "--target-return", str(TARGET), "--out-dir", out,
              "--exp-name", "bench", "--no-plot"]
         )  # fmt: skip
         result = ppo.train(cfg)
-    return result["seconds"], result["frames_to_target"]
+    return result["seconds"], result["frames_to_target"], time.process_time() - cpu
 
 
-def run_sb3(seed: int) -> tuple[float, int | None]:
+def run_sb3(seed: int) -> tuple[float, int | None, float]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
 
@@ -66,9 +71,9 @@ def run_sb3(seed: int) -> tuple[float, int | None]:
 
     model = PPO("MlpPolicy", "CartPole-v1", seed=seed, device="cpu", verbose=0)
     stop = StopAtTarget()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=SB3_BUDGET, callback=stop)
-    return time.perf_counter() - start, stop.frames
+    return time.perf_counter() - start, stop.frames, time.process_time() - cpu
 
 
 def main() -> None:
@@ -84,21 +89,26 @@ def main() -> None:
     print(f"stable-baselines3 {stable_baselines3.__version__}, torch {torch.__version__}")
     ours, sb3 = [], []
     for seed in range(args.repeats):
-        t, f = run_sb3(seed)
-        sb3.append((t, f))
-        print(f"seed {seed}  sb3 PPO       {t:6.1f} s  frames to {TARGET:.0f}: {f}")
-        t, f = run_ours(ppo, seed)
-        ours.append((t, f))
-        print(f"seed {seed}  examples/ppo  {t:6.1f} s  frames to {TARGET:.0f}: {f}")
+        for name, runs, run in (("sb3 PPO", sb3, run_sb3), ("examples/ppo", ours, run_ours)):
+            t, f, cpu = run(seed) if run is run_sb3 else run(ppo, seed)
+            runs.append((t, f, cpu))
+            rate = f"{f / t:,.0f} frames/s (wall), {f / cpu:,.0f} per CPU second" if f else "-"
+            print(
+                f"seed {seed}  {name:<13} {t:6.1f} s ({cpu:.1f} s CPU)  frames to {TARGET:.0f}: {f}; {rate}"
+            )
     for name, runs in (("sb3 PPO", sb3), ("examples/ppo", ours)):
         reached = [r for r in runs if r[1] is not None]
         print(
             f"{name:<13} reached {len(reached)}/{len(runs)}; median "
-            f"{statistics.median(t for t, _ in runs):.1f} s, "
-            f"{statistics.median(f for _, f in reached) if reached else float('nan'):.0f} frames"
+            f"{statistics.median(t for t, _, _ in runs):.1f} s "
+            f"({statistics.median(c for _, _, c in runs):.1f} s CPU), "
+            f"{statistics.median(f for _, f, _ in reached) if reached else float('nan'):.0f} frames, "
+            f"{statistics.median(f / c for _, f, c in reached) if reached else float('nan'):,.0f} "
+            f"frames per CPU second"
         )
-    ratio = statistics.median(t for t, _ in ours) / statistics.median(t for t, _ in sb3)
-    print(f"time ratio examples/ppo / sb3 (median): {ratio:.2f}")
+    ratio = statistics.median(t for t, _, _ in ours) / statistics.median(t for t, _, _ in sb3)
+    cpu_ratio = statistics.median(c for *_, c in ours) / statistics.median(c for *_, c in sb3)
+    print(f"time ratio examples/ppo / sb3 (median): {ratio:.2f} wall, {cpu_ratio:.2f} CPU")
 
 
 if __name__ == "__main__":

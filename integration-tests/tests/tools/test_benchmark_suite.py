@@ -122,3 +122,18 @@ def test_run_rejects_unknown_groups(capsys):
     args = run.parse(["--only", "values", "--quick"])
     assert args.groups == ["values"]
     assert args.out == ROOT / "benchmarks" / "results" / "quick"
+
+
+@pytest.mark.parametrize("script", ["bench_ppo_vs_sb3", "bench_ppo_cleanrl_parity"])
+def test_the_ppo_harnesses_load_examples_ppo(script, monkeypatch):
+    # examples/ppo.py imports its neighbour _recipe: the harnesses (and the suite's ppo group,
+    # which loads bench_ppo_vs_sb3) put examples/ on sys.path; they raised ModuleNotFoundError.
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "_recipe", raising=False)
+    bench = _load(script, ROOT / "benchmarks" / "examples" / f"{script}.py")
+    try:
+        ppo = bench.load_ppo_example()
+        assert ppo.parse_config(["--seed", "2", "--no-plot"]).seed == 2
+    finally:
+        sys.modules.pop("example_ppo", None)
+        sys.modules.pop("_recipe", None)
