@@ -243,3 +243,31 @@ def test_prioritized_buffers_put_the_trees_on_a_cuda_storage_only():
     )  # rl-kernels built with CUDA; without them CUDA trees would be slower than CPU ones
     expected = torch.device("cuda:0") if cuda_kernels else None
     assert _cuda_device(LazyTensorStorage(8, device="cuda:0")) == expected
+
+
+@pytest.mark.parametrize("within", [False, True])
+def test_max_priority_within_buffer(within):
+    # alpha=1, eps=1e-8: a stored value is the priority. Rows 0-2 come in at the default
+    # 1.0, then get 10, 5 and 3; row 3 comes in at the max, 10. Rows 0 and 3 are then
+    # lowered to 2 and 1: within the buffer the largest stored value is now row 1's 5,
+    # the largest ever set stays 10.
+    sampler = PrioritizedSampler(8, 1.0, 1.0, max_priority_within_buffer=within)
+    assert sampler.max_priority_within_buffer is within
+    sampler.extend(torch.arange(3))
+    sampler.update_priority(torch.arange(3), torch.tensor([10.0, 5.0, 3.0]))
+    sampler.add(3)
+    assert sampler._leaves(4)[3].item() == pytest.approx(10.0)
+    sampler.update_priority(torch.tensor([0, 3]), torch.tensor([2.0, 1.0]))
+    sampler.add(4)
+    assert sampler._leaves(5)[4].item() == pytest.approx(5.0 if within else 10.0)
+    assert sampler.default_priority == pytest.approx(5.0 if within else 10.0)
+    # lowering an item that does not hold the max changes nothing
+    sampler.update_priority(torch.tensor([2]), torch.tensor([0.5]))
+    assert sampler.default_priority == pytest.approx(5.0 if within else 10.0)
+    restored = PrioritizedSampler(8, 1.0, 1.0, max_priority_within_buffer=within)
+    restored.load_state_dict(sampler.state_dict())
+    assert restored.default_priority == pytest.approx(5.0 if within else 10.0)
+    sampler._empty()
+    assert sampler.default_priority == 1.0
+    with pytest.raises(TypeError, match="expected max_priority_within_buffer to be a bool"):
+        PrioritizedSampler(8, 1.0, 1.0, max_priority_within_buffer=1)

@@ -58,3 +58,16 @@ def test_state_round_trip():
     other = PrioritizedSliceSampler(64, 1.0, 1.0, slice_len=3, traj_key="episode")
     other.load_state_dict(sampler.state_dict())
     assert torch.equal(other.priorities._tree, sampler.priorities._tree)
+
+
+def test_max_priority_within_buffer_reaches_the_priorities():
+    _storage, sampler, _ids = setup([4], torch.tensor([1.0, 6.0, 2.0, 1.0]))
+    within = PrioritizedSliceSampler(
+        64, 1.0, 1.0, slice_len=2, traj_key="episode", max_priority_within_buffer=True
+    )
+    within.extend(torch.arange(4))
+    within.update_priority(torch.arange(4), torch.tensor([1.0, 6.0, 2.0, 1.0]))
+    within.update_priority(torch.tensor([1]), torch.tensor([0.5]))
+    assert within.priorities.default_priority == pytest.approx(2.0)
+    sampler.update_priority(torch.tensor([1]), torch.tensor([0.5]))
+    assert sampler.priorities.default_priority == pytest.approx(6.0)

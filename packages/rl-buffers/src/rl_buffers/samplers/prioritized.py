@@ -78,6 +78,9 @@ class PrioritizedSampler(Sampler):
             storage's device when it is a CUDA device and rl-kernels' CUDA kernels are
             installed, so a GPU storage samples on the GPU; indices and priorities from
             another device are moved to the trees.
+        max_priority_within_buffer: new items get the largest priority among the stored
+            items (found again when the item holding it is lowered) rather than the largest
+            ever set (False, the default), as TorchRL's option.
 
     Raises:
         ValueError: an argument is out of range.
@@ -105,8 +108,14 @@ class PrioritizedSampler(Sampler):
         dtype: torch.dtype = torch.float,
         reduction: str = "max",
         device: torch.device | str | None = None,
+        max_priority_within_buffer: bool = False,
     ) -> None:
         where = type(self).__name__
+        if not isinstance(max_priority_within_buffer, bool):
+            raise TypeError(
+                f"{where}: expected max_priority_within_buffer to be a bool, got "
+                f"{type(max_priority_within_buffer).__name__} ({max_priority_within_buffer!r})."
+            )
         if isinstance(max_capacity, bool) or not isinstance(max_capacity, int) or max_capacity < 1:
             raise ValueError(f"{where}: expected max_capacity >= 1, got {max_capacity!r}.")
         if reduction not in ("max", "min", "sum", "mean"):
@@ -126,6 +135,9 @@ class PrioritizedSampler(Sampler):
         # the largest value written so far (1.0 at first), in a tensor the update op raises
         self._device = self._tree.device  # the draws, indices and weights live there too
         self._max_value = torch.ones(1, dtype=dtype, device=self._device)
+        self.max_priority_within_buffer = max_priority_within_buffer
+        # (within the buffer) a row holding _max_value, -1 if none is known
+        self._max_row = -1
         # one past the highest item ever written (extend/add): priorities may only be set
         # below it, so a draw never lands on a slot that holds no item
         self._written = 0
@@ -164,6 +176,8 @@ class PrioritizedSampler(Sampler):
             index,
             torch.full(index.shape, self._max_value.item(), dtype=self.dtype, device=index.device),
         )
+        if self.max_priority_within_buffer and high >= 0:
+            self._max_row = high  # a new item holds the largest stored value
 
     def _write(self, index: Tensor, value: Tensor) -> None:
         _UPDATE(self._tree, self._min_tree, index, value)
@@ -185,7 +199,8 @@ class PrioritizedSampler(Sampler):
                 so far (``extend``/``add``): a slot that holds no item gets no priority.
         """
         if (
-            type(index) is Tensor
+            not self.max_priority_within_buffer
+            and type(index) is Tensor
             and type(priority) is Tensor
             and index.dtype == torch.int64
             and priority.dtype == self.dtype
@@ -260,9 +275,29 @@ class PrioritizedSampler(Sampler):
                 f"take every draw). Clip the priorities (e.g. |td_error|.clamp(max=...))."
             )
         value = (priority + self.eps).pow(self.alpha)
+        if self.max_priority_within_buffer:
+            self._write(index, value)
+            self._track_stored_max(index, value)
+            return
         if value.numel():
             torch.maximum(self._max_value, value.max(), out=self._max_value)
         self._write(index, value)
+
+    def _track_stored_max(self, index: Tensor, value: Tensor) -> None:
+        """(``max_priority_within_buffer``) keeps ``_max_value`` the largest stored value
+        after ``value`` was written at ``index``: a scan of the stored items when the row
+        holding it was rewritten, else the larger of it and the new values."""
+        if not value.numel():
+            return
+        if self._max_row >= 0 and bool((index == self._max_row).any()):
+            top, row = self._leaves(self._written).max(0)
+            self._max_value.fill_(float(top))
+            self._max_row = int(row)
+            return
+        top, position = value.max(0)
+        if self._max_row < 0 or float(top) > float(self._max_value):
+            self._max_value.fill_(float(top))
+            self._max_row = int(index[position])
 
     # ---------------------------------------------------------------- reads
     def _leaves(self, n: int) -> Tensor:
@@ -316,12 +351,18 @@ class PrioritizedSampler(Sampler):
         min_tree_update_(self._min_tree, written, tree[self._capacity + written])
         self._written = int(written.max()) + 1 if written.numel() else 0
         self._max_value.fill_(float(state_dict["max_priority"]))
+        self._max_row = -1
+        if self.max_priority_within_buffer and self._written:
+            top, row = self._leaves(self._written).max(0)
+            self._max_value.fill_(float(top))
+            self._max_row = int(row)
 
     def _empty(self) -> None:
         self._tree.zero_()
         self._min_tree.fill_(float("inf"))
         self._max_value.fill_(1.0)
         self._written = 0
+        self._max_row = -1
 
     def __repr__(self) -> str:
         return (

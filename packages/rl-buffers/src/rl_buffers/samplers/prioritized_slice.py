@@ -35,7 +35,7 @@ class PrioritizedSliceSampler(SliceSampler):
         beta: importance-sampling exponent, >= 0.
 
     Keyword Args:
-        eps, dtype, reduction: as in :class:`PrioritizedSampler`.
+        eps, dtype, reduction, max_priority_within_buffer: as in :class:`PrioritizedSampler`.
         num_slices, slice_len, end_key, traj_key, strict_length, cache_values, truncated_key: as
             in :class:`SliceSampler`.
         span: as in :class:`SliceSampler`, the right side only: a slice may run past its
@@ -74,6 +74,7 @@ class PrioritizedSliceSampler(SliceSampler):
         cache_values: bool = False,
         truncated_key: Any = ("next", "truncated"),
         span: bool | int | tuple[bool | int, bool | int] = False,
+        max_priority_within_buffer: bool = False,
     ) -> None:
         super().__init__(
             num_slices,
@@ -96,7 +97,13 @@ class PrioritizedSliceSampler(SliceSampler):
             )
             self.span = (False, self.span[1])
         self.priorities = PrioritizedSampler(
-            max_capacity, alpha, beta, eps=eps, dtype=dtype, reduction=reduction
+            max_capacity,
+            alpha,
+            beta,
+            eps=eps,
+            dtype=dtype,
+            reduction=reduction,
+            max_priority_within_buffer=max_priority_within_buffer,
         )
 
     def extend(self, index: Tensor) -> None:
