@@ -161,6 +161,8 @@ def test_a_name_the_stack_lacks_fails_where_it_is_used_not_at_import(migrate, im
     with pytest.raises(AttributeError, match=r"IsaacGymEnv\.make_env: torchrl\.envs"):
         _ = namespace["IsaacGymEnv"].make_env
     assert not hasattr(namespace["IsaacGymEnv"], "__test__")  # pytest's probe still works
+    # an env class of a library that is not there lists no envs, as TorchRL's do
+    assert namespace["IsaacGymEnv"].available_envs == []
 
     assert report.lines() == [
         "test_user.py:6: no rl-stack name for torchrl's torchrl.envs.IsaacGymEnv; "
