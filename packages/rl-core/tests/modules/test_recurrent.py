@@ -291,3 +291,27 @@ def test_in_keys_may_end_with_the_reset_key_as_torchrl_lists_them():
         ValueError, match=r"optionally followed by 'is_init', got \['x', 'h', 'c', 'd'\]"
     ):
         LSTMModule(F, H, in_keys=["x", "h", "c", "d"], out_keys=["y", "h2", "c2"])
+
+
+def test_a_loss_runs_its_recurrent_networks_on_sequences_as_torchrl():
+    from rl_core.objectives import LossModule
+
+    class FeatureLoss(LossModule):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+
+        def forward(self, data):
+            return self.net(data)
+
+        def feature_loss(self, data):
+            return self.net(data)["features"].pow(2).mean()
+
+    step = _make(GRUModule)
+    td = TensorDict(embed=torch.randn(2, 3, F), batch_size=[2, 3])
+    expected = step.set_recurrent_mode(True)(td.clone())["features"]
+    loss = FeatureLoss(step)
+    torch.testing.assert_close(loss(td.clone())["features"], expected)
+    torch.testing.assert_close(loss.feature_loss(td.clone()), expected.pow(2).mean())
+    assert recurrent_mode() is None
+    assert step(td[:, 0].clone())["features"].shape == (2, H)  # outside the loss: steps

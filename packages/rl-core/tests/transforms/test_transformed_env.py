@@ -108,10 +108,34 @@ def test_a_transform_belongs_to_one_env():
     TransformedEnv(CountingEnv(), t)
     with pytest.raises(
         ValueError,
-        match=r"StepCounter: this transform already belongs to a TransformedEnv; .*clone\(\)",
+        match=r"StepCounter: this transform already belongs to a TransformedEnv of an env; "
+        r".*clone\(\)",
     ):
         TransformedEnv(CountingEnv(), t)
     TransformedEnv(CountingEnv(), t.clone())
+
+
+def test_a_transform_outside_any_env_may_join_another_compose_as_in_torchrl():
+    t = StepCounter(max_steps=2)
+    Compose(t)
+    env = TransformedEnv(CountingEnv(), Compose(t))
+    assert env.transform[0] is t
+    assert env.rollout(5)["next", "step_count"].squeeze(-1).tolist() == [1, 2]
+    with pytest.raises(ValueError, match="already belongs to a Compose of an env"):
+        Compose(t)
+
+
+def test_auto_unwrap_merges_the_inner_transforms():
+    inner = TransformedEnv(CountingEnv(), InitTracker())
+    nested = TransformedEnv(inner, StepCounter())
+    assert nested.base_env is inner
+    merged = TransformedEnv(inner, Compose(StepCounter(max_steps=3)), auto_unwrap=True)
+    assert type(merged.base_env) is CountingEnv
+    assert [type(t).__name__ for t in merged.transform] == ["InitTracker", "StepCounter"]
+    assert merged.transform[0] is not inner.transform  # a clone: the inner env keeps its own
+    traj = merged.rollout(5)
+    assert traj["next", "step_count"].squeeze(-1).tolist() == [1, 2, 3]
+    assert traj["is_init"].squeeze(-1).tolist() == [True, False, False]
 
 
 def test_specs_cannot_be_set_on_a_transformed_env():

@@ -35,9 +35,14 @@ def test_fills_missing_entries_of_a_buffer_batch():
     assert out["h"].eq(2).all()
 
 
+def test_an_empty_primer_adds_nothing_as_in_torchrl(cartpole):
+    env = TransformedEnv(cartpole, TensorDictPrimer())
+    check_env_specs(env)
+    assert env.observation_spec.keys() == cartpole.observation_spec.keys()
+    assert set(env.reset().keys()) == set(cartpole.reset().keys())
+
+
 def test_errors(cartpole):
-    with pytest.raises(ValueError, match="TensorDictPrimer: expected at least one entry"):
-        TensorDictPrimer()
     env = TransformedEnv(cartpole, TensorDictPrimer(observation=Unbounded(shape=(4,))))
     with pytest.raises(KeyError, match="TensorDictPrimer: the env already has an entry"):
         env.reset()

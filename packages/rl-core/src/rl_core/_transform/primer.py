@@ -29,10 +29,11 @@ class TensorDictPrimer(Transform):
             env batch dims; or ``None`` to give them as keyword arguments.
         random: draw reset values from the specs instead of ``default_value``.
         default_value: the reset value.
-        **kwargs: entries as ``name=spec``.
+        **kwargs: entries as ``name=spec``. With none at all the primer adds nothing (as
+            TorchRL's ``TensorDictPrimer()``).
 
     Raises:
-        ValueError: no entry, or both ``primers`` and keyword specs.
+        ValueError: both ``primers`` and keyword specs.
         TypeError: ``primers`` is neither a Composite nor a dict of specs.
 
     Examples:
@@ -67,11 +68,8 @@ class TensorDictPrimer(Transform):
             raise TypeError(
                 f"TensorDictPrimer: primers must be a Composite, got {type(primers).__name__}."
             )
-        keys = primers.keys(include_nested=True, leaves_only=True)
-        if not keys:
-            raise ValueError("TensorDictPrimer: expected at least one entry, got none.")
         super().__init__()
-        self.out_keys = list(keys)
+        self.out_keys = list(primers.keys(include_nested=True, leaves_only=True))
         self.primers = primers
         self.random = random
         self.default_value = default_value

@@ -241,11 +241,12 @@ class Transform(nn.Module):
 
     def set_container(self, container: Any) -> None:
         current = self._container
-        if current is not None and current is not container:
+        # As TorchRL: a transform outside any env (alone, or in a Compose of none) may move.
+        if current is not None and current is not container and self.parent is not None:
             raise ValueError(
                 f"{type(self).__name__}: this transform already belongs to a "
-                f"{type(current).__name__}; a transform sits in one env at a time. Use "
-                f"transform.clone() to put a copy in another."
+                f"{type(current).__name__} of an env; a transform sits in one env at a time. "
+                f"Use transform.clone() to put a copy in another."
             )
         self.__dict__["_container"] = container
 

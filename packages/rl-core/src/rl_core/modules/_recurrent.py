@@ -22,9 +22,15 @@ from rl_core.specs import Composite, Unbounded
 _MODE: ContextVar[bool | None] = ContextVar("rl_core_recurrent_mode", default=None)
 
 
+class _CompiledMode:
+    """The mode inside code ``torch.compile`` traces (it cannot trace a ContextVar)."""
+
+    mode: bool | None = None
+
+
 def recurrent_mode() -> bool | None:
     """The mode :class:`set_recurrent_mode` imposes on every recurrent module, or ``None``."""
-    return _MODE.get()
+    return _CompiledMode.mode if torch.compiler.is_compiling() else _MODE.get()
 
 
 class set_recurrent_mode(contextlib.ContextDecorator):
@@ -54,12 +60,22 @@ class set_recurrent_mode(contextlib.ContextDecorator):
         self.mode = None if mode is None else bool(mode)
         self._tokens: list[Any] = []
 
+    def _recreate_cm(self) -> set_recurrent_mode:  # a decorator's calls each get their own
+        return type(self)(self.mode)
+
     def __enter__(self) -> set_recurrent_mode:
-        self._tokens.append(_MODE.set(self.mode))
+        if torch.compiler.is_compiling():
+            self._tokens.append(_CompiledMode.mode)
+            _CompiledMode.mode = self.mode
+        else:
+            self._tokens.append(_MODE.set(self.mode))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _MODE.reset(self._tokens.pop())
+        if torch.compiler.is_compiling():
+            _CompiledMode.mode = self._tokens.pop()
+        else:
+            _MODE.reset(self._tokens.pop())
 
 
 class _Segments(NamedTuple):
@@ -147,7 +163,7 @@ class RecurrentModuleBase(TensorDictModuleBase):
 
         Inside a :class:`set_recurrent_mode` block that mode, else the module's own default.
         """
-        mode = _MODE.get()
+        mode = recurrent_mode()
         return self._recurrent_mode if mode is None else mode
 
     @property

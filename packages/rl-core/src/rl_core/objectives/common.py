@@ -18,6 +18,7 @@ from torch import nn
 
 from rl_core._accel.seam import SwapPlanCache, loaded
 from rl_core.keys import NestedKey
+from rl_core.modules._recurrent import set_recurrent_mode
 
 
 def _is_nested_key(value: object) -> bool:
@@ -152,6 +153,15 @@ class LossModule(nn.Module, abc.ABC):
 
     #: The value estimator that :meth:`make_value_estimator` builds without a ``value_type``.
     default_value_estimator: ClassVar[Any] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # As TorchRL: ``forward`` and the public ``*loss`` methods run their networks in
+        # sequence mode (``set_recurrent_mode(True)``), so a recurrent policy reads [*B, T].
+        super().__init_subclass__(**kwargs)
+        for name, value in list(cls.__dict__.items()):
+            public_loss = not name.startswith("_") and name.endswith("loss")
+            if callable(value) and (name == "forward" or public_loss):
+                setattr(cls, name, set_recurrent_mode(True)(value))
 
     def __init__(self) -> None:
         super().__init__()

@@ -36,6 +36,12 @@ class TransformedEnv(EnvBase):
         env: the env to wrap.
         transform: a Transform, or ``None`` for an empty :class:`Compose`.
 
+    Keyword Args:
+        auto_unwrap: with ``True``, wrapping a ``TransformedEnv`` puts the inner one's
+            transforms (cloned) and ``transform`` in one Compose over the inner base env, as
+            TorchRL 0.14 does by default. Defaults to ``False``: the inner env is nested
+            (TorchRL's announced default).
+
     Examples:
         >>> from rl_core.transforms import StepCounter, TransformedEnv
         >>> from rl_core.testing import CountingEnv
@@ -47,9 +53,22 @@ class TransformedEnv(EnvBase):
         (True, False)
     """
 
-    def __init__(self, env: EnvBase, transform: Transform | None = None) -> None:
+    def __init__(
+        self,
+        env: EnvBase,
+        transform: Transform | None = None,
+        *,
+        auto_unwrap: bool | None = None,
+    ) -> None:
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
+        if auto_unwrap and type(env) is TransformedEnv and type(self) is TransformedEnv:
+            outer = [] if transform is None else [transform]
+            if type(transform) is Compose:
+                outer = list(transform.transforms)
+            inner = env.transform.clone()
+            inner = list(inner.transforms) if type(inner) is Compose else [inner]
+            env, transform = env.base_env, Compose(*inner, *outer)
         # The device is the transformed specs' (see ``device``), found when first asked for.
         super().__init__(
             device=None,
