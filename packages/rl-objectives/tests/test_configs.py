@@ -52,7 +52,7 @@ def test_the_ppo_preset_builds_its_parts():
 
 def test_each_installed_package_registers_its_configs_and_only_those():
     names = {e.name for e in entry_points(group="rl_stack.configs")}
-    for module in ("rl_envs", "rl_buffers", "rl_collectors", "rl_objectives"):
+    for module in ("rl_envs", "rl_buffers", "rl_collectors", "rl_objectives", "rl_llm"):
         assert (module in names) == (importlib.util.find_spec(module) is not None), module
     from hydra.core.config_store import ConfigStore
 
@@ -62,6 +62,7 @@ def test_each_installed_package_registers_its_configs_and_only_those():
         ("env", "rl_envs"),
         ("replay_buffer", "rl_buffers"),
         ("collector", "rl_collectors"),
+        ("llm_policy", "rl_llm"),
     ]:
         assert (group in repo) == (importlib.util.find_spec(module) is not None), group
     assert {"ppo.yaml", "a2c.yaml", "sac.yaml"} <= set(repo["algo"])
