@@ -39,6 +39,16 @@ def expand_like(x: Tensor, like: Tensor, batch_dims: int) -> Tensor:
     return x.expand(like.shape)
 
 
+def _positive_or_none(owner: str, name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{owner}: expected {name} to be an int or None, got {value!r}.")
+    if value < 1:
+        raise ValueError(f"{owner}: expected {name} >= 1, got {value}.")
+    return value
+
+
 class BoundNetwork:
     """A network converted by a loss, called with the loss's current parameters by default.
 
@@ -98,9 +108,21 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
             along a new leading dim) instead of two. Same results.
         time_dim: the time dim of the TensorDict; defaults to its last batch dim.
         average_gae: standardise the advantage (zero mean, unit std over the batch).
+        value_chunk_size: call the value network on pieces of at most this many entries
+            along ``value_chunk_dim`` (bounds its peak memory); the values are the same.
+            Defaults to ``None`` (one call).
+        num_chunks: call it on this many pieces instead (fewer if the dim is shorter);
+            ``num_chunk`` is TorchRL's alias. Not with ``value_chunk_size``.
+        value_chunk_dim: the batch dim the pieces are cut along. Defaults to 0.
+        deactivate_vmap: TorchRL's switch from ``vmap`` to a loop over the stacked states
+            and next states; the network is called without ``vmap`` here, so both values
+            behave alike. Defaults to False.
 
     Raises:
-        ValueError: ``gamma`` outside ``[0, 1]``.
+        ValueError: ``gamma`` outside ``[0, 1]``; both ``value_chunk_size`` and
+            ``num_chunks``, or ``num_chunks`` and a different ``num_chunk``; (when called)
+            ``value_chunk_dim`` is not a batch dim of the data.
+        TypeError: a chunk option is not an int (or None).
     """
 
     @dataclass
@@ -123,6 +145,11 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         shifted: bool = False,
         time_dim: int | None = None,
         average_gae: bool = False,
+        value_chunk_size: int | None = None,
+        num_chunks: int | None = None,
+        num_chunk: int | None = None,
+        value_chunk_dim: int = 0,
+        deactivate_vmap: bool = False,
     ) -> None:
         super().__init__()
         owner = type(self).__name__
@@ -138,6 +165,27 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
         self.shifted = shifted
         self.time_dim = time_dim
         self.average_gae = average_gae
+        self.deactivate_vmap = deactivate_vmap
+        self.value_chunk_size = _positive_or_none(owner, "value_chunk_size", value_chunk_size)
+        num_chunks = _positive_or_none(owner, "num_chunks", num_chunks)
+        num_chunk = _positive_or_none(owner, "num_chunk", num_chunk)
+        if num_chunks is not None and num_chunk is not None and num_chunks != num_chunk:
+            raise ValueError(
+                f"{owner}: num_chunks and num_chunk (its alias) cannot both be set to "
+                f"different values, got {num_chunks} and {num_chunk}."
+            )
+        self.num_chunks = num_chunks if num_chunks is not None else num_chunk
+        if self.value_chunk_size is not None and self.num_chunks is not None:
+            raise ValueError(
+                f"{owner}: value_chunk_size and num_chunks cannot both be set (got "
+                f"{self.value_chunk_size} and {self.num_chunks}); pass a piece size or a "
+                f"number of pieces."
+            )
+        if isinstance(value_chunk_dim, bool) or not isinstance(value_chunk_dim, int):
+            raise TypeError(
+                f"{owner}: expected value_chunk_dim to be an int, got {value_chunk_dim!r}."
+            )
+        self.value_chunk_dim = value_chunk_dim
         self.tensor_keys = self._AcceptedKeys()
 
     def set_keys(self, **kwargs: Any) -> Self:
@@ -208,7 +256,44 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
                 params = TensorDict.from_module(self.value_network)
         return params.detach(), None if target_params is None else target_params.detach()
 
+    def _split_value_net_input(self, tensordict: TensorDictBase) -> tuple[TensorDictBase, ...]:
+        """The pieces the value network is called on (``value_chunk_size``/``num_chunks``
+        along ``value_chunk_dim``); the whole TensorDict when no chunking is set."""
+        if self.value_chunk_size is None and self.num_chunks is None:
+            return (tensordict,)
+        dim = self._chunk_dim(tensordict)
+        size = tensordict.batch_size[dim]
+        if self.num_chunks is not None:
+            if size == 0 or min(self.num_chunks, size) == 1:
+                return (tensordict,)
+            return tuple(tensordict.tensor_split(min(self.num_chunks, size), dim=dim))
+        if size <= self.value_chunk_size:
+            return (tensordict,)
+        return tuple(tensordict.split(self.value_chunk_size, dim=dim))
+
+    def _chunk_dim(self, tensordict: TensorDictBase) -> int:
+        ndim = tensordict.batch_dims
+        if not -ndim <= self.value_chunk_dim < ndim:
+            raise ValueError(
+                f"{type(self).__name__}: value_chunk_dim={self.value_chunk_dim} is not a batch "
+                f"dim of the data (batch_size {list(tensordict.batch_size)}); pass a dim in "
+                f"[{-ndim}, {ndim})."
+            )
+        return self.value_chunk_dim % ndim
+
     def _run(self, tensordict: TensorDictBase, params: TensorDictBase | None) -> None:
+        pieces = self._split_value_net_input(tensordict)
+        if len(pieces) == 1:
+            self._run_whole(tensordict, params)
+            return
+        key = self.tensor_keys.value
+        values = []
+        for piece in pieces:
+            self._run_whole(piece, params)
+            values.append(piece.get(key))
+        tensordict.set(key, torch.cat(values, dim=self._chunk_dim(tensordict)))
+
+    def _run_whole(self, tensordict: TensorDictBase, params: TensorDictBase | None) -> None:
         if self.value_network is None:
             raise KeyError(
                 f"{type(self).__name__}: the data has no {self.tensor_keys.value!r} entry and "
@@ -243,7 +328,15 @@ class ValueEstimatorBase(nn.Module, abc.ABC):
             self._run(tensordict, None)  # raises the error
         if self.value_network is not None:
             in_keys = list(getattr(self.value_network, "in_keys", []) or [])
-            if self.shifted and run_value and run_next and target_params is None and in_keys:
+            chunked = self.value_chunk_size is not None or self.num_chunks is not None
+            if (
+                self.shifted
+                and not chunked  # (the pieces are cut along the data's dims, one call each)
+                and run_value
+                and run_next
+                and target_params is None
+                and in_keys
+            ):
                 both = torch.stack([tensordict.select(*in_keys), next_td.select(*in_keys)], 0)
                 self._run(both, params)
                 tensordict.set(key, both[0].get(key))
