@@ -279,3 +279,28 @@ def test_step_mdp_with_its_defaults_resolves_no_argument_and_gives_the_generic_r
         for (_, mine), (_, theirs) in zip(_entries_of(out), _entries_of(generic), strict=True):
             assert mine.dtype == theirs.dtype
             assert torch.equal(mine, theirs)
+
+
+def test_step_mdp_drops_a_group_whose_entries_are_all_excluded_as_torchrl():
+    # ("data", "reward") and ("data", "done") are excluded and ("data", "action") too: with
+    # nothing left under "data", TorchRL's step_mdp leaves no empty "data" group behind.
+    td = TensorDict(
+        {
+            ("data", "action"): torch.zeros(4, 3, 1),
+            "state": torch.zeros(4, 1),
+            "next": {
+                ("data", "reward"): torch.ones(4, 3, 1),
+                ("data", "done"): torch.ones(4, 3, 1),
+                "state": torch.ones(4, 1),
+            },
+        },
+        batch_size=[4],
+    )
+    keys = {"reward_keys": ("data", "reward"), "done_keys": [("data", "done")]}
+    out = step_mdp(td, exclude_done=True, action_keys=("data", "action"), **keys)
+    assert set(out.keys(True, True)) == {"state"}
+    kept = step_mdp(td, exclude_done=False, action_keys=("data", "action"), **keys)
+    assert set(kept.keys(True, True)) == {"state", ("data", "done")}
+    # a group that was empty to start with and has no rule stays, as before
+    empty = TensorDict({"g": {}, "next": {"g": {}, "state": torch.ones(4, 1)}}, batch_size=[4])
+    assert "g" in step_mdp(empty).keys()

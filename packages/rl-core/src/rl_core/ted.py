@@ -122,6 +122,8 @@ def _merge_level(
                 continue
             if rule is not None and _is_tensordict(value):
                 value = _merge_level(None, value, {}, rule)
+                if value.is_empty():  # every entry dropped: the group goes too (TorchRL)
+                    continue
             out[name] = value
     for name, value in nxt_entries.items():
         if name == RESET:
@@ -133,6 +135,8 @@ def _merge_level(
         if type(value) is not torch.Tensor and isinstance(value, TensorDictBase):
             sub_root, sub_drop = _sub_root(root, name, root_drop)
             value = _merge_level(sub_root, value, sub_drop, rule or {})
+            if (rule or sub_drop) and value.is_empty():
+                continue
         out[name] = value
     return build_tensordict(out, batch_size_of(nxt), device_of(nxt))
 
@@ -209,6 +213,8 @@ def _merge_level_generic(
             value = root.get(name)
             if rule is not None and isinstance(value, TensorDictBase):
                 value = _merge_level(None, value, {}, rule)
+                if value.is_empty():
+                    continue
             out.set(name, value)
     for name in nxt.keys():
         if name == RESET:
@@ -220,6 +226,8 @@ def _merge_level_generic(
         if isinstance(value, TensorDictBase):
             sub_root, sub_drop = _sub_root(root, name, root_drop)
             value = _merge_level(sub_root, value, sub_drop, rule or {})
+            if (rule or sub_drop) and value.is_empty():
+                continue
         out.set(name, value)
     return out
 

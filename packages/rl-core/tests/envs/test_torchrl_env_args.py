@@ -106,6 +106,30 @@ def test_the_unbatched_action_spec_is_one_sub_envs():
     assert env.action_spec_unbatched == Categorical(2, shape=(1,))
     assert env.full_action_spec_unbatched.shape == ()
     assert env.full_action_spec_unbatched["action"] == Categorical(2, shape=(1,))
+    env.action_spec_unbatched = Categorical(3, shape=(1,))  # TorchRL's setter: expands
+    assert env.action_spec == Categorical(3, shape=(2, 1))
+    env.full_action_spec_unbatched = Composite(move=Categorical(5, shape=(1,)))
+    assert env.full_action_spec["move"] == Categorical(5, shape=(2, 1))
+
+
+def test_done_keys_groups_as_torchrl_groups_them():
+    env = StartsDone([False, False])
+    assert env.done_keys_groups == [["done", "terminated", "truncated"]]
+    env.full_done_spec = Composite(
+        done=Categorical(2, shape=(2, 1), dtype=torch.bool),
+        agents=Composite(
+            done=Categorical(2, shape=(2, 3, 1), dtype=torch.bool),
+            truncated=Categorical(2, shape=(2, 3, 1), dtype=torch.bool),
+            shape=(2, 3),
+        ),
+        shape=(2,),
+    )
+    # every level holds the three flags here (the env completes the missing ones)
+    groups = [sorted(g) for g in env.done_keys_groups]
+    assert sorted(groups, key=lambda g: isinstance(g[0], tuple)) == [
+        ["done", "terminated", "truncated"],
+        [("agents", "done"), ("agents", "terminated"), ("agents", "truncated")],
+    ]
 
 
 class SpecsFromNew(EnvBase):

@@ -29,6 +29,7 @@ from rl_core.keys import (
     RESET,
     REWARD,
     NestedKey,
+    key_path,
 )
 from rl_core.specs import Composite, TensorSpec
 from rl_core.ted import StepMdpPlan
@@ -291,10 +292,18 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
         """``full_action_spec`` of one sub-env: the env's batch dims dropped (first sub-env's)."""
         return self.full_action_spec[(0,) * len(self.batch_size)]
 
+    @full_action_spec_unbatched.setter
+    def full_action_spec_unbatched(self, spec: Composite) -> None:
+        self.action_spec = spec.expand(*self.batch_size, *spec.shape)  # as TorchRL's setter
+
     @property
     def action_spec_unbatched(self) -> TensorSpec:
         """``action_spec`` of one sub-env, as :attr:`full_action_spec_unbatched`."""
         return self._single_or_full(self.full_action_spec_unbatched)
+
+    @action_spec_unbatched.setter
+    def action_spec_unbatched(self, spec: TensorSpec) -> None:
+        self.action_spec = spec.expand(*self.batch_size, *spec.shape)
 
     @property
     def full_state_spec(self) -> Composite:
@@ -362,6 +371,12 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def reset_keys(self) -> list[NestedKey]:
         """The ``"_reset"`` entries a partial reset reads, one per level holding done flags."""
         return self._cached("reset_keys", lambda: _specs.reset_keys(self.full_done_spec))
+
+    @property
+    def done_keys_groups(self) -> list[list[NestedKey]]:
+        """The done keys grouped by level, in the order of :attr:`reset_keys` (TorchRL's)."""
+        keys = self.done_keys
+        return [[k for k in keys if key_path(k)[:-1] == lv] for lv in self.done_levels()]
 
     def done_levels(self) -> list[tuple[str, ...]]:
         """The levels of the done spec that hold done flags (``()``: the root), cached with
