@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 SCRIPT = Path(__file__).with_name("_resume_run.py")
@@ -42,6 +43,7 @@ def checkpoints(run_dir):
     return sorted(p.name for p in folder.iterdir() if (p / "manifest.json").is_file())
 
 
+@pytest.mark.slow  # two training runs in subprocesses, one SIGKILLed and resumed: about 2 min
 def test_sigkill_then_resume_matches_an_uninterrupted_run(tmp_path):
     straight_dir, killed_dir = tmp_path / "straight", tmp_path / "killed"
     victim = run(killed_dir, "--pause", "0.25")

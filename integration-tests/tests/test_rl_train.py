@@ -34,6 +34,7 @@ def test_ppo_cartpole_recipe_reaches_475(tmp_path):
     assert any((tmp_path / "checkpoints").iterdir())
 
 
+@pytest.mark.slow  # three runs of rl-train in subprocesses: about a minute on 2 cores
 def test_sweep_over_three_seeds(tmp_path):
     out = rl_train(
         "--config-name", "ppo_cartpole", "-m", "seed=0,1,2", f"hydra.sweep.dir={tmp_path}",

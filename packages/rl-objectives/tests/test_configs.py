@@ -81,6 +81,11 @@ def test_a_missing_package_is_named_with_its_install_line():
         match=r'no \'collector\' configs: they come with rl-collectors, which is not installed .*pip install "rl-collectors\[hydra\]"',
     ):
         check_groups([], repo={**store, "env": {"gym.yaml": None}})
+    with pytest.raises(SystemExit, match=r'no \'llm_policy\' configs: .*"rl-llm\[hydra\]"'):
+        check_groups(
+            ["+llm_policy=transformers"],
+            repo={**store, "env": {"x": 1}, "collector": {"x": 1}},
+        )
     with pytest.raises(SystemExit, match=r'pip install "rl-buffers\[hydra\]"'):
         check_groups(
             ["replay_buffer=tensordict"], repo={**store, "env": {"x": 1}, "collector": {"x": 1}}

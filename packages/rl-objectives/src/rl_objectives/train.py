@@ -45,6 +45,9 @@ GROUP_PACKAGES = {
     "logger": "rl-objectives",
     "hook": "rl-objectives",
     "transform": "rl-envs",
+    "llm_policy": "rl-llm",
+    "llm_transform": "rl-llm",
+    "llm_trainer": "rl-llm",
 }
 #: The groups the ``train`` config selects by default.
 DEFAULT_GROUPS = ("algo", "env", "collector", "logger")

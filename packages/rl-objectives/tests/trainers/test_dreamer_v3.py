@@ -250,7 +250,7 @@ def test_stepper_refuses_updates_before_warmup_and_cudagraph_on_cpu(tiny):
         DreamerV3OptimizationStepper(loss, opt, compile_mode="fast")
 
 
-@pytest.mark.slow
+@pytest.mark.compile
 def test_compiled_warmup_leaves_state_and_rng_and_steps_as_eager(tiny):
     loss, opt, updater = _parts(tiny)
     ref_loss, ref_opt, ref_updater = _parts(tiny)
