@@ -129,3 +129,9 @@ def test_distributional_dqn_takes_td0_alone():
     for kind in (ValueEstimators.GAE, ValueEstimators.TD1, ValueEstimators.TDLambda):
         with pytest.raises(NotImplementedError, match=r"expected one of \['TD0'\]"):
             loss.make_value_estimator(kind)
+    # no value_type: TD(0), TorchRL's default, discounting with the loss's gamma
+    plain = DistributionalDQNLoss(net, 0.7, support=support, delay_value=False)
+    assert plain.make_value_estimator() is plain
+    assert plain.value_type is ValueEstimators.TD0
+    assert plain.value_estimator.gamma == 0.7
+    assert plain.gamma == 0.7

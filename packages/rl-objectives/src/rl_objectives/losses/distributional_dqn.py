@@ -103,6 +103,8 @@ class DistributionalDQNLoss(C.EstimatorChoice, LossModule):
         done: NestedKey = K.DONE
         terminated: NestedKey = K.TERMINATED
 
+    default_value_estimator = ValueEstimators.TD0  # TorchRL's: its one estimator
+
     def __init__(
         self,
         value_network: torch.nn.Module,
