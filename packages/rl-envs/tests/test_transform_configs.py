@@ -104,6 +104,7 @@ ARGS = {
     "VIPTransform": {"model_name": "resnet50", "size": 32},
     "VC1Transform": {"in_keys": ["image"], "out_keys": ["embedding"], "del_keys": False},
     "DecodeVideoTransform": {"in_keys": ["frame"], "out_keys": ["pixels"]},
+    "TensorDictRecorder": {"out_file_base": "run", "skip": 2, "in_keys": ["observation"]},
     "VIPRewardTransform": {"model_name": "resnet50", "size": 32},
     "BinarizeReward": {"in_keys": ["reward"]},
     "LineariseRewards": {"in_keys": ["reward"], "weights": [1.0, 2.0]},

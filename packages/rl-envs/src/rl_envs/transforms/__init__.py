@@ -63,6 +63,7 @@ from rl_envs.transforms.shape import (
 )
 from rl_envs.transforms.stack import Stack
 from rl_envs.transforms.target_return import TargetReturn
+from rl_envs.transforms.tensordict_recorder import TensorDictRecorder
 from rl_envs.transforms.terminate import TerminateTransform
 from rl_envs.transforms.time_max_pool import TimeMaxPool
 from rl_envs.transforms.timer import Timer
@@ -164,5 +165,6 @@ __all__ = [
     "clear_video_decoder_cache",
     # recording
     "VideoRecorder",
+    "TensorDictRecorder",
     "PixelRenderTransform",
 ]

@@ -6,6 +6,7 @@ backend only when built (extras ``tensorboard``, ``wandb``, ``mlflow``).
 
 from rl_objectives.loggers.common import Logger
 from rl_objectives.loggers.csv import CSVLogger
+from rl_objectives.loggers.exp_name import generate_exp_name
 from rl_objectives.loggers.mlflow import MLFlowLogger
 from rl_objectives.loggers.tensorboard import TensorboardLogger
 from rl_objectives.loggers.utils import LOGGER_KINDS, get_logger
@@ -18,5 +19,6 @@ __all__ = [
     "WandbLogger",
     "MLFlowLogger",
     "get_logger",
+    "generate_exp_name",
     "LOGGER_KINDS",
 ]
