@@ -5,7 +5,7 @@ import torch
 from tensordict import TensorDict
 
 from rl_core import Bounded, Composite, EnvBase, TransformedEnv, check_env_specs
-from rl_envs.transforms import Crop
+from rl_envs.transforms import CenterCrop, Crop
 
 
 class PixelCounter(EnvBase):
@@ -62,6 +62,28 @@ def test_default_height_out_keys_and_errors():
     assert out["crop"].tolist() == [[[0.0, 1.0], [4.0, 5.0]]]
     with pytest.raises(ValueError, match="Crop: expected w, h >= 1"):
         Crop(0)
+
+
+def test_windows_past_the_edges_hold_zeros_as_torchvision():
+    image = torch.tensor([[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]])  # [1, 2, 3]
+    # Crop: rows 1..3 and columns 2..3 of a 2 x 3 image: only (1, 2) = 6 is inside.
+    crop = Crop(3, 2, top=1, left=2, in_keys=["img"])(TensorDict(img=image.clone()))
+    assert crop["img"].tolist() == [[[6.0, 0.0], [0.0, 0.0], [0.0, 0.0]]]
+    # CenterCrop: 2 missing rows go one above, one below; 2 missing columns one each side.
+    centre = CenterCrop(4, 5, in_keys=["img"])(TensorDict(img=image.clone()))
+    assert centre["img"].tolist() == [
+        [
+            [0.0, 0.0, 0.0, 0.0, 0.0],
+            [0.0, 1.0, 2.0, 3.0, 0.0],
+            [0.0, 4.0, 5.0, 6.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0, 0.0],
+        ]
+    ]
+    # One missing row goes below; then the middle column of three is kept.
+    centre = CenterCrop(3, 1, in_keys=["img"])(TensorDict(img=image.clone()))
+    assert centre["img"].tolist() == [[[2.0], [5.0], [0.0]]]
+    # In an env the spec takes the new size and its bounds hold the zeros.
     env = TransformedEnv(PixelCounter(), Crop(4, 4, top=3))
-    with pytest.raises(ValueError, match="does not fit in images of shape"):
-        env.observation_spec  # noqa: B018
+    spec = env.observation_spec["pixels"]
+    assert spec.shape[-2:] == (4, 4)
+    assert bool(spec.is_in(torch.zeros(spec.shape, dtype=spec.dtype)))

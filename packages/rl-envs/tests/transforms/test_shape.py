@@ -120,3 +120,11 @@ def test_positive_dims_count_after_the_env_batch_dims():
     )
     assert only_unsqueeze.observation_spec["observation"].shape == (2, 3, 1)
     assert only_unsqueeze.reset()["observation"].shape == (2, 3, 1)
+
+
+def test_observation_spec_of_one_entry_as_torchrl():
+    leaf = Bounded(-1.0, 1.0, shape=(3, 16, 16))
+    unsqueeze = UnsqueezeTransform(-2, in_keys=["pixels"])
+    assert unsqueeze.transform_observation_spec(leaf.clone()).shape == (3, 16, 1, 16)
+    flat = FlattenObservation(-3, -1, in_keys=["pixels"]).transform_observation_spec(leaf.clone())
+    assert flat.shape == (768,)

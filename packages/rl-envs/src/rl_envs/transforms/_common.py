@@ -65,6 +65,40 @@ def map_output_leaves(
     return output_spec
 
 
+def map_spec_leaves(
+    spec: TensorSpec,
+    in_keys: list[NestedKey],
+    out_keys: list[NestedKey],
+    fn: Callable[[NestedKey, TensorSpec], TensorSpec],
+    where: str,
+) -> TensorSpec:
+    """A transform's ``transform_observation_spec``/``transform_reward_spec`` on a spec given
+    directly (TorchRL's form, outside an env): a Composite gets ``fn(in_key, spec[in_key])``
+    at ``out_key`` for each ``in_keys`` entry it holds; a single spec is the one entry of a
+    transform with one in-key and is returned mapped.
+
+    Raises:
+        TypeError: ``spec`` is not a TensorSpec.
+        ValueError: a single spec given to a transform of several in-keys.
+    """
+    if isinstance(spec, Composite):
+        present = set(leaf_keys(spec))
+        for in_key, out_key in zip(in_keys, out_keys):
+            if in_key in present:
+                spec[out_key] = fn(in_key, spec[in_key])
+        return spec
+    if not isinstance(spec, TensorSpec):
+        raise TypeError(
+            f"{where}: expected a TensorSpec or a Composite, got {type(spec).__name__}."
+        )
+    if len(in_keys) != 1:
+        raise ValueError(
+            f"{where}: a single spec stands for one entry, but the transform reads "
+            f"{len(in_keys)} in_keys {in_keys}; pass a Composite holding them."
+        )
+    return fn(in_keys[0], spec)
+
+
 def continuous_like(
     spec: TensorSpec,
     *,

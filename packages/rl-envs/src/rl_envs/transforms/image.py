@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from rl_core import Bounded, Composite, TensorSpec, Transform, Unbounded
 from rl_core.keys import PIXELS, NestedKey
-from rl_envs.transforms._common import map_output_leaves
+from rl_envs.transforms._common import map_output_leaves, map_spec_leaves
 
 _Keys = NestedKey | Sequence[NestedKey] | None
 _GRAY = (0.299, 0.587, 0.114)
@@ -47,6 +47,28 @@ def _check_image(where: str, key: NestedKey, spec: TensorSpec, channels: int | N
         )
 
 
+def _window(value: torch.Tensor, top: int, left: int, rows: int, cols: int) -> torch.Tensor:
+    """Rows ``top : top + rows`` and columns ``left : left + cols`` of ``[..., H, W]`` images
+    (``top, left >= 0``), zero where the window passes the image's bottom or right edge, as
+    torchvision's ``crop``."""
+    kept = value[..., top : top + rows, left : left + cols]
+    short_rows, short_cols = rows - kept.shape[-2], cols - kept.shape[-1]
+    if short_rows or short_cols:
+        kept = F.pad(kept, (0, short_cols, 0, short_rows))
+    return kept
+
+
+def _padded_image_spec(spec: TensorSpec, shape: Sequence[int], padded: bool) -> TensorSpec:
+    """The spec of cropped images; zeros added past the edges widen the bounds to hold 0."""
+    if not padded:
+        return _image_spec(spec, shape, spec.dtype)
+    found = _uniform_bounds(spec)
+    if found is None:
+        return Unbounded(shape=tuple(shape), device=spec.device, dtype=spec.dtype)
+    low, high = min(found[0], 0.0), max(found[1], 0.0)
+    return Bounded(low, high, shape=tuple(shape), device=spec.device, dtype=spec.dtype)
+
+
 class _ImageTransform(Transform):
     def __init__(self, in_keys: _Keys, out_keys: _Keys) -> None:
         super().__init__(in_keys=PIXELS if in_keys is None else in_keys, out_keys=out_keys)
@@ -67,6 +89,12 @@ class _ImageTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         name = type(self).__name__
         return map_output_leaves(output_spec, self.in_keys, self.out_keys, self._map, name)
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        """The observation spec (a Composite, or the one entry's spec) as the transform
+        shows it; the env path maps the whole output spec instead."""
+        name = type(self).__name__
+        return map_spec_leaves(observation_spec, self.in_keys, self.out_keys, self._map, name)
 
 
 class ToTensorImage(_ImageTransform):
@@ -223,7 +251,8 @@ class CenterCrop(_ImageTransform):
 
     TorchRL's argument order: ``w`` rows (dim -2) by ``h`` columns (dim -1). The window starts
     at row ``round((H - w) / 2)`` and column ``round((W - h) / 2)`` (Python's ``round``, as
-    torchvision).
+    torchvision). Images smaller than the window are first padded with zeros on both sides
+    (the odd row or column after), as torchvision.
 
     Args:
         w: the output size of dim -2.
@@ -247,18 +276,22 @@ class CenterCrop(_ImageTransform):
         self.h = int(w if h is None else h)
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        top = round((value.shape[-2] - self.w) / 2)
-        left = round((value.shape[-1] - self.h) / 2)
+        rows, cols = value.shape[-2], value.shape[-1]
+        if self.w > rows or self.h > cols:  # zeros around, the odd one after
+            pad_rows, pad_cols = max(self.w - rows, 0), max(self.h - cols, 0)
+            value = F.pad(
+                value,
+                (pad_cols // 2, (pad_cols + 1) // 2, pad_rows // 2, (pad_rows + 1) // 2),
+            )
+            rows, cols = value.shape[-2], value.shape[-1]
+        top = round((rows - self.w) / 2)
+        left = round((cols - self.h) / 2)
         return value[..., top : top + self.w, left : left + self.h]
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         _check_image("CenterCrop", key, spec, None)
-        if spec.shape[-2] < self.w or spec.shape[-1] < self.h:
-            raise ValueError(
-                f"CenterCrop: cannot crop {self.w}x{self.h} from images of shape "
-                f"{tuple(spec.shape)} under {key!r}."
-            )
-        return _image_spec(spec, (*spec.shape[:-2], self.w, self.h), spec.dtype)
+        padded = spec.shape[-2] < self.w or spec.shape[-1] < self.h
+        return _padded_image_spec(spec, (*spec.shape[:-2], self.w, self.h), padded)
 
     def extra_repr(self) -> str:
         return f"w={self.w}, h={self.h}, {super().extra_repr()}"
@@ -268,7 +301,8 @@ class Crop(_ImageTransform):
     """Crops the ``w x h`` window of ``[..., C, H, W]`` images whose top-left corner is at
     row ``top`` and column ``left``, as torchvision's ``crop(img, top, left, w, h)``.
 
-    TorchRL's argument order: ``w`` rows (dim -2) by ``h`` columns (dim -1).
+    TorchRL's argument order: ``w`` rows (dim -2) by ``h`` columns (dim -1). Where the window
+    passes the images' bottom or right edge it holds zeros, as torchvision.
 
     Args:
         w: the output size of dim -2.
@@ -279,8 +313,7 @@ class Crop(_ImageTransform):
         out_keys: where to write them; default ``in_keys``.
 
     Raises:
-        ValueError: a negative corner or a non-positive size; (on the specs) a window that
-            does not fit in the images.
+        ValueError: a negative corner or a non-positive size.
 
     Examples:
         >>> import torch
@@ -310,16 +343,12 @@ class Crop(_ImageTransform):
             )
 
     def _apply_transform(self, value: torch.Tensor) -> torch.Tensor:
-        return value[..., self.top : self.top + self.w, self.left : self.left + self.h]
+        return _window(value, self.top, self.left, self.w, self.h)
 
     def _map(self, key: NestedKey, spec: TensorSpec) -> TensorSpec:
         _check_image("Crop", key, spec, None)
-        if spec.shape[-2] < self.top + self.w or spec.shape[-1] < self.left + self.h:
-            raise ValueError(
-                f"Crop: the window of {self.w}x{self.h} at (top={self.top}, left={self.left}) "
-                f"does not fit in images of shape {tuple(spec.shape)} under {key!r}."
-            )
-        return _image_spec(spec, (*spec.shape[:-2], self.w, self.h), spec.dtype)
+        padded = spec.shape[-2] < self.top + self.w or spec.shape[-1] < self.left + self.h
+        return _padded_image_spec(spec, (*spec.shape[:-2], self.w, self.h), padded)
 
     def extra_repr(self) -> str:
         return f"w={self.w}, h={self.h}, top={self.top}, left={self.left}, {super().extra_repr()}"

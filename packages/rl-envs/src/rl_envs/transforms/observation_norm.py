@@ -10,7 +10,7 @@ import torch
 from rl_core import TensorSpec, Transform
 from rl_core.keys import OBSERVATION, NestedKey
 from rl_envs.transforms._affine import affine, affine_stats
-from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves
+from rl_envs.transforms._common import bounds, continuous_like, map_output_leaves, map_spec_leaves
 
 
 class ObservationNorm(Transform):
@@ -190,6 +190,13 @@ class ObservationNorm(Transform):
     def transform_output_spec(self, output_spec):
         return map_output_leaves(
             output_spec, self.in_keys, self.out_keys, self._map_spec, "ObservationNorm"
+        )
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        """The observation spec (a Composite, or the one entry's spec) as the transform
+        shows it; the env path maps the whole output spec instead."""
+        return map_spec_leaves(
+            observation_spec, self.in_keys, self.out_keys, self._map_spec, "ObservationNorm"
         )
 
     def transform_input_spec(self, input_spec):

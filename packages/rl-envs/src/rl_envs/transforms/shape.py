@@ -13,6 +13,7 @@ from rl_envs.transforms._common import (
     feature_dim,
     map_action_leaves,
     map_output_leaves,
+    map_spec_leaves,
 )
 
 _Keys = NestedKey | Sequence[NestedKey] | None
@@ -27,6 +28,12 @@ class _ShapeTransform(Transform):
     def transform_output_spec(self, output_spec: Composite) -> Composite:
         name = type(self).__name__
         return map_output_leaves(output_spec, self.in_keys, self.out_keys, self._map, name)
+
+    def transform_observation_spec(self, observation_spec: TensorSpec) -> TensorSpec:
+        """The observation spec (a Composite, or the one entry's spec) as the transform
+        shows it; the env path maps the whole output spec instead."""
+        name = type(self).__name__
+        return map_spec_leaves(observation_spec, self.in_keys, self.out_keys, self._map, name)
 
     def transform_input_spec(self, input_spec: Composite) -> Composite:
         name = type(self).__name__
