@@ -440,3 +440,13 @@ def test_transform_env_batch_size_sets_the_env_batch_size():
     )
     check_env_specs(env)
     assert env.rollout(2).batch_size == (2, 1, 2)
+
+
+def test_base_env_of_a_plain_env_is_itself_so_a_first_transforms_parent_reads_as_torchrl():
+    base = CountingEnv()
+    env = TransformedEnv(base, Compose(StepCounter(), InitTracker()))
+    assert base.base_env is base
+    assert env.base_env is base
+    assert env.transform[0].parent.base_env is base
+    assert env.transform[1].parent.base_env is base
+    assert TransformedEnv(env, StepCounter()).base_env is env

@@ -72,7 +72,7 @@ class _EvalActor:
         import torch
 
         env = self.env
-        while hasattr(env, "base_env"):
+        while getattr(env, "base_env", env) is not env:  # a plain env's base_env is itself
             env = env.base_env
         render = getattr(getattr(env, "_env", env), "render", None)
         if not callable(render):

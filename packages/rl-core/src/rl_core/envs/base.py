@@ -172,6 +172,12 @@ class EnvBase(nn.Module, metaclass=abc.ABCMeta):
     def _set_seed(self, seed: int | None) -> None:
         """Seeds the env's random state."""
 
+    @property
+    def base_env(self) -> EnvBase:
+        """The env below every transform: the env itself here (as TorchRL's ``parent.base_env``
+        reads for a first transform); a ``TransformedEnv`` gives the env it wraps."""
+        return self
+
     # ------------------------------------------------------------------ shape and device
     @property
     def batch_size(self) -> torch.Size:

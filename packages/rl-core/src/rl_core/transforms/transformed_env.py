@@ -78,6 +78,11 @@ class TransformedEnv(EnvBase):
         self.base_env = env
         self.transform = Compose() if transform is None else transform
 
+    @property
+    def base_env(self) -> EnvBase:
+        """The wrapped env."""
+        return self._modules["base_env"]
+
     # ------------------------------------------------------------------ the transform
     @property
     def transform(self) -> Transform:

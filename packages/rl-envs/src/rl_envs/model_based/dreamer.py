@@ -223,7 +223,8 @@ class DreamerDecoder(Transform):
     def _decoder(self) -> nn.Module:
         env = self.parent
         while env is not None and getattr(env, "obs_decoder", None) is None:
-            env = getattr(env, "base_env", None)
+            inner = getattr(env, "base_env", None)
+            env = None if inner is env else inner  # a plain env's base_env is itself
         if env is None:
             raise ValueError(
                 "DreamerDecoder: expected a DreamerEnv built with an obs_decoder below this "
