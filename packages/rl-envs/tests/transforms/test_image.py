@@ -141,3 +141,18 @@ def test_observation_spec_of_one_entry_or_a_composite_as_torchrl():
         Crop(2, in_keys=["a", "b"]).transform_observation_spec(leaf.clone())
     with pytest.raises(TypeError, match="Resize: expected a TensorSpec or a Composite, got int"):
         Resize(2).transform_observation_spec(3)
+
+
+def test_to_tensor_image_dtype_defaults_to_torchs_default_dtype_at_build():
+    image = torch.full((4, 5, 3), 51, dtype=torch.uint8)  # 51 / 255 = 0.2
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        t = ToTensorImage()
+    finally:
+        torch.set_default_dtype(previous)
+    out = t(TensorDict(pixels=image))["pixels"]
+    assert out.dtype == torch.float64
+    assert out.shape == (3, 4, 5)
+    assert out[0, 0, 0].item() == pytest.approx(0.2)
+    assert ToTensorImage()(TensorDict(pixels=image))["pixels"].dtype == previous

@@ -104,7 +104,8 @@ class ToTensorImage(_ImageTransform):
     Args:
         in_keys: the images. Defaults to ``["pixels"]``.
         out_keys: where to write them; default ``in_keys``.
-        dtype: the floating dtype of the output.
+        dtype: the floating dtype of the output; default torch's default dtype when the
+            transform is built (``torch.get_default_dtype()``), as TorchRL.
         from_int: whether to divide by 255: ``None`` (default) for integer images only,
             ``True`` always, ``False`` never (TorchRL's ``from_int``).
 
@@ -128,10 +129,11 @@ class ToTensorImage(_ImageTransform):
         in_keys: _Keys = None,
         out_keys: _Keys = None,
         *,
-        dtype: torch.dtype = torch.float32,
+        dtype: torch.dtype | None = None,
         from_int: bool | None = None,
     ) -> None:
         super().__init__(in_keys, out_keys)
+        dtype = torch.get_default_dtype() if dtype is None else dtype
         if not dtype.is_floating_point:
             raise TypeError(f"ToTensorImage: expected a floating dtype, got {dtype}.")
         self.dtype = dtype
