@@ -222,3 +222,30 @@ def test_non_functional_losses_and_float_coefficients():
     )
     for name in ("clip_epsilon", "entropy_coeff", "critic_coeff"):
         assert isinstance(getattr(loss, name), float), f"{name} is no longer a float: {UPDATE}"
+
+
+def test_distribution_checks_follow_torchs_switch_not_an_import():
+    import subprocess
+    import sys
+
+    import torch.distributions as D
+
+    from rl_core.modules import TanhNormal
+
+    code = (
+        "import torch.distributions as D; import rl_core.modules, rl_objectives; "
+        "print(D.Distribution._validate_args)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True", UPDATE  # importing the stack left torch's default
+    before = D.Distribution._validate_args
+    outside = torch.tensor([2.0, 0.0])  # 2.0 is outside TanhNormal's (-1, 1)
+    try:
+        D.Distribution.set_default_validate_args(True)
+        with pytest.raises(ValueError, match="support"):
+            TanhNormal(torch.zeros(2), torch.ones(2)).log_prob(outside)
+        TanhNormal(torch.zeros(2), torch.ones(2), validate_args=False).log_prob(outside)
+        D.Distribution.set_default_validate_args(False)  # TorchRL's switch, set by hand
+        TanhNormal(torch.zeros(2), torch.ones(2)).log_prob(outside)
+    finally:
+        D.Distribution.set_default_validate_args(before)
