@@ -89,3 +89,28 @@ def test_bad_values_are_refused(cfg, match):
 def test_bad_device_is_refused():
     with pytest.raises(TypeError, match="make_replay_buffer: device must be"):
         make_replay_buffer(object(), {"batch_size": 2})
+
+
+def test_replay_args_config_is_typed_and_feeds_the_builder(tmp_path):
+    omegaconf = pytest.importorskip("omegaconf", reason='pip install "rl-buffers[hydra]"')
+    from dataclasses import dataclass
+
+    from rl_buffers.helpers import ReplayArgsConfig
+
+    assert ReplayArgsConfig() == ReplayArgsConfig(1_000_000, False, None, 10)  # TorchRL's
+
+    @dataclass
+    class RunConfig(ReplayArgsConfig):
+        batch_size: int = 2
+
+    cfg = omegaconf.OmegaConf.structured(
+        RunConfig(buffer_size=6, buffer_prefetch=0, buffer_scratch_dir=str(tmp_path))
+    )
+    rb = make_replay_buffer("cpu", cfg)
+    assert rb.storage.max_size == 6
+    with pytest.raises(omegaconf.errors.ValidationError, match="prb"):
+        omegaconf.OmegaConf.merge(omegaconf.OmegaConf.structured(ReplayArgsConfig), {"prb": "x"})
+    with pytest.raises(omegaconf.errors.ConfigKeyError, match="buffer_sise"):
+        omegaconf.OmegaConf.merge(
+            omegaconf.OmegaConf.structured(ReplayArgsConfig), {"buffer_sise": 3}
+        )

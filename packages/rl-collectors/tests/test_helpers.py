@@ -131,3 +131,26 @@ def test_bad_settings_are_refused_by_name(cfg, error, match):
         make_collector_offpolicy(CountingEnv, None, cfg)
     with pytest.raises(TypeError, match="make_env must be an env factory"):
         make_collector_onpolicy(None, None, {})
+
+
+def test_collector_configs_are_torchrl_typed_dataclasses():
+    omegaconf = pytest.importorskip("omegaconf", reason='pip install "rl-collectors[hydra]"')
+    from rl_collectors.helpers import OffPolicyCollectorConfig, OnPolicyCollectorConfig
+
+    on = OnPolicyCollectorConfig()
+    assert (on.collector_device, on.frames_per_batch, on.total_frames, on.num_workers,
+            on.env_per_collector, on.seed, on.exploration_type, on.async_collection) == (
+        ["cpu"], 1000, 50_000_000, 32, 8, 42, "random", False)  # fmt: skip
+    off = OffPolicyCollectorConfig()
+    assert (off.multi_step, off.n_steps_return, off.init_random_frames) == (False, 3, 50_000)
+    cfg = omegaconf.OmegaConf.structured(
+        OffPolicyCollectorConfig(num_workers=1, env_per_collector=1, frames_per_batch=2,
+                                 total_frames=4, init_random_frames=2)
+    )  # fmt: skip
+    collector = make_collector_offpolicy(CountingEnv, None, cfg)
+    assert sum(batch.numel() for batch in collector) == 4
+    collector.shutdown()
+    with pytest.raises(omegaconf.errors.ValidationError, match="num_workers"):
+        omegaconf.OmegaConf.merge(cfg, {"num_workers": "two"})
+    with pytest.raises(omegaconf.errors.ConfigKeyError, match="num_worker"):
+        omegaconf.OmegaConf.merge(cfg, {"num_worker": 2})

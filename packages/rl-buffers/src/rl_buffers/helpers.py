@@ -1,14 +1,17 @@
-"""TorchRL's replay-buffer builder of ``torchrl.trainers.helpers``: :func:`make_replay_buffer`.
+"""TorchRL's replay-buffer builder of ``torchrl.trainers.helpers``: :func:`make_replay_buffer`,
+and its settings dataclass :class:`ReplayArgsConfig`.
 
 The settings object ``cfg`` is anything that holds named settings: a mapping (a ``dict``), an
 OmegaConf ``DictConfig``, a dataclass or a namespace. A setting it lacks takes the default of
-TorchRL's ``ReplayArgsConfig`` (``buffer_size=1_000_000``, ``prb=False``, ``buffer_scratch_dir=None``, ``buffer_prefetch=10``); ``batch_size`` has none.
+:class:`ReplayArgsConfig`; ``batch_size`` (not one of its fields: TorchRL reads it from the
+loss's settings) has none.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -17,16 +20,30 @@ from rl_buffers.replay_buffers import TensorDictReplayBuffer
 from rl_buffers.samplers import PrioritizedSampler, RandomSampler
 from rl_buffers.storages import LazyMemmapStorage
 
-__all__ = ["make_replay_buffer"]
+__all__ = ["ReplayArgsConfig", "make_replay_buffer"]
 
-# The settings make_replay_buffer reads, with TorchRL's defaults (``None``: required).
-_DEFAULTS: dict[str, Any] = {
-    "buffer_size": 1_000_000,
-    "prb": False,
-    "buffer_scratch_dir": None,
-    "buffer_prefetch": 10,
-    "batch_size": None,
-}
+
+@dataclass
+class ReplayArgsConfig:
+    """The replay-buffer settings of :func:`make_replay_buffer` (TorchRL's helpers dataclass,
+    typed: ``OmegaConf.structured(ReplayArgsConfig)`` refuses a wrong type or an unknown key,
+    naming it).
+
+    Attributes:
+        buffer_size: items the buffer holds.
+        prb: prioritized sampling instead of uniform.
+        buffer_scratch_dir: the folder of the memory-mapped storage (None: a temporary one).
+        buffer_prefetch: batches sampled ahead in a background thread (0: none).
+    """
+
+    buffer_size: int = 1_000_000
+    prb: bool = False
+    buffer_scratch_dir: str | None = None
+    buffer_prefetch: int = 10
+
+
+# The settings make_replay_buffer reads, with their defaults (``None``: required).
+_DEFAULTS: dict[str, Any] = {**asdict(ReplayArgsConfig()), "batch_size": None}
 
 _UNSET = object()
 

@@ -8,14 +8,15 @@ always builds a ``ParallelEnv``.
 
 The settings object ``cfg`` of the ``make_collector_*`` builders is anything that holds named
 settings: a mapping (a ``dict``, an OmegaConf ``DictConfig``), a dataclass or a namespace. A
-setting it lacks takes the default of TorchRL's ``OnPolicyCollectorConfig`` /
-``OffPolicyCollectorConfig``.
+setting it lacks takes the default of :class:`OnPolicyCollectorConfig` /
+:class:`OffPolicyCollectorConfig` (TorchRL's helpers dataclasses).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -28,6 +29,8 @@ from rl_collectors.sync import Collector
 from rl_core import EnvBase, ExplorationType
 
 __all__ = [
+    "OffPolicyCollectorConfig",
+    "OnPolicyCollectorConfig",
     "make_collector_offpolicy",
     "make_collector_onpolicy",
     "sync_async_collector",
@@ -36,21 +39,40 @@ __all__ = [
 
 EnvFactory = Callable[..., EnvBase]
 
-# TorchRL's OnPolicyCollectorConfig / OffPolicyCollectorConfig defaults, plus the env's
-# max_frames_per_traj (EnvConfig) and the loss's gamma that multi-step returns read.
+
+@dataclass
+class OnPolicyCollectorConfig:
+    """The settings of :func:`make_collector_onpolicy` (TorchRL's helpers dataclass, typed:
+    ``OmegaConf.structured(OnPolicyCollectorConfig)`` refuses a wrong type or an unknown key,
+    naming it). ``pin_memory`` is kept for TorchRL's field list; the collectors here do not
+    pin."""
+
+    collector_device: Any = field(default_factory=lambda: ["cpu"])
+    pin_memory: bool = False
+    frames_per_batch: int = 1000
+    total_frames: int = 50_000_000
+    num_workers: int = 32
+    env_per_collector: int = 8
+    seed: int = 42
+    exploration_type: str = "random"
+    async_collection: bool = False
+
+
+@dataclass
+class OffPolicyCollectorConfig(OnPolicyCollectorConfig):
+    """The settings of :func:`make_collector_offpolicy`: :class:`OnPolicyCollectorConfig`'s,
+    multi-step returns and the random warm-up frames."""
+
+    multi_step: bool = False
+    n_steps_return: int = 3
+    init_random_frames: int = 50_000
+
+
+# The builders' defaults: the dataclasses', plus the env's max_frames_per_traj (TorchRL's
+# EnvConfig) and the loss's gamma that multi-step returns read.
 _DEFAULTS: dict[str, Any] = {
-    "collector_device": "cpu",
-    "frames_per_batch": 1000,
-    "total_frames": 50_000_000,
-    "num_workers": 32,
-    "env_per_collector": 8,
-    "seed": 42,
-    "exploration_type": "random",
-    "async_collection": False,
+    **asdict(OffPolicyCollectorConfig()),
     "max_frames_per_traj": 1000,
-    "multi_step": False,
-    "n_steps_return": 3,
-    "init_random_frames": 50_000,
     "gamma": 0.99,
 }
 _UNSET = object()
