@@ -57,6 +57,7 @@ from rl_objectives.modules.noisy_lazy import NoisyLazyLinear
 from rl_objectives.modules.ordinal import OneHotOrdinal, Ordinal, ordinal_logits
 from rl_objectives.modules.rbf_controller import RBFController
 from rl_objectives.modules.rssm_state_estimator import RSSMStateEstimatorV3
+from rl_objectives.modules.tanh_module import TanhModule
 from rl_objectives.modules.value_transforms import (
     ComposeValueTransform,
     IdentityValueTransform,
@@ -66,6 +67,7 @@ from rl_objectives.modules.value_transforms import (
     signed_hyperbolic,
     signed_parabolic,
 )
+from rl_objectives.modules.vmap_module import VmapModule
 from rl_objectives.modules.world_model import WorldModel
 from rl_objectives.modules.world_models import (
     RSSMPosterior,
@@ -138,6 +140,8 @@ __all__ = [
     "SquashDims",
     "SqueezeLayer",
     "Squeeze2dLayer",
+    "TanhModule",
+    "VmapModule",
     "NoisyLinear",
     "NoisyLazyLinear",
     "reset_noise",
