@@ -29,6 +29,46 @@ def test_rollout_without_break_resets_finished_episodes():
     assert traj["next", "observation"].squeeze(-1).tolist() == [1, 2, 3, 1, 2, 3, 1]
 
 
+class _ResetLogEnv(CountingEnv):
+    """A CountingEnv recording, per ``_reset`` call, which sub-envs it resets."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.resets: list[list[bool]] = []
+
+    def _reset(self, tensordict, **kwargs):
+        mask = None if tensordict is None else tensordict.get("_reset", None)
+        rows = [True] * self.batch_size[0] if mask is None else mask.reshape(-1).tolist()
+        self.resets.append(rows)
+        return super()._reset(tensordict, **kwargs)
+
+
+@pytest.mark.parametrize("auto_reset", [True, False])
+def test_rollout_without_break_does_not_reset_after_its_last_step(auto_reset):
+    # As TorchRL's rollout: the last step is a plain step, finished sub-envs stay finished,
+    # so a rollout can go on from where the last one stopped; the callback sees every step.
+    env = _ResetLogEnv(max_count=3, batch_size=[2])
+    start = None if auto_reset else env.reset()
+    env.resets.clear()
+    seen = []
+    traj = env.rollout(
+        3,
+        _ones_policy,
+        callback=lambda e, td: seen.append(td["next", "observation"][:, 0].tolist()),
+        auto_reset=auto_reset,
+        tensordict=start,
+        break_when_any_done=False,
+    )
+    assert traj["next", "done"][:, -1].squeeze(-1).tolist() == [True, True]
+    assert env.resets == ([[True, True]] if auto_reset else [])
+    assert seen == [[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]]
+    # Steps before the last one still reset the finished sub-envs.
+    env.resets.clear()
+    traj = env.rollout(4, _ones_policy, break_when_any_done=False)
+    assert env.resets == [[True, True], [True, True]]
+    assert traj["observation"][0].squeeze(-1).tolist() == [0.0, 1.0, 2.0, 0.0]
+
+
 def test_batched_rollout_is_batch_then_time():
     env = CountingEnv(max_count=100, batch_size=[4])
     traj = env.rollout(5, _ones_policy)

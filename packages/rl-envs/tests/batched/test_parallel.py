@@ -16,6 +16,7 @@ from rl_core.transforms import StepCounter, TransformedEnv
 from rl_envs.batched import EnvCreator, ParallelEnv, SerialEnv
 from rl_envs.batched._pool import default_start_method
 from rl_envs.native import CartPoleEnv, PendulumEnv
+from rl_envs.testing import IncrementingEnv
 
 
 @pytest.fixture(autouse=True)
@@ -452,6 +453,20 @@ def test_random_rollout_runs_in_the_workers_with_their_own_random_streams():
         assert not torch.equal(first["action"][0], first["action"][1])
         env.set_seed(0)
         assert (env.rollout(30, break_when_any_done=False) == first).all()
+    finally:
+        env.close()
+
+
+def test_worker_rollouts_do_not_reset_after_their_last_step():
+    # As TorchRL and the generic loop: a sub-env finishing on the last step keeps its state.
+    env = ParallelEnv(2, IncrementingEnv, create_env_kwargs={"max_steps": 4})
+    try:
+        traj = env.rollout(5, break_when_any_done=False)
+        assert env._stale_roots  # the rollout ran inside the workers
+        assert traj["next", "done"][:, -1].flatten().tolist() == [True, True]
+        root = env.step_mdp_plan()(traj[:, -1])
+        more = env.rollout(1, auto_reset=False, tensordict=root, break_when_any_done=False)
+        assert more["next", "observation"].flatten().tolist() == [6, 6]
     finally:
         env.close()
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 import torch
 
+from rl_core.envs import reference_only
 from rl_core.testing import check_random_rollout
 from rl_envs._accel import gym_plan as gym_module
+from rl_envs.batched import SerialEnv
 from rl_envs.libs import GymEnv, GymWrapper, default_info_dict_reader
 
 gym = pytest.importorskip("gymnasium")
@@ -126,6 +129,39 @@ def test_final_observations_are_kept_and_resets_start_new_episodes():
     steps_between = (~done).nonzero().squeeze(-1)
     for t in steps_between[:50].tolist():
         assert torch.equal(traj["observation"][t + 1], traj["next", "observation"][t])
+
+
+def _cartpole_states(env: Any) -> list[np.ndarray]:
+    """The gymnasium CartPole state of each sub-env of a GymEnv or SerialEnv."""
+    if isinstance(env, SerialEnv):
+        return [np.asarray(sub._env.unwrapped.state) for sub in env._envs]
+    return [np.asarray(sub.unwrapped.state) for sub in env._env.envs]
+
+
+@pytest.mark.parametrize("batched", ["num_envs", "serial"])
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_sub_env_finishing_on_the_last_step_is_not_reset(loops, batched, fast):
+    # As TorchRL: the last step of a rollout without break is a plain step; a sub-env that
+    # finishes there keeps its final state (the gymnasium loop, the vector group of a
+    # SerialEnv and the generic loop alike).
+    if batched == "serial":
+        env = SerialEnv(2, lambda: GymEnv("CartPole-v1"))
+    else:
+        env = GymEnv("CartPole-v1", num_envs=2)
+    with nullcontext() if fast else reference_only():
+        env.set_seed(0)
+        torch.manual_seed(0)
+        done = env.rollout(200, break_when_any_done=False)["next", "done"].squeeze(-1)
+        t = int(done.any(0).nonzero()[0])
+        env.set_seed(0)
+        torch.manual_seed(0)
+        traj = env.rollout(t + 1, break_when_any_done=False)
+    assert loops == ([True, True] if fast else [])
+    assert traj["next", "done"].squeeze(-1)[:, -1].tolist() == done[:, t].tolist()
+    for k, state in enumerate(_cartpole_states(env)):
+        final = traj["next", "observation"][k, -1].numpy()
+        np.testing.assert_allclose(state, final, rtol=1e-6)
+    env.close()
 
 
 def test_env_steps_on_after_a_random_rollout():

@@ -84,3 +84,20 @@ def test_counting_batched_env_has_a_limit_per_element():
     ]
     with pytest.raises(ValueError, match=r"max_steps of shape batch_size \(2,\), got shape \(3,\)"):
         CountingBatchedEnv(max_steps=torch.tensor([1, 2, 3]), batch_size=[2])
+
+
+@pytest.mark.parametrize("auto_reset", [True, False])
+def test_rollout_without_break_leaves_the_env_where_its_last_step_left_it(auto_reset):
+    # TorchRL 0.14.1: CountingEnv(max_steps=4) rolled out 5 steps ends with count 5, done at
+    # the last step and not reset after it; a rollout from there goes on counting.
+    env = CountingEnv(max_steps=4)
+    policy = CountingEnvCountPolicy(env.action_spec, env.action_key)
+    start = None if auto_reset else env.reset()
+    traj = env.rollout(
+        5, policy, auto_reset=auto_reset, tensordict=start, break_when_any_done=False
+    )
+    assert traj["next", "done"].squeeze(-1).tolist() == [False] * 4 + [True]
+    assert env.count.item() == 5
+    root = env.step_mdp_plan()(traj[-1])
+    more = env.rollout(2, policy, auto_reset=False, tensordict=root, break_when_any_done=False)
+    assert more["next", "observation"].squeeze(-1).tolist() == [6, 1]

@@ -75,8 +75,9 @@ def rollout(
     The output, shaped ``[*env.batch_size, T]``, is allocated on the first step and filled in
     place. Stopping rules: with ``break_when_any_done`` (the default) the rollout stops after
     the first step at which any sub-env is done. Otherwise finished sub-envs are reset and the
-    rollout goes on; with ``break_when_all_done`` it stops after the step at which every
-    sub-env has finished at least one episode, else after ``max_steps``.
+    rollout goes on (not after step ``max_steps``: the env is left where it stopped, and a
+    rollout may go on from it); with ``break_when_all_done`` it stops after the step at which
+    every sub-env has finished at least one episode, else after ``max_steps``.
 
     Args:
         env: the environment.
@@ -138,14 +139,14 @@ def rollout(
     writer = TrajectoryWriter(max_steps)
     ever_done: torch.Tensor | None = None
     call = PolicyCallPlan(policy)  # policy(td), with the plain TensorDict-module calls resolved
-    for _ in range(max_steps):
+    for i in range(max_steps):
         if policy_device is not None:
             td = policy(td.to(policy_device, non_blocking=True))
             if env_device is not None:
                 td = td.to(env_device, non_blocking=True)
         else:
             td = call(td)
-        if break_when_any_done:
+        if break_when_any_done or i == max_steps - 1:  # no reset after the last step
             td = env.step(td)
             next_root = None
         else:

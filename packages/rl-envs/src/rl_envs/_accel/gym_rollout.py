@@ -7,8 +7,8 @@ at a time and encoded for gymnasium in one call, each step writes its observatio
 flags into rows of numpy blocks, and the trajectory TensorDict is built once at the end. The
 result is what the generic loop gives for the same actions (``check_random_rollout`` in the
 conformance kit replays them to verify it): the same entries, the same resets (finished
-sub-envs reset through ``reset_mask``, the final observation kept under ``"next"``), the same
-stopping rules.
+sub-envs reset through ``reset_mask``, the final observation kept under ``"next"``; none after
+the last step), the same stopping rules.
 """
 
 from __future__ import annotations
@@ -161,7 +161,8 @@ def _loop(
         finals.append((t, done, obs[t + 1][done]))
         if break_when_any_done:
             return finals, t + 1
-        reset_finished_at(done, obs, t + 1)
+        if t + 1 < max_steps:  # as the generic loop: no reset after the last step
+            reset_finished_at(done, obs, t + 1)
         ever_done |= done
         if break_when_all_done and ever_done.all():
             return finals, t + 1
