@@ -74,10 +74,9 @@ def rollout(
 
     The output, shaped ``[*env.batch_size, T]``, is allocated on the first step and filled in
     place. Stopping rules: with ``break_when_any_done`` (the default) the rollout stops after
-    the first step at which any sub-env is done. Otherwise finished sub-envs are reset and the
-    rollout goes on (not after step ``max_steps``: the env is left where it stopped, and a
-    rollout may go on from it); with ``break_when_all_done`` it stops after the step at which
-    every sub-env has finished at least one episode, else after ``max_steps``.
+    the first step at which any sub-env is done. Otherwise finished sub-envs are reset (not
+    after the last step: the env stays as it ended) and the rollout goes on; with
+    ``break_when_all_done`` it stops once every sub-env has finished an episode.
 
     Args:
         env: the environment.
