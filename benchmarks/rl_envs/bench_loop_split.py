@@ -11,8 +11,9 @@ Rungs:
 - ``plain``: gymnasium with ``action_space.sample()`` per step, reset when done (the suite's
   reference for the hand-written loops);
 - ``fixed action``: the same stepping one fixed action (no sampling);
-- ``+ torch.randint``: one ``torch.randint(0, 2, (1,), out=...)`` per step (what
-  ``rand_action`` must draw to give ``OneHot.rand``'s values and random state);
+- ``+ one torch draw``: one ``index.random_(0, 2)`` per step (the kernel of ``torch.randint``:
+  what ``rand_action`` must draw to give ``OneHot.rand``'s values and random state, with the
+  cheapest call that does);
 - ``+ 6 tensor views``: the step's outputs as tensors: the numpy row writes and one tensor
   view each for the action, observation, reward and three done flags, cut from blocks of 64
   rows in one ``unbind`` per block (how ``GymEnv`` hands them out);
@@ -70,7 +71,7 @@ def rung(steps: int, *, sample: bool, draw: bool, views: bool, tds: bool) -> Cal
         start = time.process_time()
         for _ in range(steps):
             if draw:
-                torch.randint(0, 2, (1,), out=index)
+                index.random_(0, 2)
             k = int(index_np[0])
             obs, reward, terminated, truncated, _ = env.step(
                 space.sample() if sample else actions[k]
@@ -168,7 +169,7 @@ def main() -> None:
     rungs = {
         "plain (action_space.sample())": rung(n, sample=True, draw=False, views=False, tds=False),
         "fixed action": rung(n, sample=False, draw=False, views=False, tds=False),
-        "+ torch.randint": rung(n, sample=False, draw=True, views=False, tds=False),
+        "+ one torch draw": rung(n, sample=False, draw=True, views=False, tds=False),
         "+ 6 tensor views": rung(n, sample=False, draw=True, views=True, tds=False),
         "+ 2 TensorDicts": rung(n, sample=False, draw=True, views=True, tds=True),
         "GymEnv: fixed action + step_and_maybe_reset": ours(n, "fixed"),
