@@ -13,7 +13,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 
 __all__ = ["AtariDQNExperienceReplay"]
@@ -89,20 +88,10 @@ class AtariDQNExperienceReplay(BaseDatasetExperienceReplay):
                 f"{name}: expected dataset_id to be '<Game>/<run>' such as 'Pong/5', got "
                 f"{dataset_id!r}."
             )
-        self.dataset_id = dataset_id
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/atari"
-        self.download = download
+        self._locate(dataset_id, root, "atari", download)
         self.url = (url or _BUCKET).rstrip("/")
         self.checkpoints = None if checkpoints is None else [int(c) for c in checkpoints]
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def data_path(self) -> Path:
@@ -127,17 +116,12 @@ class AtariDQNExperienceReplay(BaseDatasetExperienceReplay):
         numbers = self._checkpoint_numbers()
         for number in numbers:
             for key in _NAMES:
-                path = self.source_path / _file(key, number)
-                if path.exists():
-                    continue
-                if not self.download:
-                    raise FileNotFoundError(
-                        f"{type(self).__name__}: {path} does not exist and download=False. Put "
-                        f"the run's checkpoint files in {self.source_path}, or pass "
-                        f"download=True."
-                    )
                 remote = _file(key, number).replace("$", "%24")
-                fetch(f"{self.url}/{self.dataset_id}/replay_logs/{remote}", path)
+                self._source_file(
+                    self.source_path / _file(key, number),
+                    f"{self.url}/{self.dataset_id}/replay_logs/{remote}",
+                    "the run's checkpoint file",
+                )
         lengths = [len(_load(self.source_path / _file("reward", n))) for n in numbers]
         rows = sum(max(n - 1, 0) for n in lengths)
         if rows == 0:

@@ -11,6 +11,7 @@ from typing import Any
 
 from tensordict import TensorDict
 
+from rl_buffers.datasets._download import download
 from rl_buffers.replay_buffers.tensordict_buffer import TensorDictReplayBuffer
 from rl_buffers.storages._files import atomic_write_json
 from rl_buffers.storages.tensor_storage import TensorStorage
@@ -32,8 +33,10 @@ class BaseDatasetExperienceReplay(TensorDictReplayBuffer):
     a later use never reads half-written rows. The buffer is read-only (an
     :class:`ImmutableDatasetWriter` naming the dataset).
 
-    Subclasses set :attr:`dataset_id` and :attr:`root`, then call :meth:`_open` with the
-    buffer's keyword arguments, and implement :meth:`_convert`.
+    Subclasses call :meth:`_locate` (:attr:`dataset_id`, :attr:`root`, :attr:`download`),
+    set what their :meth:`_convert` reads, then call :meth:`_open` with the buffer's
+    arguments, and implement :meth:`_convert`, getting their source files through
+    :meth:`_source_file` (or :meth:`_refuse_download` where a folder is checked).
 
     Attributes:
         metadata: the record's ``"metadata"`` entry (what the source file says about itself).
@@ -41,7 +44,46 @@ class BaseDatasetExperienceReplay(TensorDictReplayBuffer):
 
     dataset_id: str
     root: Path
+    download: bool
     metadata: dict[str, Any]
+
+    def _locate(self, dataset_id: str, root: str | Path | None, cache: str, download: bool) -> None:
+        """Sets :attr:`dataset_id`, :attr:`root` (``~/.cache/rl_buffers/<cache>`` when None)
+        and :attr:`download` (whether missing source files are downloaded)."""
+        self.dataset_id = dataset_id
+        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers" / cache
+        self.download = download
+
+    def _refuse_download(self, path: Path, what: str, state: str = "does not exist") -> None:
+        """Raises the error of a missing source unless :attr:`download` allows fetching it:
+        ``"<Reader>: <path> <state> and download=False. Put <what> there, or pass
+        download=True."``"""
+        if not self.download:
+            raise FileNotFoundError(
+                f"{type(self).__name__}: {path} {state} and download=False. Put {what} there, "
+                f"or pass download=True."
+            )
+
+    def _source_file(
+        self, path: Path, url: str | None, what: str, *, sha256: str | None = None
+    ) -> Path:
+        """``path``; when it is missing, downloaded from ``url`` (resuming a ``.part`` left by
+        an interrupted download, checked against ``sha256`` when given).
+
+        Raises:
+            FileNotFoundError: ``path`` is missing and :attr:`download` is False, or ``url``
+                is None; the message names ``path`` and says to put ``what`` there.
+            ConnectionError: the download failed (the message names ``url``).
+        """
+        if path.exists():
+            return path
+        self._refuse_download(path, what)
+        if url is None:
+            raise FileNotFoundError(
+                f"{type(self).__name__}: {path} does not exist and there is no url= to download "
+                f"it from. Put {what} there, or pass url=."
+            )
+        return download(url, path, sha256=sha256)
 
     @property
     def data_path(self) -> Path:
@@ -62,8 +104,20 @@ class BaseDatasetExperienceReplay(TensorDictReplayBuffer):
         fetching the source as needed, and returns its metadata (JSON-serializable)."""
         raise NotImplementedError
 
-    def _open(self, *, writer: Any = None, **kwargs: Any) -> None:
-        """Converts the dataset if needed, then builds the buffer over its rows."""
+    def _open(
+        self,
+        batch_size: int | None,
+        sampler: Any,
+        writer: Any,
+        collate_fn: Any,
+        transform: Any,
+        prefetch: int | None,
+        pin_memory: bool,
+        /,
+    ) -> None:
+        """Converts the dataset if needed, then builds the buffer over its rows with the
+        :class:`ReplayBuffer` arguments every reader takes (in the order of their signatures;
+        the writer defaults to an :class:`ImmutableDatasetWriter` naming the dataset)."""
         if not self._is_downloaded():
             self._convert_into_place()
         record = _read_record(self.data_path / MARKER)
@@ -71,7 +125,16 @@ class BaseDatasetExperienceReplay(TensorDictReplayBuffer):
         storage = TensorStorage(TensorDict.load_memmap(self.data_path))
         if writer is None:
             writer = ImmutableDatasetWriter(f"{type(self).__name__}({self.dataset_id!r})")
-        super().__init__(storage=storage, writer=writer, **kwargs)
+        super().__init__(
+            storage=storage,
+            sampler=sampler,
+            writer=writer,
+            collate_fn=collate_fn,
+            batch_size=batch_size,
+            transform=transform,
+            prefetch=prefetch,
+            pin_memory=pin_memory,
+        )
 
     def _convert_into_place(self) -> None:
         final = self.data_path

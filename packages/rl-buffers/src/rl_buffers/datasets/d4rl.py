@@ -10,7 +10,6 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 
 __all__ = ["D4RLExperienceReplay", "d4rl_url"]
@@ -152,21 +151,11 @@ class D4RLExperienceReplay(BaseDatasetExperienceReplay):
                     f"SliceSampler or TED2Nested."
                 )
         _import_h5py(name)
-        self.dataset_id = dataset_id
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/d4rl"
-        self.download = download
+        self._locate(dataset_id, root, "d4rl", download)
         self.url = url
         self.sha256 = sha256
         self.use_truncated_as_done = use_truncated_as_done
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def source_path(self) -> Path:
@@ -174,27 +163,17 @@ class D4RLExperienceReplay(BaseDatasetExperienceReplay):
         return self.root / f"{self.dataset_id}.hdf5"
 
     def _convert(self, folder: Path) -> dict[str, Any]:
-        source = self.source_path
-        if not source.exists():
-            self._fetch(source)
+        source, url = self.source_path, self.url or d4rl_url(self.dataset_id)
+        if url is None and self.download and not source.exists():
+            raise KeyError(
+                f"{type(self).__name__}: unknown dataset_id {self.dataset_id!r}: no D4RL address "
+                f"is known for it and {source} does not exist. Put its HDF5 file there or pass "
+                f"url=."
+            )
+        self._source_file(source, url, "the dataset's HDF5 file", sha256=self.sha256)
         rows, metadata = _read_d4rl(source, self.use_truncated_as_done)
         rows.memmap(prefix=folder, existsok=True)
         return metadata
-
-    def _fetch(self, source: Path) -> None:
-        name = type(self).__name__
-        if not self.download:
-            raise FileNotFoundError(
-                f"{name}: {source} does not exist and download=False. Put the dataset's HDF5 "
-                f"file there, or pass download=True."
-            )
-        url = self.url or d4rl_url(self.dataset_id)
-        if url is None:
-            raise KeyError(
-                f"{name}: unknown dataset_id {self.dataset_id!r}: no D4RL address is known for "
-                f"it and {source} does not exist. Put its HDF5 file there or pass url=."
-            )
-        fetch(url, source, sha256=self.sha256)
 
     def __repr__(self) -> str:
         return (

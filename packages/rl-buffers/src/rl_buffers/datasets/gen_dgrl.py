@@ -15,7 +15,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets._parts import write_parts
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 
@@ -104,20 +103,10 @@ class GenDGRLExperienceReplay(BaseDatasetExperienceReplay):
                 f"a game of {list(_GAMES)} and a category of {list(_CATEGORIES)}, e.g. "
                 f"'bigfish-1M_E'."
             )
-        self.dataset_id = dataset_id
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/gen_dgrl"
-        self.download = download
+        self._locate(dataset_id, root, "gen_dgrl", download)
         self.url = url or f"{_SERVER}/{_CATEGORIES[category]}/{game}.tar.xz"
         self.sha256 = sha256
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def source_path(self) -> Path:
@@ -125,14 +114,9 @@ class GenDGRLExperienceReplay(BaseDatasetExperienceReplay):
         return self.root / f"{self.dataset_id}.tar.xz"
 
     def _convert(self, folder: Path) -> dict[str, Any]:
-        source = self.source_path
-        if not source.exists():
-            if not self.download:
-                raise FileNotFoundError(
-                    f"{type(self).__name__}: {source} does not exist and download=False. Put "
-                    f"the dataset's archive there, or pass download=True."
-                )
-            fetch(self.url, source, sha256=self.sha256)
+        source = self._source_file(
+            self.source_path, self.url, "the dataset's archive", sha256=self.sha256
+        )
         where = f"{type(self).__name__}: {source}"
 
         def parts() -> Iterator[tuple[str, TensorDict]]:

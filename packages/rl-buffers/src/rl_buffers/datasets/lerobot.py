@@ -13,7 +13,6 @@ import torch
 from tensordict import NonTensorStack, TensorDict
 from torch import Tensor
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets._download import partial_path
 from rl_buffers.datasets._video import decode_frames, import_av
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
@@ -198,22 +197,13 @@ class LeRobotExperienceReplay(BaseDatasetExperienceReplay):
         _import_pyarrow(name)
         if decode_video:
             import_av(name)
-        self.repo_id = self.dataset_id = repo_id
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/lerobot"
-        self.download = download
+        self.repo_id = repo_id
+        self._locate(repo_id, root, "lerobot", download)
         self.endpoint = endpoint.rstrip("/")
         self.revision = revision
         self.decode_video = decode_video
         self.key_map = dict(key_map or {})
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def snapshot_path(self) -> Path:
@@ -232,17 +222,11 @@ class LeRobotExperienceReplay(BaseDatasetExperienceReplay):
 
     def _need(self, file: str) -> Path:
         """The snapshot's ``file``, downloaded if missing."""
-        path = self.snapshot_path / file
-        if path.exists():
-            return path
-        if not self.download:
-            raise FileNotFoundError(
-                f"{type(self).__name__}: {path} does not exist and download=False; download "
-                f"the snapshot (huggingface_hub.snapshot_download({self.repo_id!r}, "
-                f"repo_type='dataset', local_dir={str(self.snapshot_path)!r})) or pass "
-                f"download=True."
-            )
-        return fetch(self.url_of(file), path)
+        snapshot = (
+            f"the snapshot's files (huggingface_hub.snapshot_download({self.repo_id!r}, "
+            f"repo_type='dataset', local_dir={str(self.snapshot_path)!r}) writes them)"
+        )
+        return self._source_file(self.snapshot_path / file, self.url_of(file), snapshot)
 
     def _optional(self, file: str) -> Path | None:
         """The snapshot's ``file``, downloaded if missing; None when it is not there and not

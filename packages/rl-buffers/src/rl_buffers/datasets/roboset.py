@@ -10,7 +10,6 @@ import torch
 from tensordict import TensorDict
 from torch import Tensor
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 from rl_buffers.datasets.d4rl import _import_h5py
 
@@ -84,20 +83,10 @@ class RobosetExperienceReplay(BaseDatasetExperienceReplay):
                 f"{name}: expected dataset_id to be a RoboSet name, got {dataset_id!r}."
             )
         _import_h5py(name)
-        self.dataset_id = dataset_id
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/roboset"
-        self.download = download
+        self._locate(dataset_id, root, "roboset", download)
         self.url = url
         self.sha256 = sha256
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def source_path(self) -> Path:
@@ -105,15 +94,9 @@ class RobosetExperienceReplay(BaseDatasetExperienceReplay):
         return self.root / f"{self.dataset_id}.h5"
 
     def _convert(self, folder: Path) -> dict[str, Any]:
-        source = self.source_path
-        if not source.exists():
-            if not self.download or self.url is None:
-                why = "download=False" if not self.download else "no url= to download it from"
-                raise FileNotFoundError(
-                    f"{type(self).__name__}: {source} does not exist and there is {why}. Put "
-                    f"the dataset's HDF5 file there, or pass url= (and download=True)."
-                )
-            fetch(self.url, source, sha256=self.sha256)
+        source = self._source_file(
+            self.source_path, self.url, "the dataset's HDF5 file", sha256=self.sha256
+        )
         rows, episodes = _read_roboset(source)
         rows.memmap(prefix=folder, existsok=True)
         return {"episodes": episodes, "source": source.name}

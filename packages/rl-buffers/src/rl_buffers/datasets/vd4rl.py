@@ -14,7 +14,6 @@ import numpy as np
 import torch
 from tensordict import TensorDict
 
-from rl_buffers.datasets._download import download as fetch
 from rl_buffers.datasets._parts import write_parts
 from rl_buffers.datasets.base import BaseDatasetExperienceReplay
 
@@ -94,19 +93,9 @@ class VD4RLExperienceReplay(BaseDatasetExperienceReplay):
                 f"{name}: expected dataset_id to be a V-D4RL folder such as "
                 f"'main/walker_walk/random/64px', got {dataset_id!r}."
             )
-        self.dataset_id = dataset_id.strip("/")
-        self.root = Path(root) if root is not None else Path.home() / ".cache/rl_buffers/vd4rl"
-        self.download = download
+        self._locate(dataset_id.strip("/"), root, "vd4rl", download)
         self.endpoint = endpoint.rstrip("/")
-        self._open(
-            writer=writer,
-            sampler=sampler,
-            collate_fn=collate_fn,
-            batch_size=batch_size,
-            transform=transform,
-            prefetch=prefetch,
-            pin_memory=pin_memory,
-        )
+        self._open(batch_size, sampler, writer, collate_fn, transform, prefetch, pin_memory)
 
     @property
     def source_path(self) -> Path:
@@ -132,11 +121,7 @@ class VD4RLExperienceReplay(BaseDatasetExperienceReplay):
 
     def _fetch(self) -> list[Path]:
         name = type(self).__name__
-        if not self.download:
-            raise FileNotFoundError(
-                f"{name}: {self.source_path} holds no .npz episode and download=False. Put the "
-                f"dataset's files there, or pass download=True."
-            )
+        self._refuse_download(self.source_path, "the dataset's files", "holds no .npz episode")
         listing = f"{self.endpoint}/api/datasets/{_REPO}/tree/main/vd4rl/{self.dataset_id}"
         entries = _read_json(name, listing, self.dataset_id)
         remote = sorted(
@@ -154,8 +139,8 @@ class VD4RLExperienceReplay(BaseDatasetExperienceReplay):
         files = []
         for path in remote:
             dest = self.source_path / Path(path).name
-            fetch(f"{self.endpoint}/datasets/{_REPO}/resolve/main/{path}", dest)
-            files.append(dest)
+            url = f"{self.endpoint}/datasets/{_REPO}/resolve/main/{path}"
+            files.append(self._source_file(dest, url, "the episode file"))
         return files
 
 
