@@ -335,9 +335,32 @@ class TestValueEstimator:
         with pytest.raises(ValueError, match=r"NoDefault.make_value_estimator: no value_type"):
             NoDefault().make_value_estimator()
 
-    def test_forward_is_abstract(self):
-        with pytest.raises(TypeError, match="abstract"):
-            LossModule()
+    def test_the_base_builds_and_its_forward_raises_as_torchrl(self):
+        with pytest.raises(NotImplementedError, match=r"LossModule.forward: a loss computes"):
+            LossModule()(TensorDict())
+
+
+def test_target_params_without_a_target_copy_are_the_online_ones_detached():
+    class NoTarget(LossModule):
+        def __init__(self, net):
+            super().__init__()
+            self.convert_to_functional(net, "value_network")
+
+        def forward(self, tensordict):
+            return TensorDict()
+
+    loss = NoTarget(_network())
+    assert "value_network" not in loss.target_network_names
+    online, target = loss.value_network_params, loss.target_value_network_params
+    keys = list(online.keys(True, True))
+    for key in keys:
+        assert target[key].data_ptr() == online[key].data_ptr()
+        assert not target[key].requires_grad
+    with torch.no_grad():
+        online[keys[0]].add_(1.0)
+    torch.testing.assert_close(target[keys[0]], online[keys[0]])
+    with pytest.raises(AttributeError):
+        _ = loss.target_other_params
 
 
 # use_network's planned loading against TensorDict.to_module (the generic path)

@@ -200,7 +200,7 @@ def test_cql_delay_actor_samples_the_backup_action_from_the_target_actor(delay_a
         deterministic_backup=False, delay_actor=delay_actor, delay_qvalue=False,
     )  # fmt: skip
     assert loss.delay_actor is delay_actor
-    assert hasattr(loss, "target_actor_network_params") is delay_actor
+    assert ("actor_network" in loss.target_network_names) is delay_actor
     target_net = copy.deepcopy(param_net)
     with torch.no_grad():
         for p in target_net.parameters():

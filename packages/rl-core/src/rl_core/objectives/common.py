@@ -346,9 +346,11 @@ class LossModule(nn.Module, abc.ABC):
             return keys
         return [(under, *((k,) if isinstance(k, str) else k)) for k in keys]
 
-    @abc.abstractmethod
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Computes the loss terms (``loss_*`` entries) and diagnostics for a batch.
+
+        Subclasses override it; the base class can be built (as TorchRL's) to use the
+        network and key helpers, and raises ``NotImplementedError`` here.
 
         Args:
             tensordict: the batch of transitions.
@@ -356,6 +358,21 @@ class LossModule(nn.Module, abc.ABC):
         Returns:
             A TensorDict of scalars (or of tensors a trainer can reduce).
         """
+        raise NotImplementedError(
+            f"{type(self).__name__}.forward: a loss computes its terms in forward(); this "
+            f"class does not define it."
+        )
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            # As TorchRL: without a target copy, ``target_{net}_params`` reads the online
+            # parameters, detached (the same storage: updates show through).
+            net = name[7:-7] if name.startswith("target_") and name.endswith("_params") else ""
+            if net and net in self.__dict__.get("_network_names", ()):
+                return super().__getattr__(f"{net}_params").data
+            raise
 
     # Networks and their targets.
 
