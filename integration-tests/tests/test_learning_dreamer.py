@@ -44,20 +44,30 @@ def test_dreamer_v3_reward_and_value_heads_start_at_zero(load_example, tmp_path)
     assert agent.value(latents)["state_value"].abs().max() < 1.0
 
 
+# dreamer.py --v3 cut to the 2-minute budget: 16 iterations of 8 explored episodes and 60 steps
+# of DreamerV3Loss on 64 sequences, imagination from 128 states, learning rates 2e-3
+V3_FLAGS = [
+    "--v3", "--iterations", "16", "--updates-per-iteration", "60", "--num-envs", "8",
+    "--batch-size", "64", "--imagination-starts", "128",
+    "--model-lr", "2e-3", "--actor-lr", "2e-3", "--value-lr", "2e-3",
+]  # fmt: skip
+
+
 @pytest.mark.learning
 @pytest.mark.slow
-@pytest.mark.long
 def test_dreamer_v3_beats_the_random_policy_on_pendulum(load_example, tmp_path):
     """``dreamer.py --v3``: DreamerV3's categorical latents and two-hot heads, trained by
     ``DreamerV3Loss`` (the model, actor and critic losses as one objective, with the critic's
-    replay-value term at 0.3), 20 iterations of 4 episodes (17.6k frames): -233.1 over the last
-    3 evaluations (-307, -224, -168) against -1087.5 random (replay term off: -360.5). Over the
-    2-minute cap of the unmarked learning tests: 1310 s wall at load average 7 to 14 (295 s of
-    CPU)."""
+    replay-value term at 0.3), 960 updates and 27.2k frames, seed 0: -398.5 over the last 3
+    evaluations (-495, -384, -317) against -1087.5 random; the first five evaluations sit at
+    -1435 (the policy learns from the sixth). 124 s of CPU, 450 s wall at load average 14 (about
+    96 ms per update, 0.6 s per 8 episodes). The example's defaults (20 iterations of 4 episodes and
+    100 updates, 256 imagination starts, learning rates 1e-3) reach -233.1 in 287 s of CPU."""
     dreamer = load_example("dreamer")
-    flags = ["--v3", "--iterations", "20", "--seed", "0", "--out-dir", str(tmp_path)]
-    cfg = dreamer.parse_config([*flags, "--exp-name", "run", "--no-plot"])
+    cfg = dreamer.parse_config(
+        [*V3_FLAGS, "--seed", "0", "--out-dir", str(tmp_path), "--exp-name", "run", "--no-plot"]
+    )
     result = dreamer.train(cfg)
     assert result["random_return"] < -900, result  # the baseline, from the same start states
     # the mean of the last 3 evaluations (8 episodes each, deterministic policy)
-    assert result["final_return"] > result["random_return"] + 300, result
+    assert result["final_return"] > -600, result
