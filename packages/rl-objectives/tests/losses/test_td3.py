@@ -53,3 +53,20 @@ def test_td3_matches_reference():
     assert not torch.equal(
         p["nets", "0", "module", "0", "weight"], p["nets", "1", "module", "0", "weight"]
     )
+
+
+def test_td3_reads_the_bounds_of_a_composite_action_spec():
+    # TorchRL takes an env's full action spec: the Bounded entry at the loss's action key
+    import pytest
+
+    from rl_core import Composite
+    from rl_objectives import TD3BCLoss
+
+    actor = Actor(torch.nn.Sequential(MLP(OBS, ACT, depth=1, num_cells=16), torch.nn.Tanh()))
+    spec = Composite(action=Bounded(-0.5, 0.25, shape=(ACT,)))
+    for cls in (TD3Loss, TD3BCLoss):
+        loss = cls(actor, q_critic(), action_spec=spec)
+        assert loss.low.tolist() == [-0.5] * ACT
+        assert loss.high.tolist() == [0.25] * ACT
+    with pytest.raises(KeyError, match="Composite action_spec has no entry 'action'"):
+        TD3Loss(actor, q_critic(), action_spec=Composite(other=Bounded(-1.0, 1.0, (ACT,))))

@@ -11,6 +11,8 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import Tensor, nn
 
+from rl_core import Composite
+from rl_core import keys as K
 from rl_core.modules import ValueOperator
 from rl_core.objectives import LossModule
 from rl_objectives._log_prob import total
@@ -371,13 +373,25 @@ def bootstrap_target(loss: LossModule, tensordict: TensorDictBase, next_value: T
     return loss.value_estimator.value_estimate(td)
 
 
-def action_bounds(owner: str, action_spec: Any, bounds: Any) -> tuple[Any, Any] | None:
-    """``(low, high)`` from a ``Bounded`` spec or an explicit pair; ``None`` if neither."""
+def action_bounds(
+    owner: str, action_spec: Any, bounds: Any, action_key: Any = K.ACTION
+) -> tuple[Any, Any] | None:
+    """``(low, high)`` from a ``Bounded`` spec (or a ``Composite`` holding one at
+    ``action_key``, as TorchRL reads an env's full action spec) or an explicit pair; ``None``
+    if neither."""
     if bounds is not None:
         low, high = bounds
         return torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
     if action_spec is None:
         return None
+    if isinstance(action_spec, Composite):
+        entry = action_spec.get(action_key, None)
+        if entry is None:
+            raise KeyError(
+                f"{owner}: the Composite action_spec has no entry {action_key!r} (its keys: "
+                f"{list(action_spec.keys(True, True))}). Pass the action's Bounded spec."
+            )
+        action_spec = entry
     low, high = getattr(action_spec, "low", None), getattr(action_spec, "high", None)
     if low is None or high is None:
         raise TypeError(
