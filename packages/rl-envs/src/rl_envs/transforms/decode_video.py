@@ -18,9 +18,11 @@ class DecodeVideoTransform(Transform):
 
     Meant as a replay buffer's ``transform``: the storage holds the lazy references (a file
     path and a frame number per step), a sample's references are decoded with PyAV into uint8
-    RGB ``[*batch, 3, H, W]`` frames (``pip install "rl-envs[video]"``). A contiguous slice of
-    steps (a ``SliceSampler`` sample) is read in one pass over its file. A read-side codec: it
-    has no inverse, and entries missing from a TensorDict are left alone.
+    RGB ``[*batch, 3, H, W]`` frames (``pip install "rl-envs[video]"``); the frames a sample
+    takes from one file are read in one pass over it. In rl-buffers, keep the references in a
+    ``ListStorage``: ``LazyTensorStorage`` holds tensor leaves only (and ``SliceSampler``
+    needs it). A read-side codec: it has no inverse, and entries missing from a TensorDict are
+    left alone.
 
     Args:
         in_keys: the entries holding references (keyword-only, required).
