@@ -1,4 +1,5 @@
-"""The exploration context: how policies pick actions inside a block of code.
+"""The interaction contexts: how policies pick actions inside a block of code, and whether
+recurrent modules read whole sequences (:class:`set_recurrent_mode`).
 
 ``ExplorationType`` *is* tensordict's ``InteractionType``, and ``set_exploration_type`` sets
 tensordict's interaction type, so tensordict's probabilistic modules and this stack's
@@ -14,6 +15,11 @@ its own default, and exploration modules explore.
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
+from typing import Any, Literal
+
+import torch
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
 
 ExplorationType = InteractionType
@@ -90,6 +96,65 @@ class set_exploration_type(set_interaction_type):
         thread_local: bool = False,
     ) -> None:
         super().__init__(_coerce(type), thread_local=thread_local)
+
+
+_MODE: ContextVar[bool | None] = ContextVar("rl_core_recurrent_mode", default=None)
+
+
+class _CompiledMode:
+    """The mode inside code ``torch.compile`` traces (it cannot trace a ContextVar)."""
+
+    mode: bool | None = None
+
+
+def recurrent_mode() -> bool | None:
+    """The mode :class:`set_recurrent_mode` imposes on every recurrent module, or ``None``."""
+    return _CompiledMode.mode if torch.compiler.is_compiling() else _MODE.get()
+
+
+class set_recurrent_mode(contextlib.ContextDecorator):
+    """Runs every :class:`LSTMModule`/:class:`GRUModule` in one mode inside a block.
+
+    A context manager or a decorator, as in TorchRL: ``with set_recurrent_mode(True):``
+    makes each module read ``[*B, T]`` sequences whatever its own default; ``False`` makes
+    it step; ``None`` leaves each module its default. Nested blocks restore the outer mode.
+
+    Args:
+        mode: ``True`` or ``"recurrent"``, ``False`` or ``"sequential"``, or ``None``.
+            Defaults to ``True``.
+
+    Raises:
+        ValueError: ``mode`` is another string or value.
+    """
+
+    def __init__(self, mode: bool | Literal["recurrent", "sequential"] | None = True) -> None:
+        named = {"recurrent": True, "sequential": False}
+        if isinstance(mode, str) and mode.lower() in named:
+            mode = named[mode.lower()]
+        if mode not in (True, False, None):
+            raise ValueError(
+                f"set_recurrent_mode: expected True/'recurrent', False/'sequential' or None, "
+                f"got {mode!r}."
+            )
+        self.mode = None if mode is None else bool(mode)
+        self._tokens: list[Any] = []
+
+    def _recreate_cm(self) -> set_recurrent_mode:  # a decorator's calls each get their own
+        return type(self)(self.mode)
+
+    def __enter__(self) -> set_recurrent_mode:
+        if torch.compiler.is_compiling():
+            self._tokens.append(_CompiledMode.mode)
+            _CompiledMode.mode = self.mode
+        else:
+            self._tokens.append(_MODE.set(self.mode))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if torch.compiler.is_compiling():
+            _CompiledMode.mode = self._tokens.pop()
+        else:
+            _MODE.reset(self._tokens.pop())
 
 
 __all__ = ["ExplorationType", "exploration_type", "set_exploration_type"]

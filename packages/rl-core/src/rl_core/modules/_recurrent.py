@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
-from contextvars import ContextVar
 from itertools import pairwise
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from tensordict import TensorDictBase
@@ -15,67 +13,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from rl_core._transform.primer import TensorDictPrimer
+from rl_core.exploration import recurrent_mode
 from rl_core.keys import NEXT, NestedKey, key_path
 from rl_core.modules.rnn import _PythonRNNMixin
 from rl_core.specs import Composite, Unbounded
-
-_MODE: ContextVar[bool | None] = ContextVar("rl_core_recurrent_mode", default=None)
-
-
-class _CompiledMode:
-    """The mode inside code ``torch.compile`` traces (it cannot trace a ContextVar)."""
-
-    mode: bool | None = None
-
-
-def recurrent_mode() -> bool | None:
-    """The mode :class:`set_recurrent_mode` imposes on every recurrent module, or ``None``."""
-    return _CompiledMode.mode if torch.compiler.is_compiling() else _MODE.get()
-
-
-class set_recurrent_mode(contextlib.ContextDecorator):
-    """Runs every :class:`LSTMModule`/:class:`GRUModule` in one mode inside a block.
-
-    A context manager or a decorator, as in TorchRL: ``with set_recurrent_mode(True):``
-    makes each module read ``[*B, T]`` sequences whatever its own default; ``False`` makes
-    it step; ``None`` leaves each module its default. Nested blocks restore the outer mode.
-
-    Args:
-        mode: ``True`` or ``"recurrent"``, ``False`` or ``"sequential"``, or ``None``.
-            Defaults to ``True``.
-
-    Raises:
-        ValueError: ``mode`` is another string or value.
-    """
-
-    def __init__(self, mode: bool | Literal["recurrent", "sequential"] | None = True) -> None:
-        named = {"recurrent": True, "sequential": False}
-        if isinstance(mode, str) and mode.lower() in named:
-            mode = named[mode.lower()]
-        if mode not in (True, False, None):
-            raise ValueError(
-                f"set_recurrent_mode: expected True/'recurrent', False/'sequential' or None, "
-                f"got {mode!r}."
-            )
-        self.mode = None if mode is None else bool(mode)
-        self._tokens: list[Any] = []
-
-    def _recreate_cm(self) -> set_recurrent_mode:  # a decorator's calls each get their own
-        return type(self)(self.mode)
-
-    def __enter__(self) -> set_recurrent_mode:
-        if torch.compiler.is_compiling():
-            self._tokens.append(_CompiledMode.mode)
-            _CompiledMode.mode = self.mode
-        else:
-            self._tokens.append(_MODE.set(self.mode))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if torch.compiler.is_compiling():
-            _CompiledMode.mode = self._tokens.pop()
-        else:
-            _MODE.reset(self._tokens.pop())
 
 
 class _Segments(NamedTuple):

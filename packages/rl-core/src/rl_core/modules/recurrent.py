@@ -9,13 +9,9 @@ import torch
 from torch import nn
 
 from rl_core._transform.primer import TensorDictPrimer
+from rl_core.exploration import recurrent_mode, set_recurrent_mode
 from rl_core.keys import IS_INIT, NestedKey
-from rl_core.modules._recurrent import (
-    RecurrentModuleBase,
-    _default_keys,
-    recurrent_mode,
-    set_recurrent_mode,
-)
+from rl_core.modules._recurrent import RecurrentModuleBase, _default_keys
 from rl_core.modules.rnn import GRU, LSTM
 from rl_core.specs import Composite
 

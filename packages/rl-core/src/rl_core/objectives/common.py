@@ -17,8 +17,8 @@ from tensordict.utils import unravel_key
 from torch import nn
 
 from rl_core._accel.seam import SwapPlanCache, loaded
+from rl_core.exploration import set_recurrent_mode
 from rl_core.keys import NestedKey
-from rl_core.modules._recurrent import set_recurrent_mode
 
 
 def _is_nested_key(value: object) -> bool:
