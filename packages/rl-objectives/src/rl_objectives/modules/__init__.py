@@ -55,6 +55,7 @@ from rl_objectives.modules.multiagent_base import MultiAgentNetBase
 from rl_objectives.modules.net_layers import SquashDims, Squeeze2dLayer, SqueezeLayer
 from rl_objectives.modules.noisy_lazy import NoisyLazyLinear
 from rl_objectives.modules.ordinal import OneHotOrdinal, Ordinal, ordinal_logits
+from rl_objectives.modules.qvalue_hooks import DistributionalQValueHook, QValueHook
 from rl_objectives.modules.rbf_controller import RBFController
 from rl_objectives.modules.rssm_state_estimator import RSSMStateEstimatorV3
 from rl_objectives.modules.tanh_module import TanhModule
@@ -142,6 +143,8 @@ __all__ = [
     "Squeeze2dLayer",
     "TanhModule",
     "VmapModule",
+    "QValueHook",
+    "DistributionalQValueHook",
     "NoisyLinear",
     "NoisyLazyLinear",
     "reset_noise",
