@@ -120,6 +120,24 @@ def test_policy_outputs_are_recorded():
     assert (traj["action_log_prob"] == -0.5).all()
 
 
+@pytest.mark.parametrize("break_when_any_done", [True, False])
+def test_an_out_of_place_policy_gives_what_an_in_place_one_gives(break_when_any_done):
+    # TorchRL updates the input with the policy's output, so a policy may return a new
+    # TensorDict holding only the action
+    def in_place(td):
+        return td.set("action", torch.ones(1, dtype=torch.int64))
+
+    def out_of_place(td):
+        return td.empty().set("action", torch.ones(1, dtype=torch.int64))
+
+    kwargs = {"break_when_any_done": break_when_any_done}
+    a = CountingEnv(max_count=4).rollout(6, in_place, **kwargs)
+    b = CountingEnv(max_count=4).rollout(6, out_of_place, **kwargs)
+    assert set(a.keys(True, True)) == set(b.keys(True, True))
+    assert (a == b).all()
+    assert b["next", "observation"].flatten().tolist()[:4] == [1, 2, 3, 4]
+
+
 def test_heterogeneous_steps_lose_no_data():
     env = CountingEnv(max_count=1000)
     calls = {"n": 0}

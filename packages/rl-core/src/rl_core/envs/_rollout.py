@@ -143,8 +143,8 @@ def rollout(
             td = policy(td.to(policy_device, non_blocking=True))
             if env_device is not None:
                 td = td.to(env_device, non_blocking=True)
-        else:
-            td = call(td)
+        else:  # an out-of-place policy's output joins its input, as TorchRL's update does
+            td = td if (out := call(td)) is td else td.update(out)
         if break_when_any_done or i == max_steps - 1:  # no reset after the last step
             td = env.step(td)
             next_root = None
