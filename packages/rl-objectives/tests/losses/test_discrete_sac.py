@@ -58,3 +58,43 @@ def test_discrete_sac_matches_reference():
     qparams = list(loss.qvalue_network_params.values(True, True))
     assert_same_grads(grads(out["loss_qvalue"], qparams), grads(q_loss, qparams))
     assert all(g is None for g in grads(out["loss_actor"], qparams))
+
+
+def test_discrete_sac_action_space_reads_the_action_as_told():
+    # TorchRL's action_space=: an index action ([B] or [B, 1]) for "categorical", a one-hot
+    # [B, n] for "one_hot"; both give the loss of the same actions
+    import pytest
+
+    from rl_core import Categorical, OneHot
+
+    actor, _ = categorical_actor()
+    torch.manual_seed(3)
+    critic = TensorDictModule(
+        MLP(OBS, N_ACT, depth=1, num_cells=16), ["observation"], ["action_value"]
+    )
+    g = torch.Generator().manual_seed(2)
+    index = torch.randint(N_ACT, (8,), generator=g)
+    losses = {}
+    for space, action in [
+        ("categorical", index),
+        (Categorical(N_ACT), index.unsqueeze(-1)),
+        ("one-hot", torch.nn.functional.one_hot(index, N_ACT)),
+        (OneHot(N_ACT), torch.nn.functional.one_hot(index, N_ACT)),
+        (None, index),
+    ]:
+        torch.manual_seed(0)  # (the second critic is a fresh copy, drawn here)
+        loss = DiscreteSACLoss(actor, critic, action_space=space, delay_qvalue=False)
+        losses[str(space)] = loss(offpolicy_batch(action=action))["loss_qvalue"]
+    first = next(iter(losses.values()))
+    for value in losses.values():
+        torch.testing.assert_close(value, first)
+    one_hot = DiscreteSACLoss(actor, critic, action_space="one_hot")
+    with pytest.raises(ValueError, match="action_space='one_hot' expects a one-hot action of 4"):
+        one_hot(offpolicy_batch(action=index))
+    categorical = DiscreteSACLoss(actor, critic, action_space="categorical")
+    with pytest.raises(ValueError, match="action_space='categorical' expects an integer action"):
+        categorical(offpolicy_batch(action=torch.nn.functional.one_hot(index, N_ACT)))
+    with pytest.raises(ValueError, match="expected action_space 'one_hot'"):
+        DiscreteSACLoss(actor, critic, action_space="discrete")
+    with pytest.raises(TypeError, match="a OneHot or Categorical spec, got int"):
+        DiscreteSACLoss(actor, critic, action_space=3)

@@ -11,7 +11,7 @@ from tensordict import TensorDict, TensorDictBase
 from tensordict.nn import TensorDictModule
 from torch import Tensor, nn
 
-from rl_core import Composite
+from rl_core import Categorical, Composite, OneHot
 from rl_core import keys as K
 from rl_core.modules import ValueOperator
 from rl_core.objectives import LossModule
@@ -316,6 +316,70 @@ def bootstrap_in_keys(
     if tensordict is not None and type(loss.value_estimator) is TD0Estimator:
         flags = [keys.reward, keys.terminated]
     return out + [under_next(k) for k in flags]
+
+
+#: TorchRL's names of the two encodings of a discrete action
+ACTION_SPACES = {
+    "one_hot": "one_hot",
+    "one-hot": "one_hot",
+    "onehot": "one_hot",
+    "categorical": "categorical",
+}
+
+
+def check_action_space(owner: str, action_space: Any) -> str | None:
+    """``"one_hot"``, ``"categorical"`` or ``None`` (read from the action) from TorchRL's
+    ``action_space=`` argument: a name or a ``OneHot``/``Categorical`` spec.
+
+    Raises:
+        ValueError: an unknown name.
+        TypeError: neither a name nor one of those specs.
+    """
+    if action_space is None:
+        return None
+    if isinstance(action_space, str):
+        space = ACTION_SPACES.get(action_space.lower())
+        if space is None:
+            raise ValueError(
+                f"{owner}: expected action_space 'one_hot' (or 'one-hot') or 'categorical', "
+                f"got {action_space!r}."
+            )
+        return space
+    if isinstance(action_space, OneHot):
+        return "one_hot"
+    if isinstance(action_space, Categorical):
+        return "categorical"
+    raise TypeError(
+        f"{owner}: expected action_space to be a string or a OneHot or Categorical spec, got "
+        f"{type(action_space).__name__}."
+    )
+
+
+def encoded_action(
+    owner: str, action_space: str | None, action: Tensor, n: int, batch_dims: int
+) -> Tensor:
+    """The data action checked against ``action_space``: an index ``[*B, 1]`` for
+    ``"categorical"`` (a ``[*B]`` one gets its trailing dim), a one-hot ``[*B, n]`` for
+    ``"one_hot"``; unchanged for ``None``.
+
+    Raises:
+        ValueError: the action is not encoded as ``action_space`` says.
+    """
+    if action_space == "categorical":
+        if action.dim() == batch_dims:
+            action = action.unsqueeze(-1)
+        if action.shape[batch_dims:] != (1,) or action.is_floating_point():
+            raise ValueError(
+                f"{owner}: action_space='categorical' expects an integer action index of shape "
+                f"[*B] or [*B, 1], got {action.dtype} of shape {tuple(action.shape)}."
+            )
+        return action.long()
+    if action_space == "one_hot" and action.shape[batch_dims:] != (n,):
+        raise ValueError(
+            f"{owner}: action_space='one_hot' expects a one-hot action of {n} entries, got "
+            f"shape {tuple(action.shape)}."
+        )
+    return action
 
 
 def gather_action_value(action_value: Tensor, action: Tensor) -> Tensor:

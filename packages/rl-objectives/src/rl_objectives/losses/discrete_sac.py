@@ -9,6 +9,7 @@ import torch
 from tensordict import TensorDictBase
 from torch import nn
 
+from rl_core import Categorical, OneHot
 from rl_core import keys as K
 from rl_core.keys import NestedKey
 from rl_core.objectives import LossModule
@@ -34,6 +35,10 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
     critics write ``action_value`` ``[*B, n]``, and discrete SAC adds:
 
     Keyword Args:
+        action_space: how the data action is encoded, as TorchRL's argument: ``"one_hot"``
+            (also ``"one-hot"``) or ``"categorical"`` (an index), or the action's
+            ``OneHot``/``Categorical`` spec; an action encoded otherwise raises. Defaults
+            to ``None``: read from the action's shape.
         num_actions: ``n``; used for ``target_entropy="auto"``
             (``target_entropy_weight * log(n)``), otherwise read from the logits.
         target_entropy_weight: the share of the maximal entropy aimed at with ``"auto"``.
@@ -74,6 +79,7 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         actor_network: nn.Module,
         qvalue_network: nn.Module | list[nn.Module],
         *,
+        action_space: str | OneHot | Categorical | None = None,
         num_actions: int | None = None,
         num_qvalue_nets: int = 2,
         loss_function: str = "smooth_l1",
@@ -90,6 +96,7 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         weight = float(target_entropy_weight)
         auto = None if num_actions is None else weight * math.log(num_actions)
         super().__init__()
+        self.action_space = C.check_action_space("DiscreteSACLoss", action_space)
         self.target_entropy_weight = weight
         self.delay_qvalue = delay_qvalue
         self.separate_losses = bool(separate_losses)
@@ -115,12 +122,16 @@ class DiscreteSACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCach
         q = self._q(tensordict, self._detached("qvalue_network")).min(0).values
         loss_actor = (p * (alpha * log_p - q)).sum(-1)
         all_q = self._q(tensordict, self._critic_params("qvalue_network"))
+        action = C.encoded_action(
+            "DiscreteSACLoss",
+            self.action_space,
+            tensordict.get(keys.action),
+            all_q.shape[-1],
+            tensordict.batch_dims,
+        )
         try:
             pred = C.gather_action_value(
-                all_q,
-                tensordict.get(keys.action)
-                .unsqueeze(0)
-                .expand(all_q.shape[0], *tensordict.get(keys.action).shape),
+                all_q, action.unsqueeze(0).expand(all_q.shape[0], *action.shape)
             )
         except ValueError as err:
             raise ValueError(f"DiscreteSACLoss: {err}") from None
