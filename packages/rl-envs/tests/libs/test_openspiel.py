@@ -1,5 +1,8 @@
 """OpenSpielEnv / OpenSpielWrapper on real OpenSpiel games."""
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -149,3 +152,24 @@ def test_a_wrapped_state_and_bad_inputs():
 @pytest.mark.parametrize("batched", [SerialEnv, ParallelEnv])
 def test_serial_and_parallel_envs(batched):
     check_batched_rollouts(lambda: OpenSpielEnv("kuhn_poker", categorical_actions=True), batched)
+
+
+@pytest.mark.slow  # a child process imports torch and OpenSpiel
+def test_states_cloned_from_a_freed_state_stay_valid():
+    # pyspiel's morpion_solitaire clones read the state they came from: once it was freed
+    # (the first reset replaced it), applying a move crashed the process. Run in a child
+    # process so a crash fails this test only.
+    code = (
+        "import pyspiel, torch\n"
+        "from rl_envs import OpenSpielEnv\n"
+        "env = OpenSpielEnv('morpion_solitaire', categorical_actions=True)\n"
+        "env.set_seed(0)\n"
+        "torch.manual_seed(0)\n"
+        "for _ in range(2):\n"
+        "    traj = env.rollout(6)\n"
+        "legal = set(pyspiel.load_game('morpion_solitaire').new_initial_state().legal_actions())\n"
+        "print(len(traj), int(traj[0]['agents', 'action']) in legal)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["6", "True"]

@@ -105,6 +105,9 @@ class OpenSpielWrapper(EnvBase):
         self._pyspiel = pyspiel
         self._game = game
         self._env = env
+        # A pyspiel clone may read memory of the state it came from (morpion_solitaire's
+        # clones crash once the original is freed): the state given is kept for the env's life.
+        self._source = env
         self._initial = env.clone()
         self.parallel = game_type.dynamics == pyspiel.GameType.Dynamics.SIMULTANEOUS
         self.categorical_actions = bool(categorical_actions)
