@@ -27,6 +27,7 @@ from rl_envs.transforms.expand_as import ExpandAs
 from rl_envs.transforms.finite_check import FiniteTensorDictCheck
 from rl_envs.transforms.flatten_tensordict import FlattenTensorDict
 from rl_envs.transforms.frame_skip import FrameSkipTransform
+from rl_envs.transforms.gsde_noise import gSDENoise
 from rl_envs.transforms.hash import Hash
 from rl_envs.transforms.image import CenterCrop, Crop, GrayScale, Resize, ToTensorImage
 from rl_envs.transforms.module import ModuleTransform
@@ -102,6 +103,7 @@ __all__ = [
     "DoubleToFloat",
     "DeviceCastTransform",
     "TensorDictPrimer",
+    "gSDENoise",
     "Stack",
     "Hash",
     "NextObservationDelta",

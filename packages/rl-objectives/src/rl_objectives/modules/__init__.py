@@ -50,6 +50,7 @@ from rl_objectives.modules.dreamer_v3_utils import (
 from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
 from rl_objectives.modules.dueling_mlp import DuelingMlpDQNet
 from rl_objectives.modules.gp_world_model import GPWorldModel
+from rl_objectives.modules.gsde import LazygSDEModule, gSDEModule
 from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
 from rl_objectives.modules.multiagent_base import MultiAgentNetBase
 from rl_objectives.modules.net_layers import SquashDims, Squeeze2dLayer, SqueezeLayer
@@ -145,6 +146,8 @@ __all__ = [
     "VmapModule",
     "QValueHook",
     "DistributionalQValueHook",
+    "gSDEModule",
+    "LazygSDEModule",
     "NoisyLinear",
     "NoisyLazyLinear",
     "reset_noise",
