@@ -49,6 +49,7 @@ from rl_objectives.modules.dreamer_v3_utils import (
 )
 from rl_objectives.modules.dt_inference import DecisionTransformerInferenceWrapper
 from rl_objectives.modules.dueling_mlp import DuelingMlpDQNet
+from rl_objectives.modules.env_transforms import get_env_transforms_from_module
 from rl_objectives.modules.gp_world_model import GPWorldModel
 from rl_objectives.modules.gsde import LazygSDEModule, gSDEModule
 from rl_objectives.modules.multiagent import MultiAgentConvNet, MultiAgentMLP
@@ -148,6 +149,7 @@ __all__ = [
     "DistributionalQValueHook",
     "gSDEModule",
     "LazygSDEModule",
+    "get_env_transforms_from_module",
     "NoisyLinear",
     "NoisyLazyLinear",
     "reset_noise",
