@@ -214,3 +214,57 @@ def test_a_bad_argument_failing_in_the_workers_is_reported_with_it():
     with pytest.raises(RuntimeError, match=r"worker 0 \(pid \d+\) failed:(.|\n)*multiple of"):
         collector.next()
     assert_all_exited(collector)
+
+
+@pytest.mark.parametrize(
+    ("cat_results", "shape"), [("stack", (2, 2, 4)), (None, (2, 2, 4)), (0, (4, 4)), (-1, (2, 8))]
+)
+def test_cat_results_joins_the_workers_batches(cat_results, shape):
+    # 2 workers x 2 envs x 4 steps: stacked [worker, env, time], or concatenated along the
+    # envs' dim (0) or time (-1), as TorchRL's cat_results; labels follow their frames
+    collector = MultiSyncDataCollector(
+        [make, make], None, frames_per_batch=16, total_frames=16, cat_results=cat_results
+    )
+    batch = next(iter(collector))
+    collector.shutdown()
+    assert batch.batch_size == shape
+    ids = batch["collector", "traj_ids"]
+    owner = torch.arange(2).repeat_interleave(2 if cat_results == 0 else 1)
+    if cat_results == -1:  # [env, worker 0's 4 steps | worker 1's 4 steps]
+        owner = torch.arange(2).repeat_interleave(4)
+        assert (ids % 2 == owner.expand(2, 8)).all()
+    elif cat_results == 0:  # rows: worker 0's 2 envs, then worker 1's
+        assert (ids % 2 == owner.unsqueeze(-1)).all()
+    else:
+        assert (ids[0] % 2 == 0).all()
+        assert (ids[1] % 2 == 1).all()
+    assert (batch["collector", "policy_version"] == 0).all()
+
+
+def test_create_env_kwargs_reach_each_workers_factory():
+    # CountingEnv counts steps to max_count: worker 0's envs stop at 2, worker 1's at 3
+    factory = partial(CountingEnv, batch_size=[2])
+    collector = MultiSyncDataCollector(
+        [factory, factory],
+        None,
+        frames_per_batch=24,
+        total_frames=24,
+        create_env_kwargs=[{"max_count": 2}, {"max_count": 3}],
+    )
+    batch = next(iter(collector))
+    collector.shutdown()
+    top = batch["next", "observation"].flatten(1).amax(1).squeeze(-1).tolist()
+    assert top == [2, 3]
+    shared = MultiSyncDataCollector(
+        [factory], None, frames_per_batch=8, total_frames=8, create_env_kwargs={"max_count": 1}
+    )
+    assert next(iter(shared))["next", "observation"].max() == 1
+    shared.shutdown()
+    with pytest.raises(ValueError, match=r"one create_env_kwargs dict per worker \(2\), got 1"):
+        MultiSyncDataCollector(
+            [factory, factory], None, frames_per_batch=8, create_env_kwargs=[{"max_count": 1}]
+        )
+    with pytest.raises(ValueError, match="cat_results only applies to MultiSyncDataCollector"):
+        MultiaSyncDataCollector([factory], None, frames_per_batch=8, cat_results=0)
+    with pytest.raises(ValueError, match="expected cat_results to be 'stack', None or an int"):
+        MultiSyncDataCollector([factory], None, frames_per_batch=8, cat_results="cat")

@@ -485,3 +485,22 @@ def test_trajectory_ids_match_the_step_by_step_definition(batch):
     assert done.any()
     expected = reference_traj_ids(done)
     assert torch.equal(data["collector", "traj_ids"].reshape(-1, steps), expected)
+
+
+def test_create_env_kwargs_reach_the_factory():
+    # TorchRL's create_env_kwargs: CountingEnv(max_count=2) built by the collector
+    from functools import partial
+
+    factory = partial(CountingEnv, batch_size=[1])
+    collector = SyncDataCollector(
+        factory, None, frames_per_batch=6, total_frames=6, create_env_kwargs={"max_count": 2}
+    )
+    batch = next(iter(collector))
+    collector.shutdown()
+    assert batch["next", "observation"].max() == 2
+    with pytest.raises(TypeError, match=r"create_env_kwargs=.* was given with an env instance"):
+        SyncDataCollector(
+            CountingEnv(), None, frames_per_batch=2, create_env_kwargs={"max_count": 2}
+        )
+    with pytest.raises(TypeError, match="expected create_env_kwargs to be a dict"):
+        SyncDataCollector(factory, None, frames_per_batch=2, create_env_kwargs=[{"max_count": 2}])

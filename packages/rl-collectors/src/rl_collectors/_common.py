@@ -60,10 +60,30 @@ def check_schemes(where: str, schemes: Any, weight_updater: Any) -> dict[str, We
 
 
 def make_env(
-    where: str, create_env_fn: EnvFactory | EnvBase, max_frames_per_traj: int | None
+    where: str,
+    create_env_fn: EnvFactory | EnvBase,
+    max_frames_per_traj: int | None,
+    create_env_kwargs: dict[str, Any] | None = None,
 ) -> EnvBase:
-    """Builds the env (or takes the instance) and adds the step limit."""
-    env = create_env_fn if isinstance(create_env_fn, EnvBase) else create_env_fn()
+    """Builds the env (or takes the instance) and adds the step limit.
+
+    Raises:
+        TypeError: ``create_env_kwargs`` is not a dict, or is given with an env instance.
+    """
+    if create_env_kwargs is not None and not isinstance(create_env_kwargs, dict):
+        raise TypeError(
+            f"{where}: expected create_env_kwargs to be a dict of keyword arguments for "
+            f"create_env_fn, got {type(create_env_kwargs).__name__}."
+        )
+    if create_env_kwargs and isinstance(create_env_fn, EnvBase):
+        raise TypeError(
+            f"{where}: create_env_kwargs={create_env_kwargs!r} was given with an env instance; "
+            f"pass a factory (a callable building the env) to receive them."
+        )
+    if isinstance(create_env_fn, EnvBase):
+        env = create_env_fn
+    else:
+        env = create_env_fn(**(create_env_kwargs or {}))
     if not isinstance(env, EnvBase):
         raise TypeError(
             f"{where}: expected create_env_fn to be an EnvBase or a callable returning one, got "

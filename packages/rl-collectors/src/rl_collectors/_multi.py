@@ -40,6 +40,36 @@ CLOSE_TIMEOUT_S = 10.0
 FAIL_STOP_S = 2.0
 
 
+def _env_kwargs_per_worker(where: str, create_env_kwargs: Any, n: int) -> list[dict[str, Any]]:
+    """``create_env_kwargs`` as one dict per worker: a dict is given to every worker, a list
+    holds one per worker.
+
+    Raises:
+        TypeError: neither a dict nor a list of dicts.
+        ValueError: a list whose length is not the number of workers.
+    """
+    if create_env_kwargs is None:
+        return [{} for _ in range(n)]
+    if isinstance(create_env_kwargs, dict):
+        return [dict(create_env_kwargs) for _ in range(n)]
+    if isinstance(create_env_kwargs, Sequence) and not isinstance(create_env_kwargs, str):
+        if not all(isinstance(kwargs, dict) for kwargs in create_env_kwargs):
+            raise TypeError(
+                f"{where}: expected create_env_kwargs as a dict or a list of dicts, got a list "
+                f"holding {[type(k).__name__ for k in create_env_kwargs]}."
+            )
+        if len(create_env_kwargs) != n:
+            raise ValueError(
+                f"{where}: expected one create_env_kwargs dict per worker ({n}), got "
+                f"{len(create_env_kwargs)}."
+            )
+        return [dict(kwargs) for kwargs in create_env_kwargs]
+    raise TypeError(
+        f"{where}: expected create_env_kwargs as a dict or a list of {n} dicts, got "
+        f"{type(create_env_kwargs).__name__}."
+    )
+
+
 def default_start_method() -> str:
     """``"fork"`` where it exists and CUDA is not initialised (fast to start), else ``"spawn"``."""
     if "fork" in multiprocessing.get_all_start_methods() and not torch.cuda.is_initialized():
@@ -81,9 +111,12 @@ class MultiCollectorBase(BaseCollector):
         mp_start_method: str | None = None,
         weight_updater: WeightUpdaterBase | None = None,
         weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
+        create_env_kwargs: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
+        cat_results: str | int | None = None,
     ) -> None:
         where = type(self).__name__
         self._closed = True  # until the workers are up (shutdown is safe on a failed init)
+        self.cat_results = self._check_cat_results(where, cat_results)
         if isinstance(create_env_fn, EnvBase | str) or not isinstance(create_env_fn, Sequence):
             raise TypeError(
                 f"{where}: expected a list of env factories (one per worker), got "
@@ -106,6 +139,7 @@ class MultiCollectorBase(BaseCollector):
                 f"{multiprocessing.get_all_start_methods()}."
             )
         self.num_workers = n = len(create_env_fn)
+        env_kwargs = _env_kwargs_per_worker(where, create_env_kwargs, n)
         self.frames_per_batch = frames_per_batch
         self.worker_frames = self._frames_per_worker(frames_per_batch)
         self.split_trajs = split_trajs
@@ -153,6 +187,8 @@ class MultiCollectorBase(BaseCollector):
         self._iterator: Iterator | None = None
         self._closed = False
         for i, factory in enumerate(create_env_fn):
+            if env_kwargs[i]:
+                factory = functools.partial(factory, **env_kwargs[i])  # (picklable if it is)
             parent_end, child_end = context.Pipe()
             # Not daemonic, so that a worker may start processes of its own (a ParallelEnv);
             # the exit hook below and the workers' watch on this process end them instead.
@@ -184,6 +220,16 @@ class MultiCollectorBase(BaseCollector):
 
     def _frames_per_worker(self, frames_per_batch: int) -> int:
         return frames_per_batch
+
+    def _check_cat_results(self, where: str, cat_results: Any) -> str | int | None:
+        """TorchRL's ``cat_results``: ``"stack"`` or ``None`` here (each worker's batch is
+        yielded as it is); a dim to concatenate along only for ``MultiSyncDataCollector``."""
+        if cat_results is None or cat_results == "stack":
+            return cat_results
+        raise ValueError(
+            f"{where}: cat_results only applies to MultiSyncDataCollector (it yields each "
+            f"worker's batch whole); expected None or 'stack', got {cat_results!r}."
+        )
 
     # ------------------------------------------------------------------ messages
     def _send(self, i: int, command: str, argument: Any = None) -> None:

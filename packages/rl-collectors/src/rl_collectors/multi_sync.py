@@ -34,6 +34,11 @@ class MultiSyncDataCollector(MultiCollectorBase):
         mp_start_method: ``"fork"`` or ``"spawn"`` (a context is used; the global start
             method is untouched). Defaults to ``"fork"`` where available and CUDA is not
             initialised, else ``"spawn"``.
+        create_env_kwargs: keyword arguments for the env factories: one dict for all, or a
+            list of one dict per worker, as TorchRL.
+        cat_results: how the workers' batches are joined, as TorchRL: ``"stack"`` (or
+            ``None``, the default) along a new first dim; an int concatenates them along that
+            batch dim (``0`` the envs' batch dim, or time for unbatched envs; ``-1`` time).
         **kwargs: the other keyword arguments of ``SyncDataCollector`` (``split_trajs``,
             ``postproc`` and ``replay_buffer`` apply in the parent; ``init_random_frames`` is
             shared among the workers); workers run with one torch thread each.
@@ -62,6 +67,16 @@ class MultiSyncDataCollector(MultiCollectorBase):
             )
         return frames_per_batch // self.num_workers
 
+    def _check_cat_results(self, where: str, cat_results: object) -> str | int | None:
+        if cat_results is None or cat_results == "stack":
+            return cat_results
+        if isinstance(cat_results, bool) or not isinstance(cat_results, int):
+            raise ValueError(
+                f"{where}: expected cat_results to be 'stack', None or an int (the batch dim "
+                f"to concatenate the workers' batches along), got {cat_results!r}."
+            )
+        return cat_results
+
     def __iter__(self) -> Iterator[TensorDictBase | None]:
         workers = torch.arange(self.num_workers)
         while self.total_frames < 0 or self._frames < self.total_frames:
@@ -72,9 +87,20 @@ class MultiSyncDataCollector(MultiCollectorBase):
             for i in range(self.num_workers):
                 self._wait_any([i])
                 parts.append(self._take(i, self._reply(i)))
-            batch = torch.stack(parts, 0)
             self._frames += self.frames_per_batch
             self._iter += 1
+            if isinstance(self.cat_results, int):
+                dim = self.cat_results
+                batch = torch.cat(parts, dim)
+                # each frame's policy version and worker, joined as the frames are
+                versions = torch.cat(
+                    [torch.full(p.batch_size, v) for p, v in zip(parts, self._versions)], dim
+                )
+                owners = torch.cat([torch.full(p.batch_size, i) for i, p in enumerate(parts)], dim)
+                self._label(batch, versions, owners)
+                yield self._finish(batch)
+                continue
+            batch = torch.stack(parts, 0)
             self._label(batch, torch.tensor(self._versions), workers)
             yield self._finish(batch)
 

@@ -82,6 +82,7 @@ class SyncDataCollector(BaseCollector):
         weight_updater: the ``WeightUpdaterBase`` that ``update_policy_weights_`` calls;
             defaults to a ``VanillaWeightUpdater`` of the collector's policy (``None`` when
             the policy has no weights).
+        create_env_kwargs: keyword arguments for ``create_env_fn`` (a factory), as TorchRL.
         weight_sync_schemes: ``{model_id: WeightSyncScheme}`` (TorchRL 0.14), instead of a
             ``weight_updater``: ``update_policy_weights_`` sends each model's weights
             (``"policy"``: the given weights or the source policy's; another id: the object
@@ -132,6 +133,7 @@ class SyncDataCollector(BaseCollector):
         return_same_td: bool = False,
         weight_updater: WeightUpdaterBase | None = None,
         weight_sync_schemes: dict[str, WeightSyncScheme] | None = None,
+        create_env_kwargs: dict[str, Any] | None = None,
     ) -> None:
         where = type(self).__name__
         check_positive_int(where, "frames_per_batch", frames_per_batch)
@@ -145,7 +147,7 @@ class SyncDataCollector(BaseCollector):
                 f"{type(replay_buffer).__name__}."
             )
         self._owns_env = not isinstance(create_env_fn, EnvBase)
-        self.env = make_env(where, create_env_fn, max_frames_per_traj)
+        self.env = make_env(where, create_env_fn, max_frames_per_traj, create_env_kwargs)
         env_batch = self.env.batch_size.numel()
         if frames_per_batch % env_batch:
             raise ValueError(
