@@ -6,6 +6,7 @@ there)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from rl_buffers.datasets import (
     AtariDQNExperienceReplay,
     D4RLExperienceReplay,
+    GenDGRLExperienceReplay,
     LeRobotExperienceReplay,
     MinariExperienceReplay,
     RobosetExperienceReplay,
@@ -239,3 +241,33 @@ def test_minari_bad_input(tmp_path, minari_store):
     with pytest.raises(ValueError, match=r"cut-v0/data/main_data\.hdf5 cannot be read"):
         MinariExperienceReplay("cartpole/cut-v0", root=root)
     assert files(root) == []
+
+
+# Every reader ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "missing", "what"),
+    [
+        (lambda root: D4RLExperienceReplay("toy-v0", root=root, download=False),
+         "toy-v0.hdf5", "the dataset's HDF5 file"),
+        (lambda root: RobosetExperienceReplay("toy", root=root, download=False),
+         "toy.h5", "the dataset's HDF5 file"),
+        (lambda root: GenDGRLExperienceReplay("bigfish-1M_E", root=root, download=False),
+         "bigfish-1M_E.tar.xz", "the dataset's archive"),
+        (lambda root: AtariDQNExperienceReplay("Pong/1", root=root, download=False,
+                                               checkpoints=[0]),
+         "Pong/1/replay_logs/$store$_observation_ckpt.0.gz", "the run's checkpoint file"),
+    ],
+    ids=["d4rl", "roboset", "gen_dgrl", "atari_dqn"],
+)  # fmt: skip
+def test_a_missing_source_reads_the_same_in_every_reader(tmp_path, build, missing, what):
+    """One sentence for a missing source file with download=False, naming the file."""
+    root = tmp_path / "absent"
+    pattern = (
+        rf"^\w+ExperienceReplay: {re.escape(str(root / missing))} does not exist and "
+        rf"download=False\. Put {re.escape(what)} there, or pass download=True\.$"
+    )
+    with pytest.raises(FileNotFoundError, match=pattern):
+        build(root)
+    assert not root.exists()
