@@ -29,6 +29,9 @@ def test_errors(cartpole):
     # as TorchRL: refused with ValueError(ENV_ERR) when put in an env, or in a Compose in one
     with pytest.raises(ValueError, match=re.escape(Reward2GoTransform.ENV_ERR)):
         TransformedEnv(cartpole, Reward2GoTransform())
+    # TorchRL's users match the message as a pattern, unescaped: it must match itself
+    with pytest.raises(ValueError, match=Reward2GoTransform.ENV_ERR):
+        TransformedEnv(cartpole, Reward2GoTransform())
     env = TransformedEnv(cartpole, Compose(Reward2GoTransform()))
     with pytest.raises(ValueError, match="Reward2GoTransform: it needs future rewards"):
         env.reset()

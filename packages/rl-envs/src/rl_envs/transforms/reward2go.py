@@ -96,7 +96,7 @@ class Reward2GoTransform(Transform):
     #: The error of putting the transform in an env (TorchRL's attribute name).
     ENV_ERR = (
         "Reward2GoTransform: it needs future rewards, so it cannot run in an env; apply it to "
-        "trajectories (rollouts, replay-buffer batches)."
+        "trajectories such as rollouts or replay-buffer batches"
     )
 
     def set_container(self, container: Any) -> None:
