@@ -107,3 +107,27 @@ def test_ppo_set_keys_reach_estimator_and_errors():
     no_critic = PPOLoss(actor)
     with pytest.raises(KeyError, match="no 'advantage' entry and the loss has no critic"):
         no_critic(td)
+
+
+def test_clip_value_errors_as_torchrl():
+    # TorchRL: a bool clip_value is refused (but by ClipPPOLoss, which reads True as its
+    # clip_epsilon), a tensor is a number, and a batch without the old values says so
+    from rl_objectives import A2CLoss, ClipPPOLoss, KLPENPPOLoss
+
+    actor, _ = categorical_actor()
+    critic, _ = value_critic()
+    for cls in (PPOLoss, KLPENPPOLoss, A2CLoss):
+        with pytest.raises(
+            ValueError, match="clip_value must be a float or a scalar tensor, got True"
+        ):
+            cls(actor, critic, clip_value=True)
+    assert ClipPPOLoss(actor, critic, clip_value=True).clip_value == pytest.approx(0.2)
+    loss = PPOLoss(actor, critic, clip_value=torch.tensor(0.5), gamma=0.9)
+    assert loss.clip_value == 0.5
+    td = onpolicy_batch()
+    loss.value_estimator(td)
+    with pytest.raises(
+        KeyError, match=r"clip_value is set to 0\.5, but the key state_value was not"
+    ):
+        loss(td.exclude("state_value"))
+    assert "loss_critic" in loss(td).keys()

@@ -80,6 +80,11 @@ class _PolicyGradientLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
         self.loss_critic_type = C.check_loss_function(owner, loss_critic_type)
         self.normalize_advantage = normalize_advantage
         self.gamma = gamma
+        if isinstance(clip_value, bool):
+            raise ValueError(
+                f"{owner}: clip_value must be a float or a scalar tensor, got {clip_value}. "
+                f"(ClipPPOLoss alone reads True as its clip_epsilon.)"
+            )
         self.clip_value = None if clip_value is None else float(clip_value)
         self.reduction = C.check_reduction(owner, reduction)
         if self.has_critic:
@@ -282,6 +287,13 @@ class _PolicyGradientLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
         when enabled, ``loss_entropy``/``entropy`` and ``loss_critic`` (plus subclass
         diagnostics)."""
         td = tensordict.copy()
+        if self.clip_value is not None and self.tensor_keys.value not in td.keys(True):
+            raise KeyError(
+                f"{type(self).__name__}: clip_value is set to {self.clip_value}, but the key "
+                f"{self.tensor_keys.value} was not found in the input tensordict. Make sure that "
+                f"the value key passed to PPO exists in the input tensordict (the old values "
+                f"the clipped critic loss is measured from; rename it with set_keys(value=...))."
+            )
         advantage = self._advantage(td)
         log_weight, _, dist = self._log_weight(td, advantage)
         out: dict[str, Tensor] = {}
