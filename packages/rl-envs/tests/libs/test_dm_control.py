@@ -181,3 +181,10 @@ def test_bad_arguments_raise():
 def test_a_mujoco_that_dm_control_cannot_bind_raises_naming_the_fix():
     with pytest.raises(RuntimeError, match=r"could not bind the physics of the installed mujoco"):
         DMControlEnv("cartpole", "balance")
+
+
+def test_num_workers_is_refused_with_the_parallel_env_to_write():
+    with pytest.raises(
+        TypeError, match=r"DMControlEnv: num_workers=3 is not taken.*ParallelEnv\(n, lambda"
+    ):
+        DMControlEnv("cartpole", "balance", num_workers=3)

@@ -29,3 +29,10 @@ def test_frame_skip_reaches_async_sub_envs():
         assert env.rollout(2)["next", "reward"].eq(2.0).all()
     finally:
         env.close()
+
+
+def test_num_workers_is_refused_with_the_parallel_env_to_write():
+    # TorchRL 0.14's GymEnv(..., num_workers=n) returns a ParallelEnv; here a constructor
+    # returns its own type, and the error says what to write instead.
+    with pytest.raises(TypeError, match=r"GymEnv: num_workers=2 is not taken.*ParallelEnv\(n"):
+        GymEnv("CartPole-v1", num_workers=2)

@@ -245,6 +245,13 @@ class DMControlEnv(DMControlWrapper):
         **task_kwargs: Any,
     ) -> None:
         who = type(self).__name__
+        if "num_workers" in task_kwargs:
+            raise TypeError(
+                f"{who}: num_workers={task_kwargs['num_workers']!r} is not taken: TorchRL's "
+                f"constructor returns a ParallelEnv for it, a constructor here returns its own "
+                f"type. Write ParallelEnv(n, lambda: {who}({env_name!r}, {task_name!r})) "
+                f"(rl_envs)."
+            )
         _import_dm_control(who)
         from dm_control import suite
 

@@ -440,6 +440,13 @@ class GymEnv(GymWrapper):
         **make_kwargs: Any,
     ) -> None:
         who = type(self).__name__
+        if "num_workers" in make_kwargs:
+            raise TypeError(
+                f"{who}: num_workers={make_kwargs['num_workers']!r} is not taken: TorchRL's "
+                f"constructor returns a ParallelEnv for it, a constructor here returns its own "
+                f"type. Write ParallelEnv(n, lambda: {who}({env_name!r}, ...)) (rl_envs), or "
+                f"num_envs=n for one gymnasium vector env."
+            )
         gym = import_gymnasium(who)
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 0:
             raise ValueError(
