@@ -249,3 +249,25 @@ def test_distribution_checks_follow_torchs_switch_not_an_import():
         TanhNormal(torch.zeros(2), torch.ones(2)).log_prob(outside)
     finally:
         D.Distribution.set_default_validate_args(before)
+
+
+def test_klpen_penalises_the_sampled_kl():
+    from rl_core.modules import MLP, OneHotCategorical, ProbabilisticActor
+    from rl_objectives import KLPENPPOLoss
+
+    torch.manual_seed(0)
+    net = TensorDictModule(MLP(3, 2, depth=1, num_cells=8), ["observation"], ["logits"])
+    actor = ProbabilisticActor(net, ["logits"], distribution_class=OneHotCategorical)
+    loss = KLPENPPOLoss(actor, beta=1.0)
+    old_log_prob = torch.tensor([-0.3, -1.2, -0.7, -2.0])
+    td = TensorDict(
+        observation=torch.randn(4, 3),
+        action=torch.eye(2)[[0, 1, 1, 0]],
+        action_log_prob=old_log_prob,
+        advantage=torch.randn(4, 1),
+        batch_size=[4],
+    )
+    new_log_prob = actor.get_dist(td.clone()).log_prob(td["action"])
+    out = loss(td)
+    expected = (old_log_prob - new_log_prob).mean()  # no loc/scale/logits read from the batch
+    torch.testing.assert_close(out["kl"], expected.detach(), msg=lambda m: f"{m}\n{UPDATE}")
