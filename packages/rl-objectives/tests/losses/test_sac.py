@@ -91,3 +91,36 @@ def test_sac_errors():
         SACLoss(actor, q_critic(), alpha_init=0.0)
     with pytest.raises(TypeError, match="SACLoss: actor_network must be a probabilistic actor"):
         SACLoss(q_critic(), q_critic())
+
+
+def test_sac_skip_done_states_draws_next_actions_where_they_bootstrap_only():
+    # TorchRL's skip_done_states: the actor runs on the non-terminated next states only; the
+    # terminated ones add nothing to the target (it is r there), so the loss is unchanged
+    actor, param_net = tanh_actor()
+    loss = SACLoss(
+        actor, q_critic(), alpha_init=0.5, gamma=0.9, loss_function="l2", skip_done_states=True
+    )
+    td = batch()
+    live = ~td["next", "terminated"].squeeze(-1)
+    assert 0 < int(live.sum()) < 8
+    seen = []
+    first = next(m for m in loss.actor_network.modules() if isinstance(m, torch.nn.Linear))
+    hook = first.register_forward_hook(lambda m, args, out: seen.append(args[0].shape[0]))
+    torch.manual_seed(123)
+    out = loss(td)
+    hook.remove()
+    assert seen == [8, int(live.sum())]  # the batch's states, then the live next states
+    torch.manual_seed(123)
+    obs, nobs = td["observation"], td["next", "observation"]
+    tanh_sample(param_net, obs)  # (the actor's own draw comes first)
+    with torch.no_grad():
+        a2, logp2 = tanh_sample(param_net, nobs[live])
+        ntd = td["next"][live]
+        nq = torch.min(*[q_with(loss, i, True, ntd, a2) for i in range(2)]) - 0.5 * logp2.unsqueeze(
+            -1
+        )
+        next_value = torch.zeros(8, 1)
+        next_value[live] = nq
+        y = td["next", "reward"] + 0.9 * live.unsqueeze(-1).float() * next_value
+    q_loss = sum((q_with(loss, i, False, td, td["action"]) - y).pow(2).mean() for i in range(2))
+    torch.testing.assert_close(out["loss_qvalue"], q_loss)

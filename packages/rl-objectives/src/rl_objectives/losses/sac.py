@@ -39,6 +39,10 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
 
     Keyword Args:
         delay_value: bootstrap from a target copy of the value network (v1).
+        skip_done_states: (v2) run the actor on the next states that bootstrap only, as
+            TorchRL's option: a terminated next state's value is multiplied by 0, so its
+            action is not drawn. The loss is the one without it (TorchRL skips every done
+            state, and so bootstraps a truncated one from the action 0). Defaults to False.
 
     Examples:
         >>> import torch
@@ -90,8 +94,10 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         gamma: float | None = None,
         reduction: str | None = None,
         separate_losses: bool = False,
+        skip_done_states: bool = False,
     ) -> None:
         super().__init__()
+        self.skip_done_states = bool(skip_done_states)
         self.delay_actor, self.delay_qvalue = delay_actor, delay_qvalue
         self.separate_losses = bool(separate_losses)
         self._init_actor_and_critics(actor_network, qvalue_network, num_qvalue_nets)
@@ -113,6 +119,28 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         networks = ("actor_network", "qvalue_network")
         return C.bootstrap_in_keys(self, tensordict, root=networks, following=networks)
 
+    def _next_sample(self, next_td: TensorDictBase) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next action and its log-prob; with ``skip_done_states``, drawn for the next
+        states that are not terminated only (zeros elsewhere, where nothing bootstraps)."""
+        params = self._bootstrap_params("actor_network")
+        if not self.skip_done_states:
+            return self._sample(next_td, params)
+        terminated = next_td.get(self.tensor_keys.terminated, None)
+        if terminated is None:
+            terminated = next_td.get(self.tensor_keys.done)
+        batch = next_td.batch_size
+        if terminated.shape[: len(batch)] != batch or terminated.numel() != batch.numel():
+            return self._sample(next_td, params)  # (a flag per agent, say: nothing skipped)
+        live = ~terminated.reshape(batch)
+        if bool(live.all()):
+            return self._sample(next_td, params)
+        action, log_prob = self._sample(next_td[live], params)
+        next_action = action.new_zeros(*batch, *action.shape[1:])
+        next_action[live] = action
+        next_log_prob = log_prob.new_zeros(batch)
+        next_log_prob[live] = log_prob
+        return next_action, next_log_prob
+
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Returns ``loss_actor``, ``loss_qvalue``, ``loss_alpha`` (and ``loss_value`` in v1),
         ``alpha`` and ``entropy``; writes ``td_error``."""
@@ -132,9 +160,7 @@ class SACLoss(SoftQLossBase, C.BootstrappedTargets, C.DetachedParamsCache, LossM
         with torch.no_grad():
             next_td = tensordict.get(K.NEXT)
             if self.version == 2:
-                next_action, next_log_prob = self._sample(
-                    next_td, self._bootstrap_params("actor_network")
-                )
+                next_action, next_log_prob = self._next_sample(next_td)
                 next_td = next_td.copy().set(keys.action, next_action)
                 next_q = self._q(next_td, self._bootstrap_params("qvalue_network")).amin(0)
                 next_value = next_q - alpha * next_log_prob.unsqueeze(-1)
