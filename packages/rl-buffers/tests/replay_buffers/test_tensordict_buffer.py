@@ -162,3 +162,19 @@ def test_episode_items_carry_an_index_over_their_steps(storage):
     assert batch["index"].shape == (2, 4)
     for index, obs in zip(batch["index"][:, 0], batch["obs"]):
         assert torch.equal(obs, 10 * index.float() + steps)
+
+
+def test_include_info_false_leaves_the_info_out_of_the_batch():
+    # TorchRL's include_info: None/True write "index" (and the weights) into the batch
+    rb = TensorDictReplayBuffer(
+        storage=LazyTensorStorage(10), sampler=PrioritizedSampler(10, 1.0, 1.0), batch_size=4
+    )
+    rb.extend(td(10))
+    for flag in (None, True):
+        batch = rb.sample(include_info=flag)
+        assert {"index", "priority_weight"} <= set(batch.keys())
+    bare, info = rb.sample(include_info=False, return_info=True)
+    assert "index" not in bare.keys()
+    assert "priority_weight" not in bare.keys()
+    assert info["index"].shape == (4,)
+    assert (bare["observation"] == rb.storage.get(info["index"])["observation"]).all()

@@ -105,8 +105,25 @@ class TensorDictReplayBuffer(ReplayBuffer):
             self.update_priority(index, data.get(self.priority_key))
         return index
 
-    def sample(self, batch_size: int | None = None, return_info: bool = False) -> Any:
-        """Samples a batch, as :meth:`ReplayBuffer.sample` does."""
+    def sample(
+        self,
+        batch_size: int | None = None,
+        return_info: bool = False,
+        include_info: bool | None = None,
+    ) -> Any:
+        """Samples a batch, as :meth:`ReplayBuffer.sample` does.
+
+        Args:
+            batch_size: items to draw; defaults to the buffer's ``batch_size``.
+            return_info: also return the info dict.
+            include_info: TorchRL's switch for the info entries (``"index"``, the weights)
+                in the batch: ``None`` or ``True`` (the default behaviour) writes them,
+                ``False`` leaves them out.
+        """
+        if include_info is False:
+            data, info = self.sample(batch_size, return_info=True)
+            data = data.exclude(*(key for key in info if key in data.keys(True)))
+            return (data, info) if return_info else data
         if batch_size is None and self._direct and not self._transforms._modules:
             # The training loop's call: what ReplayBuffer.sample's layers do for it (no
             # prefetch, collate, transform or pinning; a 1-D storage's unravel is the
