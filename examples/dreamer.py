@@ -29,7 +29,7 @@ its reward and value heads start at uniform logits (a zeroed output layer, as th
 against -1088 random (22 min at load average 7-14, 295 s of CPU; ``--replay-value-weight 0``:
 -361). The learning test ``test_dreamer_v3_beats_the_random_policy_on_pendulum`` runs ``--v3
 --iterations 16 --updates-per-iteration 60 --num-envs 8 --batch-size 64 --imagination-starts
-128`` with learning rates 2e-3 (960 updates, 27.2k frames): -398.5, 124 s of CPU.
+64`` with learning rates 2e-3 (960 updates, 27.2k frames): -422.7, 115 s of CPU.
 
 Run:  ``uv run python examples/dreamer.py`` (25.6k frames, 3000 steps of each loss; 164 s on a
 2-core CPU at load average 1.7-2.5, a second run beside it): the deterministic policy's return

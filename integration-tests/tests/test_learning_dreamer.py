@@ -45,10 +45,10 @@ def test_dreamer_v3_reward_and_value_heads_start_at_zero(load_example, tmp_path)
 
 
 # dreamer.py --v3 cut to the 2-minute budget: 16 iterations of 8 explored episodes and 60 steps
-# of DreamerV3Loss on 64 sequences, imagination from 128 states, learning rates 2e-3
+# of DreamerV3Loss on 64 sequences, imagination from 64 states, learning rates 2e-3
 V3_FLAGS = [
     "--v3", "--iterations", "16", "--updates-per-iteration", "60", "--num-envs", "8",
-    "--batch-size", "64", "--imagination-starts", "128",
+    "--batch-size", "64", "--imagination-starts", "64",
     "--model-lr", "2e-3", "--actor-lr", "2e-3", "--value-lr", "2e-3",
 ]  # fmt: skip
 
@@ -58,10 +58,11 @@ V3_FLAGS = [
 def test_dreamer_v3_beats_the_random_policy_on_pendulum(load_example, tmp_path):
     """``dreamer.py --v3``: DreamerV3's categorical latents and two-hot heads, trained by
     ``DreamerV3Loss`` (the model, actor and critic losses as one objective, with the critic's
-    replay-value term at 0.3), 960 updates and 27.2k frames, seed 0: -398.5 over the last 3
-    evaluations (-495, -384, -317) against -1087.5 random; the first five evaluations sit at
-    -1435 (the policy learns from the sixth). 124 s of CPU, 450 s wall at load average 14 (about
-    96 ms per update, 0.6 s per 8 episodes). The example's defaults (20 iterations of 4 episodes and
+    replay-value term at 0.3), 960 updates and 27.2k frames, seed 0: -422.7 over the last 3
+    evaluations (-735, -259, -274) against -1087.5 random; the first four evaluations sit at
+    -1435 (the policy learns from the fifth). 115 s of CPU with pytest's start (198 s wall at
+    load average 5-9; about 90 ms per update, 0.6 s per 8 episodes; with 128 imagination
+    starts: -398.5 in 124 s of CPU). The example's defaults (20 iterations of 4 episodes and
     100 updates, 256 imagination starts, learning rates 1e-3) reach -233.1 in 287 s of CPU."""
     dreamer = load_example("dreamer")
     cfg = dreamer.parse_config(
