@@ -119,7 +119,7 @@ class TanhMeanGaussian(torch.nn.Module):
 def test_iql_learns_the_swing_up_from_a_medium_expert_dataset(offline_batch):
     """IQLLoss (expectile 0.7, temperature 3, l2 critics; the paper's locomotion settings),
     64-wide MLPs, 3000 Adam updates (lr 1e-3) of 256 steps: -146 (seed 0) from a dataset at
-    -148; about 30 s of CPU."""
+    -148; 16 s (one torch thread, shared 2-core machine)."""
     data, data_return = offline_batch
     torch.manual_seed(0)
     actor = ProbabilisticActor(
@@ -142,7 +142,7 @@ def test_iql_learns_the_swing_up_from_a_medium_expert_dataset(offline_batch):
 def test_bc_clones_the_swing_up_controller(tmp_path):
     """BCLoss (maximum likelihood) on the imitation tests' expert dataset (30 episodes, torque
     noise 0.2, -139), the IQL test's policy, 2000 Adam updates (lr 1e-3) of 256 steps: -133
-    (seed 0); about 8 s of CPU. (A ``TanhNormal`` actor with a state-dependent scale fit the
+    (seed 0); 4 s. (A ``TanhNormal`` actor with a state-dependent scale fit the
     same way stays below -650.)"""
     expert_return = expert.record_d4rl_file(
         tmp_path / "pendulum-expert-v0.hdf5", episodes=30, seed=0, noise=0.2
