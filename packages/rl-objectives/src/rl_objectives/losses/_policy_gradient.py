@@ -229,8 +229,28 @@ class _PolicyGradientLoss(C.EstimatorChoice, C.DetachedParamsCache, LossModule):
 
     def _action_log_prob(self, dist: Any, td: TensorDictBase, like: Tensor) -> Tensor:
         """``log_pi(a | s)`` of the data's action (all heads added), shaped like ``like``
-        minus features."""
+        minus features.
+
+        Raises:
+            RuntimeError: a stored action requires grad (the score function would send
+                gradient into the data), as TorchRL.
+        """
+        for key in L.key_list(self.tensor_keys.action):
+            action = td.get(key, None)
+            if isinstance(action, Tensor) and action.requires_grad:
+                raise RuntimeError(
+                    f"{type(self).__name__}: tensordict stored action requires grad (entry "
+                    f"{key!r}); store detached actions (collectors do)."
+                )
         return L.action_log_prob(dist, td, self.tensor_keys.action, C.batch_ndim(like))
+
+    def _log_probs(self, tensordict: TensorDictBase) -> tuple[Tensor, Any]:
+        """``(log_pi(a | s), pi(. | s))`` of the batch's actions under the current actor,
+        the log-prob summed over the action's heads to the batch shape (TorchRL's helper of
+        the same name)."""
+        dist = C.get_dist(self, "actor_network", tensordict.copy())
+        like = torch.empty(*tensordict.batch_size, 1)
+        return self._action_log_prob(dist, tensordict, like), dist
 
     def _entropy_terms(self, dist: Any, like: Tensor, out: dict[str, Tensor]) -> None:
         if not self.entropy_bonus:
