@@ -173,3 +173,13 @@ def test_states_cloned_from_a_freed_state_stay_valid():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["6", "True"]
+
+
+def test_lib_is_the_pyspiel_module_on_the_class_and_the_env():
+    assert OpenSpielWrapper.lib is pyspiel
+    state = OpenSpielWrapper.lib.load_game("tic_tac_toe").new_initial_state()
+    env = OpenSpielWrapper(state, categorical_actions=True)
+    assert env.lib is pyspiel
+    assert OpenSpielEnv.lib is pyspiel
+    # player 0 moves first on an empty 3 x 3 board; player 1 waits (only move 0 legal)
+    assert env.reset()["agents", "action_mask"].sum(-1).tolist() == [9, 1]

@@ -28,6 +28,14 @@ def import_pyspiel(who: str) -> Any:
     return pyspiel
 
 
+class _PyspielModule:
+    """``OpenSpielWrapper.lib``: the ``pyspiel`` module, imported when read (TorchRL's
+    wrappers expose their library as ``lib``)."""
+
+    def __get__(self, instance: Any, owner: type) -> Any:
+        return import_pyspiel(f"{owner.__name__}.lib")
+
+
 class OpenSpielWrapper(EnvBase):
     """Wraps an OpenSpiel game state (``pyspiel.State``) as a multi-agent env.
 
@@ -49,7 +57,8 @@ class OpenSpielWrapper(EnvBase):
     where someone acts. The reward of a step is what every player's return changed by over
     the step (the move and the chance outcomes after it).
 
-    :meth:`rand_action` draws legal moves from the ``"action_mask"`` entries.
+    :meth:`rand_action` draws legal moves from the ``"action_mask"`` entries. ``lib`` (on the
+    class or an env) is the ``pyspiel`` module, as TorchRL's ``OpenSpielWrapper.lib``.
 
     Args:
         env: a ``pyspiel.State`` (``pyspiel.load_game(name).new_initial_state()``).
@@ -78,6 +87,8 @@ class OpenSpielWrapper(EnvBase):
         >>> td["current_player"].item()
         0
     """
+
+    lib = _PyspielModule()
 
     def __init__(
         self,
