@@ -47,6 +47,8 @@ from rl_core.transforms import (
     TensorDictPrimer,
     Transform,
     TransformedEnv,
+    auto_unwrap_transformed_env,
+    set_auto_unwrap_transformed_env,
 )
 
 __version__ = _version("rl-core")
@@ -93,4 +95,6 @@ __all__ = [
     "StepCounter",
     "InitTracker",
     "TensorDictPrimer",
+    "auto_unwrap_transformed_env",
+    "set_auto_unwrap_transformed_env",
 ]

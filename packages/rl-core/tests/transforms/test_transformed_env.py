@@ -450,3 +450,41 @@ def test_base_env_of_a_plain_env_is_itself_so_a_first_transforms_parent_reads_as
     assert env.transform[0].parent.base_env is base
     assert env.transform[1].parent.base_env is base
     assert TransformedEnv(env, StepCounter()).base_env is env
+
+
+def test_the_auto_unwrap_default_follows_set_auto_unwrap_transformed_env():
+    from rl_core import auto_unwrap_transformed_env, set_auto_unwrap_transformed_env
+
+    inner = TransformedEnv(CountingEnv(), InitTracker())
+    assert auto_unwrap_transformed_env() is False
+    assert auto_unwrap_transformed_env(allow_none=True) is None
+    assert TransformedEnv(inner, StepCounter()).base_env is inner
+    with set_auto_unwrap_transformed_env(True):
+        assert auto_unwrap_transformed_env() is True
+        merged = TransformedEnv(inner, StepCounter())
+        assert type(merged.base_env) is CountingEnv
+        with set_auto_unwrap_transformed_env(False):
+            assert TransformedEnv(inner, StepCounter()).base_env is inner
+        assert TransformedEnv(inner, StepCounter(), auto_unwrap=False).base_env is inner
+
+    @set_auto_unwrap_transformed_env(True)
+    def build():
+        return TransformedEnv(inner, StepCounter())
+
+    assert type(build().base_env) is CountingEnv
+    assert auto_unwrap_transformed_env(allow_none=True) is None
+
+
+def test_compose_maps_each_part_of_a_spec_through_its_transforms_in_order():
+    class Double(Transform):
+        def transform_observation_spec(self, observation_spec):
+            return Unbounded(shape=(observation_spec.shape[0] * 2,))
+
+        def transform_reward_spec(self, reward_spec):
+            return Bounded(0.0, 1.0, shape=reward_spec.shape)
+
+    compose = Compose(Double(), Double())
+    assert compose.transform_observation_spec(Unbounded(shape=(3,))).shape == (12,)
+    assert compose.transform_reward_spec(Unbounded(shape=(1,))) == Bounded(0.0, 1.0, shape=(1,))
+    done = Composite(done=Categorical(2, shape=(1,), dtype=torch.bool))
+    assert compose.transform_done_spec(done) is done

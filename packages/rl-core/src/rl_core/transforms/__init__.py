@@ -8,7 +8,11 @@ from rl_core.transforms.init_tracker import InitTracker
 from rl_core.transforms.primer import TensorDictPrimer
 from rl_core.transforms.step_counter import StepCounter
 from rl_core.transforms.transform import Transform
-from rl_core.transforms.transformed_env import TransformedEnv
+from rl_core.transforms.transformed_env import (
+    TransformedEnv,
+    auto_unwrap_transformed_env,
+    set_auto_unwrap_transformed_env,
+)
 
 __all__ = [
     "Compose",
@@ -17,4 +21,6 @@ __all__ = [
     "TensorDictPrimer",
     "Transform",
     "TransformedEnv",
+    "auto_unwrap_transformed_env",
+    "set_auto_unwrap_transformed_env",
 ]

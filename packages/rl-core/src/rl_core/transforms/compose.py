@@ -145,6 +145,27 @@ class Compose(Transform):
             input_spec = t.transform_input_spec(input_spec)
         return input_spec
 
+    def _chain(self, method: str, spec: Composite) -> Composite:
+        for t in self.transforms:
+            spec = getattr(t, method)(spec)
+        return spec
+
+    # Each part's spec through every transform in order, as TorchRL's Compose.
+    def transform_observation_spec(self, observation_spec: Composite) -> Composite:
+        return self._chain("transform_observation_spec", observation_spec)
+
+    def transform_reward_spec(self, reward_spec: Composite) -> Composite:
+        return self._chain("transform_reward_spec", reward_spec)
+
+    def transform_done_spec(self, done_spec: Composite) -> Composite:
+        return self._chain("transform_done_spec", done_spec)
+
+    def transform_action_spec(self, action_spec: Composite) -> Composite:
+        return self._chain("transform_action_spec", action_spec)
+
+    def transform_state_spec(self, state_spec: Composite) -> Composite:
+        return self._chain("transform_state_spec", state_spec)
+
     @property
     def parent(self) -> Any:
         return super().parent if self._owner else None

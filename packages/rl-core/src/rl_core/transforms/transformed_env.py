@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -15,6 +17,38 @@ from rl_core.envs.trajectory_writer import TrajectoryWriter
 from rl_core.specs import Composite
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
+
+_AUTO_UNWRAP: ContextVar[bool | None] = ContextVar("rl_core_auto_unwrap", default=None)
+
+
+def auto_unwrap_transformed_env(allow_none: bool = False) -> bool | None:
+    """``TransformedEnv``'s default ``auto_unwrap``: the innermost
+    :class:`set_auto_unwrap_transformed_env`'s, else ``False`` (``None`` with ``allow_none``)."""
+    mode = _AUTO_UNWRAP.get()
+    return mode if mode is not None or allow_none else False
+
+
+class set_auto_unwrap_transformed_env(contextlib.ContextDecorator):
+    """Sets ``TransformedEnv``'s default ``auto_unwrap`` inside a block (or a decorated call).
+
+    Args:
+        mode: ``True``: wrapping a ``TransformedEnv`` merges its transforms (TorchRL 0.14's
+            default); ``False``: it nests (the default here).
+    """
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._tokens: list[Any] = []
+
+    def _recreate_cm(self) -> set_auto_unwrap_transformed_env:
+        return type(self)(self.mode)
+
+    def __enter__(self) -> set_auto_unwrap_transformed_env:
+        self._tokens.append(_AUTO_UNWRAP.set(self.mode))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _AUTO_UNWRAP.reset(self._tokens.pop())
 
 
 def _overrides(transform: Transform, name: str) -> bool:
@@ -39,8 +73,9 @@ class TransformedEnv(EnvBase):
     Keyword Args:
         auto_unwrap: with ``True``, wrapping a ``TransformedEnv`` puts the inner one's
             transforms (cloned) and ``transform`` in one Compose over the inner base env, as
-            TorchRL 0.14 does by default. Defaults to ``False``: the inner env is nested
-            (TorchRL's announced default).
+            TorchRL 0.14 does by default. Defaults to :func:`auto_unwrap_transformed_env`
+            (``False`` outside a :class:`set_auto_unwrap_transformed_env` block: the inner env
+            is nested, TorchRL's announced default).
 
     Examples:
         >>> from rl_core.transforms import StepCounter, TransformedEnv
@@ -62,6 +97,8 @@ class TransformedEnv(EnvBase):
     ) -> None:
         if not isinstance(env, EnvBase):
             raise TypeError(f"TransformedEnv: expected an EnvBase, got {type(env).__name__}.")
+        if auto_unwrap is None:
+            auto_unwrap = auto_unwrap_transformed_env()
         if auto_unwrap and type(env) is TransformedEnv and type(self) is TransformedEnv:
             outer = [] if transform is None else [transform]
             if type(transform) is Compose:
@@ -316,4 +353,4 @@ class TransformedEnv(EnvBase):
 
 _register_transformed_env(TransformedEnv)  # EnvBase.append_transform builds one
 
-__all__ = ["TransformedEnv"]
+__all__ = ["TransformedEnv", "auto_unwrap_transformed_env", "set_auto_unwrap_transformed_env"]
