@@ -11,8 +11,11 @@ from rl_envs.transforms import TrajCounter
 def test_ids_on_cartpole(cartpole):
     env = TransformedEnv(cartpole, Compose(StepCounter(3), TrajCounter()))
     check_env_specs(env)
+    # check_env_specs's rollout took id 0 (its episode ends on its last step, which is not
+    # followed by a reset, as in TorchRL); this rollout resets (1), truncates after 3 steps (2,
+    # then 3) and takes its 7th step in the episode the 6th step's reset opened
     traj = env.rollout(7, break_when_any_done=False)
-    assert traj["traj_count"].squeeze(-1).tolist()[-7:] == [2, 2, 2, 3, 3, 3, 4]
+    assert traj["traj_count"].squeeze(-1).tolist()[-7:] == [1, 1, 1, 2, 2, 2, 3]
 
 
 def test_partial_resets_draw_new_ids_for_reset_sub_envs_only():
