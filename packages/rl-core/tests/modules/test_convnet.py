@@ -62,3 +62,10 @@ def test_errors():
         ConvNet(1, num_cells=[2])(torch.zeros(4, 4))
     with pytest.raises(ValueError, match="expected at least one layer"):
         ConvNet(1, depth=0)
+
+
+def test_norm_kwargs_may_name_the_channels_as_torchrl_writes_them():
+    net = ConvNet(3, num_cells=[8], kernel_sizes=3, norm_class=nn.BatchNorm2d,
+                  norm_kwargs={"num_features": 8}, activate_last_layer=True)  # fmt: skip
+    norms = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
+    assert [m.num_features for m in norms] == [8]

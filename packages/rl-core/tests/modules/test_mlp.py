@@ -106,3 +106,16 @@ def test_several_inputs_with_equal_or_broadcast_batch_shapes():
     shared = torch.randn(4, 3)  # broadcast over the leading dim of act
     expected = mlp(torch.cat([shared.expand(3, 4, 3), act], -1))
     torch.testing.assert_close(mlp(shared, act), expected, rtol=0, atol=0)
+
+
+def test_torchrl_arguments_single_bias_and_norm_kwargs_naming_the_width():
+    with pytest.raises(NotImplementedError, match="single_bias_last_layer=True is not built"):
+        MLP(3, 2, single_bias_last_layer=True)
+    plain = MLP(3, 2, num_cells=[4], single_bias_last_layer=False)
+    assert [type(m).__name__ for m in plain] == ["Linear", "Tanh", "Linear"]
+    # TorchRL writes the norm's width in norm_kwargs; ours fills it in when it is not there
+    named = MLP(3, 2, num_cells=[4], norm_class=nn.BatchNorm1d, norm_kwargs={"num_features": 4})
+    filled = MLP(3, 2, num_cells=[4], norm_class=nn.BatchNorm1d)
+    assert named[1].num_features == filled[1].num_features == 4
+    layer_norm = MLP(3, 2, num_cells=[4], norm_class=nn.LayerNorm, norm_kwargs={"eps": 1e-3})
+    assert (layer_norm[1].normalized_shape, layer_norm[1].eps) == ((4,), 1e-3)

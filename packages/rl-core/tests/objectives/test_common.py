@@ -524,3 +524,10 @@ def test_use_network_falls_back_when_params_do_not_fill_the_network():
         net(_two_net_batch(0))
     with loss.use_network("value_network") as net:  # the full set still runs
         assert net(_two_net_batch(0)).get(STATE_VALUE).shape == (6, 1)
+
+
+def test_an_unknown_key_name_is_a_key_error_and_torchrls_value_error():
+    loss = ValueLoss(_network())
+    for error in (KeyError, ValueError):
+        with pytest.raises(error, match=r"ValueLoss.set_keys: unknown key name\(s\) \['nope'\]"):
+            loss.set_keys(nope="x")

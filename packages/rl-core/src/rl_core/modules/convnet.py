@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from rl_core.modules.mlp import _hidden_widths
+from rl_core.modules.mlp import _hidden_widths, _norm_layer
 
 _IntOrPair = int | tuple[int, int]
 
@@ -123,7 +123,7 @@ class ConvNet(nn.Module):
                 layers.append(nn.Conv2d(n_in, n_out, **conv_kwargs))
             if not last or activate_last_layer:
                 if norm_class is not None:
-                    layers.append(norm_class(n_out, **norm_kwargs).to(device))
+                    layers.append(_norm_layer(norm_class, n_out, norm_kwargs).to(device))
                 layers.append(activation_class(**activation_kwargs))
             n_in = n_out
         self.layers = nn.Sequential(*layers)

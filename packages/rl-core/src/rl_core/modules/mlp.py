@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,13 @@ def _hidden_widths(
             f"Pass depth=None (it is then len(num_cells)) or one width per layer."
         )
     return widths
+
+
+def _norm_layer(norm_class: type[nn.Module], width: int, kwargs: dict[str, Any]) -> nn.Module:
+    """``norm_class(width, **kwargs)``, or ``norm_class(**kwargs)`` when ``kwargs`` already name
+    its first argument (TorchRL's form: ``norm_kwargs={"num_features": 64}``)."""
+    first = next(iter(inspect.signature(norm_class).parameters), None)
+    return norm_class(**kwargs) if first in kwargs else norm_class(width, **kwargs)
 
 
 def _out_shape(out_features: int | Sequence[int] | None, where: str) -> tuple[int, ...]:
@@ -65,9 +73,12 @@ class MLP(nn.Sequential):
         activation_kwargs: keyword arguments for ``activation_class``.
         norm_class: normalisation module class built as ``norm_class(width, **norm_kwargs)``
             after each hidden layer (``nn.LayerNorm``, ``nn.BatchNorm1d``...). Defaults to none.
-        norm_kwargs: keyword arguments for ``norm_class``.
+        norm_kwargs: keyword arguments for ``norm_class``; when they name its first argument
+            (``num_features``, as TorchRL's are written) the width is not passed again.
         dropout: dropout probability after each hidden activation. Defaults to none.
         bias_last_layer: whether the last layer has a bias. Defaults to ``True``.
+        single_bias_last_layer: TorchRL's argument; only ``False`` (its default) is built,
+            ``True`` raises ``NotImplementedError`` as TorchRL 0.14's does.
         layer_class: linear layer class, built as ``layer_class(in, out, bias=..., device=...,
             **layer_kwargs)``. Defaults to ``nn.Linear``. A lazy input needs ``nn.Linear``.
         layer_kwargs: keyword arguments for ``layer_class``.
@@ -103,11 +114,17 @@ class MLP(nn.Sequential):
         norm_kwargs: dict[str, Any] | None = None,
         dropout: float | None = None,
         bias_last_layer: bool = True,
+        single_bias_last_layer: bool = False,
         layer_class: type[nn.Module] = nn.Linear,
         layer_kwargs: dict[str, Any] | None = None,
         activate_last_layer: bool = False,
         device: torch.device | str | None = None,
     ) -> None:
+        if single_bias_last_layer:
+            raise NotImplementedError(
+                "MLP: single_bias_last_layer=True is not built (TorchRL 0.14 refuses it too); "
+                "leave it False."
+            )
         self.in_features = in_features
         self.out_shape = _out_shape(out_features, "MLP")
         self.out_features = out_features
@@ -136,7 +153,7 @@ class MLP(nn.Sequential):
                 layers.append(layer_class(n_in, n_out, bias=bias, device=device, **layer_kwargs))
             if not last or activate_last_layer:
                 if norm_class is not None:
-                    layers.append(norm_class(n_out, **norm_kwargs).to(device))
+                    layers.append(_norm_layer(norm_class, n_out, norm_kwargs).to(device))
                 layers.append(activation_class(**activation_kwargs))
                 if dropout is not None:
                     layers.append(nn.Dropout(p=dropout))

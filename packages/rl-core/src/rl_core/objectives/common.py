@@ -21,6 +21,10 @@ from rl_core.exploration import set_recurrent_mode
 from rl_core.keys import NestedKey
 
 
+class _UnknownKeyError(KeyError, ValueError):
+    """A key name a loss does not accept: a ``KeyError`` here, a ``ValueError`` in TorchRL."""
+
+
 def _is_nested_key(value: object) -> bool:
     if isinstance(value, str):
         return True
@@ -570,13 +574,14 @@ class LossModule(nn.Module, abc.ABC):
             The loss itself, for chaining.
 
         Raises:
-            KeyError: a name is not a field of ``_AcceptedKeys``.
+            KeyError: a name is not a field of ``_AcceptedKeys`` (also a ``ValueError``, which
+                TorchRL raises).
             TypeError: a value is not a string or a non-empty tuple of strings.
         """
         accepted = [field.name for field in dataclasses.fields(self.tensor_keys)]
         unknown = sorted(set(kwargs) - set(accepted))
         if unknown:
-            raise KeyError(
+            raise _UnknownKeyError(
                 f"{type(self).__name__}.set_keys: unknown key name(s) {unknown}; this loss "
                 f"accepts {accepted}."
             )
