@@ -38,11 +38,14 @@ def swing_up(obs: np.ndarray) -> np.ndarray:
     return np.clip(np.where(near_top, hold, pump), -MAX_TORQUE, MAX_TORQUE)
 
 
-def record_d4rl_file(path: Path, episodes: int, seed: int, noise: float | Sequence[float]) -> float:
+def record_d4rl_file(
+    path: Path, episodes: int, seed: int, noise: float | Sequence[float | None]
+) -> float:
     """Plays ``episodes`` expert episodes of Pendulum-v1 and writes them in D4RL's layout;
     returns their mean return. ``noise`` is the std of the Gaussian torque noise, or a list
     of them used in turn, one per episode (``(0.2, 1.0)``: expert and noisy-expert episodes
-    alternate, a mixed dataset like D4RL's "medium-expert")."""
+    alternate, a mixed dataset like D4RL's "medium-expert"); ``None`` in place of a std plays
+    uniformly random torques for that episode."""
     noises = [noise] if isinstance(noise, (int, float)) else list(noise)
     env = gym.make("Pendulum-v1")
     rng = np.random.default_rng(seed)
@@ -53,7 +56,10 @@ def record_d4rl_file(path: Path, episodes: int, seed: int, noise: float | Sequen
         total, ended = 0.0, False
         std = noises[episode % len(noises)]
         while not ended:
-            action = np.clip(swing_up(obs) + std * rng.standard_normal(), -2.0, 2.0)
+            if std is None:
+                action = rng.uniform(-MAX_TORQUE, MAX_TORQUE)
+            else:
+                action = np.clip(swing_up(obs) + std * rng.standard_normal(), -2.0, 2.0)
             following, reward, terminated, truncated, _ = env.step(np.array([action], np.float32))
             for key, value in zip(columns, (obs, [action], reward, terminated, truncated)):
                 columns[key].append(value)
