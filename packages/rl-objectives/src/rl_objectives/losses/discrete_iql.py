@@ -83,7 +83,7 @@ class DiscreteIQLLoss(IQLLoss):
         action_space: str | OneHot | Categorical | None = None,
         **kwargs: Any,
     ) -> None:
-        self.action_space = _action_space(action_space)
+        self.action_space = C.check_action_space("DiscreteIQLLoss", action_space)
         super().__init__(actor_network, qvalue_network, value_network, **kwargs)
         self.qvalue_network.out_key = self.tensor_keys.action_value
 
@@ -120,34 +120,3 @@ class DiscreteIQLLoss(IQLLoss):
         if self.action_space == "categorical" and action.dim() == td.batch_dims + 1:
             return action.squeeze(-1)  # a categorical distribution scores [*B] indices
         return action
-
-
-#: the names TorchRL takes for the two encodings
-_SPACES = {
-    "one_hot": "one_hot",
-    "one-hot": "one_hot",
-    "onehot": "one_hot",
-    "categorical": "categorical",
-}
-
-
-def _action_space(action_space: object) -> str | None:
-    """``"one_hot"``, ``"categorical"`` or ``None`` from a name or an action spec."""
-    if action_space is None:
-        return None
-    if isinstance(action_space, str):
-        space = _SPACES.get(action_space.lower())
-        if space is None:
-            raise ValueError(
-                f"DiscreteIQLLoss: expected action_space 'one_hot' (or 'one-hot') or "
-                f"'categorical', got {action_space!r}."
-            )
-        return space
-    if isinstance(action_space, OneHot):
-        return "one_hot"
-    if isinstance(action_space, Categorical):
-        return "categorical"
-    raise TypeError(
-        f"DiscreteIQLLoss: expected action_space to be a string or a OneHot or Categorical "
-        f"spec, got {type(action_space).__name__}."
-    )
