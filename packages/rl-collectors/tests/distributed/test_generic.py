@@ -286,7 +286,9 @@ def test_shutdown_after_a_killed_node_leaves_no_process_port_or_shared_memory():
     with pytest.raises(RuntimeError, match=r"collector node 1 \(rank 2, pid \d+, exit code -9\)"):
         next(iterator)  # both nodes' workers are in the middle of their batch
     collector.shutdown()
-    deadline = time.monotonic() + 2.0  # a SIGKILLed process takes a moment to end
+    # a SIGKILLed process takes a moment to end, longer on a loaded machine (2 s failed once
+    # beside another pytest run); what is checked is that nothing is left, not how fast
+    deadline = time.monotonic() + 10.0
     while any(alive(pid) for pid in tree) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert [pid for pid in tree if alive(pid)] == []  # the env workers of both nodes too
