@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from tensordict.nn import InteractionType, interaction_type, set_interaction_type
@@ -98,21 +98,49 @@ class set_exploration_type(set_interaction_type):
         super().__init__(_coerce(type), thread_local=thread_local)
 
 
-_MODE: ContextVar[bool | None] = ContextVar("rl_core_recurrent_mode", default=None)
+class _BlockSwitch(contextlib.ContextDecorator):
+    """A value set inside a block (a context manager or a decorator); a nested block restores
+    the outer value. Each subclass owns its ``_var``; inside code ``torch.compile`` traces the
+    value lives in the class attribute ``_compiled`` instead (it cannot trace a ContextVar)."""
 
+    _var: ClassVar[ContextVar[Any]]
+    _compiled: ClassVar[Any] = None
 
-class _CompiledMode:
-    """The mode inside code ``torch.compile`` traces (it cannot trace a ContextVar)."""
+    def __init__(self, mode: Any) -> None:
+        self.mode = mode
+        self._tokens: list[Any] = []
 
-    mode: bool | None = None
+    @classmethod
+    def current(cls) -> Any:
+        """The innermost block's value, or ``None`` outside every block."""
+        return cls._compiled if torch.compiler.is_compiling() else cls._var.get()
+
+    def _recreate_cm(self) -> _BlockSwitch:  # a decorator's calls each get their own
+        return type(self)(self.mode)
+
+    def __enter__(self) -> _BlockSwitch:
+        cls = type(self)
+        if torch.compiler.is_compiling():
+            self._tokens.append(cls._compiled)
+            cls._compiled = self.mode
+        else:
+            self._tokens.append(cls._var.set(self.mode))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        cls = type(self)
+        if torch.compiler.is_compiling():
+            cls._compiled = self._tokens.pop()
+        else:
+            cls._var.reset(self._tokens.pop())
 
 
 def recurrent_mode() -> bool | None:
     """The mode :class:`set_recurrent_mode` imposes on every recurrent module, or ``None``."""
-    return _CompiledMode.mode if torch.compiler.is_compiling() else _MODE.get()
+    return set_recurrent_mode.current()
 
 
-class set_recurrent_mode(contextlib.ContextDecorator):
+class set_recurrent_mode(_BlockSwitch):
     """Runs every :class:`LSTMModule`/:class:`GRUModule` in one mode inside a block.
 
     A context manager or a decorator, as in TorchRL: ``with set_recurrent_mode(True):``
@@ -127,6 +155,8 @@ class set_recurrent_mode(contextlib.ContextDecorator):
         ValueError: ``mode`` is another string or value.
     """
 
+    _var = ContextVar("rl_core_recurrent_mode", default=None)
+
     def __init__(self, mode: bool | Literal["recurrent", "sequential"] | None = True) -> None:
         named = {"recurrent": True, "sequential": False}
         if isinstance(mode, str) and mode.lower() in named:
@@ -136,25 +166,7 @@ class set_recurrent_mode(contextlib.ContextDecorator):
                 f"set_recurrent_mode: expected True/'recurrent', False/'sequential' or None, "
                 f"got {mode!r}."
             )
-        self.mode = None if mode is None else bool(mode)
-        self._tokens: list[Any] = []
-
-    def _recreate_cm(self) -> set_recurrent_mode:  # a decorator's calls each get their own
-        return type(self)(self.mode)
-
-    def __enter__(self) -> set_recurrent_mode:
-        if torch.compiler.is_compiling():
-            self._tokens.append(_CompiledMode.mode)
-            _CompiledMode.mode = self.mode
-        else:
-            self._tokens.append(_MODE.set(self.mode))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if torch.compiler.is_compiling():
-            _CompiledMode.mode = self._tokens.pop()
-        else:
-            _MODE.reset(self._tokens.pop())
+        super().__init__(None if mode is None else bool(mode))
 
 
 __all__ = ["ExplorationType", "exploration_type", "set_exploration_type"]

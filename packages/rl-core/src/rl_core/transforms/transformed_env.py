@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from contextvars import ContextVar
 from typing import Any
 
@@ -14,21 +13,20 @@ from rl_core.envs import EnvBase
 from rl_core.envs._plans import built_plan
 from rl_core.envs.base import _register_transformed_env
 from rl_core.envs.trajectory_writer import TrajectoryWriter
+from rl_core.exploration import _BlockSwitch
 from rl_core.specs import Composite
 from rl_core.transforms.compose import Compose
 from rl_core.transforms.transform import Transform
-
-_AUTO_UNWRAP: ContextVar[bool | None] = ContextVar("rl_core_auto_unwrap", default=None)
 
 
 def auto_unwrap_transformed_env(allow_none: bool = False) -> bool | None:
     """``TransformedEnv``'s default ``auto_unwrap``: the innermost
     :class:`set_auto_unwrap_transformed_env`'s, else ``False`` (``None`` with ``allow_none``)."""
-    mode = _AUTO_UNWRAP.get()
+    mode = set_auto_unwrap_transformed_env.current()
     return mode if mode is not None or allow_none else False
 
 
-class set_auto_unwrap_transformed_env(contextlib.ContextDecorator):
+class set_auto_unwrap_transformed_env(_BlockSwitch):
     """Sets ``TransformedEnv``'s default ``auto_unwrap`` inside a block (or a decorated call).
 
     Args:
@@ -36,19 +34,10 @@ class set_auto_unwrap_transformed_env(contextlib.ContextDecorator):
             default); ``False``: it nests (the default here).
     """
 
+    _var = ContextVar("rl_core_auto_unwrap", default=None)
+
     def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
-        self._tokens: list[Any] = []
-
-    def _recreate_cm(self) -> set_auto_unwrap_transformed_env:
-        return type(self)(self.mode)
-
-    def __enter__(self) -> set_auto_unwrap_transformed_env:
-        self._tokens.append(_AUTO_UNWRAP.set(self.mode))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        _AUTO_UNWRAP.reset(self._tokens.pop())
+        super().__init__(bool(mode))
 
 
 def _overrides(transform: Transform, name: str) -> bool:
